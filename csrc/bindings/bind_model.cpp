@@ -1,0 +1,107 @@
+// Scenario, state, action and policy types of learnsched._core.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "learnsched/action.hpp"
+#include "learnsched/policy.hpp"
+#include "learnsched/scenario.hpp"
+
+namespace py = pybind11;
+using namespace learnsched;
+
+namespace {
+
+Scenario make_scenario(const std::vector<std::pair<double, double>>& windows, int work_quanta,
+                       double quantum_s, double benefit_rate, double horizon_s,
+                       const HandoffCosts& costs, const State& initial) {
+    Scenario s;
+    s.windows.reserve(windows.size());
+    for (const auto& [start, end] : windows) s.windows.push_back(Window{start, end});
+    s.work_quanta = work_quanta;
+    s.quantum_s = quantum_s;
+    s.benefit_rate = benefit_rate;
+    s.horizon_s = horizon_s;
+    s.costs = costs;
+    s.initial = initial;
+    return s;
+}
+
+std::vector<std::pair<double, double>> window_pairs(const Scenario& s) {
+    std::vector<std::pair<double, double>> out;
+    out.reserve(s.windows.size());
+    for (const Window& w : s.windows) out.emplace_back(w.start_s, w.end_s);
+    return out;
+}
+
+}  // namespace
+
+void bind_model(py::module_& m) {
+    py::enum_<ActionKind>(m, "ActionKind", "Window macro-action kinds, in canonical order.")
+        .value("WAIT", ActionKind::Wait)
+        .value("ABANDON", ActionKind::Abandon)
+        .value("CHECKPOINT_RETURN", ActionKind::CheckpointReturn)
+        .value("DISCARD_RETURN", ActionKind::DiscardReturn)
+        .value("PUBLISH", ActionKind::Publish)
+        .value("ADVANCE", ActionKind::Advance);
+
+    py::enum_<Policy>(m, "Policy", "The six policies of the finite model.")
+        .value("NEVER", Policy::Never)
+        .value("WINDOW", Policy::Window)
+        .value("STATIC_ROI", Policy::StaticRoi)
+        .value("COSTED_WINDOW", Policy::CostedWindow)
+        .value("ROLLOUT", Policy::Rollout)
+        .value("DP", Policy::Dp);
+
+    py::class_<Action>(m, "Action", "One window's macro-action.")
+        .def(py::init<ActionKind, int, bool>(), py::arg("kind"), py::arg("quanta") = 0,
+             py::arg("checkpoint") = false)
+        .def_readonly("kind", &Action::kind)
+        .def_readonly("quanta", &Action::quanta, "Quanta run in this window.")
+        .def_readonly("checkpoint", &Action::checkpoint, "Whether the segment saves a checkpoint.")
+        .def_property_readonly("name", [](const Action& a) { return std::string(name(a.kind)); },
+                               "The action kind as a lowercase name, e.g. 'advance'.")
+        .def("__eq__", [](const Action& a, const Action& b) { return a == b; }, py::is_operator())
+        .def("__hash__", [](const Action& a) {
+            return py::hash(py::make_tuple(static_cast<int>(a.kind), a.quanta, a.checkpoint));
+        })
+        .def("__repr__", [](const Action& a) {
+            return "Action(" + std::string(name(a.kind)) + ", quanta=" + std::to_string(a.quanta) +
+                   ", checkpoint=" + (a.checkpoint ? "True" : "False") + ")";
+        });
+
+    py::class_<HandoffCosts>(m, "HandoffCosts", "Handoff costs in seconds and s-eq./s.")
+        .def(py::init<double, double, double, double>(), py::arg("recovery_s"),
+             py::arg("residency_rate"), py::arg("save_s"), py::arg("load_s"))
+        .def_readonly("recovery_s", &HandoffCosts::recovery_s)
+        .def_readonly("residency_rate", &HandoffCosts::residency_rate)
+        .def_readonly("save_s", &HandoffCosts::save_s)
+        .def_readonly("load_s", &HandoffCosts::load_s);
+
+    py::class_<State>(m, "State", "Decision state (window, progress, durable, active).")
+        .def(py::init<int, int, int, bool>(), py::arg("window"), py::arg("progress"),
+             py::arg("durable"), py::arg("active"))
+        .def_readonly("window", &State::window)
+        .def_readonly("progress", &State::progress)
+        .def_readonly("durable", &State::durable)
+        .def_readonly("active", &State::active);
+
+    py::class_<Scenario>(m, "Scenario", "A finite-model scenario (not validated until used).")
+        .def(py::init(&make_scenario), py::arg("windows"), py::arg("work_quanta"),
+             py::arg("quantum_s"), py::arg("benefit_rate"), py::arg("horizon_s"),
+             py::arg("costs"), py::arg("initial"))
+        .def_property_readonly("windows", &window_pairs)
+        .def_readonly("work_quanta", &Scenario::work_quanta)
+        .def_readonly("quantum_s", &Scenario::quantum_s)
+        .def_readonly("benefit_rate", &Scenario::benefit_rate)
+        .def_readonly("horizon_s", &Scenario::horizon_s)
+        .def_readonly("costs", &Scenario::costs)
+        .def_readonly("initial", &Scenario::initial);
+
+    m.def("validate", &validate, py::arg("scenario"),
+          "Raise ValueError naming the first invalid field of the scenario.");
+    m.attr("MAX_STATES") = kMaxStates;
+}

@@ -1,0 +1,101 @@
+// Model, plans and the batch solver of learnsched._core.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <vector>
+
+#include "learnsched/batch.hpp"
+#include "learnsched/model.hpp"
+#include "learnsched/tolerance.hpp"
+
+namespace py = pybind11;
+using namespace learnsched;
+
+namespace {
+
+py::dict batch_arrays(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
+                      int threads) {
+    std::vector<PlanSummary> rows;
+    {
+        py::gil_scoped_release release;  // pure C++ from here; arguments already converted
+        rows = solve_batch(scenarios, policies, threads);
+    }
+    const auto n = static_cast<py::ssize_t>(scenarios.size());
+    const auto p = static_cast<py::ssize_t>(policies.size());
+    py::array_t<double> value({n, p}), benefit({n, p}), publish({n, p}), cost({n, p, py::ssize_t{5}});
+    auto v = value.mutable_unchecked<2>();
+    auto b = benefit.mutable_unchecked<2>();
+    auto t = publish.mutable_unchecked<2>();
+    auto c = cost.mutable_unchecked<3>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+        for (py::ssize_t j = 0; j < p; ++j) {
+            const PlanSummary& r = rows[static_cast<std::size_t>(i * p + j)];
+            v(i, j) = r.value;
+            b(i, j) = r.benefit;
+            t(i, j) = r.publish_s;
+            const double split[5] = {r.cost.work, r.cost.save, r.cost.load, r.cost.recovery,
+                                     r.cost.residency};
+            for (py::ssize_t q = 0; q < 5; ++q) c(i, j, q) = split[q];
+        }
+    }
+    py::dict out;
+    out["value"] = value;
+    out["benefit"] = benefit;
+    out["publish_s"] = publish;
+    out["cost"] = cost;
+    return out;
+}
+
+}  // namespace
+
+void bind_solver(py::module_& m) {
+    py::class_<CostSplit>(m, "CostSplit", "Cost in s-eq. split by cause.")
+        .def_readonly("work", &CostSplit::work)
+        .def_readonly("save", &CostSplit::save)
+        .def_readonly("load", &CostSplit::load)
+        .def_readonly("recovery", &CostSplit::recovery)
+        .def_readonly("residency", &CostSplit::residency)
+        .def_property_readonly("total", &CostSplit::total);
+
+    py::class_<Segment>(m, "Segment", "One window of a plan.")
+        .def_readonly("window", &Segment::window)
+        .def_readonly("action", &Segment::action)
+        .def_readonly("start_s", &Segment::start_s)
+        .def_readonly("publish_s", &Segment::publish_s, "NaN unless the segment publishes.")
+        .def_readonly("ready_s", &Segment::ready_s, "NaN for a wait.")
+        .def_readonly("cost", &Segment::cost)
+        .def_readonly("benefit", &Segment::benefit)
+        .def_readonly("next", &Segment::next, "State at the next window.");
+
+    py::class_<Plan>(m, "Plan", "A policy's plan from the initial state.")
+        .def_readonly("policy", &Plan::policy)
+        .def_readonly("value", &Plan::value)
+        .def_readonly("benefit", &Plan::benefit)
+        .def_readonly("publish_s", &Plan::publish_s, "NaN if never published.")
+        .def_readonly("cost", &Plan::cost)
+        .def_readonly("steps", &Plan::steps);
+
+    py::class_<Model>(m, "Model", "A validated scenario with cached continuation values.")
+        .def(py::init<Scenario>(), py::arg("scenario"),
+             py::call_guard<py::gil_scoped_release>())  // O(K*J) table construction
+        .def_property_readonly("scenario", &Model::scenario)
+        .def(
+            "decide",
+            [](const Model& model, int window, int progress, int durable, bool active,
+               Policy policy) {
+                return model.decide(State{window, progress, durable, active}, policy);
+            },
+            py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
+            py::arg("policy"))
+        .def("solve", &Model::solve, py::arg("policy"), py::call_guard<py::gil_scoped_release>())
+        .def("window_plan_value", &Model::window_plan_value, py::arg("state"))
+        .def("reference_value", &Model::reference_value, py::arg("state"))
+        .def("optimal_value", &Model::optimal_value, py::arg("state"));
+
+    m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
+          py::arg("threads") = 1,
+          "Solve every scenario under every policy; dict of arrays value, benefit, publish_s "
+          "(n, p) and cost (n, p, 5: work, save, load, recovery, residency).");
+    m.attr("TIE_TOLERANCE") = kTieTolerance;
+}

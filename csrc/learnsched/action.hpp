@@ -1,0 +1,32 @@
+// Window macro-actions (paper Section 4.1) in the canonical tie-break order.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace learnsched {
+
+enum class ActionKind : std::uint8_t {
+    Wait,              // service mode: leave the window to serving
+    Abandon,           // active: return capacity and drop the candidate (absorbing)
+    CheckpointReturn,  // active: save unsaved work and return without advancing
+    DiscardReturn,     // active: drop unsaved work and return (not absorbing)
+    Publish,           // finish the remaining quanta and publish
+    Advance,           // run `quanta` quanta, optionally checkpoint, and return
+};
+
+struct Action {
+    ActionKind kind = ActionKind::Wait;
+    int quanta = 0;  // quanta advanced in this window (remaining quanta for Publish)
+    bool checkpoint = false;
+
+    bool operator==(const Action& other) const {
+        return kind == other.kind && quanta == other.quanta && checkpoint == other.checkpoint;
+    }
+    // Publication and abandonment end the plan.
+    bool is_terminal() const { return kind == ActionKind::Publish || kind == ActionKind::Abandon; }
+};
+
+std::string_view name(ActionKind kind);
+
+}  // namespace learnsched

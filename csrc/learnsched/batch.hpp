@@ -1,0 +1,24 @@
+// Many scenarios x many policies at once, optionally on several threads.
+#pragma once
+
+#include <vector>
+
+#include "model.hpp"
+
+namespace learnsched {
+
+// A plan without its steps.
+struct PlanSummary {
+    double value = 0.0;
+    double benefit = 0.0;
+    double publish_s = 0.0;  // NaN if never published
+    CostSplit cost;
+};
+
+// Row-major results: entry [i * policies.size() + j] is scenario i under policy j.
+// Every scenario is validated before any work starts (std::invalid_argument names
+// scenarios[i]). Results do not depend on `threads` (each scenario is independent).
+std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
+                                     const std::vector<Policy>& policies, int threads);
+
+}  // namespace learnsched

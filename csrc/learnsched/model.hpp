@@ -1,0 +1,51 @@
+// A prepared scenario: validated once, with every policy's continuation values cached,
+// so that a scheduler can ask for a decision at each window in O(J).
+#pragma once
+
+#include <vector>
+
+#include "policy.hpp"
+#include "segment.hpp"
+#include "value_table.hpp"
+
+namespace learnsched {
+
+// A policy's whole plan from the initial state: one segment per window visited.
+struct Plan {
+    Policy policy = Policy::Never;
+    double value = 0.0;      // benefit - cost, s-eq.
+    double benefit = 0.0;    // Phi(t_p), s-eq.
+    double publish_s = 0.0;  // NaN if the plan never publishes
+    CostSplit cost;
+    std::vector<Segment> steps;
+};
+
+class Model {
+  public:
+    // Validates the scenario (std::invalid_argument) and builds the Window, Costed
+    // Window and optimal value tables: O(K * J) time and memory.
+    explicit Model(Scenario scenario);
+
+    const Scenario& scenario() const { return acc_.scenario(); }
+
+    // The policy's action in `state` (validated; std::invalid_argument if not a state).
+    Action decide(const State& state, Policy policy) const;
+    // Follow the policy from the initial state to publication or the last window.
+    Plan solve(Policy policy) const;
+
+    double window_plan_value(const State& state) const;  // V_G
+    double reference_value(const State& state) const;    // V^pi0 (Costed Window)
+    double optimal_value(const State& state) const;      // V* (Eq. D.2)
+
+  private:
+    Action choose(const State& s, Policy policy) const;
+    Action costed_window_action(const State& s) const;
+    Action first_action(const State& s) const;
+
+    SegmentAccounting acc_;
+    ValueTable window_values_;
+    ValueTable reference_values_;
+    ValueTable optimal_values_;
+};
+
+}  // namespace learnsched

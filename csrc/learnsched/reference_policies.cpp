@@ -1,0 +1,32 @@
+#include "reference_policies.hpp"
+
+#include <algorithm>
+
+namespace learnsched {
+
+Action window_action(const SegmentAccounting& acc, const State& s) {
+    const int rest = acc.remaining(s);
+    if (acc.can_publish(s)) return Action{ActionKind::Publish, rest, false};
+    const int u = std::min(acc.max_quanta(s, true), rest - 1);
+    if (u >= 1) return Action{ActionKind::Advance, u, true};
+    if (!s.active) return Action{ActionKind::Wait, 0, false};
+    if (acc.max_quanta(s, true) >= 0) return Action{ActionKind::CheckpointReturn, 0, true};
+    return Action{ActionKind::DiscardReturn, 0, false};
+}
+
+Action decline_action(const State& s) {
+    return s.active ? Action{ActionKind::DiscardReturn, 0, false} : Action{ActionKind::Wait, 0, false};
+}
+
+Action never_action(const State& s) {
+    return s.active ? Action{ActionKind::Abandon, 0, false} : Action{ActionKind::Wait, 0, false};
+}
+
+double static_roi(const SegmentAccounting& acc, const State& s) {
+    const Scenario& sc = acc.scenario();
+    const double rest_s = acc.remaining(s) * sc.quantum_s;
+    const double start_s = sc.windows[static_cast<std::size_t>(s.window)].start_s;
+    return sc.benefit_rate * std::max(0.0, sc.horizon_s - start_s - rest_s) - rest_s;
+}
+
+}  // namespace learnsched

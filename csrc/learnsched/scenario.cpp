@@ -1,0 +1,96 @@
+#include "scenario.hpp"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "tolerance.hpp"
+
+namespace learnsched {
+namespace {
+
+template <class... Parts>
+[[noreturn]] void fail(const Parts&... parts) {
+    std::ostringstream out;
+    out.precision(12);
+    (out << ... << parts);
+    throw std::invalid_argument(out.str());
+}
+
+void require_finite(const char* field, double value) {
+    if (!std::isfinite(value)) fail(field, " must be finite, got ", value);
+}
+
+void require_non_negative(const char* field, double value) {
+    require_finite(field, value);
+    if (value < 0.0) fail(field, " must be >= 0, got ", value);
+}
+
+void validate_windows(const std::vector<Window>& windows) {
+    if (windows.empty()) fail("windows must hold at least one [start, end] window");
+    for (std::size_t k = 0; k < windows.size(); ++k) {
+        const Window& w = windows[k];
+        if (!std::isfinite(w.start_s) || !std::isfinite(w.end_s)) {
+            fail("windows[", k, "] must be finite, got [", w.start_s, ", ", w.end_s, "]");
+        }
+        if (!(w.end_s > w.start_s)) {
+            fail("windows[", k, "] must end after it starts, got [", w.start_s, ", ", w.end_s, "]");
+        }
+        if (k > 0 && w.start_s < windows[k - 1].end_s) {
+            fail("windows[", k, "] starts at ", w.start_s, " before windows[", k - 1,
+                 "] ends at ", windows[k - 1].end_s, " (windows must be sorted and non-overlapping)");
+        }
+    }
+}
+
+}  // namespace
+
+void validate(const Scenario& scenario) {
+    validate_windows(scenario.windows);
+    if (scenario.work_quanta < 1) fail("work_quanta must be >= 1, got ", scenario.work_quanta);
+    require_finite("quantum_s", scenario.quantum_s);
+    if (!(scenario.quantum_s > 0.0)) fail("quantum_s must be > 0, got ", scenario.quantum_s);
+    require_non_negative("benefit_rate", scenario.benefit_rate);
+    require_finite("horizon_s", scenario.horizon_s);
+    require_non_negative("recovery_s", scenario.costs.recovery_s);
+    require_non_negative("residency_rate", scenario.costs.residency_rate);
+    require_non_negative("save_s", scenario.costs.save_s);
+    require_non_negative("load_s", scenario.costs.load_s);
+
+    const std::size_t states =
+        scenario.windows.size() * (static_cast<std::size_t>(scenario.work_quanta) + 1);
+    if (states > kMaxStates) {
+        fail("windows x (work_quanta + 1) = ", scenario.windows.size(), " x ",
+             scenario.work_quanta + 1, " = ", states, " states exceeds the limit of ", kMaxStates);
+    }
+    if (scenario.initial.window != 0) {
+        fail("initial.window must be 0, got ", scenario.initial.window);
+    }
+    validate_state(scenario, scenario.initial);
+}
+
+void validate_state(const Scenario& scenario, const State& state) {
+    if (state.window < 0 || state.window >= scenario.window_count()) {
+        fail("window must be in [0, ", scenario.window_count(), "), got ", state.window);
+    }
+    if (state.progress < 0 || state.progress > scenario.work_quanta) {
+        fail("progress must be in [0, work_quanta=", scenario.work_quanta, "], got ",
+             state.progress);
+    }
+    if (state.durable < 0 || state.durable > state.progress) {
+        fail("durable must be in [0, progress=", state.progress, "], got ", state.durable);
+    }
+    if (!state.active && state.durable != state.progress) {
+        fail("a service-mode state keeps no unsaved work: progress=", state.progress,
+             " must equal durable=", state.durable, " unless active");
+    }
+    const Window& w = scenario.windows[static_cast<std::size_t>(state.window)];
+    if (state.active && !fits_within(scenario.costs.recovery_s, w.length_s())) {
+        fail("an active candidate must be able to return within its window: recovery_s=",
+             scenario.costs.recovery_s, " exceeds windows[", state.window, "] length ",
+             w.length_s());
+    }
+}
+
+}  // namespace learnsched

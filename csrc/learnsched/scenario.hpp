@@ -1,0 +1,59 @@
+// Scenario and state types of the finite window model (paper Sections 4.1, 6.1, App. D).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace learnsched {
+
+// Largest number of service states (windows x (work_quanta + 1)) a model may hold.
+// Three value tables of doubles at this size take 384 MiB.
+inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
+
+// An idle window [start_s, end_s]; service capacity must be ready again by end_s.
+struct Window {
+    double start_s = 0.0;
+    double end_s = 0.0;
+    double length_s() const { return end_s - start_s; }
+};
+
+// Handoff costs (paper App. D.2). Every second costs 1 s-eq.; warm recovery also
+// charges residency_rate s-eq. per second from the window start until capacity is ready.
+struct HandoffCosts {
+    double recovery_s = 0.0;      // t_ret: return path until capacity is ready
+    double residency_rate = 0.0;  // rho: s-eq. per second of parked serving state
+    double save_s = 0.0;          // t_ck: checkpoint save
+    double load_s = 0.0;          // t_ld: checkpoint load when resuming
+};
+
+// Decision state (k, p, pbar, active) at the start of window k (paper Eq. 1).
+struct State {
+    int window = 0;
+    int progress = 0;  // completed quanta p
+    int durable = 0;   // checkpointed quanta pbar <= p
+    bool active = false;
+};
+
+struct Scenario {
+    std::vector<Window> windows;
+    int work_quanta = 0;        // J
+    double quantum_s = 0.0;     // delta
+    double benefit_rate = 0.0;  // g, s-eq. per second before the horizon
+    double horizon_s = 0.0;     // H
+    HandoffCosts costs;
+    State initial;  // initial.window must be 0
+
+    int window_count() const { return static_cast<int>(windows.size()); }
+};
+
+// Throw std::invalid_argument naming the field and value of the first problem:
+// unsorted/overlapping/empty windows, NaN/inf, negative costs, bad quanta, or a
+// state space above kMaxStates.
+void validate(const Scenario& scenario);
+
+// Throw std::invalid_argument if `state` is not a valid decision state of `scenario`
+// (window out of range, durable > progress, unsaved work in service mode, or an active
+// candidate whose return path does not fit its window).
+void validate_state(const Scenario& scenario, const State& state);
+
+}  // namespace learnsched

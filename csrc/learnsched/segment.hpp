@@ -1,0 +1,99 @@
+// Segment accounting of one window (finite-model rules 1-8): load, Eq. 10
+// feasibility, the timeline, and the cost split of every action.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "action.hpp"
+#include "scenario.hpp"
+
+namespace learnsched {
+
+// Cost of a segment in s-eq., split by cause (paper Eq. 14's categories).
+struct CostSplit {
+    double work = 0.0;
+    double save = 0.0;
+    double load = 0.0;
+    double recovery = 0.0;
+    double residency = 0.0;
+
+    double total() const { return work + save + load + recovery + residency; }
+    CostSplit& operator+=(const CostSplit& other);
+};
+
+// One action taken in one window: its timeline, costs, benefit and successor.
+struct Segment {
+    int window = 0;
+    Action action;
+    double start_s = 0.0;    // l_k: every segment starts at the window start
+    double publish_s = 0.0;  // NaN unless the action publishes
+    double ready_s = 0.0;    // capacity ready again; NaN for Wait
+    CostSplit cost;
+    double benefit = 0.0;  // Phi(t_p) = g (H - t_p)^+ when publishing
+    State next;            // state at the next window (unused when terminal)
+
+    double reward() const { return benefit - cost.total(); }
+};
+
+// Precomputed per-window limits and the accounting of every action. The scenario
+// must already be validated; actions passed in must come from for_each_action.
+class SegmentAccounting {
+  public:
+    explicit SegmentAccounting(Scenario scenario);
+
+    const Scenario& scenario() const { return scenario_; }
+    int window_count() const { return scenario_.window_count(); }
+    int work_quanta() const { return scenario_.work_quanta; }
+
+    // Rule 1: resuming from a checkpoint in service mode pays t_ld; otherwise 0.
+    bool pays_load(const State& s) const { return !s.active && s.durable > 0; }
+    // Quanta the window starts from: unsaved work counts only while active.
+    int base(const State& s) const { return s.active ? s.progress : s.durable; }
+    int remaining(const State& s) const { return scenario_.work_quanta - base(s); }
+
+    // Eq. 10: largest u with load + u*delta + [save] + return <= L_k (-1 if not even u = 0).
+    int max_quanta(const State& s, bool checkpoint) const;
+    bool can_publish(const State& s) const { return remaining(s) <= max_quanta(s, false); }
+
+    Segment take(const State& s, const Action& a) const;
+    double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
+    bool is_feasible(const State& s, const Action& a) const;
+
+    // Every feasible action in the canonical tie-break order of the spec: wait (or
+    // abandon, then checkpoint-return, discard-return if active); publish; advance
+    // with checkpoint for u = max..1; advance without checkpoint for u = max..1.
+    template <class Visit>
+    void for_each_action(const State& s, Visit&& visit) const;
+
+  private:
+    struct Limits {
+        // Largest u per [pays load] for the checkpointed / unsaved segment, -1 if none.
+        std::array<int, 2> with_checkpoint{};
+        std::array<int, 2> without_checkpoint{};
+    };
+    int quanta_that_fit(double fixed_s, double length_s) const;
+
+    Scenario scenario_;
+    std::vector<Limits> limits_;
+};
+
+template <class Visit>
+void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
+    if (s.active) {
+        visit(Action{ActionKind::Abandon, 0, false});
+        if (max_quanta(s, true) >= 0) visit(Action{ActionKind::CheckpointReturn, 0, true});
+        visit(Action{ActionKind::DiscardReturn, 0, false});
+    } else {
+        visit(Action{ActionKind::Wait, 0, false});
+    }
+    const int rest = remaining(s);
+    if (can_publish(s)) visit(Action{ActionKind::Publish, rest, false});
+    for (const bool checkpoint : {true, false}) {
+        for (int u = std::min(max_quanta(s, checkpoint), rest - 1); u >= 1; --u) {
+            visit(Action{ActionKind::Advance, u, checkpoint});
+        }
+    }
+}
+
+}  // namespace learnsched

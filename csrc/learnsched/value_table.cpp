@@ -1,0 +1,90 @@
+#include "value_table.hpp"
+
+#include <algorithm>
+
+#include "tolerance.hpp"
+
+namespace learnsched {
+
+double action_value(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
+                    const Action& a) {
+    const Segment seg = acc.take(s, a);
+    const double continuation =
+        a.is_terminal() ? 0.0 : next_values(seg.next.window, seg.next.durable);
+    return seg.reward() + continuation;  // Eq. 11: R(s, a) + V(s')
+}
+
+Action best_action(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
+                   Action incumbent) {
+    double best = action_value(acc, next_values, s, incumbent);
+    acc.for_each_action(s, [&](const Action& a) {
+        const double q = action_value(acc, next_values, s, a);
+        if (strictly_greater(q, best)) {
+            best = q;
+            incumbent = a;
+        }
+    });
+    return incumbent;
+}
+
+namespace {
+
+// Best checkpointed advance from every pbar >= 1 of window k:
+//   max_{q in [pbar+1, min(pbar+U, J-1)]} V_{k+1}(q) - c*(t_ld + (q-pbar)*delta + t_ck + t_ret)
+// = c*pbar*delta - c*(t_ld + t_ck + t_ret) + max_q [V_{k+1}(q) - c*q*delta],
+// a sliding-window maximum whose both ends only move right: a monotone deque.
+void relax_resumed_advances(const SegmentAccounting& acc, ValueTable& v, int k,
+                            std::vector<double>& key, std::vector<int>& deque) {
+    const Scenario& sc = acc.scenario();
+    const int J = sc.work_quanta;
+    const int reach = acc.max_quanta(State{k, 1, 1, false}, true);  // same for every pbar >= 1
+    if (reach < 1) return;
+    const double charge = 1.0 + sc.costs.residency_rate;
+    const double fixed = charge * (sc.costs.load_s + sc.costs.save_s + sc.costs.recovery_s);
+    for (int q = 0; q <= J; ++q) key[q] = v(k + 1, q) - charge * q * sc.quantum_s;
+
+    std::size_t head = 0;
+    std::size_t tail = 0;
+    int next_q = 2;
+    for (int pbar = 1; pbar <= J - 2; ++pbar) {
+        for (const int hi = std::min(pbar + reach, J - 1); next_q <= hi; ++next_q) {
+            while (tail > head && key[deque[tail - 1]] <= key[next_q]) --tail;
+            deque[tail++] = next_q;
+        }
+        while (head < tail && deque[head] <= pbar) ++head;
+        if (head == tail) continue;
+        const double advance = key[deque[head]] + charge * pbar * sc.quantum_s - fixed;
+        v(k, pbar) = std::max(v(k, pbar), advance);
+    }
+}
+
+}  // namespace
+
+ValueTable optimal_values(const SegmentAccounting& acc) {
+    const int K = acc.window_count();
+    const int J = acc.work_quanta();
+    ValueTable v(K, J);
+    std::vector<double> key(static_cast<std::size_t>(J) + 1);
+    std::vector<int> deque(static_cast<std::size_t>(J) + 1);
+    for (int k = K - 1; k >= 0; --k) {
+        for (int pbar = 0; pbar <= J; ++pbar) {
+            const State s{k, pbar, pbar, false};
+            double best = v(k + 1, pbar);  // wait
+            if (acc.can_publish(s)) {
+                best = std::max(best, acc.reward(s, Action{ActionKind::Publish, J - pbar, false}));
+            }
+            v(k, pbar) = best;
+        }
+        // A fresh start (pbar = 0) loads nothing, so its reach differs: scan it directly.
+        const State fresh{k, 0, 0, false};
+        for (int u = std::min(acc.max_quanta(fresh, true), J - 1); u >= 1; --u) {
+            v(k, 0) = std::max(v(k, 0), action_value(acc, v, fresh, Action{ActionKind::Advance, u, true}));
+        }
+        relax_resumed_advances(acc, v, k, key, deque);
+        // Advancing without a checkpoint reaches the waiting successor at a higher cost
+        // (spec, DP paragraph), so it never raises V*.
+    }
+    return v;
+}
+
+}  // namespace learnsched
