@@ -1,0 +1,74 @@
+"""Many scenarios under many policies in one call, with numpy results."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _core
+from .scenario import Scenario
+from .solver import ALL_POLICIES, Policy, core_policy
+
+__all__ = ["BatchResult", "solve_batch"]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Results of :func:`solve_batch`; row ``i`` is scenario ``i``, column ``j`` policy ``j``.
+
+    Attributes
+    ----------
+    policies
+        Column order.
+    value, benefit
+        Net value and publication benefit, s-eq., shape ``(n, p)``.
+    publish_s
+        Publication time in seconds, NaN where a plan never publishes, shape ``(n, p)``.
+    cost
+        Cost split in s-eq., shape ``(n, p, 5)`` in the order of ``learnsched.COST_FIELDS``.
+    """
+
+    policies: tuple[Policy, ...]
+    value: NDArray[np.float64]
+    benefit: NDArray[np.float64]
+    publish_s: NDArray[np.float64]
+    cost: NDArray[np.float64]
+
+    def column(self, policy: str | Policy) -> NDArray[np.float64]:
+        """Net values of every scenario under one policy, s-eq."""
+        return self.value[:, self.policies.index(Policy.parse(policy))]
+
+
+def solve_batch(
+    scenarios: Sequence[Scenario],
+    policies: Iterable[str | Policy] = ALL_POLICIES,
+    threads: int = 1,
+) -> BatchResult:
+    """Solve every scenario under every policy in C++ with the GIL released.
+
+    Parameters
+    ----------
+    scenarios
+        Scenarios to solve; all are validated before any work starts.
+    policies
+        Policies (names or :class:`Policy`), all six by default.
+    threads
+        Worker threads; results are identical for any count.
+
+    Raises
+    ------
+    ValueError
+        An invalid scenario (``scenarios[i]: ...``), unknown policy, or ``threads < 1``.
+    """
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    names = tuple(Policy.parse(p) for p in policies)
+    if not names:
+        raise ValueError("policies must name at least one policy")
+    arrays = _core.solve_batch(
+        [s.to_core() for s in scenarios], [core_policy(p) for p in names], threads
+    )
+    return BatchResult(names, arrays["value"], arrays["benefit"], arrays["publish_s"], arrays["cost"])

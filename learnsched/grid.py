@@ -1,0 +1,153 @@
+"""The paper's frozen 1920-scenario grid (Section 6.1, Table D.1).
+
+Scenario ids ``S0000``..``S1919`` nest calendar, work, benefit rate, tail, recovery
+(warm before cold) and initial state, each in the order listed below. The 1 s fresh-only
+check keeps the id of the matching fresh 5 s scenario.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from itertools import product
+from typing import Any
+
+from .scenario import HandoffCosts, InitialState, Scenario
+
+__all__ = ["CALENDARS", "Grid", "GridConfig", "GridScenario", "paper_grid", "scenario_by_id"]
+
+# Table D.1: window durations in seconds, 20 s gaps, first window at 0.
+CALENDARS: dict[str, tuple[float, ...]] = {
+    "front_loaded": (240, 80, 80, 80),
+    "back_loaded": (80, 80, 80, 240),
+    "alternating": (120, 240, 120, 240),
+    "fragmented": (80, 80, 80, 80),
+    "uniform": (160, 160, 160, 160),
+    "continuous": (480,),
+}
+INITIAL_STATES = ("fresh", "unsaved_active", "saved_active", "saved_service")
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """Every parameter of the grid; its :attr:`hash` identifies a frozen configuration."""
+
+    quantum_s: float = 5.0
+    fresh_only: bool = False
+    gap_s: float = 20.0
+    work_s: tuple[float, ...] = (30, 60, 120, 180)
+    benefit_rates: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2)
+    tails_s: tuple[float, ...] = (120, 480)
+    recoveries: tuple[str, ...] = ("warm", "cold")
+
+    def to_json(self) -> dict[str, Any]:
+        """Every parameter, the calendars and the handoff costs, as plain JSON."""
+        return {
+            "quantum_s": self.quantum_s,
+            "fresh_only": self.fresh_only,
+            "gap_s": self.gap_s,
+            "calendars": {name: list(d) for name, d in CALENDARS.items()},
+            "work_s": list(self.work_s),
+            "benefit_rates": list(self.benefit_rates),
+            "tails_s": list(self.tails_s),
+            "recoveries": {r: asdict(HandoffCosts.paper(r)) for r in self.recoveries},
+            "initial_states": list(INITIAL_STATES),
+        }
+
+    @property
+    def hash(self) -> str:
+        """SHA-256 of the canonical JSON configuration (stable across runs and versions)."""
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class GridScenario:
+    """One grid scenario with the labels it was built from."""
+
+    sid: str
+    calendar: str
+    work_s: float
+    benefit_rate: float
+    tail_s: float
+    recovery: str
+    initial_state: str
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A frozen grid configuration and its scenarios, in id order."""
+
+    config: GridConfig
+    scenarios: tuple[GridScenario, ...]
+
+    def __len__(self) -> int:
+        return len(self.scenarios)
+
+
+def _windows(durations: tuple[float, ...], gap_s: float) -> list[tuple[float, float]]:
+    windows, start = [], 0.0
+    for length in durations:
+        windows.append((start, start + length))
+        start += length + gap_s
+    return windows
+
+
+def _initial(name: str, work_quanta: int) -> InitialState:
+    half = work_quanta // 2
+    if name != "fresh" and 2 * half != work_quanta:
+        raise ValueError(f"a half-complete state needs an even work_quanta, got {work_quanta}")
+    return {
+        "fresh": InitialState(0, 0, False),
+        "unsaved_active": InitialState(half, 0, True),
+        "saved_active": InitialState(half, half, True),
+        "saved_service": InitialState(half, half, False),
+    }[name]
+
+
+def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
+    """The paper's grid: 1920 scenarios at 5 s, or 480 fresh ones with ``fresh_only``.
+
+    Parameters
+    ----------
+    quantum_s
+        Work quantum, seconds (the paper uses 5, and 1 for the fresh-only check).
+    fresh_only
+        Keep only fresh initial states (the paper's 1 s check).
+    """
+    config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only)
+    items = []
+    dims = product(
+        CALENDARS, config.work_s, config.benefit_rates, config.tails_s, config.recoveries, INITIAL_STATES
+    )
+    for index, (calendar, work_s, rate, tail_s, recovery, initial) in enumerate(dims):
+        if fresh_only and initial != "fresh":
+            continue
+        windows = _windows(CALENDARS[calendar], config.gap_s)
+        work_quanta = round(work_s / quantum_s)
+        if abs(work_quanta * quantum_s - work_s) > 1e-9:
+            raise ValueError(f"quantum_s={quantum_s} does not divide the work size {work_s} s")
+        scenario = Scenario(
+            windows=windows,
+            work_quanta=work_quanta,
+            quantum_s=quantum_s,
+            benefit_rate=rate,
+            horizon_s=windows[-1][1] + tail_s,
+            costs=HandoffCosts.paper(recovery),
+            initial=_initial(initial, work_quanta),
+        )
+        items.append(
+            GridScenario(f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario)
+        )
+    return Grid(config, tuple(items))
+
+
+def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:
+    """The grid scenario with id ``sid`` (``S0000``..``S1919``) at the given quantum."""
+    grid = paper_grid(quantum_s)
+    ids = {g.sid: g for g in grid.scenarios}
+    if sid not in ids:
+        raise ValueError(f"scenario id must be one of S0000..S{len(grid) - 1:04d}, got {sid!r}")
+    return ids[sid]

@@ -1,0 +1,163 @@
+"""Plans: what a policy does in each window, when it publishes, and what it costs."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from . import _core
+
+__all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
+
+COST_FIELDS = ("work", "save", "load", "recovery", "residency")
+
+
+def _optional(seconds: float) -> float | None:
+    return None if math.isnan(seconds) else seconds
+
+
+@dataclass(frozen=True)
+class CostSplit:
+    """Cost in s-eq. by cause: work, checkpoint save, checkpoint load, recovery, residency."""
+
+    work: float = 0.0
+    save: float = 0.0
+    load: float = 0.0
+    recovery: float = 0.0
+    residency: float = 0.0
+
+    @property
+    def total(self) -> float:
+        """Sum of all causes, s-eq."""
+        return self.work + self.save + self.load + self.recovery + self.residency
+
+    @classmethod
+    def from_core(cls, cost: _core.CostSplit) -> CostSplit:
+        """Copy the core's split."""
+        return cls(cost.work, cost.save, cost.load, cost.recovery, cost.residency)
+
+    def to_json(self) -> dict[str, float]:
+        """``{"work", "save", "load", "recovery", "residency"}`` in s-eq."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One window of a plan.
+
+    Attributes
+    ----------
+    window
+        Window index ``k``.
+    action
+        ``wait``, ``abandon``, ``checkpoint_return``, ``discard_return``, ``publish`` or
+        ``advance``.
+    quanta
+        Quanta run in this window.
+    checkpoint
+        Whether the segment saves a checkpoint before returning.
+    start_s
+        Window start ``l_k``, seconds (every segment starts there).
+    publish_s
+        Publication time ``t_p`` in seconds, or ``None``.
+    ready_s
+        When serving capacity is ready again, seconds (``None`` for a wait); never after
+        the window's end (Eq. 10).
+    cost
+        This step's cost split, s-eq.
+    benefit
+        ``Phi(t_p)`` in s-eq. if this step publishes, else 0.
+    progress, durable
+        Completed and durable quanta at the next window.
+    """
+
+    window: int
+    action: str
+    quanta: int
+    checkpoint: bool
+    start_s: float
+    publish_s: float | None
+    ready_s: float | None
+    cost: CostSplit
+    benefit: float
+    progress: int
+    durable: int
+
+    @property
+    def value(self) -> float:
+        """Benefit minus cost of this step, s-eq."""
+        return self.benefit - self.cost.total
+
+    @classmethod
+    def from_core(cls, seg: _core.Segment) -> Step:
+        """Copy one of the core's segments."""
+        return cls(
+            window=seg.window,
+            action=seg.action.name,
+            quanta=seg.action.quanta,
+            checkpoint=seg.action.checkpoint,
+            start_s=seg.start_s,
+            publish_s=_optional(seg.publish_s),
+            ready_s=_optional(seg.ready_s),
+            cost=CostSplit.from_core(seg.cost),
+            benefit=seg.benefit,
+            progress=seg.next.progress,
+            durable=seg.next.durable,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object of this step (seconds, quanta, s-eq.)."""
+        out = asdict(self)
+        out["cost"] = self.cost.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A policy's plan from the initial state until it publishes, abandons or runs out of windows.
+
+    Attributes
+    ----------
+    policy
+        Policy name.
+    value
+        Net value, benefit minus every cost paid, s-eq.
+    benefit
+        ``Phi(t_p) = g*(H - t_p)^+`` if published, else 0, s-eq.
+    publish_s
+        Publication time in seconds, or ``None``.
+    cost
+        Total cost split, s-eq.
+    steps
+        One :class:`Step` per window visited.
+    """
+
+    policy: str
+    value: float
+    benefit: float
+    publish_s: float | None
+    cost: CostSplit
+    steps: tuple[Step, ...]
+
+    @classmethod
+    def from_core(cls, policy: str, plan: _core.Plan) -> Plan:
+        """Copy the core's plan."""
+        return cls(
+            policy=policy,
+            value=plan.value,
+            benefit=plan.benefit,
+            publish_s=_optional(plan.publish_s),
+            cost=CostSplit.from_core(plan.cost),
+            steps=tuple(Step.from_core(seg) for seg in plan.steps),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"value", "benefit", "publish_time", "cost", "steps"}`` as ``learnsched solve`` prints."""
+        return {
+            "value": self.value,
+            "benefit": self.benefit,
+            "publish_time": self.publish_s,
+            "cost": self.cost.to_json(),
+            "steps": [step.to_json() for step in self.steps],
+        }

@@ -1,0 +1,256 @@
+"""Finite-model scenarios: idle windows, handoff costs and the initial state.
+
+A :class:`Scenario` is validated when it is built (``ValueError`` naming the field and
+value) and round-trips through the JSON object read by ``learnsched solve``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import _core
+
+__all__ = [
+    "PAPER_COLD",
+    "PAPER_WARM",
+    "HandoffCosts",
+    "InitialState",
+    "Scenario",
+]
+
+JSON_KEYS = (
+    "windows",
+    "work_quanta",
+    "quantum_s",
+    "benefit_rate",
+    "horizon_s",
+    "recovery_s",
+    "residency_rate",
+    "save_s",
+    "load_s",
+    "initial",
+)
+INITIAL_KEYS = ("progress", "durable", "active")
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return float(value)
+
+
+def _integer(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return value
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be true or false, got {value!r}")
+    return value
+
+
+def _window(index: int, pair: object) -> tuple[float, float]:
+    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+        raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
+    return (_number(f"windows[{index}] start", pair[0]), _number(f"windows[{index}] end", pair[1]))
+
+
+def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"{name} must be a JSON object, got {type(obj).__name__}")
+    missing = [k for k in keys if k not in obj]
+    unknown = sorted(set(obj) - set(keys))
+    if missing:
+        raise ValueError(f"{name} is missing key(s) {', '.join(missing)}")
+    if unknown:
+        raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
+    return obj
+
+
+@dataclass(frozen=True)
+class HandoffCosts:
+    """Measured handoff costs (paper App. D.2).
+
+    Parameters
+    ----------
+    recovery_s
+        Return path until serving capacity is ready again (``t_ret``), seconds.
+    residency_rate
+        Price of the parked serving state, s-eq. per second from the window start until
+        capacity is ready (``rho``; 0 for cold recovery).
+    save_s
+        Checkpoint save (``t_ck``), seconds.
+    load_s
+        Checkpoint load when resuming from durable progress (``t_ld``), seconds.
+    """
+
+    recovery_s: float
+    residency_rate: float = 0.0
+    save_s: float = 0.0
+    load_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("recovery_s", "residency_rate", "save_s", "load_s"):
+            value = _number(name, getattr(self, name))
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def paper(cls, recovery: str) -> HandoffCosts:
+        """The paper's A100/SGLang costs for ``"cold"`` or ``"warm"`` recovery."""
+        if recovery not in ("cold", "warm"):
+            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        return PAPER_COLD if recovery == "cold" else PAPER_WARM
+
+    def to_core(self) -> _core.HandoffCosts:
+        """The C++ core's value type."""
+        return _core.HandoffCosts(self.recovery_s, self.residency_rate, self.save_s, self.load_s)
+
+
+# Paper App. D.2: SGLang 3-run means; LoRA save/load 68.075 / 47.748 ms; warm residency
+# 6.383 GiB priced at 0.01 s-eq. per GiB-second.
+PAPER_COLD = HandoffCosts(recovery_s=69.988, residency_rate=0.0, save_s=0.068075, load_s=0.047748)
+PAPER_WARM = HandoffCosts(recovery_s=0.487, residency_rate=0.06383, save_s=0.068075, load_s=0.047748)
+
+
+@dataclass(frozen=True)
+class InitialState:
+    """Where the candidate stands when the first window opens.
+
+    Parameters
+    ----------
+    progress
+        Completed quanta ``p`` (including unsaved work while active).
+    durable
+        Checkpointed quanta ``pbar <= p``; a service-mode state has ``durable == progress``.
+    active
+        Whether the candidate is running in evolution mode (it must return in window 0).
+    """
+
+    progress: int = 0
+    durable: int = 0
+    active: bool = False
+
+    def __post_init__(self) -> None:
+        _integer("initial.progress", self.progress)
+        _integer("initial.durable", self.durable)
+        _flag("initial.active", self.active)
+
+    def to_core(self) -> _core.State:
+        """The C++ core's state at window 0."""
+        return _core.State(0, self.progress, self.durable, self.active)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One candidate capability on a calendar of idle windows (paper Section 4.1).
+
+    Parameters
+    ----------
+    windows
+        Sorted, non-overlapping idle windows ``(start, end)`` in seconds; capacity must be
+        ready again by each window's end.
+    work_quanta
+        Construction and validation work ``J`` in quanta.
+    quantum_s
+        Length of one quantum ``delta``, seconds.
+    benefit_rate
+        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``.
+    horizon_s
+        End of the benefit stream ``H``, seconds: publishing at ``t`` earns ``g*(H - t)^+``.
+    costs
+        Handoff costs.
+    initial
+        State at the start of the first window.
+    """
+
+    windows: tuple[tuple[float, float], ...]
+    work_quanta: int
+    quantum_s: float
+    benefit_rate: float
+    horizon_s: float
+    costs: HandoffCosts
+    initial: InitialState = field(default_factory=InitialState)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.windows, (str, bytes)) or not isinstance(self.windows, Sequence):
+            raise ValueError(f"windows must be a list of [start, end] pairs, got {self.windows!r}")
+        object.__setattr__(
+            self, "windows", tuple(_window(i, w) for i, w in enumerate(self.windows))
+        )
+        _integer("work_quanta", self.work_quanta)
+        for name in ("quantum_s", "benefit_rate", "horizon_s"):
+            object.__setattr__(self, name, _number(name, getattr(self, name)))
+        if not isinstance(self.costs, HandoffCosts):
+            raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
+        if not isinstance(self.initial, InitialState):
+            raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
+        _core.validate(self.to_core())  # the core's own checks name the field and value
+
+    def to_core(self) -> _core.Scenario:
+        """The C++ core's scenario."""
+        return _core.Scenario(
+            list(self.windows),
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            self.horizon_s,
+            self.costs.to_core(),
+            self.initial.to_core(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of ``learnsched solve`` (seconds, quanta, s-eq./s)."""
+        return {
+            "windows": [list(w) for w in self.windows],
+            "work_quanta": self.work_quanta,
+            "quantum_s": self.quantum_s,
+            "benefit_rate": self.benefit_rate,
+            "horizon_s": self.horizon_s,
+            "recovery_s": self.costs.recovery_s,
+            "residency_rate": self.costs.residency_rate,
+            "save_s": self.costs.save_s,
+            "load_s": self.costs.load_s,
+            "initial": {
+                "progress": self.initial.progress,
+                "durable": self.initial.durable,
+                "active": self.initial.active,
+            },
+        }
+
+    @classmethod
+    def from_json(cls, obj: object) -> Scenario:
+        """Build from the JSON object of :meth:`to_json`; every key is required.
+
+        Raises
+        ------
+        ValueError
+            Missing or unknown keys, or an invalid value (the message names the field).
+        """
+        data = _exact_keys("scenario", obj, JSON_KEYS)
+        initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
+        try:
+            return cls(
+                windows=data["windows"],
+                work_quanta=data["work_quanta"],
+                quantum_s=data["quantum_s"],
+                benefit_rate=data["benefit_rate"],
+                horizon_s=data["horizon_s"],
+                costs=HandoffCosts(
+                    recovery_s=data["recovery_s"],
+                    residency_rate=data["residency_rate"],
+                    save_s=data["save_s"],
+                    load_s=data["load_s"],
+                ),
+                initial=InitialState(initial["progress"], initial["durable"], initial["active"]),
+            )
+        except TypeError as err:  # JSON input: a wrong type is a bad value
+            raise ValueError(str(err)) from err

@@ -1,0 +1,143 @@
+"""Solve a scenario under a policy, or ask a prepared model for the next action."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import Enum
+
+from . import _core
+from .plan import Plan
+from .scenario import Scenario
+
+__all__ = ["ALL_POLICIES", "Action", "ActionKind", "Model", "Policy", "solve", "solve_all"]
+
+Action = _core.Action
+ActionKind = _core.ActionKind
+
+
+class Policy(str, Enum):
+    """The six policies of the paper's finite experiment (Sections 4.1-4.2, App. D)."""
+
+    NEVER = "never"
+    """Wait every window; an active candidate abandons and pays its return."""
+    WINDOW = "window"
+    """Greedy: publish if the rest fits, else advance the most checkpointed quanta."""
+    STATIC_ROI = "static_roi"
+    """Window, gated by a return on investment that ignores every handoff."""
+    COSTED_WINDOW = "costed_window"
+    """The reference pi0: Window, gated by the fully priced value of its plan."""
+    ROLLOUT = "rollout"
+    """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
+    DP = "dp"
+    """The exact optimum by dynamic programming (Eq. D.2)."""
+
+    @classmethod
+    def parse(cls, value: str | Policy) -> Policy:
+        """The policy named ``value``; ``ValueError`` listing the names otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(p.value for p in cls)
+            raise ValueError(f"policy must be one of {names}, got {value!r}") from None
+
+
+ALL_POLICIES: tuple[Policy, ...] = tuple(Policy)
+
+# Keyed by the enum members, which hash and compare like their strings, so a plain
+# "rollout" finds its entry too without a conversion on the decide() hot path.
+_CORE_POLICY: dict[str, _core.Policy] = {
+    Policy.NEVER: _core.Policy.NEVER,
+    Policy.WINDOW: _core.Policy.WINDOW,
+    Policy.STATIC_ROI: _core.Policy.STATIC_ROI,
+    Policy.COSTED_WINDOW: _core.Policy.COSTED_WINDOW,
+    Policy.ROLLOUT: _core.Policy.ROLLOUT,
+    Policy.DP: _core.Policy.DP,
+}
+
+
+def core_policy(policy: str | Policy) -> _core.Policy:
+    """The core's enum value for a policy name or member."""
+    try:
+        return _CORE_POLICY[policy]
+    except (KeyError, TypeError):
+        return _CORE_POLICY[Policy.parse(policy)]
+
+
+class Model:
+    """A validated scenario with every policy's continuation values cached.
+
+    Building it costs O(K*J) time and memory (K windows, J work quanta) with the GIL
+    released; afterwards :meth:`decide` is O(J) and cheap enough to call at every window
+    from another scheduler.
+
+    Parameters
+    ----------
+    scenario
+        The scenario to prepare.
+    """
+
+    __slots__ = ("_model", "scenario")
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self._model = _core.Model(scenario.to_core())
+
+    def decide(
+        self,
+        window: int,
+        progress: int,
+        durable: int,
+        active: bool = False,
+        policy: str | Policy = Policy.ROLLOUT,
+    ) -> _core.Action:
+        """The policy's action for an observed state at the start of ``window``.
+
+        Parameters
+        ----------
+        window
+            Window index ``k`` (0-based).
+        progress, durable
+            Completed and checkpointed quanta; equal unless ``active``.
+        active
+            Whether the candidate is running (it cannot wait; it must return by the
+            window's end).
+        policy
+            Policy name or :class:`Policy`; LearnSched's rollout by default.
+
+        Raises
+        ------
+        ValueError
+            An unknown policy or a state that is not valid for this scenario.
+        """
+        return self._model.decide(window, progress, durable, active, core_policy(policy))
+
+    def solve(self, policy: str | Policy = Policy.ROLLOUT) -> Plan:
+        """The policy's whole plan from the initial state (GIL released while solving)."""
+        name = Policy.parse(policy)
+        return Plan.from_core(name.value, self._model.solve(core_policy(name)))
+
+    def solve_all(self, policies: Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
+        """Plans of several policies, keyed by policy name."""
+        return {Policy.parse(p).value: self.solve(p) for p in policies}
+
+    def optimal_value(self, window: int, progress: int, durable: int, active: bool = False) -> float:
+        """``V*`` of a state (Eq. D.2), s-eq."""
+        return self._model.optimal_value(_core.State(window, progress, durable, active))
+
+    def reference_value(
+        self, window: int, progress: int, durable: int, active: bool = False
+    ) -> float:
+        """``V^pi0`` of a state: the value of following Costed Window from it, s-eq."""
+        return self._model.reference_value(_core.State(window, progress, durable, active))
+
+
+def solve(scenario: Scenario, policy: str | Policy = Policy.ROLLOUT) -> Plan:
+    """Solve one scenario under one policy (default: LearnSched's rollout)."""
+    return Model(scenario).solve(policy)
+
+
+def solve_all(
+    scenario: Scenario, policies: Iterable[str | Policy] = ALL_POLICIES
+) -> dict[str, Plan]:
+    """Plans of several policies (default: all six) for one scenario, keyed by name."""
+    return Model(scenario).solve_all(policies)

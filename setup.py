@@ -1,0 +1,25 @@
+"""Build the C++ core, learnsched._core; metadata lives in pyproject.toml."""
+
+import os
+from glob import glob
+
+from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from setuptools import setup
+
+ParallelCompile("NPY_NUM_BUILD_JOBS").install()
+
+# Warnings are on for everyone; -Werror only when CI opts in, so a newer compiler
+# never breaks a user's `pip install .`.
+extra_compile_args = ["-Wall", "-Wextra"]
+if os.environ.get("LEARNSCHED_WERROR"):
+    extra_compile_args.append("-Werror")
+
+core = Pybind11Extension(
+    "learnsched._core",
+    sorted(glob("csrc/learnsched/*.cpp") + glob("csrc/bindings/*.cpp")),
+    include_dirs=["csrc"],
+    cxx_std=17,
+    extra_compile_args=extra_compile_args,
+)
+
+setup(ext_modules=[core], cmdclass={"build_ext": build_ext})
