@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,6 +13,9 @@ from .scenario import Scenario
 from .solver import ALL_POLICIES, Policy, core_policy
 
 __all__ = ["BatchResult", "solve_batch"]
+
+PROGRESS_CHUNK = 256
+FIELDS = ("value", "benefit", "publish_s", "cost")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ def solve_batch(
     scenarios: Sequence[Scenario],
     policies: Iterable[str | Policy] = ALL_POLICIES,
     threads: int = 1,
+    progress: Callable[[int], None] | None = None,
 ) -> BatchResult:
     """Solve every scenario under every policy in C++ with the GIL released.
 
@@ -57,6 +61,9 @@ def solve_batch(
         Policies (names or :class:`Policy`), all six by default.
     threads
         Worker threads; results are identical for any count.
+    progress
+        Called with the number of scenarios just solved; when given, the batch is solved
+        in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
 
     Raises
     ------
@@ -68,7 +75,14 @@ def solve_batch(
     names = tuple(Policy.parse(p) for p in policies)
     if not names:
         raise ValueError("policies must name at least one policy")
-    arrays = _core.solve_batch(
-        [s.to_core() for s in scenarios], [core_policy(p) for p in names], threads
-    )
-    return BatchResult(names, arrays["value"], arrays["benefit"], arrays["publish_s"], arrays["cost"])
+    core_policies = [core_policy(p) for p in names]
+    core_scenarios = [s.to_core() for s in scenarios]
+    step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
+    chunks = []
+    for start in range(0, max(len(core_scenarios), 1), step):
+        chunk = _core.solve_batch(core_scenarios[start : start + step], core_policies, threads)
+        if progress is not None:
+            progress(len(chunk["value"]))
+        chunks.append(chunk)
+    arrays = {key: np.concatenate([c[key] for c in chunks]) for key in FIELDS}
+    return BatchResult(names, **arrays)

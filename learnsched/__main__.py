@@ -1,0 +1,7 @@
+"""``python -m learnsched``: the same as the ``learnsched`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,62 @@
+"""A progress bar on stderr that appears only when work takes longer than a moment."""
+
+from __future__ import annotations
+
+import sys
+import time
+from types import TracebackType
+from typing import TextIO
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    """Report ``done/total`` on a terminal once ``delay_s`` seconds have passed.
+
+    Parameters
+    ----------
+    total
+        Units of work expected.
+    label
+        What is being counted.
+    delay_s
+        Stay silent for work that ends sooner, seconds.
+    stream
+        Where to draw (stderr by default; nothing is drawn unless it is a terminal).
+    """
+
+    def __init__(
+        self, total: int, label: str, delay_s: float = 0.5, stream: TextIO | None = None
+    ) -> None:
+        self.total = total
+        self.label = label
+        self.delay_s = delay_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.done = 0
+        self._start = time.monotonic()
+        self._drawn = False
+
+    def advance(self, units: int) -> None:
+        """Count ``units`` more done and redraw if the bar is due."""
+        self.done += units
+        if time.monotonic() - self._start < self.delay_s or not self.stream.isatty():
+            return
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        bar = "#" * filled + "-" * (width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
+        self.stream.flush()
+        self._drawn = True
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,82 @@
+"""Argument checks shared by the economics modules: each error names the argument and value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def finite(name: str, value: float) -> float:
+    """``value`` as a float; ``ValueError`` unless it is a finite real number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return number
+
+
+def nonnegative(name: str, value: float) -> float:
+    """A finite ``value >= 0``."""
+    number = finite(name, value)
+    if number < 0:
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
+    return number
+
+
+def positive(name: str, value: float) -> float:
+    """A finite ``value > 0``."""
+    number = finite(name, value)
+    if number <= 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return number
+
+
+def probability(name: str, value: float) -> float:
+    """A probability in ``[0, 1]``."""
+    number = finite(name, value)
+    if not 0.0 <= number <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    return number
+
+
+def array(
+    name: str,
+    values: npt.ArrayLike,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    allow_inf: bool = False,
+) -> FloatArray:
+    """A non-empty 1-D float array with every entry in ``[low, high]``.
+
+    ``allow_inf`` admits ``+inf`` entries (unfinished completion slots); NaN never passes.
+    """
+    try:
+        data = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be an array of numbers, got {values!r}") from err
+    if data.ndim != 1 or data.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array, got shape {data.shape}")
+    if np.isnan(data).any():
+        raise ValueError(f"{name} must not contain NaN, got {data.tolist()!r}")
+    if not allow_inf and not np.isfinite(data).all():
+        raise ValueError(f"{name} must be finite, got {data.tolist()!r}")
+    bad = (data < low) | (data > high)
+    if bad.any():
+        first = float(data[np.argmax(bad)])
+        raise ValueError(f"{name} must lie in [{low}, {high}], got {first!r}")
+    return data
+
+
+def same_length(**arrays: FloatArray) -> int:
+    """The common length of ``arrays``; ``ValueError`` naming them when they differ."""
+    lengths = {name: len(a) for name, a in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise ValueError(f"arrays must have the same length, got {listed}")
+    return next(iter(lengths.values()))
