@@ -1,0 +1,64 @@
+"""The batch solver: agreement with single solves, threads, arrays and errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import learnsched as ls
+
+
+def test_batch_equals_single_solves() -> None:
+    grid = ls.paper_grid()
+    sample = [g.scenario for g in grid.scenarios[::97]]
+    result = ls.solve_batch(sample)
+    assert result.value.shape == (len(sample), 6) and result.cost.shape == (len(sample), 6, 5)
+    for i, scenario in enumerate(sample):
+        for j, plan in enumerate(ls.solve_all(scenario).values()):
+            assert result.value[i, j] == plan.value
+            assert result.benefit[i, j] == plan.benefit
+            assert (math.isnan(result.publish_s[i, j]) and plan.publish_s is None) or (
+                result.publish_s[i, j] == plan.publish_s
+            )
+            assert list(result.cost[i, j]) == [getattr(plan.cost, f) for f in ls.COST_FIELDS]
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+def test_threaded_equals_serial(threads: int) -> None:
+    scenarios = [g.scenario for g in ls.paper_grid().scenarios]
+    serial = ls.solve_batch(scenarios, threads=1)
+    threaded = ls.solve_batch(scenarios, threads=threads)
+    for field in ("value", "benefit", "publish_s", "cost"):
+        np.testing.assert_array_equal(getattr(serial, field), getattr(threaded, field))
+
+
+def test_progress_is_reported_in_chunks() -> None:
+    scenarios = [g.scenario for g in ls.paper_grid().scenarios[:600]]
+    seen: list[int] = []
+    result = ls.solve_batch(scenarios, ["dp"], progress=seen.append)
+    assert seen == [256, 256, 88]
+    np.testing.assert_array_equal(result.value, ls.solve_batch(scenarios, ["dp"]).value)
+
+
+def test_empty_batch_and_policy_subset() -> None:
+    assert ls.solve_batch([], ["rollout"]).value.shape == (0, 1)
+    scenario = ls.scenario_by_id("S0348").scenario
+    result = ls.solve_batch([scenario], ["dp", "never"])
+    assert result.policies == (ls.Policy.DP, ls.Policy.NEVER)
+    assert result.column("never")[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threads": 0}, "threads must be an integer >= 1, got 0"),
+        ({"threads": 1.5}, "threads must be an integer >= 1, got 1.5"),
+        ({"policies": ["fast"]}, "policy must be one of"),
+        ({"policies": []}, "policies must name at least one policy"),
+    ],
+)
+def test_bad_batch_arguments(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ls.solve_batch([ls.scenario_by_id("S0000").scenario], **kwargs)  # type: ignore[arg-type]

@@ -1,0 +1,88 @@
+"""Scenario objects: validation at the Python boundary and the JSON round trip."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+import learnsched as ls
+
+
+def scenario_json(**overrides: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "windows": [[0, 80], [100, 180], [200, 280], [300, 540]],
+        "work_quanta": 6,
+        "quantum_s": 5,
+        "benefit_rate": 0.25,
+        "horizon_s": 1020,
+        "recovery_s": 69.988,
+        "residency_rate": 0.0,
+        "save_s": 0.068075,
+        "load_s": 0.047748,
+        "initial": {"progress": 0, "durable": 0, "active": False},
+    }
+    obj.update(overrides)
+    return obj
+
+
+def test_json_round_trip(s0348: ls.Scenario) -> None:
+    text = json.dumps(s0348.to_json())
+    again = ls.Scenario.from_json(json.loads(text))
+    assert again == s0348
+    assert ls.Scenario.from_json(scenario_json()) == s0348
+
+
+def test_paper_costs() -> None:
+    assert ls.HandoffCosts.paper("cold") == ls.PAPER_COLD
+    assert ls.PAPER_WARM.residency_rate == pytest.approx(6.383 * 0.01)
+    with pytest.raises(ValueError, match="recovery must be 'cold' or 'warm', got 'tepid'"):
+        ls.HandoffCosts.paper("tepid")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"windows": [[0, 80], [60, 120]]}, r"windows\[1\] starts at 60 before windows\[0\]"),
+        ({"windows": [[0, 80, 90]]}, r"windows\[0\] must be a \[start, end\] pair"),
+        ({"windows": "0-80"}, "windows must be a list"),
+        ({"windows": [[0, "x"]]}, r"windows\[0\] end must be a number"),
+        ({"windows": [[-5, -10]]}, r"windows\[0\] must end after it starts"),
+        ({"work_quanta": 6.5}, "work_quanta must be an integer, got 6.5"),
+        ({"work_quanta": True}, "work_quanta must be an integer, got True"),
+        ({"work_quanta": -2}, "work_quanta must be >= 1, got -2"),
+        ({"quantum_s": 0}, "quantum_s must be > 0, got 0"),
+        ({"quantum_s": float("nan")}, "quantum_s must be finite, got nan"),
+        ({"benefit_rate": float("inf")}, "benefit_rate must be finite, got inf"),
+        ({"recovery_s": -1}, "recovery_s must be >= 0, got -1"),
+        ({"save_s": None}, "save_s must be a number, got None"),
+        ({"initial": {"progress": 2, "durable": 3, "active": True}}, "durable must be in"),
+        ({"initial": {"progress": 2, "durable": 0, "active": "yes"}}, "initial.active must be true"),
+        ({"initial": {"progress": 2, "durable": 2}}, "initial is missing key"),
+        ({"initial": [0, 0, False]}, "initial must be a JSON object"),
+        ({"recovery_s": 90.0, "initial": {"progress": 2, "durable": 2, "active": True}},
+         "active candidate must be able to return"),
+        ({"extra": 1}, "scenario has unknown key"),
+    ],
+)
+def test_bad_json_names_field_and_value(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ls.Scenario.from_json(scenario_json(**overrides))
+
+
+def test_missing_key_is_named() -> None:
+    obj = scenario_json()
+    del obj["horizon_s"]
+    with pytest.raises(ValueError, match="scenario is missing key.*horizon_s"):
+        ls.Scenario.from_json(obj)
+
+
+def test_python_objects_reject_wrong_types() -> None:
+    with pytest.raises(TypeError, match="costs must be HandoffCosts"):
+        ls.Scenario([(0, 10)], 1, 1.0, 1.0, 20.0, costs=(1, 0, 0, 0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="initial.progress must be an integer"):
+        ls.InitialState(progress=1.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="load_s must be finite"):
+        ls.HandoffCosts(1.0, load_s=math.inf)

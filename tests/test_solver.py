@@ -1,0 +1,103 @@
+"""solve / decide / Model: the worked example, plan bookkeeping and the decide API."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import learnsched as ls
+from conftest import calendar
+
+
+def test_worked_example_s0348(s0348: ls.Scenario) -> None:
+    plans = ls.solve_all(s0348, ["costed_window", "rollout"])
+    cw, ro = plans["costed_window"], plans["rollout"]
+    # Costed Window waits twice, advances 5 s with a checkpoint at t=200, loads and
+    # finishes 25 s at t=300, publishing at 325.047748 for cost 170.091823.
+    assert [s.action for s in cw.steps] == ["wait", "wait", "advance", "publish"]
+    assert (cw.steps[2].start_s, cw.steps[2].quanta, cw.steps[2].checkpoint) == (200.0, 1, True)
+    assert (cw.steps[3].start_s, cw.steps[3].quanta) == (300.0, 5)
+    assert cw.publish_s == pytest.approx(325.047748, abs=1e-9)
+    assert cw.cost.total == pytest.approx(170.091823, abs=1e-9)
+    # Rollout waits three windows and publishes at 330 for cost 99.988: +68.866 net.
+    assert [s.action for s in ro.steps] == ["wait", "wait", "wait", "publish"]
+    assert ro.publish_s == pytest.approx(330.0, abs=1e-9)
+    assert ro.cost.total == pytest.approx(99.988, abs=1e-9)
+    assert round(ro.value - cw.value, 3) == 68.866
+
+
+def test_worked_example_warm_publishes_at_30(s0348: ls.Scenario) -> None:
+    warm = ls.scenario_by_id("S0344").scenario  # same case, warm recovery
+    assert warm.costs == ls.PAPER_WARM and warm.windows == s0348.windows
+    for policy in ("costed_window", "rollout"):
+        assert ls.solve(warm, policy).publish_s == pytest.approx(30.0)
+
+
+def test_plan_bookkeeping_adds_up(s0348: ls.Scenario) -> None:
+    for plan in ls.solve_all(s0348).values():
+        assert plan.value == pytest.approx(sum(s.value for s in plan.steps), abs=1e-9)
+        assert plan.cost.total == pytest.approx(sum(s.cost.total for s in plan.steps), abs=1e-9)
+        for step in plan.steps:
+            if step.ready_s is not None:  # Eq. 10: capacity is back by the window's end
+                assert step.ready_s <= s0348.windows[step.window][1] + 1e-9
+
+
+def test_warm_residency_is_charged_on_every_busy_second() -> None:
+    scenario = ls.Scenario(
+        windows=[(0.0, 100.0)], work_quanta=4, quantum_s=5.0, benefit_rate=1.0,
+        horizon_s=200.0, costs=ls.HandoffCosts(2.0, 0.5, 0.1, 0.1),
+    )
+    plan = ls.solve(scenario, "window")
+    (step,) = plan.steps
+    assert step.action == "publish" and step.publish_s == 20.0 and step.ready_s == 22.0
+    assert step.cost.residency == pytest.approx(0.5 * 22.0)
+    assert plan.value == pytest.approx(1.0 * (200 - 20) - 1.5 * 22.0)
+
+
+def test_active_candidate_never_policy_pays_its_return() -> None:
+    scenario = ls.Scenario(
+        windows=calendar(80, 80), work_quanta=6, quantum_s=5.0, benefit_rate=0.1,
+        horizon_s=300.0, costs=ls.PAPER_WARM, initial=ls.InitialState(3, 0, True),
+    )
+    plan = ls.solve(scenario, "never")
+    assert [s.action for s in plan.steps] == ["abandon"]
+    assert plan.value == pytest.approx(-(1 + ls.PAPER_WARM.residency_rate) * 0.487)
+
+
+def test_decide_matches_the_plans_actions(s0348: ls.Scenario) -> None:
+    model = ls.Model(s0348)
+    for policy in ls.ALL_POLICIES:
+        progress = durable = 0  # S0348 starts fresh in service mode
+        for step in model.solve(policy).steps:
+            action = model.decide(step.window, progress, durable, policy=policy)
+            assert (action.name, action.quanta, action.checkpoint) == (
+                step.action,
+                step.quanta,
+                step.checkpoint,
+            )
+            progress, durable = step.progress, step.durable
+
+
+def test_decide_accepts_names_and_members(s0348: ls.Scenario) -> None:
+    model = ls.Model(s0348)
+    assert model.decide(0, 0, 0) == model.decide(0, 0, 0, policy=ls.Policy.ROLLOUT)
+    assert model.decide(3, 2, 2, policy="dp").kind == ls.ActionKind.PUBLISH
+    with pytest.raises(ValueError, match="policy must be one of never, window.*got 'greedy'"):
+        model.decide(0, 0, 0, policy="greedy")
+    with pytest.raises(ValueError, match=r"window must be in \[0, 4\), got 9"):
+        model.decide(9, 0, 0)
+
+
+def test_values_of_states(s0348: ls.Scenario) -> None:
+    model = ls.Model(s0348)
+    assert model.optimal_value(0, 0, 0) == pytest.approx(ls.solve(s0348, "dp").value)
+    assert model.reference_value(0, 0, 0) == pytest.approx(ls.solve(s0348, "costed_window").value)
+    assert model.optimal_value(3, 6, 6) == pytest.approx(0.25 * (1020 - 300.047748) - 70.035748)
+
+
+def test_publish_time_is_none_when_never_published(s0348: ls.Scenario) -> None:
+    plan = ls.solve(s0348, "never")
+    assert plan.publish_s is None and plan.value == 0.0
+    assert all(step.ready_s is None for step in plan.steps)
+    assert math.isclose(plan.benefit, 0.0)
