@@ -8,7 +8,7 @@ exact wall-clock handoff costs, plus the paper's 1920-scenario grid.
 from __future__ import annotations
 
 try:
-    from . import _core
+    from . import _core  # noqa: F401  (fail early, with a build hint)
 except ImportError as err:  # pragma: no cover - only without a built extension
     raise ImportError(
         "learnsched's C++ core (learnsched._core) is not built. Install the package with "

@@ -11,7 +11,7 @@ from typing import IO
 __all__ = ["atomic_write", "atomic_write_text"]
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], None]) -> None:
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], object]) -> None:
     """Write ``path`` through ``write(file)`` into a temporary sibling, fsync, then rename.
 
     The rename is atomic on POSIX; the folder is fsynced so the new name survives a crash.

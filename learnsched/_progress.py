@@ -7,6 +7,8 @@ import time
 from types import TracebackType
 from typing import TextIO
 
+from typing_extensions import Self
+
 __all__ = ["Progress"]
 
 
@@ -48,7 +50,7 @@ class Progress:
         self.stream.flush()
         self._drawn = True
 
-    def __enter__(self) -> Progress:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

@@ -70,7 +70,8 @@ def solve_batch(
     ValueError
         An invalid scenario (``scenarios[i]: ...``), unknown policy, or ``threads < 1``.
     """
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+    count: object = threads  # checked at run time: callers may pass anything
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     names = tuple(Policy.parse(p) for p in policies)
     if not names:

@@ -47,7 +47,9 @@ def _row(step: Step) -> str:
 
 def format_plan(plan: Plan) -> str:
     """A plan's headline (value = benefit - cost, publication) and one line per window."""
-    published = f"publishes at {plan.publish_s:.6f} s" if plan.publish_s is not None else "never publishes"
+    published = (
+        f"publishes at {plan.publish_s:.6f} s" if plan.publish_s is not None else "never publishes"
+    )
     head = (
         f"{plan.policy}: value {plan.value:.6f} s-eq. = benefit {plan.benefit:.6f} "
         f"- cost {plan.cost.total:.6f}; {published}"

@@ -87,12 +87,12 @@ class Grid:
         return len(self.scenarios)
 
 
-def _windows(durations: tuple[float, ...], gap_s: float) -> list[tuple[float, float]]:
+def _windows(durations: tuple[float, ...], gap_s: float) -> tuple[tuple[float, float], ...]:
     windows, start = [], 0.0
     for length in durations:
         windows.append((start, start + length))
         start += length + gap_s
-    return windows
+    return tuple(windows)
 
 
 def _initial(name: str, work_quanta: int) -> InitialState:
@@ -120,7 +120,12 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
     config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only)
     items = []
     dims = product(
-        CALENDARS, config.work_s, config.benefit_rates, config.tails_s, config.recoveries, INITIAL_STATES
+        CALENDARS,
+        config.work_s,
+        config.benefit_rates,
+        config.tails_s,
+        config.recoveries,
+        INITIAL_STATES,
     )
     for index, (calendar, work_s, rate, tail_s, recovery, initial) in enumerate(dims):
         if fresh_only and initial != "fresh":
@@ -139,7 +144,9 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
             initial=_initial(initial, work_quanta),
         )
         items.append(
-            GridScenario(f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario)
+            GridScenario(
+                f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario
+            )
         )
     return Grid(config, tuple(items))
 

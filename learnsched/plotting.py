@@ -34,9 +34,7 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as err:
-        raise ValueError(
-            'plotting needs matplotlib: pip install "learnsched[plot]"'
-        ) from err
+        raise ValueError('plotting needs matplotlib: pip install "learnsched[plot]"') from err
     return plt
 
 
@@ -63,7 +61,7 @@ def plot_plans(
     """
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 0.8 + 0.6 * len(plans)))
-    for row, (name, plan) in enumerate(plans.items()):
+    for row, (_name, plan) in enumerate(plans.items()):
         y = len(plans) - 1 - row
         for start, end in scenario.windows:
             ax.barh(y, end - start, left=start, height=0.8, color="#eeeeee", edgecolor="#bbbbbb")

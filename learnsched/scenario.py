@@ -64,7 +64,7 @@ def _window(index: int, pair: object) -> tuple[float, float]:
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
     if not isinstance(obj, Mapping):
-        raise ValueError(f"{name} must be a JSON object, got {type(obj).__name__}")
+        raise TypeError(f"{name} must be a JSON object, got {type(obj).__name__}")
     missing = [k for k in keys if k not in obj]
     unknown = sorted(set(obj) - set(keys))
     if missing:
@@ -118,7 +118,9 @@ class HandoffCosts:
 # Paper App. D.2: SGLang 3-run means; LoRA save/load 68.075 / 47.748 ms; warm residency
 # 6.383 GiB priced at 0.01 s-eq. per GiB-second.
 PAPER_COLD = HandoffCosts(recovery_s=69.988, residency_rate=0.0, save_s=0.068075, load_s=0.047748)
-PAPER_WARM = HandoffCosts(recovery_s=0.487, residency_rate=0.06383, save_s=0.068075, load_s=0.047748)
+PAPER_WARM = HandoffCosts(
+    recovery_s=0.487, residency_rate=0.06383, save_s=0.068075, load_s=0.047748
+)
 
 
 @dataclass(frozen=True)
@@ -181,11 +183,10 @@ class Scenario:
     initial: InitialState = field(default_factory=InitialState)
 
     def __post_init__(self) -> None:
-        if isinstance(self.windows, (str, bytes)) or not isinstance(self.windows, Sequence):
-            raise ValueError(f"windows must be a list of [start, end] pairs, got {self.windows!r}")
-        object.__setattr__(
-            self, "windows", tuple(_window(i, w) for i, w in enumerate(self.windows))
-        )
+        windows: object = self.windows  # checked at run time: callers may pass anything
+        if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
+            raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
+        object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
         _integer("work_quanta", self.work_quanta)
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
             object.__setattr__(self, name, _number(name, getattr(self, name)))
@@ -235,9 +236,9 @@ class Scenario:
         ValueError
             Missing or unknown keys, or an invalid value (the message names the field).
         """
-        data = _exact_keys("scenario", obj, JSON_KEYS)
-        initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
         try:
+            data = _exact_keys("scenario", obj, JSON_KEYS)
+            initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
             return cls(
                 windows=data["windows"],
                 work_quanta=data["work_quanta"],

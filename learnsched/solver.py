@@ -120,7 +120,9 @@ class Model:
         """Plans of several policies, keyed by policy name."""
         return {Policy.parse(p).value: self.solve(p) for p in policies}
 
-    def optimal_value(self, window: int, progress: int, durable: int, active: bool = False) -> float:
+    def optimal_value(
+        self, window: int, progress: int, durable: int, active: bool = False
+    ) -> float:
         """``V*`` of a state (Eq. D.2), s-eq."""
         return self._model.optimal_value(_core.State(window, progress, durable, active))
 

@@ -8,6 +8,7 @@ import io
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ._atomic import atomic_write_text
@@ -21,10 +22,15 @@ from .summary import PAPER_FIGURES, GridSummary, summarize
 
 __all__ = ["register"]
 
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``grid``, ``solve`` and ``explain`` sub-commands."""
-    grid = commands.add_parser("grid", help="solve the paper's scenario grid and compare with the paper")
-    grid.add_argument("--quantum", type=float, default=5.0, help="work quantum in seconds (default 5)")
+    grid = commands.add_parser(
+        "grid", help="solve the paper's scenario grid and compare with the paper"
+    )
+    grid.add_argument(
+        "--quantum", type=float, default=5.0, help="work quantum in seconds (default 5)"
+    )
     grid.add_argument("--fresh-only", action="store_true", help="only fresh initial states (480)")
     grid.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
     grid.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -41,8 +47,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     explain = commands.add_parser("explain", help="show a grid scenario's plans as timelines")
     explain.add_argument("sid", help="scenario id, S0000..S1919")
     explain.add_argument("--quantum", type=float, default=5.0, help="work quantum in seconds")
-    explain.add_argument("--all", action="store_true", help="all six policies, not only CW and Rollout")
-    explain.add_argument("--plot", metavar="FILE", help="draw the plans like Fig. 4(c) (matplotlib)")
+    explain.add_argument(
+        "--all", action="store_true", help="all six policies, not only CW and Rollout"
+    )
+    explain.add_argument(
+        "--plot", metavar="FILE", help="draw the plans like Fig. 4(c) (matplotlib)"
+    )
     explain.set_defaults(func=run_explain)
 
 
@@ -63,8 +73,10 @@ def grid_table(summary: GridSummary, paper: dict[str, Any] | None, seconds: floa
     paper = paper or {}
     p_gap, p_value = paper.get("mean_gap", {}), paper.get("mean_value", {})
     lines = [
-        f"{summary.scenarios} scenarios, config sha256 {summary.config_hash[:16]}, "
-        f"solved in {seconds:.3f} s",
+        (
+            f"{summary.scenarios} scenarios, config sha256 {summary.config_hash[:16]}, "
+            f"solved in {seconds:.3f} s"
+        ),
         "",
         f"{'policy':<15}{'mean value':>12}{'paper':>10}{'mean DP gap':>14}{'paper':>10}",
     ]
@@ -83,8 +95,11 @@ def grid_table(summary: GridSummary, paper: dict[str, Any] | None, seconds: floa
         + (f"   (paper {wtl['wins']} / {wtl['ties']} / {wtl['losses']})" if wtl else ""),
         "  strict wins by calendar: "
         + (", ".join(f"{k} {v}" for k, v in wins.items()) or "none")
-        + (f"   (paper {', '.join(f'{k} {v}' for k, v in paper['wins_by_calendar'].items())})"
-           if "wins_by_calendar" in paper else ""),
+        + (
+            f"   (paper {', '.join(f'{k} {v}' for k, v in paper['wins_by_calendar'].items())})"
+            if "wins_by_calendar" in paper
+            else ""
+        ),
         f"Rollout equals DP in {summary.rollout_equals_dp} scenarios"
         + (f" (paper {paper['rollout_equals_dp']})" if "rollout_equals_dp" in paper else "")
         + f"; max Rollout gap {summary.max_rollout_gap:.3f}"
@@ -100,7 +115,7 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     labels = ["sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"]
     writer.writerow(labels + [f"value_{p.value}" for p in result.policies])
-    for g, values in zip(grid.scenarios, result.value):
+    for g, values in zip(grid.scenarios, result.value, strict=False):
         row = [g.sid, g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.recovery, g.initial_state]
         writer.writerow(row + [repr(float(v)) for v in values])
     return out.getvalue()
@@ -111,7 +126,9 @@ def run_grid(args: argparse.Namespace) -> int:
     grid = paper_grid(args.quantum, args.fresh_only)
     started = time.perf_counter()
     with Progress(len(grid), "solving grid") as progress:
-        result = solve_batch([g.scenario for g in grid.scenarios], ALL_POLICIES, args.threads, progress.advance)
+        result = solve_batch(
+            [g.scenario for g in grid.scenarios], ALL_POLICIES, args.threads, progress.advance
+        )
     seconds = time.perf_counter() - started
     summary = summarize(grid, result)
     paper = PAPER_FIGURES.get(_paper_key(args) or "")
@@ -129,7 +146,7 @@ def run_grid(args: argparse.Namespace) -> int:
 
 
 def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
-    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
+    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
@@ -154,7 +171,7 @@ def run_solve(args: argparse.Namespace) -> int:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
         print(json.dumps(objs if many else objs[0], indent=2))
         return 0
-    for i, (scenario, ps) in enumerate(zip(scenarios, plans)):
+    for i, (scenario, ps) in enumerate(zip(scenarios, plans, strict=False)):
         header = f"scenario [{i}]: " if many else ""
         print(f"{header}{describe_scenario(scenario)}\n\n{format_plans(ps)}\n")
     return 0

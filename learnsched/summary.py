@@ -91,7 +91,11 @@ class GridSummary:
             "config_hash": self.config_hash,
             "mean_gap": self.mean_gap,
             "mean_value": self.mean_value,
-            "rollout_vs_costed_window": {"wins": self.wins, "ties": self.ties, "losses": self.losses},
+            "rollout_vs_costed_window": {
+                "wins": self.wins,
+                "ties": self.ties,
+                "losses": self.losses,
+            },
             "wins_by_calendar": self.wins_by_calendar,
             "rollout_equals_dp": self.rollout_equals_dp,
             "max_rollout_gap": self.max_rollout_gap,
@@ -112,21 +116,23 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         raise ValueError(f"result lacks policies {', '.join(missing)}")
     if result.value.shape[0] != len(grid):
         raise ValueError(f"result has {result.value.shape[0]} rows for a grid of {len(grid)}")
-    dp, rollout, costed = (result.column(p) for p in (Policy.DP, Policy.ROLLOUT, Policy.COSTED_WINDOW))
+    dp, rollout, costed = (
+        result.column(p) for p in (Policy.DP, Policy.ROLLOUT, Policy.COSTED_WINDOW)
+    )
     tie = _ties(rollout, costed)
     win = ~tie & (rollout > costed)
     labels = [f"{g.calendar}/{g.recovery}" for g in grid.scenarios]
-    wins_by_calendar = {
-        f"{cal}/{rec}": 0 for cal in CALENDARS for rec in grid.config.recoveries
-    }
-    for label, won in zip(labels, win):
+    wins_by_calendar = {f"{cal}/{rec}": 0 for cal in CALENDARS for rec in grid.config.recoveries}
+    for label, won in zip(labels, win, strict=False):
         wins_by_calendar[label] += int(won)
     never = result.column(Policy.NEVER)
     return GridSummary(
         scenarios=len(grid),
         config_hash=grid.config.hash,
         mean_value={p.value: float(result.column(p).mean()) for p in Policy},
-        mean_gap={p.value: float((dp - result.column(p)).mean()) for p in Policy if p is not Policy.DP},
+        mean_gap={
+            p.value: float((dp - result.column(p)).mean()) for p in Policy if p is not Policy.DP
+        },
         wins=int(win.sum()),
         ties=int(tie.sum()),
         losses=int((~tie & (rollout < costed)).sum()),
@@ -134,6 +140,6 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         rollout_equals_dp=int(_ties(rollout, dp).sum()),
         max_rollout_gap=float((dp - rollout).max()),
         never_negative_initial_states=tuple(
-            sorted({g.initial_state for g, v in zip(grid.scenarios, never) if v < 0})
+            sorted({g.initial_state for g, v in zip(grid.scenarios, never, strict=False) if v < 0})
         ),
     )

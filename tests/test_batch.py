@@ -14,7 +14,8 @@ def test_batch_equals_single_solves() -> None:
     grid = ls.paper_grid()
     sample = [g.scenario for g in grid.scenarios[::97]]
     result = ls.solve_batch(sample)
-    assert result.value.shape == (len(sample), 6) and result.cost.shape == (len(sample), 6, 5)
+    assert result.value.shape == (len(sample), 6)
+    assert result.cost.shape == (len(sample), 6, 5)
     for i, scenario in enumerate(sample):
         for j, plan in enumerate(ls.solve_all(scenario).values()):
             assert result.value[i, j] == plan.value

@@ -59,7 +59,10 @@ def test_action_value_semantics() -> None:
         ({"initial": _core.State(0, 7, 7, False)}, r"progress must be in \[0, work_quanta=6\]"),
         ({"initial": _core.State(1, 0, 0, False)}, "initial.window must be 0"),
         (
-            {"costs": _core.HandoffCosts(90.0, 0.0, 0.0, 0.0), "initial": _core.State(0, 2, 2, True)},
+            {
+                "costs": _core.HandoffCosts(90.0, 0.0, 0.0, 0.0),
+                "initial": _core.State(0, 2, 2, True),
+            },
             "active candidate must be able to return",
         ),
         ({"work_quanta": 2**24}, "states exceeds the limit"),

@@ -59,11 +59,16 @@ def test_paper_costs() -> None:
         ({"recovery_s": -1}, "recovery_s must be >= 0, got -1"),
         ({"save_s": None}, "save_s must be a number, got None"),
         ({"initial": {"progress": 2, "durable": 3, "active": True}}, "durable must be in"),
-        ({"initial": {"progress": 2, "durable": 0, "active": "yes"}}, "initial.active must be true"),
+        (
+            {"initial": {"progress": 2, "durable": 0, "active": "yes"}},
+            "initial.active must be true",
+        ),
         ({"initial": {"progress": 2, "durable": 2}}, "initial is missing key"),
         ({"initial": [0, 0, False]}, "initial must be a JSON object"),
-        ({"recovery_s": 90.0, "initial": {"progress": 2, "durable": 2, "active": True}},
-         "active candidate must be able to return"),
+        (
+            {"recovery_s": 90.0, "initial": {"progress": 2, "durable": 2, "active": True}},
+            "active candidate must be able to return",
+        ),
         ({"extra": 1}, "scenario has unknown key"),
     ],
 )
@@ -75,14 +80,14 @@ def test_bad_json_names_field_and_value(overrides: dict[str, Any], message: str)
 def test_missing_key_is_named() -> None:
     obj = scenario_json()
     del obj["horizon_s"]
-    with pytest.raises(ValueError, match="scenario is missing key.*horizon_s"):
+    with pytest.raises(ValueError, match=r"scenario is missing key.*horizon_s"):
         ls.Scenario.from_json(obj)
 
 
 def test_python_objects_reject_wrong_types() -> None:
     with pytest.raises(TypeError, match="costs must be HandoffCosts"):
         ls.Scenario([(0, 10)], 1, 1.0, 1.0, 20.0, costs=(1, 0, 0, 0))  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="initial.progress must be an integer"):
+    with pytest.raises(TypeError, match=r"initial\.progress must be an integer"):
         ls.InitialState(progress=1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="load_s must be finite"):
         ls.HandoffCosts(1.0, load_s=math.inf)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from conftest import calendar
 
 import learnsched as ls
-from conftest import calendar
 
 
 def test_worked_example_s0348(s0348: ls.Scenario) -> None:
@@ -29,7 +29,8 @@ def test_worked_example_s0348(s0348: ls.Scenario) -> None:
 
 def test_worked_example_warm_publishes_at_30(s0348: ls.Scenario) -> None:
     warm = ls.scenario_by_id("S0344").scenario  # same case, warm recovery
-    assert warm.costs == ls.PAPER_WARM and warm.windows == s0348.windows
+    assert warm.costs == ls.PAPER_WARM
+    assert warm.windows == s0348.windows
     for policy in ("costed_window", "rollout"):
         assert ls.solve(warm, policy).publish_s == pytest.approx(30.0)
 
@@ -45,20 +46,31 @@ def test_plan_bookkeeping_adds_up(s0348: ls.Scenario) -> None:
 
 def test_warm_residency_is_charged_on_every_busy_second() -> None:
     scenario = ls.Scenario(
-        windows=[(0.0, 100.0)], work_quanta=4, quantum_s=5.0, benefit_rate=1.0,
-        horizon_s=200.0, costs=ls.HandoffCosts(2.0, 0.5, 0.1, 0.1),
+        windows=[(0.0, 100.0)],
+        work_quanta=4,
+        quantum_s=5.0,
+        benefit_rate=1.0,
+        horizon_s=200.0,
+        costs=ls.HandoffCosts(2.0, 0.5, 0.1, 0.1),
     )
     plan = ls.solve(scenario, "window")
     (step,) = plan.steps
-    assert step.action == "publish" and step.publish_s == 20.0 and step.ready_s == 22.0
+    assert step.action == "publish"
+    assert step.publish_s == 20.0
+    assert step.ready_s == 22.0
     assert step.cost.residency == pytest.approx(0.5 * 22.0)
     assert plan.value == pytest.approx(1.0 * (200 - 20) - 1.5 * 22.0)
 
 
 def test_active_candidate_never_policy_pays_its_return() -> None:
     scenario = ls.Scenario(
-        windows=calendar(80, 80), work_quanta=6, quantum_s=5.0, benefit_rate=0.1,
-        horizon_s=300.0, costs=ls.PAPER_WARM, initial=ls.InitialState(3, 0, True),
+        windows=calendar(80, 80),
+        work_quanta=6,
+        quantum_s=5.0,
+        benefit_rate=0.1,
+        horizon_s=300.0,
+        costs=ls.PAPER_WARM,
+        initial=ls.InitialState(3, 0, True),
     )
     plan = ls.solve(scenario, "never")
     assert [s.action for s in plan.steps] == ["abandon"]
@@ -83,7 +95,7 @@ def test_decide_accepts_names_and_members(s0348: ls.Scenario) -> None:
     model = ls.Model(s0348)
     assert model.decide(0, 0, 0) == model.decide(0, 0, 0, policy=ls.Policy.ROLLOUT)
     assert model.decide(3, 2, 2, policy="dp").kind == ls.ActionKind.PUBLISH
-    with pytest.raises(ValueError, match="policy must be one of never, window.*got 'greedy'"):
+    with pytest.raises(ValueError, match=r"policy must be one of never, window.*got 'greedy'"):
         model.decide(0, 0, 0, policy="greedy")
     with pytest.raises(ValueError, match=r"window must be in \[0, 4\), got 9"):
         model.decide(9, 0, 0)
@@ -98,6 +110,7 @@ def test_values_of_states(s0348: ls.Scenario) -> None:
 
 def test_publish_time_is_none_when_never_published(s0348: ls.Scenario) -> None:
     plan = ls.solve(s0348, "never")
-    assert plan.publish_s is None and plan.value == 0.0
+    assert plan.publish_s is None
+    assert plan.value == 0.0
     assert all(step.ready_s is None for step in plan.steps)
     assert math.isclose(plan.benefit, 0.0)

@@ -64,7 +64,11 @@ void bind_model(py::module_& m) {
         .def_readonly("checkpoint", &Action::checkpoint, "Whether the segment saves a checkpoint.")
         .def_property_readonly("name", [](const Action& a) { return std::string(name(a.kind)); },
                                "The action kind as a lowercase name, e.g. 'advance'.")
-        .def("__eq__", [](const Action& a, const Action& b) { return a == b; }, py::is_operator())
+        .def("__eq__",
+             [](const Action& a, const py::object& other) -> py::object {
+                 if (!py::isinstance<Action>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+                 return py::bool_(a == other.cast<const Action&>());
+             })
         .def("__hash__", [](const Action& a) {
             return py::hash(py::make_tuple(static_cast<int>(a.kind), a.quanta, a.checkpoint));
         })

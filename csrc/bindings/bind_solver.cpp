@@ -2,6 +2,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <vector>
 
@@ -14,7 +15,9 @@ using namespace learnsched;
 
 namespace {
 
-py::dict batch_arrays(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
+using BatchArrays = py::typing::Dict<py::str, py::array_t<double>>;
+
+BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
                       int threads) {
     std::vector<PlanSummary> rows;
     {
@@ -39,7 +42,7 @@ py::dict batch_arrays(const std::vector<Scenario>& scenarios, const std::vector<
             for (py::ssize_t q = 0; q < 5; ++q) c(i, j, q) = split[q];
         }
     }
-    py::dict out;
+    BatchArrays out;
     out["value"] = value;
     out["benefit"] = benefit;
     out["publish_s"] = publish;

@@ -1,0 +1,329 @@
+"""
+learnsched's C++ solver core (private: use the learnsched package).
+"""
+from __future__ import annotations
+import collections.abc
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+class ActionKind:
+    """
+    Window macro-action kinds, in canonical order.
+    
+    Members:
+    
+      WAIT
+    
+      ABANDON
+    
+      CHECKPOINT_RETURN
+    
+      DISCARD_RETURN
+    
+      PUBLISH
+    
+      ADVANCE
+    """
+    ABANDON: typing.ClassVar[ActionKind]
+    ADVANCE: typing.ClassVar[ActionKind]
+    CHECKPOINT_RETURN: typing.ClassVar[ActionKind]
+    DISCARD_RETURN: typing.ClassVar[ActionKind]
+    PUBLISH: typing.ClassVar[ActionKind]
+    WAIT: typing.ClassVar[ActionKind]
+    __members__: typing.ClassVar[dict[str, ActionKind]]
+    @typing.overload
+    def __eq__(self, other: ActionKind) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: ActionKind) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class Policy:
+    """
+    The six policies of the finite model.
+    
+    Members:
+    
+      NEVER
+    
+      WINDOW
+    
+      STATIC_ROI
+    
+      COSTED_WINDOW
+    
+      ROLLOUT
+    
+      DP
+    """
+    COSTED_WINDOW: typing.ClassVar[Policy]
+    DP: typing.ClassVar[Policy]
+    NEVER: typing.ClassVar[Policy]
+    ROLLOUT: typing.ClassVar[Policy]
+    STATIC_ROI: typing.ClassVar[Policy]
+    WINDOW: typing.ClassVar[Policy]
+    __members__: typing.ClassVar[dict[str, Policy]]
+    @typing.overload
+    def __eq__(self, other: Policy) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: Policy) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class Action:
+    """
+    One window's macro-action.
+    """
+    def __eq__(self, arg0: typing.Any) -> typing.Any:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __init__(self, kind: ActionKind, quanta: typing.SupportsInt | typing.SupportsIndex = 0, checkpoint: bool = False) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def checkpoint(self) -> bool:
+        """
+        Whether the segment saves a checkpoint.
+        """
+    @property
+    def kind(self) -> ActionKind:
+        ...
+    @property
+    def name(self) -> str:
+        """
+        The action kind as a lowercase name, e.g. 'advance'.
+        """
+    @property
+    def quanta(self) -> int:
+        """
+        Quanta run in this window.
+        """
+class HandoffCosts:
+    """
+    Handoff costs in seconds and s-eq./s.
+    """
+    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def load_s(self) -> float:
+        ...
+    @property
+    def recovery_s(self) -> float:
+        ...
+    @property
+    def residency_rate(self) -> float:
+        ...
+    @property
+    def save_s(self) -> float:
+        ...
+class State:
+    """
+    Decision state (window, progress, durable, active).
+    """
+    def __init__(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool) -> None:
+        ...
+    @property
+    def active(self) -> bool:
+        ...
+    @property
+    def durable(self) -> int:
+        ...
+    @property
+    def progress(self) -> int:
+        ...
+    @property
+    def window(self) -> int:
+        ...
+class Scenario:
+    """
+    A finite-model scenario (not validated until used).
+    """
+    def __init__(self, windows: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, costs: HandoffCosts, initial: State) -> None:
+        ...
+    @property
+    def benefit_rate(self) -> float:
+        ...
+    @property
+    def costs(self) -> HandoffCosts:
+        ...
+    @property
+    def horizon_s(self) -> float:
+        ...
+    @property
+    def initial(self) -> State:
+        ...
+    @property
+    def quantum_s(self) -> float:
+        ...
+    @property
+    def windows(self) -> list[tuple[float, float]]:
+        ...
+    @property
+    def work_quanta(self) -> int:
+        ...
+class CostSplit:
+    """
+    Cost in s-eq. split by cause.
+    """
+    @property
+    def load(self) -> float:
+        ...
+    @property
+    def recovery(self) -> float:
+        ...
+    @property
+    def residency(self) -> float:
+        ...
+    @property
+    def save(self) -> float:
+        ...
+    @property
+    def total(self) -> float:
+        ...
+    @property
+    def work(self) -> float:
+        ...
+class Segment:
+    """
+    One window of a plan.
+    """
+    @property
+    def action(self) -> Action:
+        ...
+    @property
+    def benefit(self) -> float:
+        ...
+    @property
+    def cost(self) -> CostSplit:
+        ...
+    @property
+    def next(self) -> State:
+        """
+        State at the next window.
+        """
+    @property
+    def publish_s(self) -> float:
+        """
+        NaN unless the segment publishes.
+        """
+    @property
+    def ready_s(self) -> float:
+        """
+        NaN for a wait.
+        """
+    @property
+    def start_s(self) -> float:
+        ...
+    @property
+    def window(self) -> int:
+        ...
+class Plan:
+    """
+    A policy's plan from the initial state.
+    """
+    @property
+    def benefit(self) -> float:
+        ...
+    @property
+    def cost(self) -> CostSplit:
+        ...
+    @property
+    def policy(self) -> Policy:
+        ...
+    @property
+    def publish_s(self) -> float:
+        """
+        NaN if never published.
+        """
+    @property
+    def steps(self) -> list[Segment]:
+        ...
+    @property
+    def value(self) -> float:
+        ...
+class Model:
+    """
+    A validated scenario with cached continuation values.
+    """
+    def __init__(self, scenario: Scenario) -> None:
+        ...
+    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+        ...
+    def optimal_value(self, state: State) -> float:
+        ...
+    def reference_value(self, state: State) -> float:
+        ...
+    def solve(self, policy: Policy) -> Plan:
+        ...
+    def window_plan_value(self, state: State) -> float:
+        ...
+    @property
+    def scenario(self) -> Scenario:
+        ...
+def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Solve every scenario under every policy; dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
+    """
+def validate(scenario: Scenario) -> None:
+    """
+    Raise ValueError naming the first invalid field of the scenario.
+    """
+MAX_STATES: int = 16777216
+TIE_TOLERANCE: float = 1e-09
