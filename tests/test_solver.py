@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import calendar
 
 import learnsched as ls
+
+from conftest import calendar
 
 
 def test_worked_example_s0348(s0348: ls.Scenario) -> None:

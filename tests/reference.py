@@ -1,0 +1,456 @@
+"""Slow, obviously-correct reference for the finite window model.
+
+An independent oracle for the solver tests. It follows ``finite-model.md`` (the
+paper's Sections 4.1-4.3, 6.1 and Appendix D) rule by rule, in floating point, memoising
+values per state. Ties are broken in the spec's canonical action order with a relative
+tolerance of 1e-9 s-eq., so that traces are reproducible across implementations.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+POLICIES = ("never", "window", "static_roi", "costed_window", "rollout", "dp")
+
+Action = tuple[str, int, bool]  # (name, quanta, checkpoint)
+State = tuple[int, int, int, bool]  # (window k, progress p, durable pbar, active)
+ValueFn = Callable[["RefScenario", State], float]
+
+TOLERANCE = 1e-9
+_WAIT: Action = ("wait", 0, False)
+_ABANDON: Action = ("abandon", 0, False)
+_CHECKPOINT_RETURN: Action = ("checkpoint_return", 0, True)
+_DISCARD_RETURN: Action = ("discard_return", 0, False)
+
+
+def _exceeds(a: float, b: float) -> bool:
+    """Whether ``a`` is larger than ``b`` by more than the tie tolerance."""
+    return a - b > TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def _fits(duration_s: float, length_s: float) -> bool:
+    """Whether a segment of ``duration_s`` fits a window of ``length_s`` (tolerant)."""
+    return duration_s <= length_s + TOLERANCE * max(1.0, length_s)
+
+
+@dataclass(frozen=True)
+class RefScenario:
+    """One candidate, its idle windows and its prices (times in s, costs in s-eq.)."""
+
+    windows: tuple[tuple[float, float], ...]
+    work_quanta: int
+    quantum_s: float
+    benefit_rate: float
+    horizon_s: float
+    recovery_s: float
+    residency_rate: float
+    save_s: float
+    load_s: float
+    progress: int
+    durable: int
+    active: bool
+
+    def __post_init__(self) -> None:
+        """Reject initial states the model cannot represent."""
+        if not 0 <= self.durable <= self.progress <= self.work_quanta:
+            raise ValueError(
+                f"need 0 <= durable ({self.durable}) <= progress ({self.progress})"
+                f" <= work_quanta ({self.work_quanta})"
+            )
+        if not self.active and self.progress != self.durable:
+            raise ValueError("a service-mode state needs progress == durable")
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> RefScenario:
+        """Build a scenario from its JSON object (``initial`` holds the start state)."""
+        initial = obj["initial"]
+        return cls(
+            windows=tuple((float(a), float(b)) for a, b in obj["windows"]),
+            work_quanta=int(obj["work_quanta"]),
+            quantum_s=float(obj["quantum_s"]),
+            benefit_rate=float(obj["benefit_rate"]),
+            horizon_s=float(obj["horizon_s"]),
+            recovery_s=float(obj["recovery_s"]),
+            residency_rate=float(obj["residency_rate"]),
+            save_s=float(obj["save_s"]),
+            load_s=float(obj["load_s"]),
+            progress=int(initial["progress"]),
+            durable=int(initial["durable"]),
+            active=bool(initial["active"]),
+        )
+
+    @property
+    def initial_state(self) -> State:
+        """The state at the start of window 0."""
+        return (0, self.progress, self.durable, self.active)
+
+
+@dataclass(frozen=True)
+class RefStep:
+    """What one window does: the action, its timeline and its s-eq. cost split."""
+
+    window: int
+    action: str
+    quanta: int
+    checkpoint: bool
+    start_s: float
+    publish_s: float | None
+    ready_s: float | None
+    work: float
+    save: float
+    load: float
+    recovery: float
+    residency: float
+    benefit: float
+
+    @property
+    def cost(self) -> float:
+        """Total s-eq. charged in this window."""
+        return self.work + self.save + self.load + self.recovery + self.residency
+
+    @property
+    def reward(self) -> float:
+        """Net reward R_k(s, a): benefit minus cost."""
+        return self.benefit - self.cost
+
+
+@dataclass(frozen=True)
+class RefPlan:
+    """A whole plan: net value, benefit, publication time and the per-window steps."""
+
+    value: float
+    benefit: float
+    publish_s: float | None
+    steps: tuple[RefStep, ...]
+
+
+def _plan(steps: list[RefStep]) -> RefPlan:
+    """Total a list of steps into a plan."""
+    publish_times = [step.publish_s for step in steps if step.publish_s is not None]
+    return RefPlan(
+        value=sum(step.reward for step in steps),
+        benefit=sum(step.benefit for step in steps),
+        publish_s=publish_times[0] if publish_times else None,
+        steps=tuple(steps),
+    )
+
+
+# --- model rules ----------------------------------------------------------------------
+
+
+def _base(p: int, pbar: int, active: bool) -> int:
+    """Progress this window's work builds on (rule 8: active keeps unsaved work)."""
+    return p if active else pbar
+
+
+def _load_s(s: RefScenario, pbar: int, active: bool) -> float:
+    """Rule 1: resuming from a checkpoint in service mode loads it."""
+    return s.load_s if not active and pbar > 0 else 0.0
+
+
+def _benefit(s: RefScenario, publish_s: float) -> float:
+    """Phi(t_p) = g * (H - t_p)^+."""
+    return s.benefit_rate * max(0.0, s.horizon_s - publish_s)
+
+
+def _duration_s(s: RefScenario, state: State, action: Action) -> float:
+    """Wall-clock time from the window start until capacity is ready (Eq. 10's LHS)."""
+    _, _, pbar, active = state
+    name, quanta, checkpoint = action
+    if name == "wait":
+        return 0.0
+    load = _load_s(s, pbar, active) if name in ("publish", "advance") else 0.0
+    save = s.save_s if checkpoint else 0.0
+    return load + quanta * s.quantum_s + save + s.recovery_s
+
+
+def _successor(state: State, action: Action) -> State | None:
+    """Rules 5-8: the next window's state, or None once the plan has ended."""
+    k, p, pbar, active = state
+    name, quanta, checkpoint = action
+    if name in ("publish", "abandon"):
+        return None
+    kept = _base(p, pbar, active) + quanta if checkpoint else pbar
+    return (k + 1, kept, kept, False)
+
+
+def _transition(s: RefScenario, state: State, action: Action) -> tuple[RefStep, State | None]:
+    """Apply one action: the step it records and the successor state."""
+    k, _, pbar, active = state
+    name, quanta, checkpoint = action
+    start = s.windows[k][0]
+    if name == "wait":  # Rule 7: free.
+        step = RefStep(k, name, 0, False, start, None, None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
+        return step, _successor(state, action)
+    duration = _duration_s(s, state, action)
+    load = _load_s(s, pbar, active) if name in ("publish", "advance") else 0.0
+    work = quanta * s.quantum_s
+    publish_s = start + load + work if name == "publish" else None
+    step = RefStep(
+        window=k,
+        action=name,
+        quanta=quanta,
+        checkpoint=checkpoint,
+        start_s=start,
+        publish_s=publish_s,
+        ready_s=start + duration,
+        work=work,
+        save=s.save_s if checkpoint else 0.0,
+        load=load,
+        recovery=s.recovery_s,
+        residency=s.residency_rate * duration,  # Rule 4: rho per charged second.
+        benefit=0.0 if publish_s is None else _benefit(s, publish_s),
+    )
+    return step, _successor(state, action)
+
+
+def feasible_actions(s: RefScenario, k: int, p: int, pbar: int, active: bool) -> list[Action]:
+    """Every feasible action at ``(k, p, pbar, active)``, in canonical order.
+
+    Abandoning and discarding are always allowed for an active candidate (its return is
+    forced); every other action that returns capacity must fit the window (Eq. 10).
+    """
+    return list(_feasible(s, (k, p, pbar, active)))
+
+
+@cache
+def _feasible(s: RefScenario, state: State) -> tuple[Action, ...]:
+    """Memoised body of :func:`feasible_actions`."""
+    k, p, pbar, active = state
+    start, end = s.windows[k]
+    remaining = s.work_quanta - _base(p, pbar, active)
+    advances = range(remaining - 1, 0, -1)  # u = remaining is publishing.
+    work: list[Action] = [("publish", remaining, False)]
+    work += [("advance", u, True) for u in advances]
+    work += [("advance", u, False) for u in advances]
+    head = [_ABANDON, _CHECKPOINT_RETURN, _DISCARD_RETURN] if active else [_WAIT]
+    return tuple(
+        action
+        for action in head + work
+        if action in (_WAIT, _ABANDON, _DISCARD_RETURN)
+        # Eq. 10: load + u*delta + [save]*t_ck + t_ret <= d_k - l_k.
+        or _fits(_duration_s(s, state, action), end - start)
+    )
+
+
+# --- policies -------------------------------------------------------------------------
+
+
+def _decline(state: State) -> Action:
+    """Not acting: wait, or, if active, discard unsaved work and return."""
+    return _DISCARD_RETURN if state[3] else _WAIT
+
+
+def _never_action(s: RefScenario, state: State) -> Action:
+    """Never: wait; an active candidate abandons."""
+    return _ABANDON if state[3] else _WAIT
+
+
+def _window_action(s: RefScenario, state: State) -> Action:
+    """Window: publish if it fits, else the largest checkpointed advance, else pass."""
+    actions = _feasible(s, state)
+    # Canonical order lists publish first, then checkpointed advances by u descending.
+    for action in actions:
+        if action[0] == "publish" or (action[0] == "advance" and action[2]):
+            return action
+    if _CHECKPOINT_RETURN in actions:
+        return _CHECKPOINT_RETURN
+    return _decline(state)
+
+
+def _abandon_value(s: RefScenario, state: State) -> float:
+    """V_ab(s): an active candidate pays its return; a service one loses nothing."""
+    return -(1.0 + s.residency_rate) * s.recovery_s if state[3] else 0.0
+
+
+def _costed_window_action(s: RefScenario, state: State) -> Action:
+    """Costed Window (pi0): Window's action iff its full plan beats abandoning."""
+    go_value = _policy_value(s, "window", state)
+    if _exceeds(go_value, _abandon_value(s, state)):
+        return _window_action(s, state)
+    return _decline(state)
+
+
+def _static_roi_action(s: RefScenario, state: State) -> Action:
+    """Take Window's action iff benefit minus bare work is positive (Static ROI)."""
+    k, p, pbar, active = state
+    work_s = (s.work_quanta - _base(p, pbar, active)) * s.quantum_s
+    roi = s.benefit_rate * max(0.0, s.horizon_s - s.windows[k][0] - work_s) - work_s
+    return _window_action(s, state) if _exceeds(roi, 0.0) else _decline(state)
+
+
+def _q_value(s: RefScenario, state: State, action: Action, value: ValueFn) -> float:
+    """Q(s, a) = R(s, a) + V(s'); ended plans continue with 0."""
+    step, successor = _transition(s, state, action)
+    return step.reward + (0.0 if successor is None else value(s, successor))
+
+
+def _select(s: RefScenario, state: State, incumbent: Action, value: ValueFn) -> Action:
+    """Keep ``incumbent`` unless a later canonical action beats the best so far."""
+    best = _q_value(s, state, incumbent, value)
+    for action in _feasible(s, state):
+        q = _q_value(s, state, action, value)
+        if _exceeds(q, best):
+            incumbent, best = action, q
+    return incumbent
+
+
+def _reference_value(s: RefScenario, state: State) -> float:
+    """V^pi0: the value of following Costed Window."""
+    return _policy_value(s, "costed_window", state)
+
+
+def _rollout_action(s: RefScenario, state: State) -> Action:
+    """Rollout (Eq. 11): best Q under the pi0 continuation; ties keep pi0's action."""
+    return _select(s, state, _costed_window_action(s, state), _reference_value)
+
+
+def _dp_action(s: RefScenario, state: State) -> Action:
+    """DP: an optimal action, the first in canonical order up to ties."""
+    return _select(s, state, _feasible(s, state)[0], _dp_state_value)
+
+
+_CHOOSERS: dict[str, Callable[[RefScenario, State], Action]] = {
+    "never": _never_action,
+    "window": _window_action,
+    "static_roi": _static_roi_action,
+    "costed_window": _costed_window_action,
+    "rollout": _rollout_action,
+    "dp": _dp_action,
+}
+
+
+@cache
+def _policy_value(s: RefScenario, policy: str, state: State) -> float:
+    """Value of following ``policy`` from ``state`` to the end (Eq. D.1)."""
+    if state[0] == len(s.windows):
+        return 0.0
+    return _q_value(
+        s,
+        state,
+        _CHOOSERS[policy](s, state),
+        lambda sc, st: _policy_value(sc, policy, st),
+    )
+
+
+@cache
+def _dp_state_value(s: RefScenario, state: State) -> float:
+    """Compute V*_k(s) = max_a R_k(s, a) + V*_{k+1}(s'), V*_T = 0 (Eq. D.2)."""
+    if state[0] == len(s.windows):
+        return 0.0
+    return max(_q_value(s, state, a, _dp_state_value) for a in _feasible(s, state))
+
+
+# --- public entry points --------------------------------------------------------------
+
+
+def solve(s: RefScenario, policy: str) -> RefPlan:
+    """Follow ``policy`` from the initial state and record one step per window."""
+    if policy not in _CHOOSERS:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    steps: list[RefStep] = []
+    state: State | None = s.initial_state
+    while state is not None and state[0] < len(s.windows):
+        step, state = _transition(s, state, _CHOOSERS[policy](s, state))
+        steps.append(step)
+    return _plan(steps)
+
+
+def dp_value(s: RefScenario) -> float:
+    """Return the optimum V*_0 of Eq. D.2, by memoised backward recursion."""
+    return _dp_state_value(s, s.initial_state)
+
+
+def _all_plans(s: RefScenario, state: State | None) -> Iterator[list[RefStep]]:
+    """Every feasible sequence of steps from ``state`` (exponential)."""
+    if state is None or state[0] == len(s.windows):
+        yield []
+        return
+    for action in _feasible(s, state):
+        step, successor = _transition(s, state, action)
+        for rest in _all_plans(s, successor):
+            yield [step, *rest]
+
+
+def exhaustive_value(s: RefScenario) -> float:
+    """Best value over every feasible plan, by enumeration; for tiny scenarios only."""
+    return max(_plan(steps).value for steps in _all_plans(s, s.initial_state))
+
+
+# --- the paper's grid (Section 6.1, Table D.1) ----------------------------------------
+
+CALENDARS: tuple[tuple[str, tuple[float, ...]], ...] = (
+    ("front-loaded", (240.0, 80.0, 80.0, 80.0)),
+    ("back-loaded", (80.0, 80.0, 80.0, 240.0)),
+    ("alternating", (120.0, 240.0, 120.0, 240.0)),
+    ("fragmented", (80.0, 80.0, 80.0, 80.0)),
+    ("uniform", (160.0, 160.0, 160.0, 160.0)),
+    ("continuous", (480.0,)),
+)
+WORK_S = (30.0, 60.0, 120.0, 180.0)
+BENEFIT_RATES = (0.1, 0.25, 0.5, 1.0, 2.0)
+TAILS_S = (120.0, 480.0)
+# (name, t_ret, rho); warm rho = 6.383 GiB * 0.01 s-eq./(GiB s).
+RECOVERIES = (("warm", 0.487, 0.06383), ("cold", 69.988, 0.0))
+INITIAL_STATES = ("fresh", "unsaved-active", "saved-active", "saved-service")
+GAP_S = 20.0
+SAVE_S = 0.068075
+LOAD_S = 0.047748
+
+
+def _calendar_windows(durations: tuple[float, ...]) -> tuple[tuple[float, float], ...]:
+    """Windows of the given durations from t = 0, separated by 20 s gaps."""
+    windows: list[tuple[float, float]] = []
+    start = 0.0
+    for duration in durations:
+        windows.append((start, start + duration))
+        start += duration + GAP_S
+    return tuple(windows)
+
+
+def _initial(name: str, quanta: int) -> tuple[int, int, bool]:
+    """(progress, durable, active) of a named initial state; half is quanta // 2."""
+    half = quanta // 2
+    return {
+        "fresh": (0, 0, False),
+        "unsaved-active": (half, 0, True),
+        "saved-active": (half, half, True),
+        "saved-service": (half, half, False),
+    }[name]
+
+
+def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> list[tuple[str, RefScenario]]:
+    """List the paper's scenarios: calendar, work, rate, tail, recovery, initial state.
+
+    The last dimension varies fastest. Ids are ``S0000``..``S1919`` for the full grid;
+    with ``fresh_only`` the 480 fresh scenarios are numbered ``F000``..``F479``.
+    """
+    initials = INITIAL_STATES[:1] if fresh_only else INITIAL_STATES
+    grid: list[tuple[str, RefScenario]] = []
+    for calendar, work_s, rate, tail_s, recovery, initial in itertools.product(
+        CALENDARS, WORK_S, BENEFIT_RATES, TAILS_S, RECOVERIES, initials
+    ):
+        windows = _calendar_windows(calendar[1])
+        quanta = round(work_s / quantum_s)
+        progress, durable, active = _initial(initial, quanta)
+        scenario = RefScenario(
+            windows=windows,
+            work_quanta=quanta,
+            quantum_s=quantum_s,
+            benefit_rate=rate,
+            horizon_s=windows[-1][1] + tail_s,
+            recovery_s=recovery[1],
+            residency_rate=recovery[2],
+            save_s=SAVE_S,
+            load_s=LOAD_S,
+            progress=progress,
+            durable=durable,
+            active=active,
+        )
+        name = f"F{len(grid):03d}" if fresh_only else f"S{len(grid):04d}"
+        grid.append((name, scenario))
+    return grid

@@ -1,0 +1,49 @@
+"""Hypothesis strategies: small random scenarios, with exact ties and exact fits likely."""
+
+from __future__ import annotations
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+import learnsched as ls
+
+from reference import RefScenario
+
+# Small integers make exact Eq. 10 boundaries and exact value ties common.
+seconds = st.one_of(st.integers(0, 12).map(float), st.floats(0, 12))
+lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8) -> ls.Scenario:
+    """A valid scenario with 1..max_windows windows and 1..max_quanta quanta."""
+    windows, start = [], draw(seconds)
+    for _ in range(draw(st.integers(1, max_windows))):
+        length = draw(lengths)
+        windows.append((start, start + length))
+        start += length + draw(seconds)
+    work_quanta = draw(st.integers(1, max_quanta))
+    recovery_s = draw(seconds)
+    progress = draw(st.integers(0, work_quanta))
+    active = draw(st.booleans())
+    durable = draw(st.integers(0, progress)) if active else progress
+    assume(not active or recovery_s <= windows[0][1] - windows[0][0])
+    return ls.Scenario(
+        windows=tuple(windows),
+        work_quanta=work_quanta,
+        quantum_s=draw(st.sampled_from([0.5, 1.0, 2.0, 2.5, 3.0])),
+        benefit_rate=draw(st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.0, 5.0])),
+        horizon_s=start + draw(seconds) * 5,
+        costs=ls.HandoffCosts(
+            recovery_s=recovery_s,
+            residency_rate=draw(st.sampled_from([0.0, 0.06383, 0.5])),
+            save_s=draw(st.sampled_from([0.0, 0.068075, 0.5, 1.0])),
+            load_s=draw(st.sampled_from([0.0, 0.047748, 0.5, 1.0])),
+        ),
+        initial=ls.InitialState(progress, durable, active),
+    )
+
+
+def to_reference(scenario: ls.Scenario) -> RefScenario:
+    """The same scenario for the pure-Python reference."""
+    return RefScenario.from_json(scenario.to_json())
