@@ -181,6 +181,7 @@ class Scenario:
     horizon_s: float
     costs: HandoffCosts
     initial: InitialState = field(default_factory=InitialState)
+    _core_scenario: _core.Scenario = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         windows: object = self.windows  # checked at run time: callers may pass anything
@@ -194,11 +195,7 @@ class Scenario:
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):
             raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
-        _core.validate(self.to_core())  # the core's own checks name the field and value
-
-    def to_core(self) -> _core.Scenario:
-        """The C++ core's scenario."""
-        return _core.Scenario(
+        core = _core.Scenario(
             list(self.windows),
             self.work_quanta,
             self.quantum_s,
@@ -207,6 +204,13 @@ class Scenario:
             self.costs.to_core(),
             self.initial.to_core(),
         )
+        _core.validate(core)  # the core's own checks name the field and value
+        # Built once: the core object is immutable, and batches reuse it.
+        object.__setattr__(self, "_core_scenario", core)
+
+    def to_core(self) -> _core.Scenario:
+        """The C++ core's (validated, immutable) scenario."""
+        return self._core_scenario
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``learnsched solve`` (seconds, quanta, s-eq./s)."""

@@ -16,9 +16,13 @@ enum class ActionKind : std::uint8_t {
 };
 
 struct Action {
-    ActionKind kind = ActionKind::Wait;
-    int quanta = 0;  // quanta advanced in this window (remaining quanta for Publish)
-    bool checkpoint = false;
+    constexpr Action(ActionKind kind_ = ActionKind::Wait, int quanta_ = 0, bool checkpoint_ = false)
+        : kind(kind_), checkpoint(checkpoint_), quanta(quanta_) {}
+
+    // Members ordered so that an Action packs into 8 bytes and returns in one register.
+    ActionKind kind;
+    bool checkpoint;  // save a checkpoint before returning
+    int quanta;       // quanta advanced in this window (remaining quanta for Publish)
 
     bool operator==(const Action& other) const {
         return kind == other.kind && quanta == other.quanta && checkpoint == other.checkpoint;

@@ -68,6 +68,7 @@ Plan Model::solve(Policy policy) const {
     Plan plan;
     plan.policy = policy;
     plan.publish_s = std::numeric_limits<double>::quiet_NaN();
+    plan.steps.reserve(static_cast<std::size_t>(acc_.window_count()));
     State s = scenario().initial;
     while (s.window < acc_.window_count()) {
         const Action a = choose(s, policy);

@@ -6,14 +6,6 @@
 
 namespace learnsched {
 
-double action_value(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
-                    const Action& a) {
-    const Segment seg = acc.take(s, a);
-    const double continuation =
-        a.is_terminal() ? 0.0 : next_values(seg.next.window, seg.next.durable);
-    return seg.reward() + continuation;  // Eq. 11: R(s, a) + V(s')
-}
-
 Action best_action(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
                    Action incumbent) {
     double best = action_value(acc, next_values, s, incumbent);

@@ -30,8 +30,13 @@ class ValueTable {
 };
 
 // Q(s, a) = R(s, a) + V(s'): terminal actions and the last window continue with 0.
-double action_value(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
-                    const Action& a);
+inline double action_value(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
+                    const Action& a) {
+    const Segment seg = acc.take(s, a);
+    const double continuation =
+        a.is_terminal() ? 0.0 : next_values(seg.next.window, seg.next.durable);
+    return seg.reward() + continuation;  // Eq. 11: R(s, a) + V(s')
+}
 
 // Value of state s under `values` (a table lookup in service mode; one step for active).
 template <class ChooseAction>
