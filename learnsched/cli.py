@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from . import __version__, solver_cli
+from .economics import cli as economics_cli
 
 __all__ = ["main"]
 
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"learnsched {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     solver_cli.register(commands)
+    economics_cli.register(commands)
     return parser
 
 

@@ -11,9 +11,9 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def finite(name: str, value: float) -> float:
-    """``value`` as a float; ``ValueError`` unless it is a finite real number."""
+    """``value`` as a float: ``TypeError`` unless a real number, ``ValueError`` unless finite."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a number, got {value!r}")
+        raise TypeError(f"{name} must be a number, got {value!r}")
     number = float(value)
     if not math.isfinite(number):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -80,3 +80,39 @@ def same_length(**arrays: FloatArray) -> int:
         listed = ", ".join(f"{name}={n}" for name, n in lengths.items())
         raise ValueError(f"arrays must have the same length, got {listed}")
     return next(iter(lengths.values()))
+
+
+def values(
+    name: str, data: npt.ArrayLike, *, low: float = -math.inf, high: float = math.inf
+) -> FloatArray:
+    """A finite float array of any shape (a scalar gives a 0-d array), entries in ``[low, high]``."""
+    try:
+        out = np.asarray(data, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{name} must be a number or an array of numbers, got {data!r}") from err
+    if out.size == 0:
+        raise ValueError(f"{name} must not be empty, got {data!r}")
+    if not np.isfinite(out).all():
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {data!r}")
+    bad = (out < low) | (out > high)
+    if bad.any():
+        raise ValueError(f"{name} must lie in [{low}, {high}], got {float(out[bad].flat[0])!r}")
+    return out
+
+
+def integer(name: str, value: object, low: int | None = 0) -> int:
+    """``value`` as an int: ``TypeError`` unless an integer, ``ValueError`` below ``low``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if low is not None and value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def broadcastable(**arrays: FloatArray) -> None:
+    """``ValueError`` naming ``arrays`` and their shapes when numpy cannot broadcast them."""
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        listed = ", ".join(f"{name}={a.shape}" for name, a in arrays.items())
+        raise ValueError(f"arrays must broadcast together, got shapes {listed}") from None

@@ -18,7 +18,7 @@ __all__ = [
     "PAPER_GPU_COSTS",
     "ReusePath",
     "UseCosts",
-    "expected_value",
+    "expected_reuse_value",
     "payback_uses",
 ]
 
@@ -99,7 +99,7 @@ class ReusePath:
         return deadline is not None and start < deadline
 
 
-def expected_value(
+def expected_reuse_value(
     use_probabilities: npt.ArrayLike, use_values: npt.ArrayLike, expected_cost: float
 ) -> float:
     """Expected direct value under uncertain qualification, publication and use (Eq. 5).

@@ -1,0 +1,463 @@
+"""The synthetic alert experiment of Fig. 10 (Appendix C.2): when to return capacity early.
+
+Loss model
+----------
+Each alert is raised at time 0 while capacity is lent to evolution. It carries a confidence
+``p ~ Beta(2, 2)``; a burst follows with probability ``p`` (event ``E``), starts at the lead
+time ``L`` and lasts ``D``; while capacity is missing during the burst, requests overflow
+at rate ``r`` per second. ``D``, ``L`` and ``r`` are lognormal with Table C.1's means and
+log-space s.d.; a return takes the recovery time ``R``, drawn uniformly from the engine's
+measured samples. One overflow-loss unit costs one s-eq. and every handoff costs ``h``
+(13.84 s-eq.). Realised losses, in s-eq.:
+
+* early return at the alert: ``h + r*min(D, (R - L)^+)`` under ``E`` (capacity is ready at
+  ``R``, the burst starts at ``L``); ``h`` on a false alarm, so ``C_f = h``;
+* reactive return at burst onset: ``h + r*min(D, R)`` under ``E``, 0 otherwise;
+* no scaling: ``r*D`` under ``E``, 0 otherwise.
+
+The paper says waiting takes the better feasible continuation of reactive scaling and no
+scaling under the information then available; here that information is the model itself
+(the burst has begun, its ``D``, ``r`` and ``R`` are not yet known), so a rule's waiting
+branch is whichever of the two has the lower expected loss under its recovery estimate.
+
+Rules, all on the same draws (paired):
+
+* ``reactive``: always wait and return at burst onset;
+* ``eager``: always return at the alert;
+* ``learnsched``: the selective rule of Eq. C.2, ``p*B(L) > (1 - p)*C_f``, with ``B(L)``
+  the expected loss avoided under ``E`` given ``L``, priced with the engine's own
+  recovery samples;
+* ``shared``: the same rule priced with the samples of every engine pooled;
+* ``oracle``: knows ``E`` and every realised quantity, and takes the least realised loss
+  of the three actions. Early return never loses more than reactive return under ``E``
+  (``(R - L)^+ <= R``), so the oracle's loss is ``min(h + r*min(D, (R - L)^+), r*D)`` under
+  ``E`` and 0 otherwise: a lower bound on every rule, alert by alert, hence on every seed.
+
+The paper publishes neither its per-run recovery samples nor its failed-wait samples; the
+default profile uses its reported means, 34.7 s for vLLM (reactive capacity ready 34.7 s
+after burst onset, Section 6.3) and 69.988 s for cold SGLang (App. D.2), and failed waits
+are not modelled. With these defaults the rules rank as in Fig. 10(a), each mean within
+1.4 s-eq./alert of the paper's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..scenario import PAPER_COLD
+from ._checks import FloatArray, array, integer, positive, values
+from .early_return import return_threshold
+from .lognormal import Lognormal
+
+__all__ = [
+    "ALERT_RULES",
+    "PAPER_RECOVERY_S",
+    "AlertDraws",
+    "AlertExperiment",
+    "AlertModel",
+    "RuleStats",
+    "alert_losses",
+    "draw_alerts",
+    "lead_time_sweep",
+    "return_boundary",
+    "run_alert_experiment",
+    "simulate_alerts",
+]
+
+ALERT_RULES = ("reactive", "eager", "learnsched", "shared", "oracle")
+
+# Section 6.3 (vLLM whole-GPU handoff) and App. D.2 (SGLang cold recovery), seconds.
+PAPER_RECOVERY_S: dict[str, tuple[float, ...]] = {
+    "vllm": (34.7,),
+    "sglang": (PAPER_COLD.recovery_s,),
+}
+
+
+@dataclass(frozen=True)
+class AlertModel:
+    """Distributions and prices of the synthetic alerts (Appendix C.2, Table C.1).
+
+    Parameters
+    ----------
+    duration_s
+        Burst duration ``D``, seconds.
+    lead_s
+        Warning lead time ``L`` from alert to burst onset, seconds.
+    overflow_rate
+        Overflow rate ``r`` while capacity is missing, overflow-loss units (s-eq.) per second.
+    handoff_loss
+        Loss ``h`` of one handoff, s-eq. (> 0); also the false-alarm cost ``C_f``.
+    confidence_alpha, confidence_beta
+        Shape parameters of the Beta distribution of the alert confidence ``p``.
+    """
+
+    duration_s: Lognormal = field(default_factory=lambda: Lognormal(90.0, 0.65))
+    lead_s: Lognormal = field(default_factory=lambda: Lognormal(45.0, 0.35))
+    overflow_rate: Lognormal = field(default_factory=lambda: Lognormal(1.2, 0.50))
+    handoff_loss: float = 13.84
+    confidence_alpha: float = 2.0
+    confidence_beta: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("duration_s", "lead_s", "overflow_rate"):
+            if not isinstance(getattr(self, name), Lognormal):
+                raise TypeError(f"{name} must be a Lognormal, got {getattr(self, name)!r}")
+        for name in ("handoff_loss", "confidence_alpha", "confidence_beta"):
+            object.__setattr__(self, name, positive(name, getattr(self, name)))
+
+    @property
+    def false_alarm_cost(self) -> float:
+        """``C_f``: a false alarm wastes one handoff, s-eq."""
+        return self.handoff_loss
+
+    def burst_losses(
+        self, lead_s: npt.ArrayLike, recovery_samples: npt.ArrayLike
+    ) -> tuple[FloatArray, FloatArray]:
+        """Conditional mean losses ``(C_w, C_a(L))`` under a true burst, per lead time.
+
+        Expectations are over ``D``, ``r`` (independent lognormals) and ``R`` (uniform over
+        ``recovery_samples``); ``C_w`` is the better of reactive return and no scaling.
+        """
+        lead = values("lead_s", lead_s, low=0.0)
+        samples = array("recovery_samples", recovery_samples, low=0.0)
+        wait = min(self._reactive_loss(samples), self._no_scaling_loss)
+        late = np.maximum(samples - lead[..., np.newaxis], 0.0)  # (R - L)^+ per sample
+        missing = self.duration_s.expected_min(late).mean(axis=-1)
+        return np.full_like(lead, wait), self.handoff_loss + self.overflow_rate.mean * missing
+
+    def benefit(self, lead_s: npt.ArrayLike, recovery_samples: npt.ArrayLike) -> FloatArray:
+        """``B(L) = C_w - C_a(L)``: the loss avoided by returning at the alert, s-eq."""
+        wait, early = self.burst_losses(lead_s, recovery_samples)
+        return wait - early
+
+    def reactive_waits(self, recovery_samples: npt.ArrayLike) -> bool:
+        """Whether waiting continues with reactive return (else no scaling) under the estimate.
+
+        Ties go to reactive return.
+        """
+        samples = array("recovery_samples", recovery_samples, low=0.0)
+        return self._reactive_loss(samples) <= self._no_scaling_loss
+
+    def _reactive_loss(self, samples: FloatArray) -> float:
+        """``h + E[r]*E[min(D, R)]``: expected loss of returning at burst onset, s-eq."""
+        missing = float(self.duration_s.expected_min(samples).mean())
+        return self.handoff_loss + self.overflow_rate.mean * missing
+
+    @property
+    def _no_scaling_loss(self) -> float:
+        """``E[r]*E[D]``: expected loss of riding out the burst without capacity, s-eq."""
+        return self.overflow_rate.mean * self.duration_s.mean
+
+
+@dataclass(frozen=True)
+class AlertDraws:
+    """One seed's sampled alerts, shared by every rule and engine (arrays of equal length).
+
+    ``recovery_quantile`` is uniform on [0, 1); engine ``e`` uses sample
+    ``floor(u * n_e)`` of its own list, so engines share one draw per alert.
+    """
+
+    confidence: FloatArray
+    event: npt.NDArray[np.bool_]
+    duration_s: FloatArray
+    lead_s: FloatArray
+    overflow_rate: FloatArray
+    recovery_quantile: FloatArray
+
+    def recovery_s(self, samples: npt.ArrayLike) -> FloatArray:
+        """Realised recovery time per alert from an engine's samples, seconds."""
+        data = array("recovery_samples", samples, low=0.0)
+        index = np.minimum((self.recovery_quantile * data.size).astype(np.intp), data.size - 1)
+        return data[index]
+
+
+def draw_alerts(
+    n_alerts: int, seed: int, model: AlertModel | None = None, lead_s: float | None = None
+) -> AlertDraws:
+    """Sample ``n_alerts`` alerts with ``numpy.random.default_rng(seed)``.
+
+    ``lead_s`` fixes every lead time (Fig. 10(b)); the other draws are unchanged by it.
+    """
+    n = integer("n_alerts", n_alerts, low=1)
+    model = AlertModel() if model is None else model
+    rng = np.random.default_rng(integer("seed", seed))
+    confidence = rng.beta(model.confidence_alpha, model.confidence_beta, n)
+    event = rng.random(n) < confidence  # Bernoulli(p): a burst follows with probability p
+    duration = model.duration_s.sample(rng, n)
+    lead = model.lead_s.sample(rng, n)
+    if lead_s is not None:
+        lead = np.full(n, float(values("lead_s", lead_s, low=0.0)))
+    overflow = model.overflow_rate.sample(rng, n)
+    quantile = rng.random(n)
+    return AlertDraws(confidence, event, duration, lead, overflow, quantile)
+
+
+def alert_losses(
+    draws: AlertDraws,
+    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
+    model: AlertModel | None = None,
+) -> dict[str, dict[str, FloatArray]]:
+    """Realised loss per alert of every rule in :data:`ALERT_RULES` per engine, s-eq.
+
+    See the module docstring for the loss model.
+
+    Parameters
+    ----------
+    draws
+        The sampled alerts, shared by every engine and rule.
+    recovery_samples
+        Measured recovery times per engine, seconds (a cost profile): an engine's
+        samples set its realised ``R`` and its ``learnsched`` estimate; all of them
+        pooled set the ``shared`` estimate. :data:`PAPER_RECOVERY_S` by default.
+    model
+        Distributions and prices (Table C.1 by default).
+
+    Returns
+    -------
+    dict
+        ``losses[engine][rule]``, one loss per alert.
+    """
+    model = AlertModel() if model is None else model
+    profile = _profile(PAPER_RECOVERY_S if recovery_samples is None else recovery_samples)
+    pooled = np.concatenate(list(profile.values()))
+    # The pooled rule's decisions depend only on the draws: price them once for all engines.
+    shared_returns = _selective_returns(draws, pooled, model)
+    shared_reacts = model.reactive_waits(pooled)
+    losses = {}
+    for engine, samples in profile.items():
+        early, reactive, no_scaling = _action_losses(draws, draws.recovery_s(samples), model)
+        own_returns = _selective_returns(draws, samples, model)
+        own_wait = reactive if model.reactive_waits(samples) else no_scaling
+        shared_wait = reactive if shared_reacts else no_scaling  # realised R differs by engine
+        losses[engine] = {
+            "reactive": reactive,
+            "eager": early,
+            "learnsched": np.where(own_returns, early, own_wait),
+            "shared": np.where(shared_returns, early, shared_wait),
+            "oracle": np.minimum(early, no_scaling),  # no_scaling is 0 on a false alarm
+        }
+    return losses
+
+
+def _action_losses(
+    draws: AlertDraws, recovery: FloatArray, model: AlertModel
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Realised losses of early return, reactive return and no scaling, per alert."""
+    h, r, d, burst = model.handoff_loss, draws.overflow_rate, draws.duration_s, draws.event
+    late = np.maximum(recovery - draws.lead_s, 0.0)  # capacity still missing after onset
+    early = np.where(burst, h + r * np.minimum(d, late), h)
+    reactive = np.where(burst, h + r * np.minimum(d, recovery), 0.0)
+    no_scaling = np.where(burst, r * d, 0.0)
+    return early, reactive, no_scaling
+
+
+def _selective_returns(
+    draws: AlertDraws, samples: FloatArray, model: AlertModel
+) -> npt.NDArray[np.bool_]:
+    """Decisions of the Eq. C.2 rule priced with ``samples``: return iff ``p > p*(L)``."""
+    benefit = model.benefit(draws.lead_s, samples)
+    # Eq. C.2: ties and B(L) <= 0 keep waiting (the threshold is then 1)
+    return draws.confidence > return_threshold(benefit, model.false_alarm_cost)
+
+
+def simulate_alerts(
+    n_alerts: int,
+    seed: int,
+    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
+    model: AlertModel | None = None,
+    lead_s: float | None = None,
+) -> dict[str, dict[str, float]]:
+    """Mean loss per alert of every rule per engine for one seed, s-eq./alert.
+
+    ``lead_s`` fixes every lead time (Fig. 10(b)); see :func:`alert_losses` for the rest.
+    """
+    draws = draw_alerts(n_alerts, seed, model, lead_s)
+    return {
+        engine: {rule: float(loss.mean()) for rule, loss in rules.items()}
+        for engine, rules in alert_losses(draws, recovery_samples, model).items()
+    }
+
+
+def return_boundary(
+    lead_s: npt.ArrayLike, recovery_samples: npt.ArrayLike, model: AlertModel | None = None
+) -> FloatArray:
+    """Minimum confidence ``p*(L)`` for returning early at each lead time (Fig. 10(c)).
+
+    Return above the curve, wait at or below it; 1 where early return never helps.
+    """
+    model = AlertModel() if model is None else model
+    return return_threshold(model.benefit(lead_s, recovery_samples), model.false_alarm_cost)
+
+
+@dataclass(frozen=True)
+class RuleStats:
+    """Mean loss per alert of one rule on one engine across seeds, s-eq./alert.
+
+    Attributes
+    ----------
+    mean
+        Mean of the per-seed means.
+    low, high
+        Percentiles of the per-seed means (the range shown in Fig. 10(a)).
+    per_seed
+        Each seed's mean loss per alert.
+    """
+
+    mean: float
+    low: float
+    high: float
+    per_seed: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class AlertExperiment:
+    """Results of :func:`run_alert_experiment`.
+
+    Attributes
+    ----------
+    n_alerts
+        Alerts per seed.
+    seeds
+        The seeds, in order.
+    percentiles
+        The (low, high) percentiles of seed means reported as ranges.
+    stats
+        ``stats[engine][rule]``.
+    lead_times_s
+        Lead times of the boundary and of the sweep, seconds.
+    boundary
+        ``boundary[engine]``: ``p*(L)`` at each lead time (Fig. 10(c)).
+    sweep
+        ``sweep[engine][rule]``: mean loss per alert at each fixed lead time, first seed
+        (Fig. 10(b)).
+    """
+
+    n_alerts: int
+    seeds: tuple[int, ...]
+    percentiles: tuple[float, float]
+    stats: dict[str, dict[str, RuleStats]]
+    lead_times_s: tuple[float, ...]
+    boundary: dict[str, tuple[float, ...]]
+    sweep: dict[str, dict[str, tuple[float, ...]]]
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON: every number in s-eq./alert, seconds, or probability."""
+        return {
+            "n_alerts": self.n_alerts,
+            "seeds": list(self.seeds),
+            "percentiles": list(self.percentiles),
+            "loss_per_alert": {
+                engine: {
+                    rule: {
+                        "mean": s.mean,
+                        "low": s.low,
+                        "high": s.high,
+                        "per_seed": list(s.per_seed),
+                    }
+                    for rule, s in rules.items()
+                }
+                for engine, rules in self.stats.items()
+            },
+            "lead_times_s": list(self.lead_times_s),
+            "return_boundary": {engine: list(p) for engine, p in self.boundary.items()},
+            "lead_time_sweep": {
+                engine: {rule: list(v) for rule, v in rules.items()}
+                for engine, rules in self.sweep.items()
+            },
+        }
+
+
+# Fig. 10(b) shows seven lead times on a 0-120 s axis without listing them; use even steps.
+DEFAULT_LEAD_TIMES_S = (0.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
+
+
+def run_alert_experiment(
+    n_alerts: int,
+    seeds: Iterable[int],
+    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
+    model: AlertModel | None = None,
+    percentiles: tuple[float, float] = (5.0, 95.0),
+    lead_times_s: Sequence[float] = DEFAULT_LEAD_TIMES_S,
+) -> AlertExperiment:
+    """Run every rule on ``n_alerts`` paired alerts per seed and engine (Fig. 10).
+
+    Parameters
+    ----------
+    n_alerts
+        Alerts per seed (>= 1).
+    seeds
+        One or more seeds; each gives an independent, reproducible sample.
+    recovery_samples
+        Recovery-time samples per engine, seconds (a cost profile); the paper's
+        :data:`PAPER_RECOVERY_S` by default.
+    model
+        Distributions and prices (Table C.1 by default).
+    percentiles
+        Low and high percentiles of the seed means, in [0, 100].
+    lead_times_s
+        Lead times for the return boundary and the fixed-lead sweep, seconds.
+    """
+    model = AlertModel() if model is None else model
+    profile = _profile(PAPER_RECOVERY_S if recovery_samples is None else recovery_samples)
+    seed_list = tuple(integer("seeds", s) for s in seeds)
+    if not seed_list:
+        raise ValueError("seeds must name at least one seed, got none")
+    bounds = values("percentiles", percentiles, low=0.0, high=100.0)
+    if bounds.shape != (2,) or bounds[0] > bounds[1]:
+        raise ValueError(f"percentiles must be (low, high) with low <= high, got {percentiles!r}")
+    low_q, high_q = float(bounds[0]), float(bounds[1])
+    leads = tuple(float(x) for x in array("lead_times_s", lead_times_s, low=0.0))
+
+    per_seed = [simulate_alerts(n_alerts, seed, profile, model) for seed in seed_list]
+    stats = {
+        engine: {
+            rule: _stats([means[engine][rule] for means in per_seed], low_q, high_q)
+            for rule in ALERT_RULES
+        }
+        for engine in profile
+    }
+    boundary = {
+        engine: tuple(float(p) for p in return_boundary(leads, samples, model))
+        for engine, samples in profile.items()
+    }
+    sweep = lead_time_sweep(n_alerts, seed_list[0], leads, profile, model)
+    return AlertExperiment(n_alerts, seed_list, (low_q, high_q), stats, leads, boundary, sweep)
+
+
+def lead_time_sweep(
+    n_alerts: int,
+    seed: int,
+    lead_times_s: Sequence[float] = DEFAULT_LEAD_TIMES_S,
+    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
+    model: AlertModel | None = None,
+) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Mean loss per alert of every rule with all lead times fixed to each value (Fig. 10(b)).
+
+    Returns ``sweep[engine][rule]``, one mean per lead time, s-eq./alert.
+    """
+    leads = array("lead_times_s", lead_times_s, low=0.0)
+    runs = [simulate_alerts(n_alerts, seed, recovery_samples, model, float(x)) for x in leads]
+    return {
+        engine: {rule: tuple(run[engine][rule] for run in runs) for rule in ALERT_RULES}
+        for engine in runs[0]
+    }
+
+
+def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:
+    data = np.asarray(per_seed)
+    low, high = np.percentile(data, [low_q, high_q])
+    return RuleStats(float(data.mean()), float(low), float(high), tuple(per_seed))
+
+
+def _profile(samples: object) -> dict[str, FloatArray]:
+    if not isinstance(samples, Mapping) or not samples:
+        raise ValueError(f"recovery_samples must map engine names to samples, got {samples!r}")
+    return {
+        str(engine): array(f"recovery_samples[{engine!r}]", s, low=0.0)
+        for engine, s in samples.items()
+    }

@@ -1,0 +1,43 @@
+"""The paper's investment-economics figures, recomputed from the shipped ledgers and formulas."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .breakeven import PAPER_GPU_COSTS
+from .pricing import GUIDANCE_LEDGER, table_b1_utility
+from .waiting import PAPER_WAITING_SCENARIO, paper_waiting_example
+
+__all__ = ["paper_economics"]
+
+
+def paper_economics() -> dict[str, Any]:
+    """Every figure of Sections 4.3/6.1, 6.4 and Appendix B, computed afresh.
+
+    Returns
+    -------
+    dict
+        ``payback_uses_gpu`` (uses per tool, Fig. 13); ``waiting_*`` (s-eq., the S0348
+        example re-solved with Costed Window and rollout, Eq. 13); ``stopped_*`` and
+        ``sparse_utility`` (tokens, LearnSched over Cal.*, Eq. B.2); ``service_cost_ds``,
+        ``saving_at_alpha_0561`` (tokens), ``service_offset_pct`` (percent) and
+        ``alpha_boundary_w0`` (Eqs. B.3-B.5).
+    """
+    waiting = paper_waiting_example()
+    stopped = table_b1_utility("stopped", "learnsched", "calendar")
+    sparse = table_b1_utility("sparse", "learnsched", "calendar")
+    guidance = GUIDANCE_LEDGER
+    return {
+        "payback_uses_gpu": {tool: c.payback_uses() for tool, c in PAPER_GPU_COSTS.items()},
+        "waiting_scenario": PAPER_WAITING_SCENARIO,
+        "waiting_cost_saving": waiting.cost_saving,
+        "waiting_benefit_lost": waiting.benefit_lost,
+        "waiting_gain_s0348": waiting.gain,
+        "stopped_utility": stopped.describe(),
+        "stopped_breakeven_w": stopped.breakeven_value,
+        "sparse_utility": sparse.at(0.0),  # dQ = 0: the same for every W
+        "service_cost_ds": guidance.service_cost,
+        "saving_at_alpha_0561": guidance.saving(guidance.alpha0),
+        "service_offset_pct": 100 * guidance.service_offset(guidance.alpha0),
+        "alpha_boundary_w0": guidance.alpha_boundary(0.0),
+    }

@@ -1,0 +1,161 @@
+"""``learnsched econ`` through a fresh parser (the top-level dispatcher is tested elsewhere)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from learnsched.economics.cli import register
+
+PAPER_KEYS = {
+    "payback_uses_gpu",
+    "waiting_gain_s0348",
+    "stopped_breakeven_w",
+    "sparse_utility",
+    "service_cost_ds",
+    "saving_at_alpha_0561",
+    "alpha_boundary_w0",
+}
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    parser = argparse.ArgumentParser(prog="learnsched")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    status = args.func(args)
+    assert isinstance(status, int)
+    return status, capsys.readouterr().out
+
+
+def test_paper_json_recomputes_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = run(["econ", "paper", "--json"], capsys)
+    figures = json.loads(out)
+    assert status == 0
+    assert set(figures) >= PAPER_KEYS
+    assert figures["payback_uses_gpu"] == {"bits": 5, "pyramid": 80}
+    assert round(figures["waiting_gain_s0348"], 3) == 68.866
+    assert figures["stopped_breakeven_w"] == 3124
+    assert figures["sparse_utility"] == -1660
+    assert round(figures["service_cost_ds"]) == 15311
+    assert round(figures["saving_at_alpha_0561"], 3) == 21830.529
+    assert round(figures["service_offset_pct"], 2) == 28.24
+    assert round(figures["alpha_boundary_w0"], 4) == 1.9868
+
+
+def test_paper_table(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = run(["econ", "paper"], capsys)
+    for text in ("5, 80", "+68.866", "W - 3124", "-1660", "15311", "21830.529", "28.24%", "1.9868"):
+        assert text in out
+
+
+def test_breakeven(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["econ", "breakeven", "--arrival-rate", "2", "--use-fraction", "0.5"]
+    argv += ["--unit-value", "1", "--horizon", "1000", "--build-time", "100", "--cost", "300"]
+    _, out = run([*argv, "--payback", "4294.2", "53.8", "--json"], capsys)
+    data = json.loads(out)
+    assert data["latest_start_s"] == pytest.approx(600.0)
+    assert data["profitable"] is True
+    assert data["payback_uses"] == 80
+    _, out = run([*argv, "--start", "700"], capsys)
+    assert "profitable                    no" in out
+
+
+def test_breakeven_without_reuse_value_prints_never(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["econ", "breakeven", "--arrival-rate", "2", "--use-fraction", "0.5"]
+    argv += ["--unit-value", "0", "--horizon", "1000", "--build-time", "100", "--cost", "300"]
+    _, out = run(argv, capsys)
+    assert "never" in out
+
+
+def test_wait(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["econ", "wait", "--cost-now", "170.092", "--cost-wait", "99.988"]
+    argv += ["--publish-now", "325.048", "--publish-wait", "330", "--benefit-rate", "0.25"]
+    _, out = run(argv, capsys)
+    assert "+68.866 s-eq." in out
+    _, out = run([*argv, "--json"], capsys)
+    assert round(json.loads(out)["gain"], 3) == 68.866
+
+
+def test_utility(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = run(["econ", "utility", "--demand", "sparse", "--json"], capsys)
+    assert json.loads(out)["utility"] == "-1660"
+    _, out = run(["econ", "utility", "--guidance", "--value", "0"], capsys)
+    assert "21830.529" in out
+    assert "28.24%" in out
+    assert "1.9868" in out
+
+
+def test_alerts_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = run(["econ", "alerts", "--n", "2000", "--seed", "3", "--repeats", "2"], capsys)
+    assert "vllm oracle" in out
+    assert "sglang min. confidence" in out
+    _, out = run(["econ", "alerts", "--n", "2000", "--repeats", "2", "--json"], capsys)
+    data = json.loads(out)
+    assert data["seeds"] == [0, 1]
+    assert set(data["loss_per_alert"]) == {"vllm", "sglang"}
+
+
+def test_alerts_profile_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"fast": [1.0, 2.0], "slow": [80.0]}))
+    plot = tmp_path / "fig10.png"
+    argv = ["econ", "alerts", "--n", "2000", "--repeats", "2", "--profile", str(profile)]
+    _, out = run([*argv, "--plot", str(plot)], capsys)
+    assert "fast learnsched" in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary behind
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        ("econ alerts --n 0", "n_alerts"),
+        ("econ alerts --repeats 0", "--repeats"),
+        ("econ alerts --seed -1", "seed"),
+        (
+            "econ wait --cost-now 1 --cost-wait 1 --publish-now 5 --publish-wait 1 "
+            + "--benefit-rate 1",
+            "publish_wait_s",
+        ),
+        ("econ utility --demand stopped --better oracle", "better"),
+        ("econ utility --guidance --alpha -1", "alpha"),
+        (
+            "econ breakeven --arrival-rate -2 --use-fraction 0.5 --unit-value 1 --horizon 1 "
+            + "--build-time 1 --cost 1",
+            "arrival_rate",
+        ),
+    ],
+)
+def test_bad_input_raises_value_error(
+    argv: str, match: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(ValueError, match=match):
+        run(argv.split(), capsys)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("not json", "not valid JSON"),
+        ("[1, 2]", "JSON object"),
+        ("{}", "JSON object"),
+        ('{"a": "fast"}', "recovery_samples"),
+        ('{"a": [-1]}', "recovery_samples"),
+    ],
+)
+def test_bad_profile(
+    tmp_path: Path, text: str, match: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = tmp_path / "profile.json"
+    profile.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        run(["econ", "alerts", "--n", "10", "--profile", str(profile)], capsys)
+
+
+def test_missing_profile_is_an_os_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(OSError, match="missing"):
+        run(["econ", "alerts", "--profile", str(tmp_path / "missing.json")], capsys)
