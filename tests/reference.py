@@ -454,3 +454,9 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> list[tuple[s
         name = f"F{len(grid):03d}" if fresh_only else f"S{len(grid):04d}"
         grid.append((name, scenario))
     return grid
+
+
+def clear_caches() -> None:
+    """Forget every memoised value, so that a timing run starts cold."""
+    for memo in (_feasible, _policy_value, _dp_state_value):
+        memo.cache_clear()

@@ -1,0 +1,147 @@
+"""Solver benchmarks: the grid against the pure-Python reference, decide latency,
+DP + Rollout scaling, batch threads, and table memory.
+
+Run with ``pytest bench`` (outside the default test run); each benchmark asserts its
+answer. Targets (issue 2): grid >= 1000x the reference; one decide < 5 us; DP + Rollout
+for 100 windows x 3600 quanta < 50 ms on one core; memory proportional to K*J.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learnsched as ls
+
+import reference
+
+Benchmark = Callable[..., Any]
+GRID = ls.paper_grid()
+SCENARIOS = [g.scenario for g in GRID.scenarios]
+
+
+def reference_grid_values() -> np.ndarray:
+    """The reference's values, scenario x policy, from cold caches."""
+    return np.array(
+        [
+            [reference.solve(ref, p).value for p in reference.POLICIES]
+            for _, ref in reference.paper_grid()
+        ]
+    )
+
+
+@pytest.mark.benchmark(group="grid 1920 x 6 policies")
+def test_grid_cpp(benchmark: Benchmark) -> None:
+    result = benchmark(ls.solve_batch, SCENARIOS)
+    summary = ls.summarize(GRID, result)
+    assert (summary.wins, summary.ties, summary.losses) == (91, 1829, 0)
+    assert round(summary.mean_gap["costed_window"], 3) == 5.369
+
+
+@pytest.mark.benchmark(group="grid 1920 x 6 policies")
+def test_grid_python_reference(benchmark: Benchmark) -> None:
+    values = benchmark.pedantic(
+        reference_grid_values, setup=reference.clear_caches, rounds=1, iterations=1
+    )
+    np.testing.assert_allclose(values, ls.solve_batch(SCENARIOS).value, rtol=1e-12, atol=1e-9)
+
+
+@pytest.mark.benchmark(group="decide (rollout), paper-size scenario")
+@pytest.mark.parametrize("initial_state", ["fresh", "unsaved_active"])
+def test_decide(benchmark: Benchmark, initial_state: str) -> None:
+    # 180 s of work in 5 s quanta (J = 36), alternating calendar, cold recovery.
+    item = next(
+        g
+        for g in GRID.scenarios
+        if (g.calendar, g.work_s, g.recovery, g.initial_state, g.benefit_rate, g.tail_s)
+        == ("alternating", 180, "cold", initial_state, 1, 480)
+    )
+    model = ls.Model(item.scenario)
+    init = item.scenario.initial
+    action = benchmark(model.decide, 0, init.progress, init.durable, init.active, "rollout")
+    first = ls.solve(item.scenario, "rollout").steps[0]
+    assert (action.name, action.quanta, action.checkpoint) == (
+        first.action,
+        first.quanta,
+        first.checkpoint,
+    )
+
+
+def large_scenario(windows: int, quanta: int) -> ls.Scenario:
+    """K windows of mixed lengths that together hold the work several times over."""
+    delta = 1.0
+    lengths = [70.0 + (quanta * delta / windows) * (1 + k % 3) for k in range(windows)]
+    spans, start = [], 0.0
+    for length in lengths:
+        spans.append((start, start + length))
+        start += length + 20.0
+    return ls.Scenario(
+        windows=tuple(spans),
+        work_quanta=quanta,
+        quantum_s=delta,
+        benefit_rate=0.5,
+        horizon_s=start + 1000.0,
+        costs=ls.PAPER_COLD,
+        initial=ls.InitialState(quanta // 2, 0, True),
+    )
+
+
+def dp_and_rollout(scenario: ls.Scenario) -> tuple[ls.Plan, ls.Plan]:
+    model = ls.Model(scenario)
+    return model.solve("dp"), model.solve("rollout")
+
+
+@pytest.mark.benchmark(group="DP + Rollout scaling (K windows x J quanta)")
+@pytest.mark.parametrize(
+    ("windows", "quanta"), [(4, 36), (10, 225), (25, 900), (50, 1800), (100, 3600)]
+)
+def test_dp_and_rollout_scaling(benchmark: Benchmark, windows: int, quanta: int) -> None:
+    scenario = large_scenario(windows, quanta)
+    dp, rollout = benchmark(dp_and_rollout, scenario)
+    assert dp.value >= rollout.value - 1e-9 * max(1.0, abs(dp.value))
+    assert rollout.value >= ls.solve(scenario, "costed_window").value - 1e-6
+    assert dp.publish_s is not None
+
+
+@pytest.mark.benchmark(group="batch throughput, 4 x grid")
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_threads(benchmark: Benchmark, threads: int) -> None:
+    scenarios = SCENARIOS * 4
+    result = benchmark(ls.solve_batch, scenarios, ls.ALL_POLICIES, threads)
+    benchmark.extra_info["scenarios_per_s"] = len(scenarios) / benchmark.stats.stats.median
+    np.testing.assert_array_equal(result.value, ls.solve_batch(scenarios).value)
+
+
+RSS_GROWTH = """
+import json, os, sys
+import learnsched as ls
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+scenario = ls.Scenario.from_json(json.load(sys.stdin))
+before = rss()
+model = ls.Model(scenario)
+print(json.dumps({"bytes": rss() - before}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+@pytest.mark.parametrize(("windows", "quanta"), [(100, 20_000), (100, 80_000)])
+def test_table_memory_is_proportional_to_states(windows: int, quanta: int) -> None:
+    """Resident memory added by building a Model: three (K+1) x (J+1) tables of doubles."""
+    out = subprocess.run(
+        [sys.executable, "-c", RSS_GROWTH],
+        input=json.dumps(large_scenario(windows, quanta).to_json()),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    measured = json.loads(out.stdout)["bytes"]
+    predicted = 3 * (windows + 1) * (quanta + 1) * 8
+    assert 0.8 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
