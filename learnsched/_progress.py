@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from typing_extensions import Self
+if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
+    from typing_extensions import Self
 
 __all__ = ["Progress"]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from . import __version__, solver_cli
 from .economics import cli as economics_cli
@@ -18,9 +19,16 @@ __all__ = ["main"]
 EXIT_BAD_INPUT = 2
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """Report a usage error in one line (``--help`` still shows the usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="learnsched",
         description="Plan self-evolution on shared GPUs with the LearnSched finite window model.",
     )

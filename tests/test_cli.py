@@ -188,3 +188,18 @@ def test_plots_are_written(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert run(capsys, "explain", "S0348", "--all", "--plot", str(plan_png))[0] == 0
     for path in (grid_png, plan_png):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["grid", "--quantum", "abc"], ["solve"], ["frobnicate"], ["explain", "S0348", "--bogus"]],
+)
+def test_usage_errors_exit_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    _, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "error:" in err

@@ -90,11 +90,15 @@ void bind_solver(py::module_& m) {
                 return model.decide(State{window, progress, durable, active}, policy);
             },
             py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("policy"))
-        .def("solve", &Model::solve, py::arg("policy"), py::call_guard<py::gil_scoped_release>())
-        .def("window_plan_value", &Model::window_plan_value, py::arg("state"))
-        .def("reference_value", &Model::reference_value, py::arg("state"))
-        .def("optimal_value", &Model::optimal_value, py::arg("state"));
+            py::arg("policy"), "The policy's action in a validated state; O(J).")
+        .def("solve", &Model::solve, py::arg("policy"), py::call_guard<py::gil_scoped_release>(),
+             "The policy's plan from the initial state.")
+        .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
+             "V_G: value of following Window from the state, s-eq.")
+        .def("reference_value", &Model::reference_value, py::arg("state"),
+             "V^pi0: value of following Costed Window from the state, s-eq.")
+        .def("optimal_value", &Model::optimal_value, py::arg("state"),
+             "V*: optimal value of the state (Eq. D.2), s-eq.");
 
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1,
