@@ -1,10 +1,14 @@
-"""Build the C++ core, learnsched._core; metadata lives in pyproject.toml."""
+"""Build the C++ core, learnsched._core, and the Cython kernels, learnsched._capacity.
+
+Metadata lives in pyproject.toml.
+"""
 
 import os
 from glob import glob
 
+from Cython.Build import cythonize
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
-from setuptools import setup
+from setuptools import Extension, setup
 
 ParallelCompile("NPY_NUM_BUILD_JOBS").install()
 
@@ -22,4 +26,12 @@ core = Pybind11Extension(
     extra_compile_args=extra_compile_args,
 )
 
-setup(ext_modules=[core], cmdclass={"build_ext": build_ext})
+# C++ like the core, since pybind11's build_ext passes -std=c++17 to every extension.
+capacity = Extension(
+    "learnsched._capacity",
+    ["learnsched/_capacity.pyx"],
+    language="c++",
+    extra_compile_args=extra_compile_args,
+)
+
+setup(ext_modules=[core, *cythonize([capacity])], cmdclass={"build_ext": build_ext})

@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from . import __version__, solver_cli
+from .capacity import cli as capacity_cli
 from .economics import cli as economics_cli
 
 __all__ = ["main"]
@@ -33,9 +34,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Plan self-evolution on shared GPUs with the LearnSched finite window model.",
     )
     parser.add_argument("--version", action="version", version=f"learnsched {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # Sub-commands are _OneLineParser too; the registrars accept any ArgumentParser.
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
     solver_cli.register(commands)
     economics_cli.register(commands)
+    capacity_cli.register(commands)
     return parser
 
 

@@ -1,0 +1,43 @@
+"""Types of the Cython kernels in _capacity.pyx (arguments are float64/intp C-contiguous)."""
+
+from typing import TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+_F: TypeAlias = npt.NDArray[np.float64]
+
+def feasibility_scan(
+    arrival: _F,
+    work: _F,
+    deadline: _F,
+    starts: _F,
+    rates: _F,
+    cum: _F,
+    tolerance: float,
+    slack: _F,
+) -> int: ...
+def replay(
+    arrival: _F,
+    work: _F,
+    estimate: _F,
+    starts: _F,
+    rates: _F,
+    cum: _F,
+    start_s: float,
+    period_s: float,
+    rate_window_s: float,
+    share: float,
+    step: float,
+    factor: float,
+    min_share: float,
+    max_share: float,
+    burst_rate: float,
+    pressure_limit_s: float,
+    admission_kind: int,
+    admission_limit: float,
+    stage_estimate: float,
+    finish: _F,
+    shares: _F,
+) -> float: ...
+def tail_counts(ascending: _F, points: _F, out: npt.NDArray[np.intp]) -> None: ...

@@ -1,0 +1,181 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, autotestdict=False
+"""Array kernels of learnsched.capacity: feasibility scan, fluid replay, empirical tail.
+
+Private: learnsched.capacity validates every argument (sorted, finite, equal lengths,
+non-negative rates) before calling in, which is why bounds and negative-index checks are
+off. Each kernel releases the GIL only around its loop, after the arguments are typed.
+
+A service-rate profile is three arrays of length m >= 1: ``starts`` (strictly increasing,
+s), ``rates`` (>= 0, work/s; rate j holds on [starts[j], starts[j+1]), the first rate also
+before starts[0] and the last one forever) and ``cum``, the cumulative service
+G(starts[j]) with G(starts[0]) = 0.
+"""
+
+from libc.math cimport INFINITY
+
+
+cdef inline Py_ssize_t _segment(const double[::1] starts, double t) noexcept nogil:
+    """Index of the segment holding time t (0 before starts[0])."""
+    cdef Py_ssize_t lo = 0, hi = starts.shape[0] - 1, mid
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if starts[mid] <= t:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+cdef inline double _service(
+    const double[::1] starts, const double[::1] rates, const double[::1] cum, double t
+) noexcept nogil:
+    """G(t), the service the profile offers from starts[0] to t (negative before it)."""
+    cdef Py_ssize_t j = _segment(starts, t)
+    return cum[j] + rates[j] * (t - starts[j])
+
+
+cdef inline double _service_inverse(
+    const double[::1] starts, const double[::1] rates, const double[::1] cum, double g
+) noexcept nogil:
+    """The earliest t with G(t) >= g; INFINITY if never reached."""
+    cdef Py_ssize_t m = starts.shape[0], lo = 0, hi = m, mid
+    while lo < hi:  # first j with cum[j] >= g
+        mid = (lo + hi) // 2
+        if cum[mid] >= g:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == 0:  # reached at or before starts[0], where the first rate extends back
+        return starts[0] - (cum[0] - g) / rates[0] if rates[0] > 0.0 else -INFINITY
+    # cum[lo-1] < g, so segment lo-1 has a positive rate unless it is the open last one
+    if rates[lo - 1] <= 0.0:
+        return INFINITY
+    return min(starts[lo - 1] + (g - cum[lo - 1]) / rates[lo - 1],
+               starts[lo] if lo < m else INFINITY)
+
+
+def feasibility_scan(
+    const double[::1] arrival, const double[::1] work, const double[::1] deadline,
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double tolerance, double[::1] slack,
+) -> int:
+    """Eq. 6 in O(n log m): fill slack[i] = min over k <= i of the spare service on
+    [a_k, d_i]; return the first i with slack[i] < -tolerance, or -1."""
+    cdef Py_ssize_t i, first = -1
+    cdef double before = 0.0, best = INFINITY, through, s
+    with nogil:
+        for i in range(arrival.shape[0]):
+            # sum_{j=k..i} w_j <= G(d_i) - G(a_k)  <=>  W_i - G(d_i) <= W_{k-1} - G(a_k),
+            # so a running minimum of the right side over k replaces the inner loop.
+            best = min(best, before - _service(starts, rates, cum, arrival[i]))
+            through = before + work[i]
+            s = _service(starts, rates, cum, deadline[i]) - through + best
+            slack[i] = s
+            if first < 0 and s < -tolerance:
+                first = i
+            before = through
+    return first
+
+
+cdef inline double _next_share(
+    double share, double arrival_rate, double backlog_s, double step, double factor,
+    double min_share, double max_share, double burst_rate, double pressure_limit_s,
+) noexcept nogil:
+    """The AIMD rule; mirrors learnsched.capacity.aimd.next_share."""
+    if arrival_rate > burst_rate or backlog_s > pressure_limit_s:
+        share = share * factor
+    else:
+        share = share + step
+    return min(max(share, min_share), max_share)
+
+
+def replay(
+    const double[::1] arrival, const double[::1] work, const double[::1] estimate,
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double start_s, double period_s, double rate_window_s,
+    double share, double step, double factor, double min_share, double max_share,
+    double burst_rate, double pressure_limit_s,
+    int admission_kind, double admission_limit, double stage_estimate,
+    double[::1] finish, double[::1] shares,
+) -> float:
+    """Replay a trace through a FIFO fluid queue beside a background share.
+
+    Each control period [t, t + period_s) the background holds a constant share of the
+    service rate, chosen from the arrival rate over the last rate_window_s and the backlog
+    (its drain time at the full rate, s); an admission rule (0 none, 1 work budget,
+    2 count threshold) may keep it at zero. Writes finish for each request that completes
+    (pass it filled with INFINITY) and shares per period; returns the background's
+    service, work.
+    """
+    cdef Py_ssize_t n = arrival.shape[0], k, head = 0, nxt = 0, window = 0
+    cdef double t, t1, t_event, g_now, g_event, g_target, full_rate, backlog_s
+    cdef double active, fg, remaining = 0.0, backlog = 0.0, in_flight = 0.0
+    cdef double progress = 0.0
+    cdef bint admitted
+    with nogil:
+        for k in range(shares.shape[0]):
+            t = start_s + k * period_s
+            t1 = t + period_s
+            while window < nxt and arrival[window] < t - rate_window_s:
+                window += 1
+            full_rate = rates[_segment(starts, t)]
+            backlog_s = backlog / full_rate if full_rate > 0.0 else (
+                INFINITY if backlog > 0.0 else 0.0)
+            share = _next_share(share, (nxt - window) / rate_window_s, backlog_s, step,
+                                factor, min_share, max_share, burst_rate, pressure_limit_s)
+            if admission_kind == 1:  # Section 4.4: the stage must fit with in-flight work
+                admitted = in_flight + stage_estimate <= admission_limit
+            elif admission_kind == 2:
+                admitted = (nxt - head) + 1 <= admission_limit
+            else:
+                admitted = True
+            active = share if admitted else 0.0
+            shares[k] = active
+            fg = 1.0 - active
+            g_now = _service(starts, rates, cum, t)
+            progress += active * (_service(starts, rates, cum, t1) - g_now)
+            # Serve the queue head up to each arrival in this period, then to its end.
+            while True:
+                t_event = arrival[nxt] if nxt < n and arrival[nxt] < t1 else t1
+                g_event = _service(starts, rates, cum, t_event)
+                while head < nxt and fg > 0.0:
+                    g_target = g_now + remaining / fg
+                    if g_target > g_event:
+                        remaining -= fg * (g_event - g_now)
+                        backlog -= fg * (g_event - g_now)
+                        break
+                    finish[head] = min(max(_service_inverse(starts, rates, cum, g_target),
+                                           arrival[head]), t_event)
+                    backlog -= remaining
+                    in_flight -= estimate[head]
+                    g_now = g_target
+                    head += 1
+                    remaining = work[head] if head < nxt else 0.0
+                if head == nxt:
+                    backlog = 0.0  # drop rounding residue once the queue is empty
+                g_now = g_event
+                if t_event >= t1:
+                    break
+                if head == nxt:
+                    remaining = work[nxt]
+                backlog += work[nxt]
+                in_flight += estimate[nxt]
+                nxt += 1
+    return progress
+
+
+def tail_counts(const double[::1] ascending, const double[::1] points,
+                Py_ssize_t[::1] out) -> None:
+    """out[j] = #{i : ascending[i] > points[j]} by binary search (A.1)."""
+    cdef Py_ssize_t j, lo, hi, mid, n = ascending.shape[0]
+    with nogil:
+        for j in range(points.shape[0]):
+            lo = 0
+            hi = n
+            while lo < hi:  # first index with a value > points[j]
+                mid = (lo + hi) // 2
+                if ascending[mid] > points[j]:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            out[j] = n - lo

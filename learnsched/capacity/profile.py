@@ -1,0 +1,73 @@
+"""Piecewise-constant service-rate profiles ``c_cap(v)`` (paper Section 3.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from ._checks import FloatArray, first_index, float_array, positive, same_length
+
+__all__ = ["RateProfile"]
+
+
+@dataclass(frozen=True, eq=False)
+class RateProfile:
+    """A service rate that is constant between change points.
+
+    Parameters
+    ----------
+    starts
+        Strictly increasing change points, seconds. ``rates[j]`` holds on
+        ``[starts[j], starts[j+1])``; the first rate also holds before ``starts[0]`` and
+        the last one forever, so every time has a rate.
+    rates
+        Service rates, work per second, each ``>= 0``.
+    """
+
+    starts: FloatArray
+    rates: FloatArray
+
+    def __post_init__(self) -> None:
+        starts = float_array("starts", self.starts)
+        rates = float_array("rates", self.rates)
+        if starts.shape[0] == 0:
+            raise ValueError("starts must have at least one entry, got none")
+        same_length("rates", rates, "starts", starts.shape[0])
+        step = first_index(np.diff(starts) <= 0)
+        if step is not None:
+            raise ValueError(
+                f"starts must be strictly increasing, got starts[{step + 1}] = "
+                f"{float(starts[step + 1])!r} after {float(starts[step])!r}"
+            )
+        negative = first_index(rates < 0)
+        if negative is not None:
+            raise ValueError(f"rates[{negative}] must be >= 0, got {float(rates[negative])!r}")
+        starts.flags.writeable = False
+        rates.flags.writeable = False
+        object.__setattr__(self, "starts", starts)
+        object.__setattr__(self, "rates", rates)
+
+    @classmethod
+    def constant(cls, rate: float) -> RateProfile:
+        """A constant ``rate`` (work per second, > 0) at all times."""
+        return cls(np.zeros(1), np.array([positive("rate", rate)]))
+
+    @cached_property
+    def cumulative(self) -> FloatArray:
+        """``G(starts[j])``, the service offered from ``starts[0]``, work (G(starts[0]) = 0)."""
+        cumulative = np.concatenate(([0.0], np.cumsum(self.rates[:-1] * np.diff(self.starts))))
+        cumulative.flags.writeable = False
+        return cumulative
+
+    def scaled(self, keep: FloatArray | float) -> RateProfile:
+        """The profile with each rate multiplied by ``keep`` (per segment or one factor)."""
+        return RateProfile(self.starts, self.rates * keep)
+
+    def service(self, start_s: float, end_s: float) -> float:
+        """The service offered on ``[start_s, end_s]``, work: the integral of the rate."""
+        times = np.array([start_s, end_s], dtype=np.float64)
+        segment = np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
+        g = self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment])
+        return float(g[1] - g[0])

@@ -1,0 +1,113 @@
+"""Slow, obviously-correct references for learnsched.capacity, in plain Python.
+
+Each follows the paper's definition literally: Eq. 6 checks every pair ``k <= i`` with
+an explicit integral of the rate profile, the FIFO queue is the textbook recursion, and
+the replay simulates requests one by one in time rather than in cumulative service.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+
+
+def service(starts: Sequence[float], rates: Sequence[float], t0: float, t1: float) -> float:
+    """Integral of the piecewise-constant rate over [t0, t1] (first rate also before
+    starts[0], last one forever), summed segment by segment."""
+    total = 0.0
+    for j, rate in enumerate(rates):
+        lo = -float("inf") if j == 0 else starts[j]
+        hi = float("inf") if j == len(rates) - 1 else starts[j + 1]
+        overlap = min(hi, t1) - max(lo, t0)
+        if overlap > 0:
+            total += rate * overlap
+    return total
+
+
+def slack(
+    arrival: Sequence[float],
+    work: Sequence[float],
+    deadline: Sequence[float],
+    starts: Sequence[float],
+    rates: Sequence[float],
+) -> list[float]:
+    """Eq. 6 pair by pair: min over k <= i of service on [a_k, d_i] minus work k..i."""
+    result = []
+    for i in range(len(arrival)):
+        worst = float("inf")
+        for k in range(i + 1):
+            spare = service(starts, rates, arrival[k], deadline[i]) - sum(work[k : i + 1])
+            worst = min(worst, spare)
+        result.append(worst)
+    return result
+
+
+def first_violation(slacks: Sequence[float]) -> int | None:
+    """The first request with negative slack."""
+    return next((i for i, s in enumerate(slacks) if s < 0), None)
+
+
+def fifo_finish(arrival: Sequence[float], work: Sequence[float], rate: float) -> list[float]:
+    """Completion times of a FIFO queue served at a constant rate (work/s)."""
+    finish = []
+    free = -float("inf")
+    for a, w in zip(arrival, work, strict=True):
+        free = max(free, a) + w / rate
+        finish.append(free)
+    return finish
+
+
+def replay(
+    arrival: Sequence[float],
+    work: Sequence[float],
+    estimate: Sequence[float],
+    rate: float,
+    period_s: float,
+    periods: int,
+    rate_window_s: float,
+    next_share: Callable[[float, float, float], float],
+    initial_share: float,
+    admits: Callable[[float, int], bool],
+) -> tuple[list[float], list[float]]:
+    """The replay model at a constant rate, simulated request by request in time.
+
+    Each period: measure the arrival rate and backlog by brute force, update the share
+    with ``next_share(share, arrival_rate, backlog_s)``, ask ``admits(in_flight_estimate,
+    in_flight_count)``, then serve the FIFO queue at ``(1 - share) * rate`` between
+    arrivals. Returns per-request finish times (inf if unfinished) and per-period shares.
+    """
+    n = len(arrival)
+    finish = [float("inf")] * n
+    remaining = list(work)
+    queue: deque[int] = deque()
+    shares = []
+    share = initial_share
+    arrived = 0
+    for k in range(periods):
+        t = arrival[0] + k * period_s
+        t1 = t + period_s
+        recent = sum(1 for a in arrival if t - rate_window_s <= a < t) / rate_window_s
+        share = next_share(share, recent, sum(remaining[j] for j in queue) / rate)
+        in_flight = sum(estimate[j] for j in queue)
+        active = share if admits(in_flight, len(queue)) else 0.0
+        shares.append(active)
+        served = (1 - active) * rate
+        now = t
+        while True:
+            until = arrival[arrived] if arrived < n and arrival[arrived] < t1 else t1
+            while queue and served > 0:
+                head = queue[0]
+                done_at = now + remaining[head] / served
+                if done_at > until:
+                    remaining[head] -= served * (until - now)
+                    break
+                finish[head] = done_at
+                remaining[head] = 0.0
+                now = done_at
+                queue.popleft()
+            now = until
+            if until >= t1:
+                break
+            queue.append(arrived)
+            arrived += 1
+    return finish, shares

@@ -1,0 +1,189 @@
+"""Deadline feasibility (Eq. 6): the O(n) scan against the O(n^2) reference, and bad input."""
+
+from __future__ import annotations
+
+import threading
+import tracemalloc
+
+import capacity_reference as ref
+import numpy as np
+import pytest
+from capacity_support import MILLION, million_request_trace, run_bounded
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from learnsched.capacity import RateProfile, Trace, check_feasibility
+
+# Multiples of 1/8 keep every sum and product exact in float64, so the scan and the
+# reference must agree bit for bit, including on which request is first to miss.
+eighths = st.integers(0, 160).map(lambda k: k / 8)
+
+
+@st.composite
+def traces(draw: st.DrawFn) -> tuple[Trace, RateProfile]:
+    n = draw(st.integers(1, 25))
+    gaps = draw(st.lists(eighths, min_size=n, max_size=n))
+    arrival = np.cumsum(gaps)
+    work = [draw(st.integers(1, 40)) / 8 for _ in range(n)]
+    deadline = arrival + draw(st.lists(eighths, min_size=n, max_size=n))
+    m = draw(st.integers(1, 4))
+    starts = np.cumsum(
+        [draw(st.integers(-20, 20)) / 8] + [draw(st.integers(1, 80)) / 8 for _ in range(m - 1)]
+    )
+    rates = [draw(st.integers(0, 16)) / 4 for _ in range(m)]
+    return Trace(arrival, work, deadline), RateProfile(starts, np.array(rates))
+
+
+@settings(max_examples=300, deadline=None)
+@given(traces())
+def test_scan_matches_quadratic_reference(case: tuple[Trace, RateProfile]) -> None:
+    trace, capacity = case
+    expected = ref.slack(
+        trace.arrival.tolist(),
+        trace.work.tolist(),
+        trace.deadline.tolist(),
+        capacity.starts.tolist(),
+        capacity.rates.tolist(),
+    )
+    result = check_feasibility(trace, capacity, tolerance=0.0)
+    assert result.slack.tolist() == expected
+    assert result.first_violation == ref.first_violation(expected)
+    assert result.feasible == (min(expected) >= 0)
+    assert result.min_slack == min(expected)
+
+
+def test_single_request_exact_fit_is_feasible() -> None:
+    trace = Trace([1.0], [3.0], [4.0])
+    result = check_feasibility(trace, RateProfile.constant(1.0))
+    assert result.feasible
+    assert result.slack.tolist() == [0.0]
+
+
+def test_burst_needs_the_earlier_arrival_in_the_window() -> None:
+    # Request 1 alone fits (2 work in 2 s), but request 0's backlog makes it late:
+    # the binding pair is k = 0, i = 1.
+    trace = Trace([0.0, 1.0], [2.0, 2.0], [2.0, 3.0])
+    result = check_feasibility(trace, RateProfile.constant(1.0))
+    assert result.first_violation == 1
+    assert result.slack.tolist() == [0.0, -1.0]
+    assert result.violations == 1
+
+
+def test_zero_rate_interval_offers_no_service() -> None:
+    capacity = RateProfile(np.array([0.0, 1.0, 3.0]), np.array([1.0, 0.0, 1.0]))
+    assert capacity.service(0.5, 3.5) == 1.0
+    assert check_feasibility(Trace([0.5], [1.0], [3.5]), capacity).feasible
+    late = check_feasibility(Trace([0.5], [1.5], [3.5]), capacity)
+    assert late.first_violation == 0
+    assert late.min_slack == -0.5
+
+
+def test_first_rate_extends_before_first_start() -> None:
+    capacity = RateProfile(np.array([10.0]), np.array([2.0]))
+    assert capacity.service(-1.0, 1.0) == 4.0
+    assert check_feasibility(Trace([-1.0], [4.0], [1.0]), capacity).feasible
+
+
+def test_tolerance_absorbs_rounding_only() -> None:
+    trace = Trace([0.0], [0.3], [0.1 + 0.2])
+    exact = check_feasibility(trace, RateProfile.constant(1.0), tolerance=0.0)
+    tolerant = check_feasibility(trace, RateProfile.constant(1.0))
+    assert tolerant.feasible
+    assert exact.min_slack == pytest.approx(0.0, abs=1e-15)
+    assert not check_feasibility(Trace([0.0], [0.31], [0.3]), RateProfile.constant(1.0)).feasible
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"arrival": [1.0, 0.5], "work": [1, 1], "deadline": [2, 2]}, "arrival must be sorted"),
+        ({"arrival": [0.0, 1.0], "work": [1, 1], "deadline": [2, 0.5]}, r"deadline\[1\]"),
+        ({"arrival": [0.0], "work": [0.0], "deadline": [1.0]}, r"work\[0\] must be > 0"),
+        ({"arrival": [0.0], "work": [-1.0], "deadline": [1.0]}, r"work\[0\] must be > 0"),
+        ({"arrival": [0.0, float("nan")], "work": [1, 1], "deadline": [1, 1]}, r"arrival\[1\]"),
+        ({"arrival": [0.0], "work": [float("inf")], "deadline": [1.0]}, r"work\[0\]"),
+        ({"arrival": [0.0], "work": [1.0], "deadline": [float("nan")]}, r"deadline\[0\]"),
+        ({"arrival": [0.0, 1.0], "work": [1.0], "deadline": [1, 2]}, "work has 1 entries"),
+        ({"arrival": [0.0], "work": [1.0], "deadline": [1, 2]}, "deadline has 2 entries"),
+        ({"arrival": [], "work": [], "deadline": []}, "at least one request"),
+        ({"arrival": [[0.0]], "work": [1.0], "deadline": [1.0]}, "arrival must be one-dim"),
+        ({"arrival": ["x"], "work": [1.0], "deadline": [1.0]}, "arrival must be a sequence"),
+    ],
+)
+def test_bad_trace_raises_naming_argument(kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Trace(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("starts", "rates", "message"),
+    [
+        ([0.0, 1.0], [1.0, -0.5], r"rates\[1\] must be >= 0"),
+        ([0.0, 0.0], [1.0, 1.0], "starts must be strictly increasing"),
+        ([1.0, 0.0], [1.0, 1.0], "starts must be strictly increasing"),
+        ([0.0], [float("nan")], r"rates\[0\] must be finite"),
+        ([0.0], [1.0, 2.0], "rates has 2 entries"),
+        ([], [], "starts must have at least one entry"),
+    ],
+)
+def test_bad_profile_raises_naming_argument(
+    starts: list[float], rates: list[float], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        RateProfile(np.array(starts), np.array(rates))
+
+
+def test_constant_rate_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="rate must be > 0"):
+        RateProfile.constant(0.0)
+
+
+def test_wrong_types_raise_type_error() -> None:
+    with pytest.raises(TypeError, match="trace must be a Trace"):
+        check_feasibility([0.0], RateProfile.constant(1.0))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="capacity must be a RateProfile"):
+        check_feasibility(Trace([0.0], [1.0], [1.0]), 1.0)  # type: ignore[arg-type]
+
+
+def test_trace_arrays_are_copied_and_read_only() -> None:
+    arrival = np.array([0.0, 1.0])
+    trace = Trace(arrival, [1.0, 1.0], [2.0, 3.0])
+    arrival[0] = 5.0
+    assert trace.arrival[0] == 0.0
+    with pytest.raises(ValueError, match="read-only"):
+        trace.arrival[0] = 1.0
+
+
+def test_threaded_and_serial_checks_agree() -> None:
+    rng = np.random.default_rng(3)
+    arrival = np.cumsum(rng.exponential(0.02, 20_000))
+    trace = Trace(arrival, rng.uniform(0.5, 1.5, arrival.size), arrival + 1.0)
+    capacity = RateProfile(np.array([0.0, 100.0, 200.0]), np.array([60.0, 45.0, 60.0]))
+    serial = check_feasibility(trace, capacity).slack
+    results: list[np.ndarray] = []
+    threads = [
+        threading.Thread(target=lambda: results.append(check_feasibility(trace, capacity).slack))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(np.array_equal(serial, slack) for slack in results)
+
+
+def test_million_requests_bounded_time_and_memory() -> None:
+    trace = million_request_trace()
+    capacity = RateProfile.constant(45.0)
+
+    def check() -> None:
+        tracemalloc.start()
+        try:
+            result = check_feasibility(trace, capacity)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert result.slack.shape == (MILLION,)
+        assert peak < 64 * 2**20  # the slack array (8 MB) and small temporaries
+
+    run_bounded(check, timeout_s=60)
