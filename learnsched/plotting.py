@@ -1,17 +1,11 @@
-"""Figures like the paper's Fig. 4: plan timelines (c) and grid aggregates (a, b).
-
-matplotlib is an optional extra (``pip install "learnsched[plot]"``); it is imported
-only when a figure is drawn. Figures are written atomically.
-"""
+"""Figures like the paper's Fig. 4: plan timelines (c) and grid aggregates (a, b)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any
 
-from ._atomic import atomic_write
+from ._figures import pyplot, save_figure
 from .plan import Plan
 from .scenario import Scenario
 from .summary import GridSummary
@@ -25,22 +19,6 @@ PHASE_COLOURS = {
     "save": "#fdae61",
     "return": "#d7301f",
 }
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ValueError('plotting needs matplotlib: pip install "learnsched[plot]"') from err
-    return plt
-
-
-def _save(fig: Any, path: str | os.PathLike[str]) -> None:
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
-    atomic_write(path, lambda file: fig.savefig(file, format=fmt, dpi=150, bbox_inches="tight"))
 
 
 def plot_plans(
@@ -59,7 +37,7 @@ def plot_plans(
     title
         Figure title.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 0.8 + 0.6 * len(plans)))
     for row, (_name, plan) in enumerate(plans.items()):
         y = len(plans) - 1 - row
@@ -93,13 +71,12 @@ def plot_plans(
     labels += ["idle window", "publish"]
     ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=6, fontsize=8)
     ax.set_title(title)
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_grid_summary(summary: GridSummary, path: str | os.PathLike[str]) -> None:
     """Mean DP gap per policy (symlog, Fig. 4a) and strict Rollout wins per calendar (Fig. 4b)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (gaps, wins) = plt.subplots(1, 2, figsize=(11, 3.8))
     names = list(summary.mean_gap)
     gaps.barh(names, [summary.mean_gap[n] for n in names], color="#2b8cbe")
@@ -118,5 +95,4 @@ def plot_grid_summary(summary: GridSummary, path: str | os.PathLike[str]) -> Non
     wins.set_ylabel("strict wins over Costed Window")
     wins.set_title(f"(b) {summary.wins} wins / {summary.ties} ties / {summary.losses} losses")
     wins.legend()
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)

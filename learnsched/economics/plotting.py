@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any
 
-from .._atomic import atomic_write
+from .._figures import pyplot, save_figure
 from .alerts import ALERT_RULES, AlertExperiment
 
 __all__ = ["plot_alert_experiment"]
@@ -18,17 +16,6 @@ RULE_LABELS = {
     "learnsched": "LearnSched",
     "oracle": "Oracle",
 }
-
-
-def _pyplot() -> Any:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only: never needs a display
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ValueError('plotting needs matplotlib: pip install "learnsched[plot]"') from err
-    return plt
 
 
 def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str]) -> None:
@@ -46,7 +33,7 @@ def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str])
     ValueError
         matplotlib is not installed.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, (losses, lead, boundary) = plt.subplots(1, 3, figsize=(13, 3.8))
     engines = list(result.stats)
     height = 0.8 / len(engines)
@@ -76,8 +63,4 @@ def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str])
     for ax in (losses, lead, boundary):
         ax.legend(fontsize="small")
     fig.tight_layout()
-    fmt = Path(path).suffix.lstrip(".").lower() or "png"
-    try:
-        atomic_write(path, lambda file: fig.savefig(file, format=fmt, dpi=150))
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
