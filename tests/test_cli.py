@@ -170,14 +170,16 @@ def test_malformed_scenario_files(
     assert re.search(message, err)
 
 
-def test_python_dash_m_entry_point() -> None:
+def test_python_dash_m_entry_point(tmp_path: Path) -> None:
+    # Run outside the source tree: its flat layout would shadow the installed package.
     done = subprocess.run(
         [sys.executable, "-m", "learnsched", "explain", "S0348"],
         capture_output=True,
         text=True,
         check=False,
+        cwd=tmp_path,
     )
-    assert done.returncode == 0
+    assert done.returncode == 0, done.stderr
     assert done.stdout == (GOLDEN / "explain_S0348.txt").read_text()
 
 

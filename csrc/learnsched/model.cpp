@@ -27,15 +27,8 @@ Model::Model(Scenario scenario)
                     [&](const State& s) { return costed_window_action(s); });
 }
 
-Action Model::first_action(const State& s) const {
-    Action first;
-    bool seen = false;
-    acc_.for_each_action(s, [&](const Action& a) {
-        if (!seen) first = a;
-        seen = true;
-    });
-    return first;
-}
+// Wait (or abandon when active) leads the canonical order and is always feasible.
+Action Model::first_action(const State& s) const { return never_action(s); }
 
 Action Model::costed_window_action(const State& s) const {
     const double go = state_value(acc_, window_values_, s,

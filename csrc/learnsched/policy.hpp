@@ -1,7 +1,6 @@
 // The six policies of the finite experiment (paper Sections 4.1-4.2, App. D).
 #pragma once
 
-#include <array>
 #include <string_view>
 
 namespace learnsched {
@@ -13,11 +12,6 @@ enum class Policy : unsigned char {
     CostedWindow,  // pi0: Window, gated by the fully priced value of the Window plan
     Rollout,       // LearnSched: one-step rollout over pi0 (Eq. 11)
     Dp,            // exact optimum (Eq. D.2)
-};
-
-inline constexpr std::array<Policy, 6> kAllPolicies = {
-    Policy::Never, Policy::Window, Policy::StaticRoi,
-    Policy::CostedWindow, Policy::Rollout, Policy::Dp,
 };
 
 std::string_view name(Policy policy);

@@ -42,10 +42,4 @@ int SegmentAccounting::quanta_that_fit(double fixed_s, double length_s) const {
     return u;
 }
 
-bool SegmentAccounting::is_feasible(const State& s, const Action& a) const {
-    bool found = false;
-    for_each_action(s, [&](const Action& candidate) { found = found || candidate == a; });
-    return found;
-}
-
 }  // namespace learnsched

@@ -61,7 +61,6 @@ class SegmentAccounting {
 
     Segment take(const State& s, const Action& a) const;
     double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
-    bool is_feasible(const State& s, const Action& a) const;
 
     // Every feasible action in the canonical tie-break order of the spec: wait (or
     // abandon, then checkpoint-return, discard-return if active); publish; advance
