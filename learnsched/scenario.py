@@ -6,12 +6,12 @@ value) and round-trips through the JSON object read by ``learnsched solve``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import _core
+from ._checks import integer, nonnegative, number
 
 __all__ = [
     "PAPER_COLD",
@@ -36,20 +36,6 @@ JSON_KEYS = (
 INITIAL_KEYS = ("progress", "durable", "active")
 
 
-def _number(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return float(value)
-
-
-def _integer(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    return value
-
-
 def _flag(name: str, value: object) -> bool:
     if not isinstance(value, bool):
         raise TypeError(f"{name} must be true or false, got {value!r}")
@@ -59,7 +45,7 @@ def _flag(name: str, value: object) -> bool:
 def _window(index: int, pair: object) -> tuple[float, float]:
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
-    return (_number(f"windows[{index}] start", pair[0]), _number(f"windows[{index}] end", pair[1]))
+    return (number(f"windows[{index}] start", pair[0]), number(f"windows[{index}] end", pair[1]))
 
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -98,10 +84,7 @@ class HandoffCosts:
 
     def __post_init__(self) -> None:
         for name in ("recovery_s", "residency_rate", "save_s", "load_s"):
-            value = _number(name, getattr(self, name))
-            if value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
-            object.__setattr__(self, name, value)
+            object.__setattr__(self, name, nonnegative(name, getattr(self, name)))
 
     @classmethod
     def paper(cls, recovery: str) -> HandoffCosts:
@@ -142,8 +125,8 @@ class InitialState:
     active: bool = False
 
     def __post_init__(self) -> None:
-        _integer("initial.progress", self.progress)
-        _integer("initial.durable", self.durable)
+        integer("initial.progress", self.progress, low=None)
+        integer("initial.durable", self.durable, low=None)
         _flag("initial.active", self.active)
 
     def to_core(self) -> _core.State:
@@ -188,9 +171,9 @@ class Scenario:
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
-        _integer("work_quanta", self.work_quanta)
+        integer("work_quanta", self.work_quanta, low=1)
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
-            object.__setattr__(self, name, _number(name, getattr(self, name)))
+            object.__setattr__(self, name, number(name, getattr(self, name)))
         if not isinstance(self.costs, HandoffCosts):
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):

@@ -1,56 +1,11 @@
-"""Argument checks shared by the capacity modules: each error names the argument and value."""
+"""Array checks shared by the capacity modules (scalars: :mod:`learnsched._checks`)."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-
-
-def number(name: str, value: object) -> float:
-    """``value`` as a finite float; ``TypeError``/``ValueError`` naming ``name`` otherwise."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    result = float(value)
-    if not math.isfinite(result):
-        raise ValueError(f"{name} must be finite, got {result!r}")
-    return result
-
-
-def integer(name: str, value: object, low: int) -> int:
-    """An integer (not a bool) ``>= low``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {int(value)!r}")
-    return int(value)
-
-
-def at_least(name: str, value: object, low: float) -> float:
-    """A finite number ``>= low``."""
-    result = number(name, value)
-    if result < low:
-        raise ValueError(f"{name} must be >= {low:g}, got {result!r}")
-    return result
-
-
-def positive(name: str, value: object) -> float:
-    """A finite number ``> 0``."""
-    result = number(name, value)
-    if result <= 0:
-        raise ValueError(f"{name} must be > 0, got {result!r}")
-    return result
-
-
-def fraction(name: str, value: object) -> float:
-    """A finite number in ``[0, 1]``."""
-    result = number(name, value)
-    if not 0.0 <= result <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1], got {result!r}")
-    return result
+from .._checks import FloatArray
 
 
 def float_array(name: str, values: object) -> FloatArray:

@@ -15,7 +15,8 @@ from typing import overload
 
 import numpy as np
 
-from ._checks import FloatArray, at_least, integer, nonnegative_array, number, same_length
+from .._checks import FloatArray, at_least, integer, number
+from ._checks import nonnegative_array, same_length
 
 __all__ = [
     "GUIDANCE_BUDGET",

@@ -10,7 +10,7 @@ import math
 import threading
 from dataclasses import dataclass
 
-from ._checks import at_least, fraction
+from .._checks import at_least, fraction
 
 __all__ = ["AIMDConfig", "AIMDController", "next_share"]
 

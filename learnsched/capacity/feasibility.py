@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _capacity
-from ._checks import FloatArray, at_least
+from .._checks import FloatArray, at_least
 from .profile import RateProfile
 from .traces import Trace
 

@@ -14,15 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._checks import (
-    FloatArray,
-    at_least,
-    first_index,
-    float_array,
-    fraction,
-    positive,
-    same_length,
-)
+from .._checks import FloatArray, at_least, fraction, positive
+from ._checks import first_index, float_array, same_length
 from .feasibility import DEFAULT_TOLERANCE, absolute_tolerance, check_types, scan
 from .profile import RateProfile
 from .traces import Trace

@@ -7,7 +7,8 @@ from functools import cached_property
 
 import numpy as np
 
-from ._checks import FloatArray, first_index, float_array, positive, same_length
+from .._checks import FloatArray, positive
+from ._checks import first_index, float_array, same_length
 
 __all__ = ["RateProfile"]
 

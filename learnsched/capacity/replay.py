@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _capacity
-from ._checks import FloatArray, at_least, positive
+from .._checks import FloatArray, at_least, positive
 from .admission import CountThresholdAdmission, WorkBudgetAdmission
 from .aimd import AIMDConfig
 from .feasibility import check_types

@@ -16,7 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _capacity
-from ._checks import FloatArray, first_index, float_array, integer, same_length
+from .._checks import FloatArray, integer
+from ._checks import first_index, float_array, same_length
 
 __all__ = [
     "RiskSummary",

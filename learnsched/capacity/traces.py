@@ -20,15 +20,8 @@ from typing import IO
 import numpy as np
 
 from .._atomic import atomic_write
-from ._checks import (
-    FloatArray,
-    at_least,
-    first_index,
-    float_array,
-    nonnegative_array,
-    positive,
-    same_length,
-)
+from .._checks import FloatArray, at_least, positive
+from ._checks import first_index, float_array, nonnegative_array, same_length
 from .admission import estimate_work
 from .profile import RateProfile
 

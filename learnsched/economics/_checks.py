@@ -1,4 +1,4 @@
-"""Argument checks shared by the economics modules: each error names the argument and value."""
+"""Array checks shared by the economics modules (scalars: :mod:`learnsched._checks`)."""
 
 from __future__ import annotations
 
@@ -7,41 +7,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-
-
-def finite(name: str, value: float) -> float:
-    """``value`` as a float: ``TypeError`` unless a real number, ``ValueError`` unless finite."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    return number
-
-
-def nonnegative(name: str, value: float) -> float:
-    """A finite ``value >= 0``."""
-    number = finite(name, value)
-    if number < 0:
-        raise ValueError(f"{name} must be >= 0, got {value!r}")
-    return number
-
-
-def positive(name: str, value: float) -> float:
-    """A finite ``value > 0``."""
-    number = finite(name, value)
-    if number <= 0:
-        raise ValueError(f"{name} must be > 0, got {value!r}")
-    return number
-
-
-def probability(name: str, value: float) -> float:
-    """A probability in ``[0, 1]``."""
-    number = finite(name, value)
-    if not 0.0 <= number <= 1.0:
-        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
-    return number
+from .._checks import FloatArray
 
 
 def array(
@@ -98,15 +64,6 @@ def values(
     if bad.any():
         raise ValueError(f"{name} must lie in [{low}, {high}], got {float(out[bad].flat[0])!r}")
     return out
-
-
-def integer(name: str, value: object, low: int | None = 0) -> int:
-    """``value`` as an int: ``TypeError`` unless an integer, ``ValueError`` below ``low``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if low is not None and value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    return int(value)
 
 
 def broadcastable(**arrays: FloatArray) -> None:

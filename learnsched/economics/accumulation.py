@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ._checks import FloatArray, array
+from .._checks import FloatArray
+from ._checks import array
 
 __all__ = ["accumulated_value"]
 

@@ -49,8 +49,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._checks import FloatArray, integer, positive
 from ..scenario import PAPER_COLD
-from ._checks import FloatArray, array, integer, positive, values
+from ._checks import array, values
 from .early_return import return_threshold
 from .lognormal import Lognormal
 

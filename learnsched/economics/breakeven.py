@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._checks import array, finite, nonnegative, positive, same_length
+from .._checks import nonnegative, number, positive
+from ._checks import array, same_length
 
 __all__ = [
     "PAPER_GPU_COSTS",
@@ -57,15 +58,15 @@ class ReusePath:
         if fraction > 1:
             raise ValueError(f"use_fraction must lie in [0, 1], got {self.use_fraction!r}")
         object.__setattr__(self, "use_fraction", fraction)
-        object.__setattr__(self, "unit_value", finite("unit_value", self.unit_value))
-        object.__setattr__(self, "horizon_s", finite("horizon_s", self.horizon_s))
+        object.__setattr__(self, "unit_value", number("unit_value", self.unit_value))
+        object.__setattr__(self, "horizon_s", number("horizon_s", self.horizon_s))
         object.__setattr__(self, "build_s", nonnegative("build_s", self.build_s))
         object.__setattr__(self, "cost", positive("cost", self.cost))
 
     def uses(self, start_s: float) -> float:
         """Expected uses ``M(t)`` when construction starts at ``start_s`` seconds."""
         # Eq. 3: M(t) = lambda*a*(H - t - tau_e)^+
-        remaining = self.horizon_s - finite("start_s", start_s) - self.build_s
+        remaining = self.horizon_s - number("start_s", start_s) - self.build_s
         return self.arrival_rate * self.use_fraction * max(remaining, 0.0)
 
     def value(self, start_s: float) -> float:
@@ -94,7 +95,7 @@ class ReusePath:
 
         False without positive reuse value, and at or after the deadline ``t_e*``.
         """
-        start = finite("start_s", start_s)
+        start = number("start_s", start_s)
         deadline = self.latest_start()
         return deadline is not None and start < deadline
 

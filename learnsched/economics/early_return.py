@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ._checks import FloatArray, broadcastable, values
+from .._checks import FloatArray
+from ._checks import broadcastable, values
 
 __all__ = [
     "early_advantage",

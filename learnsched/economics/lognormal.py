@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ._checks import nonnegative, positive, values
+from .._checks import nonnegative, positive
+from ._checks import values
 
 __all__ = ["Lognormal", "lognormal_mu"]
 

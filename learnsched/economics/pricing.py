@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ._checks import finite, integer, nonnegative, positive
+from .._checks import integer, nonnegative, number, positive
 
 __all__ = [
     "GUIDANCE_LEDGER",
@@ -90,8 +90,8 @@ class UtilityLine:
     dc: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "dq", finite("dq", self.dq))
-        object.__setattr__(self, "dc", finite("dc", self.dc))
+        object.__setattr__(self, "dq", number("dq", self.dq))
+        object.__setattr__(self, "dc", number("dc", self.dc))
 
     def at(self, answer_value: float) -> float:
         """``dU(W)`` at answer value ``W >= 0`` (resource units per answer)."""
@@ -190,10 +190,10 @@ class GuidanceLedger:
 
     def __post_init__(self) -> None:
         object.__setattr__(
-            self, "construction_saving", finite("construction_saving", self.construction_saving)
+            self, "construction_saving", number("construction_saving", self.construction_saving)
         )
         object.__setattr__(
-            self, "scaled_service_cost", finite("scaled_service_cost", self.scaled_service_cost)
+            self, "scaled_service_cost", number("scaled_service_cost", self.scaled_service_cost)
         )
         object.__setattr__(self, "alpha0", positive("alpha0", self.alpha0))
         if not self.dq:

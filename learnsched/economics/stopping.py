@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ._checks import array, nonnegative, same_length
+from .._checks import nonnegative
+from ._checks import array, same_length
 
 __all__ = ["continuation_advantage", "should_continue"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._checks import nonnegative, number, positive
 from ..grid import scenario_by_id
 from ..plan import Plan
 from ..solver import Policy, solve
-from ._checks import finite, nonnegative, positive
 
 __all__ = ["PAPER_WAITING_SCENARIO", "WaitingComparison", "paper_waiting_example", "waiting_gain"]
 
@@ -54,8 +54,8 @@ class WaitingComparison:
     def __post_init__(self) -> None:
         object.__setattr__(self, "cost_now", nonnegative("cost_now", self.cost_now))
         object.__setattr__(self, "cost_wait", nonnegative("cost_wait", self.cost_wait))
-        now = finite("publish_now_s", self.publish_now_s)
-        later = finite("publish_wait_s", self.publish_wait_s)
+        now = number("publish_now_s", self.publish_now_s)
+        later = number("publish_wait_s", self.publish_wait_s)
         if later < now:
             raise ValueError(
                 f"publish_wait_s must be >= publish_now_s={now!r}, got {self.publish_wait_s!r}"
