@@ -4,7 +4,8 @@ A C++ solver for the LearnSched finite window model: the reference policies (Nev
 Window, Static ROI, Costed Window), one-step rollout (LearnSched) and exact DP, with
 exact wall-clock handoff costs, plus the paper's 1920-scenario grid; and the investment
 economics around a plan (:mod:`learnsched.economics`) and capacity control for the
-serving loop (:mod:`learnsched.capacity`).
+serving loop (:mod:`learnsched.capacity`), and probes that measure handoff costs on your
+own GPUs (:mod:`learnsched.handoff`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ from .economics import (
     waiting_gain,
 )
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
+from .handoff import (
+    PAPER_PROFILE,
+    CostProfile,
+    HandoffLedger,
+    HandoffProbeError,
+    HandoffRecord,
+    NvmlUnavailable,
+    load_cost_profile,
+    read_ledger,
+)
 from .plan import COST_FIELDS, CostSplit, Plan, Step
 from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Scenario
 from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, solve, solve_all
@@ -122,6 +133,7 @@ __all__ = [
     "PAPER_COLD",
     "PAPER_FIGURES",
     "PAPER_GPU_COSTS",
+    "PAPER_PROFILE",
     "PAPER_RECOVERY_S",
     "PAPER_WAITING_SCENARIO",
     "PAPER_WARM",
@@ -138,6 +150,7 @@ __all__ = [
     "AlertExperiment",
     "AlertModel",
     "BatchResult",
+    "CostProfile",
     "CostSplit",
     "CountThresholdAdmission",
     "Feasibility",
@@ -147,10 +160,14 @@ __all__ = [
     "GridSummary",
     "GuidanceLedger",
     "HandoffCosts",
+    "HandoffLedger",
+    "HandoffProbeError",
+    "HandoffRecord",
     "InitialState",
     "Ledger",
     "Lognormal",
     "Model",
+    "NvmlUnavailable",
     "Plan",
     "Policy",
     "RateProfile",
@@ -184,6 +201,7 @@ __all__ = [
     "incremental_utility",
     "lead_time_sweep",
     "lend",
+    "load_cost_profile",
     "lognormal_mu",
     "max_share",
     "max_share_schedule",
@@ -194,6 +212,7 @@ __all__ = [
     "paper_waiting_example",
     "payback_uses",
     "plot_alert_experiment",
+    "read_ledger",
     "read_rate_csv",
     "read_trace_csv",
     "replay",

@@ -14,6 +14,7 @@ from typing import NoReturn, cast
 from . import __version__, solver_cli
 from .capacity import cli as capacity_cli
 from .economics import cli as economics_cli
+from .handoff import cli as handoff_cli
 
 __all__ = ["main"]
 
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     solver_cli.register(commands)
     economics_cli.register(commands)
     capacity_cli.register(commands)
+    handoff_cli.register(commands)
     return parser
 
 

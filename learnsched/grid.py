@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from itertools import product
 from typing import Any
 
-from .scenario import HandoffCosts, InitialState, Scenario
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Scenario
 
 __all__ = ["CALENDARS", "Grid", "GridConfig", "GridScenario", "paper_grid", "scenario_by_id"]
 
@@ -39,7 +40,13 @@ class GridConfig:
     work_s: tuple[float, ...] = (30, 60, 120, 180)
     benefit_rates: tuple[float, ...] = (0.1, 0.25, 0.5, 1, 2)
     tails_s: tuple[float, ...] = (120, 480)
+    warm: HandoffCosts = PAPER_WARM
+    cold: HandoffCosts = PAPER_COLD
     recoveries: tuple[str, ...] = ("warm", "cold")
+
+    def costs(self, recovery: str) -> HandoffCosts:
+        """The handoff costs of ``"warm"`` or ``"cold"`` recovery."""
+        return {"warm": self.warm, "cold": self.cold}[recovery]
 
     def to_json(self) -> dict[str, Any]:
         """Every parameter, the calendars and the handoff costs, as plain JSON."""
@@ -51,7 +58,7 @@ class GridConfig:
             "work_s": list(self.work_s),
             "benefit_rates": list(self.benefit_rates),
             "tails_s": list(self.tails_s),
-            "recoveries": {r: asdict(HandoffCosts.paper(r)) for r in self.recoveries},
+            "recoveries": {r: asdict(self.costs(r)) for r in self.recoveries},
             "initial_states": list(INITIAL_STATES),
         }
 
@@ -107,7 +114,11 @@ def _initial(name: str, work_quanta: int) -> InitialState:
     }[name]
 
 
-def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
+def paper_grid(
+    quantum_s: float = 5.0,
+    fresh_only: bool = False,
+    costs: Mapping[str, HandoffCosts] | None = None,
+) -> Grid:
     """The paper's grid: 1920 scenarios at 5 s, or 480 fresh ones with ``fresh_only``.
 
     Parameters
@@ -116,8 +127,12 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
         Work quantum, seconds (the paper uses 5, and 1 for the fresh-only check).
     fresh_only
         Keep only fresh initial states (the paper's 1 s check).
+    costs
+        Handoff costs keyed ``"warm"`` and ``"cold"`` (e.g. from a measured
+        :class:`~learnsched.handoff.CostProfile`); the paper's A100 costs by default.
     """
-    config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only)
+    warm, cold = _recovery_costs(costs)
+    config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only, warm=warm, cold=cold)
     items = []
     dims = product(
         CALENDARS,
@@ -140,7 +155,7 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
             quantum_s=quantum_s,
             benefit_rate=rate,
             horizon_s=windows[-1][1] + tail_s,
-            costs=HandoffCosts.paper(recovery),
+            costs=config.costs(recovery),
             initial=_initial(initial, work_quanta),
         )
         items.append(
@@ -151,9 +166,22 @@ def paper_grid(quantum_s: float = 5.0, fresh_only: bool = False) -> Grid:
     return Grid(config, tuple(items))
 
 
-def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:
-    """The grid scenario with id ``sid`` (``S0000``..``S1919``) at the given quantum."""
-    grid = paper_grid(quantum_s)
+def _recovery_costs(
+    costs: Mapping[str, HandoffCosts] | None,
+) -> tuple[HandoffCosts, HandoffCosts]:
+    """(warm, cold) costs: the paper's, or the given mapping's."""
+    if costs is None:
+        return PAPER_WARM, PAPER_COLD
+    if set(costs) != {"warm", "cold"}:
+        raise ValueError(f"costs must be keyed 'warm' and 'cold', got {sorted(costs)}")
+    return costs["warm"], costs["cold"]
+
+
+def scenario_by_id(
+    sid: str, quantum_s: float = 5.0, costs: Mapping[str, HandoffCosts] | None = None
+) -> GridScenario:
+    """The grid scenario with id ``sid`` (``S0000``..``S1919``) at the given quantum and costs."""
+    grid = paper_grid(quantum_s, costs=costs)
     ids = {g.sid: g for g in grid.scenarios}
     if sid not in ids:
         raise ValueError(f"scenario id must be one of S0000..S{len(grid) - 1:04d}, got {sid!r}")

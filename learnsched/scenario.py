@@ -7,7 +7,7 @@ value) and round-trips through the JSON object read by ``learnsched solve``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import _core
@@ -194,6 +194,10 @@ class Scenario:
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""
         return self._core_scenario
+
+    def with_costs(self, costs: HandoffCosts) -> Scenario:
+        """The same scenario planned with other handoff costs (e.g. a measured profile's)."""
+        return replace(self, costs=costs)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object of ``learnsched solve`` (seconds, quanta, s-eq./s)."""

@@ -16,7 +16,8 @@ from ._progress import Progress
 from .batch import BatchResult, solve_batch
 from .explain import describe_scenario, format_plans
 from .grid import Grid, paper_grid, scenario_by_id
-from .scenario import Scenario
+from .handoff import load_cost_profile
+from .scenario import HandoffCosts, Scenario
 from .solver import ALL_POLICIES, Model, Policy
 from .summary import PAPER_FIGURES, GridSummary, summarize
 
@@ -36,12 +37,19 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     grid.add_argument("--json", action="store_true", help="print the summary as JSON")
     grid.add_argument("--csv", metavar="FILE", help="write every scenario's value per policy")
     grid.add_argument("--plot", metavar="FILE", help="draw Fig. 4(a, b) style panels (matplotlib)")
+    _add_costs(grid)
     grid.set_defaults(func=run_grid)
 
     solve = commands.add_parser("solve", help="solve scenarios from a JSON file ('-' for stdin)")
     solve.add_argument("file", help="a scenario object or a list of them")
     solve.add_argument("--policy", help="only this policy (default: all six)")
     solve.add_argument("--json", action="store_true", help="print plans as JSON")
+    _add_costs(solve)
+    solve.add_argument(
+        "--recovery",
+        choices=("cold", "warm"),
+        help="which of the profile's recovery paths the scenarios use (with --costs)",
+    )
     solve.set_defaults(func=run_solve)
 
     explain = commands.add_parser("explain", help="show a grid scenario's plans as timelines")
@@ -53,10 +61,29 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     explain.add_argument(
         "--plot", metavar="FILE", help="draw the plans like Fig. 4(c) (matplotlib)"
     )
+    _add_costs(explain)
     explain.set_defaults(func=run_explain)
 
 
+def _add_costs(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--costs",
+        metavar="PROFILE",
+        help="plan with the handoff costs of a cost profile (learnsched probe ... --out)",
+    )
+
+
+def _profile_costs(args: argparse.Namespace) -> dict[str, HandoffCosts] | None:
+    """Warm and cold costs from ``--costs PROFILE``, or None for the paper's."""
+    if args.costs is None:
+        return None
+    profile = load_cost_profile(args.costs)
+    return {recovery: profile.handoff_costs(recovery) for recovery in ("warm", "cold")}
+
+
 def _paper_key(args: argparse.Namespace) -> str | None:
+    if args.costs is not None:  # measured costs: the paper's figures do not apply
+        return None
     if args.quantum == 5.0 and not args.fresh_only:
         return "5s"
     if args.quantum == 1.0 and args.fresh_only:
@@ -123,7 +150,7 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
 
 def run_grid(args: argparse.Namespace) -> int:
     """``learnsched grid``: solve the grid with all six policies and print the aggregates."""
-    grid = paper_grid(args.quantum, args.fresh_only)
+    grid = paper_grid(args.quantum, args.fresh_only, _profile_costs(args))
     started = time.perf_counter()
     with Progress(len(grid), "solving grid") as progress:
         result = solve_batch(
@@ -166,6 +193,13 @@ def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
     scenarios, many = _read_scenarios(args.file)
+    costs = _profile_costs(args)
+    if costs is not None:
+        if args.recovery is None:
+            raise ValueError("--costs needs --recovery cold or warm")
+        scenarios = [s.with_costs(costs[args.recovery]) for s in scenarios]
+    elif args.recovery is not None:
+        raise ValueError("--recovery applies only with --costs PROFILE")
     plans = [Model(s).solve_all(policies) for s in scenarios]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
@@ -179,7 +213,7 @@ def run_solve(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """``learnsched explain SID``: the plans of a grid scenario as timelines."""
-    item = scenario_by_id(args.sid, args.quantum)
+    item = scenario_by_id(args.sid, args.quantum, _profile_costs(args))
     policies = ALL_POLICIES if args.all else (Policy.COSTED_WINDOW, Policy.ROLLOUT)
     plans = Model(item.scenario).solve_all(policies)
     title = (

@@ -205,3 +205,48 @@ def test_usage_errors_exit_2_with_one_line(
     assert exit_info.value.code == 2
     assert len(err.strip().splitlines()) == 1
     assert "error:" in err
+
+
+def measured_profile(tmp_path: Path, cold_recovery_s: float) -> str:
+    """The paper's profile with another cold recovery time, as a probe would write it."""
+    from learnsched.handoff import PAPER_PROFILE
+
+    doc = PAPER_PROFILE.to_json()
+    doc["measurements"]["cold_recovery_s"]["mean"] = cold_recovery_s
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_costs_profile_feeds_explain_and_grid(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    profile = measured_profile(tmp_path, cold_recovery_s=5.0)
+    _, out, _ = run(capsys, "explain", "S0348", "--costs", profile)
+    assert "return 5 s" in out
+    assert "rollout - costed_window: +68.865760" not in out  # cheap returns change the plans
+    status, out, _ = run(capsys, "grid", "--json", "--costs", profile)
+    data = json.loads(out)
+    assert status == 0
+    assert data["paper"] is None
+    assert data["config_hash"] != ls.paper_grid().config.hash
+
+
+def test_costs_profile_feeds_solve(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    profile = measured_profile(tmp_path, cold_recovery_s=5.0)
+    scenario = write_scenarios(tmp_path, ls.scenario_by_id("S0348").scenario.to_json())
+    argv = ["solve", scenario, "--policy", "rollout", "--json", "--costs", profile]
+    status, out, _ = run(capsys, *argv, "--recovery", "cold")
+    steps = json.loads(out)["policies"]["rollout"]["steps"]
+    assert status == 0
+    assert {s["cost"]["recovery"] for s in steps} <= {0.0, 5.0}
+    status, out, _ = run(capsys, *argv, "--recovery", "warm")
+    steps = json.loads(out)["policies"]["rollout"]["steps"]
+    assert status == 0
+    assert {s["cost"]["recovery"] for s in steps} <= {0.0, ls.PAPER_WARM.recovery_s}
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert "--costs needs --recovery cold or warm" in err
+    status, _, err = run(capsys, "solve", scenario, "--recovery", "warm")
+    assert status == 2
+    assert "--recovery applies only with --costs" in err

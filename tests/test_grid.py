@@ -105,3 +105,16 @@ def test_summarize_checks_its_input(paper_grid_result: tuple[ls.Grid, ls.BatchRe
     partial = ls.solve_batch([g.scenario for g in grid.scenarios[:3]], ["dp"])
     with pytest.raises(ValueError, match="result lacks policies never"):
         ls.summarize(grid, partial)
+
+
+def test_grid_with_measured_costs() -> None:
+    from learnsched.handoff import PAPER_PROFILE
+
+    paper = {r: PAPER_PROFILE.handoff_costs(r) for r in ("warm", "cold")}
+    assert ls.paper_grid(costs=paper).config.hash == ls.paper_grid().config.hash
+    cheap = {"warm": ls.PAPER_WARM, "cold": ls.HandoffCosts(5.0, 0.0, 0.068075, 0.047748)}
+    grid = ls.paper_grid(costs=cheap)
+    assert grid.config.hash != ls.paper_grid().config.hash
+    assert ls.scenario_by_id("S0348", costs=cheap).scenario.costs.recovery_s == 5.0
+    with pytest.raises(ValueError, match="costs must be keyed 'warm' and 'cold'"):
+        ls.paper_grid(costs={"cold": ls.PAPER_COLD})

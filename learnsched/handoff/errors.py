@@ -1,0 +1,24 @@
+"""The one exception family of the handoff probes."""
+
+from __future__ import annotations
+
+__all__ = ["HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+
+
+class HandoffProbeError(RuntimeError):
+    """A probe could not measure what it was asked to (missing extra, failed check)."""
+
+
+class NvmlError(HandoffProbeError):
+    """An NVML call failed; the message names the call and NVML's reason."""
+
+
+class NvmlUnavailable(NvmlError):
+    """NVML cannot be used here: no ``nvidia-ml-py``, no driver, or no GPU."""
+
+
+def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
+    """The error for an optional dependency that is not installed."""
+    return HandoffProbeError(
+        f"{module} is not installed ({err}); install the GPU extra: pip install 'learnsched[gpu]'"
+    )

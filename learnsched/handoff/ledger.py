@@ -1,0 +1,187 @@
+"""The handoff ledger: one JSON line per handoff, durable once :meth:`append` returns.
+
+Each append takes an exclusive lock, writes the whole line, then fsyncs the file (and
+the folder when it creates the file). A writer killed mid-append can leave only its own
+uncommitted line torn at the end: the next append cuts it off, and :func:`read_ledger`
+skips it with a :class:`TornRecordWarning`. No record whose append returned is lost.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .host_memory import HostMemory
+from .nvml import DeviceMemory
+
+__all__ = ["HandoffLedger", "HandoffRecord", "TornRecordWarning", "read_ledger"]
+
+
+class TornRecordWarning(UserWarning):
+    """The ledger ends in a partial line (a writer was killed mid-append)."""
+
+
+@dataclass(frozen=True)
+class HandoffRecord:
+    """One handoff between evolution and serving.
+
+    Parameters
+    ----------
+    kind
+        What happened, e.g. ``"cold"`` or ``"warm"`` recovery, ``"checkpoint"``.
+    engine
+        Serving engine (``"vllm"``, ``"sglang"``), or ``None``.
+    stamps_ns
+        Event stamps on one monotonic clock (``perf_counter_ns``) of the recording
+        process, e.g. ``{"resume_sent": ..., "request_done": ...}``.
+    readiness_s
+        From the handoff's start to serving capacity ready, seconds (``None`` if the
+        handoff does not restore capacity).
+    durable_progress
+        Checkpointed progress after the handoff, quanta (``None`` when no candidate).
+    unsaved_lost
+        Completed but unsaved progress discarded, quanta (``None`` when no candidate).
+    device_before, device_after
+        Device memory around the handoff (``None`` without NVML).
+    host_before, host_after
+        Host PSS of the engine's process tree around the handoff (``None`` if not read).
+    wall_time
+        Seconds since the epoch when recorded (for humans; intervals use the stamps).
+    """
+
+    kind: str
+    engine: str | None = None
+    stamps_ns: Mapping[str, int] = field(default_factory=dict)
+    readiness_s: float | None = None
+    durable_progress: int | None = None
+    unsaved_lost: int | None = None
+    device_before: DeviceMemory | None = None
+    device_after: DeviceMemory | None = None
+    host_before: HostMemory | None = None
+    host_after: HostMemory | None = None
+    wall_time: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        kind: object = self.kind  # checked at run time: records are read from JSON
+        if not isinstance(kind, str) or not kind:
+            raise ValueError(f"kind must be a non-empty string, got {self.kind!r}")
+        for name in ("durable_progress", "unsaved_lost"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an integer or None, got {value!r}")
+            if value is not None and value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        object.__setattr__(self, "stamps_ns", dict(self.stamps_ns))
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON object (tuples become lists)."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Any]) -> HandoffRecord:
+        """Rebuild from :meth:`to_json`'s object."""
+        data = dict(obj)
+        for key in ("device_before", "device_after"):
+            if data.get(key) is not None:
+                data[key] = DeviceMemory(**data[key])
+        for key in ("host_before", "host_after"):
+            if data.get(key) is not None:
+                data[key] = HostMemory(**{**data[key], "pids": tuple(data[key]["pids"])})
+        return cls(**data)
+
+
+def _fsync_folder(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _cut_torn_tail(fd: int) -> None:
+    """Truncate after the last newline: an unterminated tail was never committed."""
+    size = os.lseek(fd, 0, os.SEEK_END)
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    block = 4096
+    end = size
+    while end > 0:
+        start = max(0, end - block)
+        cut = os.pread(fd, end - start, start).rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
+
+
+class HandoffLedger:
+    """An append-only JSON-lines file of :class:`HandoffRecord`.
+
+    Parameters
+    ----------
+    path
+        The ledger file (created on the first append; its folder must exist).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"HandoffLedger({str(self.path)!r})"
+
+    def append(self, record: HandoffRecord) -> None:
+        """Write one record durably (flushed and fsynced before returning)."""
+        line = (json.dumps(record.to_json(), sort_keys=True, allow_nan=False) + "\n").encode()
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # One writer at a time: the torn-tail cut must not race another append.
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            _cut_torn_tail(fd)
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # closing releases the lock
+        if created:
+            _fsync_folder(self.path.parent)
+
+    def records(self) -> list[HandoffRecord]:
+        """Every committed record, oldest first (see :func:`read_ledger`)."""
+        return read_ledger(self.path)
+
+
+def read_ledger(path: str | os.PathLike[str]) -> list[HandoffRecord]:
+    """Read a ledger; a torn final line is skipped with a :class:`TornRecordWarning`.
+
+    Raises
+    ------
+    ValueError
+        A line other than the last is not a record (the message names file and line).
+    """
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    tail = lines.pop()  # text after the final newline: empty unless torn
+    if tail:
+        warnings.warn(
+            f"{path}: skipped a torn final record ({len(tail)} bytes; its writer was "
+            "killed mid-append, so it was never committed)",
+            TornRecordWarning,
+            stacklevel=2,
+        )
+    records = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            records.append(HandoffRecord.from_json(json.loads(line)))
+        except (ValueError, TypeError, KeyError) as err:
+            raise ValueError(f"{path}:{number}: not a handoff record ({err})") from err
+    return records

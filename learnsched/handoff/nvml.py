@@ -1,0 +1,324 @@
+"""NVML through the official bindings (``nvidia-ml-py``, module ``pynvml``).
+
+NVML is initialised lazily, once per process, and shut down at exit. Every NVML
+failure becomes :class:`NvmlError` naming the call; a missing library, driver or GPU
+becomes :class:`NvmlUnavailable`. Values NVML reports as not available or not supported
+are ``None``, never a substitute number.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.metadata
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TypeVar
+
+from .errors import NvmlError, NvmlUnavailable
+
+__all__ = [
+    "ClockReading",
+    "DeviceMemory",
+    "GpuProcess",
+    "NvmlDevice",
+    "device_count",
+    "driver_version",
+    "open_device",
+]
+
+T = TypeVar("T")
+
+# The deprecated ``pynvml`` PyPI package (and copies vendored by other tools) install a
+# module of the same name with different signatures; only nvidia-ml-py's file is trusted.
+OFFICIAL_DISTRIBUTION = "nvidia-ml-py"
+NVML_PSTATE_UNKNOWN = 32
+
+_lock = threading.Lock()
+_module: ModuleType | None = None
+
+
+def _official_pynvml() -> ModuleType:
+    try:
+        import pynvml
+    except ImportError as err:
+        raise NvmlUnavailable(
+            f"NVML is unavailable: nvidia-ml-py is not installed ({err}); "
+            "pip install 'learnsched[gpu]'"
+        ) from err
+    module_file = Path(getattr(pynvml, "__file__", "") or "").resolve()
+    try:
+        files = importlib.metadata.files(OFFICIAL_DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        files = []
+    official = {Path(str(f.locate())).resolve() for f in files if f.name == "pynvml.py"}
+    if module_file not in official:
+        raise NvmlUnavailable(
+            f"NVML is unavailable: the pynvml module at {module_file} is not the one from "
+            f"{OFFICIAL_DISTRIBUTION} (uninstall the deprecated 'pynvml' package and "
+            f"pip install '{OFFICIAL_DISTRIBUTION}>=12.535.108')"
+        )
+    module: ModuleType = pynvml
+    return module
+
+
+def _shutdown() -> None:
+    global _module
+    with _lock:
+        if _module is not None:
+            _module.nvmlShutdown()
+            _module = None
+
+
+def _nvml() -> ModuleType:
+    """The initialised official bindings (initialised on first use, shut down at exit)."""
+    global _module
+    with _lock:
+        if _module is not None:
+            return _module
+        pynvml = _official_pynvml()
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as err:
+            hints = {
+                pynvml.NVML_ERROR_LIBRARY_NOT_FOUND: (
+                    "libnvidia-ml.so.1 was not found, so no NVIDIA driver is installed here"
+                ),
+                pynvml.NVML_ERROR_DRIVER_NOT_LOADED: "the NVIDIA driver is not loaded",
+                pynvml.NVML_ERROR_NO_PERMISSION: "no permission to open the GPU devices",
+            }
+            why = hints.get(err.value, "")
+            raise NvmlUnavailable(
+                f"NVML is unavailable: nvmlInit failed: {err}" + (f" ({why})" if why else "")
+            ) from err
+        _module = pynvml
+    atexit.register(_shutdown)
+    return pynvml
+
+
+def _call(name: str, *args: Any) -> Any:
+    pynvml = _nvml()
+    try:
+        return getattr(pynvml, name)(*args)
+    except pynvml.NVMLError as err:
+        raise NvmlError(f"{name} failed: {err}") from err
+
+
+def _not_supported(err: NvmlError) -> bool:
+    cause = err.__cause__
+    pynvml = _nvml()
+    return isinstance(cause, pynvml.NVMLError) and cause.value == pynvml.NVML_ERROR_NOT_SUPPORTED
+
+
+def _function_missing(err: NvmlError) -> bool:
+    """Whether the driver lacks the entry point or struct version (an older driver)."""
+    cause = err.__cause__
+    pynvml = _nvml()
+    return isinstance(cause, pynvml.NVMLError) and cause.value in (
+        pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+        pynvml.NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+    )
+
+
+def _with_fallback(newer: Callable[[], T], older: Callable[[], T]) -> T:
+    try:
+        return newer()
+    except NvmlError as err:
+        if not _function_missing(err):
+            raise
+        return older()
+
+
+def _supported(read: Callable[[], T]) -> T | None:
+    try:
+        return read()
+    except NvmlError as err:
+        if _not_supported(err):
+            return None
+        raise
+
+
+def driver_version() -> str:
+    """The NVIDIA driver version string."""
+    return str(_call("nvmlSystemGetDriverVersion"))
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """Device memory as NVML reports it, bytes.
+
+    Parameters
+    ----------
+    total, used, free
+        Bytes. With the v2 struct ``used`` excludes the driver's reservation.
+    reserved
+        Bytes the driver reserves (``None`` on drivers with only the v1 struct).
+    version
+        The struct version read (2, or 1 on old drivers).
+    """
+
+    total: int
+    reserved: int | None
+    used: int
+    free: int
+    version: int
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A compute process on a device.
+
+    Parameters
+    ----------
+    pid
+        Process id (in NVML's view, which may be another PID namespace).
+    used_bytes
+        Device memory the process uses, bytes; ``None`` where NVML says not available.
+    """
+
+    pid: int
+    used_bytes: int | None
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """GPU clocks and what holds them back, at one instant.
+
+    Parameters
+    ----------
+    sm_mhz, memory_mhz
+        Current SM and memory clocks, MHz (``None`` if not supported).
+    event_reasons
+        Names of the active clock event (throttle) reasons, e.g. ``("SwPowerCap",)``;
+        ``None`` if not supported.
+    pstate
+        Performance state ``P0``..``P15`` as an integer; ``None`` if unknown.
+    """
+
+    sm_mhz: int | None
+    memory_mhz: int | None
+    event_reasons: tuple[str, ...] | None
+    pstate: int | None
+
+
+def reason_names(mask: int, pynvml: ModuleType) -> tuple[str, ...]:
+    """Names of the bits set in a clock event reasons mask, from the bindings' constants.
+
+    Bits the bindings do not name are reported in hexadecimal rather than dropped.
+    """
+    prefix = "nvmlClocksEventReason"
+    if not hasattr(pynvml, prefix + "GpuIdle"):  # bindings older than the rename
+        prefix = "nvmlClocksThrottleReason"
+    names: dict[int, str] = {}
+    for attr in sorted(dir(pynvml)):
+        value = getattr(pynvml, attr)
+        single_bit = isinstance(value, int) and value > 0 and value & (value - 1) == 0
+        # Deprecated aliases share a bit with the current name; keep the first seen.
+        if attr.startswith(prefix) and single_bit and attr != prefix + "UserDefinedClocks":
+            names.setdefault(value, attr[len(prefix) :])
+    known = [names[bit] for bit in sorted(names) if mask & bit]
+    unknown = mask & ~sum(names)
+    return (*known, f"0x{unknown:x}") if unknown else tuple(known)
+
+
+class NvmlDevice:
+    """One GPU, addressed by index or UUID.
+
+    Parameters
+    ----------
+    handle
+        The NVML device handle.
+    """
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self.uuid = str(_call("nvmlDeviceGetUUID", handle))
+        self.name = str(_call("nvmlDeviceGetName", handle))
+        index = _supported(lambda: _call("nvmlDeviceGetIndex", handle))  # None where unsupported
+        self.index = None if index is None else int(index)
+
+    def __repr__(self) -> str:
+        return f"NvmlDevice(index={self.index}, uuid={self.uuid!r}, name={self.name!r})"
+
+    def memory(self) -> DeviceMemory:
+        """Device memory, from the v2 struct (v1 on drivers without it)."""
+        pynvml = _nvml()
+
+        def v2() -> DeviceMemory:
+            m = _call("nvmlDeviceGetMemoryInfo", self._handle, pynvml.nvmlMemory_v2)
+            return DeviceMemory(int(m.total), int(m.reserved), int(m.used), int(m.free), 2)
+
+        def v1() -> DeviceMemory:
+            m = _call("nvmlDeviceGetMemoryInfo", self._handle)
+            return DeviceMemory(int(m.total), None, int(m.used), int(m.free), 1)
+
+        return _with_fallback(v2, v1)
+
+    def processes(self) -> list[GpuProcess]:
+        """Compute processes on the device (v3 query, v2 on older drivers)."""
+        infos = _with_fallback(
+            lambda: _call("nvmlDeviceGetComputeRunningProcesses_v3", self._handle),
+            lambda: _call("nvmlDeviceGetComputeRunningProcesses_v2", self._handle),
+        )
+        # The bindings turn NVML_VALUE_NOT_AVAILABLE into None already.
+        return [
+            GpuProcess(int(p.pid), None if p.usedGpuMemory is None else int(p.usedGpuMemory))
+            for p in infos
+        ]
+
+    def utilisation(self) -> tuple[int, int] | None:
+        """GPU and memory-controller utilisation over NVML's last sample period, percent."""
+        rates = _supported(lambda: _call("nvmlDeviceGetUtilizationRates", self._handle))
+        return None if rates is None else (int(rates.gpu), int(rates.memory))
+
+    def clocks(self) -> ClockReading:
+        """SM and memory clocks, active clock event reasons and the performance state."""
+        pynvml = _nvml()
+        sm = _supported(lambda: _call("nvmlDeviceGetClockInfo", self._handle, pynvml.NVML_CLOCK_SM))
+        mem = _supported(
+            lambda: _call("nvmlDeviceGetClockInfo", self._handle, pynvml.NVML_CLOCK_MEM)
+        )
+        mask = _supported(
+            lambda: _with_fallback(
+                lambda: _call("nvmlDeviceGetCurrentClocksEventReasons", self._handle),
+                lambda: _call("nvmlDeviceGetCurrentClocksThrottleReasons", self._handle),
+            )
+        )
+        pstate = _supported(lambda: _call("nvmlDeviceGetPerformanceState", self._handle))
+        return ClockReading(
+            sm_mhz=None if sm is None else int(sm),
+            memory_mhz=None if mem is None else int(mem),
+            event_reasons=None if mask is None else reason_names(int(mask), pynvml),
+            pstate=None if pstate is None or pstate == NVML_PSTATE_UNKNOWN else int(pstate),
+        )
+
+
+def device_count() -> int:
+    """How many GPUs NVML sees."""
+    return int(_call("nvmlDeviceGetCount"))
+
+
+def open_device(device: int | str = 0) -> NvmlDevice:
+    """Open a GPU by index (``0``, ``"0"``) or UUID (``"GPU-..."``, ``"MIG-..."``).
+
+    Raises
+    ------
+    NvmlUnavailable
+        NVML cannot be used here, or it sees no GPU.
+    ValueError
+        The index is out of range or no device has that UUID.
+    """
+    count = device_count()
+    if count == 0:
+        raise NvmlUnavailable("NVML is unavailable: the driver reports no GPU")
+    if isinstance(device, str) and not device.isdigit():
+        try:
+            return NvmlDevice(_call("nvmlDeviceGetHandleByUUID", device))
+        except NvmlError as err:
+            raise ValueError(f"device {device!r}: no GPU with this UUID ({err})") from err
+    index = int(device)
+    if not 0 <= index < count:
+        raise ValueError(f"device must be an index in [0, {count}) or a UUID, got {device!r}")
+    return NvmlDevice(_call("nvmlDeviceGetHandleByIndex", index))

@@ -1,0 +1,320 @@
+"""The cost profile: measured handoff costs as a versioned JSON document.
+
+``learnsched probe ... --out profile.json`` writes one; :func:`load_cost_profile`
+reads it and :meth:`CostProfile.handoff_costs` turns it into the solver's
+:class:`~learnsched.HandoffCosts` (paper App. D.2). The paper's A100 figures ship as
+:data:`PAPER_PROFILE`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import math
+import os
+import platform
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write_text
+from .._checks import nonnegative, number
+from ..scenario import HandoffCosts
+
+__all__ = [
+    "PAPER_PROFILE",
+    "PAPER_RESIDENCY_PRICE",
+    "QUANTITIES",
+    "CostProfile",
+    "Measurement",
+    "load_cost_profile",
+    "package_versions",
+]
+
+FORMAT = "learnsched-cost-profile"
+VERSION = 1
+GIB = 2**30
+# App. D.2: an assumed price, not a measurement.
+PAPER_RESIDENCY_PRICE = 0.01  # s-eq. per GiB-second of incremental host PSS
+
+# Every quantity a profile may hold, with its one unit.
+QUANTITIES = {
+    "checkpoint_save_s": "s",  # durable: file and folder fsynced (t_ck)
+    "checkpoint_save_buffered_s": "s",
+    "checkpoint_load_s": "s",  # onto the device (t_ld)
+    "adapter_bytes": "B",
+    "cold_recovery_s": "s",  # launch to first completed request (t_ret, cold)
+    "warm_recovery_s": "s",  # resume to first completed request (t_ret, warm)
+    "host_pss_awake_gib": "GiB",  # engine tree PSS while serving
+    "host_pss_parked_gib": "GiB",  # engine tree PSS while parked (warm state kept)
+    "device_parked_gib": "GiB",  # device memory in use while parked
+}
+PACKAGES = ("learnsched", "torch", "safetensors", "peft", "nvidia-ml-py", "psutil")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured quantity.
+
+    Parameters
+    ----------
+    mean
+        Mean of the warm samples (the value planned with), in ``unit``.
+    unit
+        ``"s"``, ``"B"`` or ``"GiB"``; fixed per quantity (:data:`QUANTITIES`).
+    samples
+        The warm samples (empty where only a mean was published).
+    first
+        The first (cold-cache) run, reported apart (``None`` if not separate).
+    """
+
+    mean: float
+    unit: str
+    samples: tuple[float, ...] = ()
+    first: float | None = None
+
+    def __post_init__(self) -> None:
+        number("mean", self.mean)
+        object.__setattr__(self, "samples", tuple(number("samples", s) for s in self.samples))
+        if self.first is not None:
+            number("first", self.first)
+        if self.samples:
+            mean = math.fsum(self.samples) / len(self.samples)
+            if not math.isclose(mean, self.mean, rel_tol=1e-9, abs_tol=1e-12):
+                raise ValueError(f"mean {self.mean!r} is not the mean of its samples ({mean!r})")
+
+    @classmethod
+    def of(cls, samples: tuple[float, ...], unit: str, first: float | None = None) -> Measurement:
+        """From warm samples (at least one)."""
+        if not samples:
+            raise ValueError("samples must hold at least one value")
+        return cls(math.fsum(samples) / len(samples), unit, samples, first)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of learnsched and the probes' dependencies, and Python's."""
+    versions = {"python": platform.python_version()}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+@dataclass(frozen=True)
+class CostProfile:
+    """Measured handoff costs and where they were measured.
+
+    Parameters
+    ----------
+    measurements
+        Quantity name (a key of :data:`QUANTITIES`) to its measurement.
+    device
+        ``{"name": ..., "uuid": ..., "driver": ...}`` of the GPU, or ``None``
+        (measured on CPU, or not reported).
+    packages
+        Package name to version at measurement time.
+    created
+        ISO 8601 UTC time of writing.
+    source
+        What produced it (a command, or a citation).
+    """
+
+    measurements: Mapping[str, Measurement]
+    device: Mapping[str, str | None] | None = None
+    packages: Mapping[str, str] = field(default_factory=dict)
+    created: str | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        for name, value in self.measurements.items():
+            if name not in QUANTITIES:
+                raise ValueError(
+                    f"unknown quantity {name!r}; known: {', '.join(sorted(QUANTITIES))}"
+                )
+            if not isinstance(value, Measurement):
+                raise TypeError(f"{name} must be a Measurement, got {type(value).__name__}")
+            if value.unit != QUANTITIES[name]:
+                raise ValueError(f"{name} must be in {QUANTITIES[name]}, got {value.unit!r}")
+        object.__setattr__(self, "measurements", dict(self.measurements))
+
+    def mean(self, name: str) -> float:
+        """The planning value of quantity ``name``.
+
+        Raises
+        ------
+        ValueError
+            The profile does not hold it (the message says which probe measures it).
+        """
+        if name not in self.measurements:
+            hint = "probe lora" if name.startswith(("checkpoint", "adapter")) else "probe recovery"
+            raise ValueError(f"cost profile has no {name}; measure it with `learnsched {hint}`")
+        return self.measurements[name].mean
+
+    def handoff_costs(
+        self, recovery: str, residency_price: float = PAPER_RESIDENCY_PRICE
+    ) -> HandoffCosts:
+        """The solver's costs for ``"cold"`` or ``"warm"`` recovery (App. D.2).
+
+        Parameters
+        ----------
+        recovery
+            ``"cold"``: relaunch; no residency. ``"warm"``: resume a parked engine; its
+            residency rate is the parked-minus-awake host PSS in GiB times
+            ``residency_price`` (a parked state that holds less host memory than a
+            serving one costs nothing extra).
+        residency_price
+            s-eq. per GiB-second (App. D.2 assumes 0.01).
+        """
+        if recovery not in ("cold", "warm"):
+            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        price = nonnegative("residency_price", residency_price)
+        residency = 0.0
+        if recovery == "warm":
+            added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
+            residency = max(added, 0.0) * price
+        return HandoffCosts(
+            recovery_s=self.mean(f"{recovery}_recovery_s"),
+            residency_rate=residency,
+            save_s=self.mean("checkpoint_save_s"),
+            load_s=self.mean("checkpoint_load_s"),
+        )
+
+    def merged(self, newer: CostProfile) -> CostProfile:
+        """This profile with ``newer``'s measurements (and metadata) taking precedence.
+
+        Raises
+        ------
+        ValueError
+            The two were measured on GPUs with different names.
+        """
+        names = {p.device.get("name") for p in (self, newer) if p.device is not None}
+        if len(names) > 1:
+            raise ValueError(f"cannot merge profiles of different GPUs: {sorted(map(str, names))}")
+        return CostProfile(
+            measurements={**self.measurements, **newer.measurements},
+            device=newer.device if newer.device is not None else self.device,
+            packages=newer.packages or self.packages,
+            created=newer.created or self.created,
+            source="; ".join(s for s in (self.source, newer.source) if s),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The versioned JSON document."""
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "created": self.created,
+            "source": self.source,
+            "device": None if self.device is None else dict(self.device),
+            "packages": dict(self.packages),
+            "measurements": {
+                name: {
+                    "unit": m.unit,
+                    "mean": m.mean,
+                    "samples": list(m.samples),
+                    "first": m.first,
+                }
+                for name, m in sorted(self.measurements.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, obj: object) -> CostProfile:
+        """Read :meth:`to_json`'s document; ``ValueError`` names what is wrong."""
+        try:
+            return cls._from_json(obj)
+        except TypeError as err:  # JSON input: a wrong type is a bad value
+            raise ValueError(str(err)) from err
+
+    @classmethod
+    def _from_json(cls, obj: object) -> CostProfile:
+        if not isinstance(obj, Mapping):
+            raise TypeError(f"cost profile must be a JSON object, got {type(obj).__name__}")
+        if obj.get("format") != FORMAT:
+            raise ValueError(f"format must be {FORMAT!r}, got {obj.get('format')!r}")
+        if obj.get("version") != VERSION:
+            raise ValueError(
+                f"version {obj.get('version')!r} is not supported (this learnsched reads "
+                f"version {VERSION})"
+            )
+        raw = obj.get("measurements")
+        if not isinstance(raw, Mapping):
+            raise TypeError("measurements must be a JSON object")
+        measurements = {}
+        for name, item in raw.items():
+            if not isinstance(item, Mapping) or set(item) != {"unit", "mean", "samples", "first"}:
+                raise ValueError(f"measurements.{name} must have unit, mean, samples and first")
+            try:
+                measurements[name] = Measurement(
+                    mean=item["mean"],
+                    unit=item["unit"],
+                    samples=tuple(item["samples"]),
+                    first=item["first"],
+                )
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"measurements.{name}: {err}") from err
+        device = obj.get("device")
+        if device is not None and not isinstance(device, Mapping):
+            raise TypeError("device must be a JSON object or null")
+        packages = obj.get("packages", {})
+        if not isinstance(packages, Mapping):
+            raise TypeError("packages must be a JSON object")
+        return cls(
+            measurements=measurements,
+            device=device,
+            packages=packages,
+            created=obj.get("created"),
+            source=str(obj.get("source", "")),
+        )
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Write the document atomically (fsynced, then renamed into place)."""
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def now_iso() -> str:
+    """The current UTC time, ISO 8601, whole seconds."""
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def load_cost_profile(path: str | os.PathLike[str]) -> CostProfile:
+    """Read a cost profile file.
+
+    Raises
+    ------
+    ValueError
+        Not JSON or not a valid profile (the message names the file and the field).
+    OSError
+        The file cannot be read.
+    """
+    text = Path(path).read_text()
+    try:
+        return CostProfile.from_json(json.loads(text))
+    except ValueError as err:  # json.JSONDecodeError is a ValueError too
+        raise ValueError(f"{path}: {err}") from err
+
+
+# Paper App. D.2, Sections 3.1 and 6.3 (one A100-80GB, SGLang, rank-8 LoRA): means only.
+# Host PSS 4.775 GiB serving, 11.158 GiB parked (Fig. 2(b): base 4.775 + 6.383 added);
+# 3.74 GiB left on the GPU while parked. The warm figure 0.487 s is the paper's resume
+# latency (0.520 s through the first completed request); the solver's PAPER_WARM uses it.
+PAPER_PROFILE = CostProfile(
+    measurements={
+        "checkpoint_save_s": Measurement(0.068075, "s"),
+        "checkpoint_load_s": Measurement(0.047748, "s"),
+        "adapter_bytes": Measurement(13.24e6, "B"),
+        "cold_recovery_s": Measurement(69.988, "s"),
+        "warm_recovery_s": Measurement(0.487, "s"),
+        "host_pss_awake_gib": Measurement(4.775, "GiB"),
+        "host_pss_parked_gib": Measurement(11.158, "GiB"),
+        "device_parked_gib": Measurement(3.74, "GiB"),
+    },
+    device={"name": "NVIDIA A100-80GB", "uuid": None, "driver": None},
+    packages={},
+    created=None,
+    source="LearnSched paper, App. D.2 and Sections 3.1, 6.3 (3-run SGLang means, 20 LoRA runs)",
+)

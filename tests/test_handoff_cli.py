@@ -1,0 +1,182 @@
+"""``learnsched probe``: exit statuses, JSON keys, profile and ledger files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from test_handoff_fake_engine import SCRIPT, free_port
+
+from learnsched.handoff import cli, load_cost_profile, read_ledger
+from learnsched.handoff.errors import NvmlUnavailable
+from learnsched.handoff.nvml import device_count
+
+
+def run_probe(*argv: str) -> int:
+    """Parse and dispatch like ``learnsched.cli.main`` (bad input: status 2)."""
+    parser = argparse.ArgumentParser(prog="learnsched")
+    cli.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["probe", *argv])
+    try:
+        status: int = args.func(args)
+    except (ValueError, OSError) as err:
+        print(f"learnsched {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return status
+
+
+def has_gpu() -> bool:
+    try:
+        return device_count() > 0
+    except NvmlUnavailable:
+        return False
+
+
+@pytest.mark.skipif(has_gpu(), reason="this machine has a GPU; the no-GPU path cannot run")
+def test_nvml_without_gpu_exits_3_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_probe("nvml") == 3
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("learnsched probe nvml: NVML is unavailable: ")
+
+
+def test_lora_json_on_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    out = tmp_path / "profile.json"
+    assert (
+        run_probe("lora", "--device=cpu", "--shape=tiny", "--runs=3", "--json", f"--out={out}") == 0
+    )
+    summary = json.loads(capsys.readouterr().out)
+    for key in (
+        "adapter_bytes",
+        "save_ms",
+        "save_durable_ms",
+        "load_ms",
+        "first_save_ms",
+        "first_load_ms",
+    ):
+        assert summary[key] > 0
+    profile = load_cost_profile(out)
+    assert profile.mean("checkpoint_save_s") == pytest.approx(
+        sum(profile.measurements["checkpoint_save_s"].samples) / 2
+    )
+    assert profile.device is None
+    assert "learnsched" in profile.packages
+
+
+def test_lora_on_a_missing_gpu_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    torch = pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    assert run_probe("lora", "--device=cuda", "--shape=tiny", "--runs=2") == 1
+    assert "torch sees no CUDA GPU" in capsys.readouterr().err
+
+
+def test_lora_bad_rank_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    assert run_probe("lora", "--device=cpu", "--shape=tiny", "--rank=-1") == 2
+    assert "rank must be >= 1, got -1" in capsys.readouterr().err
+
+
+def test_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_probe("memory", f"--pid={os.getpid()}", "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["host"]["pss"] > 0
+    assert report["host"]["pids"][0] == os.getpid()
+    if report["device"] is None:
+        assert report["device_unavailable"].startswith("NVML is unavailable")
+
+
+def test_memory_unreadable_pid(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_probe("memory", "--pid=-5") == 2
+    assert "pid must be a positive integer, got -5" in capsys.readouterr().err
+
+
+def test_waits(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_probe("waits", "--step-ms=40", "--slice-ms=4", "--commands=8") == 0
+    table = capsys.readouterr().out
+    assert "ack delay coarse" in table
+    assert "ack delay pollable" in table
+
+
+def test_recovery_writes_ledger_and_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = free_port()
+    launch = f"{sys.executable} {SCRIPT} --engine vllm --port {port} --hold-mib 16"
+    ledger, out = tmp_path / "handoffs.jsonl", tmp_path / "profile.json"
+    status = run_probe(
+        "recovery",
+        "--engine=vllm",
+        f"--url=http://127.0.0.1:{port}",
+        f"--launch={launch}",
+        "--warm-runs=2",
+        "--parked-s=0.01",
+        "--poll-ms=10",
+        "--timeout-s=20",
+        f"--ledger={ledger}",
+        f"--out={out}",
+        "--json",
+    )
+    assert status == 0
+    runs = json.loads(capsys.readouterr().out)
+    assert [r["kind"] for r in runs] == ["cold", "warm", "warm"]
+    kinds = [r.kind for r in read_ledger(ledger)]
+    assert kinds == ["cold-recovery", "warm-recovery", "warm-recovery"]
+    profile = load_cost_profile(out)
+    assert len(profile.measurements["warm_recovery_s"].samples) == 2
+    assert profile.mean("cold_recovery_s") == runs[0]["ready_s"]
+    assert profile.mean("host_pss_parked_gib") > profile.mean("host_pss_awake_gib")
+    with pytest.raises(ValueError, match="no checkpoint_save_s; measure it with"):
+        profile.handoff_costs("warm")
+
+
+def test_recovery_unknown_engine_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run_probe("recovery", "--engine=tgi", "--url=http://127.0.0.1:1")
+    assert "invalid choice: 'tgi'" in capsys.readouterr().err
+
+
+def test_recovery_unreachable_url(capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    assert run_probe("recovery", "--engine=sglang", f"--url={url}", "--timeout-s=2") == 2
+    assert url in capsys.readouterr().err
+
+
+def test_all_runs_what_it_can_and_merges_the_profile(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    port = free_port()
+    launch = f"{sys.executable} {SCRIPT} --engine sglang --port {port}"
+    out = tmp_path / "profile.json"
+    status = run_probe(
+        "all",
+        "--device=cpu",
+        "--shape=tiny",
+        "--runs=3",
+        "--step-ms=20",
+        "--slice-ms=2",
+        "--commands=4",
+        "--engine=sglang",
+        f"--url=http://127.0.0.1:{port}",
+        f"--launch={launch}",
+        "--warm-runs=1",
+        "--parked-s=0.01",
+        "--poll-ms=10",
+        "--timeout-s=20",
+        f"--out={out}",
+    )
+    assert status == 0
+    table = capsys.readouterr().out
+    assert "save durable" in table
+    assert "warm #2" in table
+    profile = load_cost_profile(out)
+    assert profile.handoff_costs("cold").recovery_s == profile.mean("cold_recovery_s")
+    assert profile.handoff_costs("warm").save_s == profile.mean("checkpoint_save_s")

@@ -1,0 +1,127 @@
+"""Cost profile: the paper's default, a file round trip into the solver's costs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import learnsched as ls
+from learnsched.handoff import PAPER_PROFILE, CostProfile, Measurement, load_cost_profile
+
+
+def test_paper_profile_is_the_solvers_paper_costs() -> None:
+    assert PAPER_PROFILE.handoff_costs("cold") == ls.PAPER_COLD
+    assert PAPER_PROFILE.handoff_costs("warm") == ls.PAPER_WARM
+
+
+def test_file_round_trip_into_handoff_costs(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    PAPER_PROFILE.write(path)
+    loaded = load_cost_profile(path)
+    assert loaded == PAPER_PROFILE
+    assert loaded.handoff_costs("warm") == ls.PAPER_WARM
+    document = json.loads(path.read_text())
+    assert document["format"] == "learnsched-cost-profile"
+    assert document["version"] == 1
+    assert document["measurements"]["cold_recovery_s"]["unit"] == "s"
+
+
+def test_measured_profile_feeds_a_scenario() -> None:
+    profile = CostProfile(
+        measurements={
+            "checkpoint_save_s": Measurement.of((0.02, 0.04), "s", first=0.09),
+            "checkpoint_load_s": Measurement.of((0.01,), "s"),
+            "warm_recovery_s": Measurement.of((0.5, 0.7), "s"),
+            "host_pss_awake_gib": Measurement.of((4.0,), "GiB"),
+            "host_pss_parked_gib": Measurement.of((6.0,), "GiB"),
+        }
+    )
+    costs = profile.handoff_costs("warm", residency_price=0.02)
+    assert costs == ls.HandoffCosts(0.6, 2.0 * 0.02, 0.03, 0.01)
+    scenario = ls.Scenario(
+        windows=((0.0, 100.0),),
+        work_quanta=4,
+        quantum_s=5.0,
+        benefit_rate=0.5,
+        horizon_s=500.0,
+        costs=costs,
+    )
+    assert scenario.costs.recovery_s == pytest.approx(0.6)
+    with pytest.raises(
+        ValueError, match="no cold_recovery_s; measure it with `learnsched probe recovery`"
+    ):
+        profile.handoff_costs("cold")
+
+
+def test_parking_that_frees_host_memory_costs_no_residency() -> None:
+    profile = PAPER_PROFILE.merged(
+        CostProfile(
+            {"host_pss_parked_gib": Measurement.of((1.0,), "GiB")},
+            device={"name": "NVIDIA A100-80GB"},
+        )
+    )
+    assert profile.handoff_costs("warm").residency_rate == 0.0
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d.update(version=2), "version 2 is not supported"),
+        (lambda d: d.update(format="other"), "format must be"),
+        (
+            lambda d: d["measurements"].update(
+                speed={"unit": "s", "mean": 1, "samples": [], "first": None}
+            ),
+            "unknown quantity 'speed'",
+        ),
+        (lambda d: d["measurements"]["cold_recovery_s"].update(unit="ms"), "must be in s"),
+        (
+            lambda d: d["measurements"]["cold_recovery_s"].update(samples=[1.0, 2.0]),
+            "is not the mean of its samples",
+        ),
+        (lambda d: d["measurements"]["cold_recovery_s"].update(mean="fast"), "mean must be a number"),
+        (lambda d: d.update(measurements=[]), "measurements must be a JSON object"),
+    ],
+)
+def test_bad_documents_are_named(tmp_path: Path, edit: object, message: str) -> None:
+    document = PAPER_PROFILE.to_json()
+    edit(document)  # type: ignore[operator]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError, match=message):
+        load_cost_profile(path)
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(ValueError, match="recovery must be 'cold' or 'warm', got 'hot'"):
+        PAPER_PROFILE.handoff_costs("hot")
+    with pytest.raises(ValueError, match="residency_price must be >= 0"):
+        PAPER_PROFILE.handoff_costs("warm", residency_price=-1)
+    with pytest.raises(ValueError, match="different GPUs"):
+        PAPER_PROFILE.merged(CostProfile({}, device={"name": "NVIDIA H100"}))
+
+
+def test_package_imports_without_the_gpu_extra() -> None:
+    code = (
+        "import sys\n"
+        "for name in ('torch', 'safetensors', 'peft', 'pynvml', 'psutil'):\n"
+        "    sys.modules[name] = None\n"
+        "import learnsched.handoff as h\n"
+        "from learnsched.handoff import cli\n"
+        "print(h.PAPER_PROFILE.handoff_costs('cold').recovery_s)\n"
+        "try:\n"
+        "    h.synthesise_adapter(h.BASE_SHAPES['tiny'], 2)\n"
+        "except h.HandoffProbeError as err:\n"
+        "    print(err)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    lines = result.stdout.splitlines()
+    assert lines[0] == "69.988"
+    assert lines[1].startswith("torch is not installed")
+    assert "learnsched[gpu]" in lines[1]

@@ -1,0 +1,119 @@
+"""Release confirmation polls device memory until the release is really seen."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from learnsched.handoff import (
+    DeviceMemory,
+    GpuProcess,
+    NvmlUnavailable,
+    open_device,
+    wait_for_release,
+)
+
+GIB = 2**30
+
+
+class ScriptedDevice:
+    """A device whose memory is freed ``after_s`` seconds after creation (a test double)."""
+
+    def __init__(self, after_s: float, pid: int = 4242, per_process: bool = True) -> None:
+        self.freed = threading.Event()
+        self.pid = pid
+        self.per_process = per_process
+        threading.Timer(after_s, self.freed.set).start()
+
+    def memory(self) -> DeviceMemory:
+        used = 1 * GIB if self.freed.is_set() else 9 * GIB
+        return DeviceMemory(
+            total=80 * GIB, reserved=GIB, used=used, free=79 * GIB - used, version=2
+        )
+
+    def processes(self) -> list[GpuProcess]:
+        if self.freed.is_set():
+            return []
+        return [GpuProcess(self.pid, 8 * GIB if self.per_process else None)]
+
+
+def test_free_rise_is_seen_with_its_resolution() -> None:
+    device = ScriptedDevice(after_s=0.1)
+    since = time.perf_counter_ns()
+    result = wait_for_release(device, free_rise_bytes=8 * GIB, since_ns=since, poll_s=0.01)
+    assert result.condition == "free-rose"
+    assert 0.1 <= result.latency_s < 1.0
+    assert 0 < result.resolution_s < 0.1
+    assert result.memory.used == GIB
+
+
+def test_process_gone() -> None:
+    result = wait_for_release(ScriptedDevice(after_s=0.05), pid=4242, poll_s=0.01)
+    assert result.condition == "process-gone"
+    assert result.polls >= 2
+
+
+def test_floor_needs_per_process_memory() -> None:
+    device = ScriptedDevice(after_s=5, per_process=False)
+    with pytest.raises(ValueError, match="does not report per-process memory"):
+        wait_for_release(device, pid=4242, floor_bytes=GIB, poll_s=0.01)
+
+
+def test_timeout() -> None:
+    with pytest.raises(TimeoutError, match=r"device memory release: not seen within 0\.05 s"):
+        wait_for_release(ScriptedDevice(after_s=5), pid=4242, timeout_s=0.05, poll_s=0.01)
+
+
+def test_bad_arguments_are_named() -> None:
+    device = ScriptedDevice(after_s=0)
+    with pytest.raises(ValueError, match="give pid"):
+        wait_for_release(device)
+    with pytest.raises(ValueError, match="floor_bytes needs pid"):
+        wait_for_release(device, floor_bytes=1, free_rise_bytes=1)
+    with pytest.raises(ValueError, match="free_rise_bytes must be >= 0, got -1"):
+        wait_for_release(device, free_rise_bytes=-1)
+
+
+# Holds 1 GiB on the GPU until its stdin closes, then exits.
+HOLDER = (
+    "import sys, torch; b = torch.ones(2**30, dtype=torch.uint8, device='cuda'); "
+    "torch.cuda.synchronize(); print('held', flush=True); sys.stdin.read()"
+)
+
+
+@pytest.mark.gpu
+def test_real_release_after_a_child_exits() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    try:
+        device = open_device(0)
+    except NvmlUnavailable as err:
+        pytest.skip(str(err))
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    try:
+        assert child.stdout.readline() == "held\n"
+        baseline = device.memory().free
+        since = time.perf_counter_ns()
+        child.stdin.close()
+        result = wait_for_release(
+            device,
+            free_rise_bytes=GIB // 2,
+            baseline_free_bytes=baseline,
+            since_ns=since,
+            timeout_s=30,
+            poll_s=0.01,
+        )
+        assert result.condition == "free-rose"
+        assert result.latency_s > 0
+    finally:
+        child.wait(timeout=30)
+        child.stdout.close()
