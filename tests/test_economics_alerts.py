@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import tracemalloc
 
 import numpy as np
 import pytest
@@ -23,21 +24,32 @@ from learnsched.economics import (
     run_alert_experiment,
     simulate_alerts,
 )
+from learnsched.economics.alerts import _lead_grid, _selective_returns
 
 MODEL = AlertModel()
 
 
 def reference_losses(
-    d: AlertDraws, i: int, engine: list[float], pooled: list[float]
+    d: AlertDraws, i: int, engine: list[float], pooled: list[float], *, realised: bool = False
 ) -> dict[str, float]:
     """Alert ``i``'s losses, written out scalar by scalar from the module's loss model."""
-    h = MODEL.handoff_loss
+    h, mean_rate = MODEL.handoff_loss, MODEL.overflow_rate.mean
     p, burst = float(d.confidence[i]), bool(d.event[i])
     dur, lead, rate = float(d.duration_s[i]), float(d.lead_s[i]), float(d.overflow_rate[i])
-    recovery = engine[min(int(d.recovery_quantile[i] * len(engine)), len(engine) - 1)]
-    early = h + rate * min(dur, max(recovery - lead, 0.0)) if burst else h
-    reactive = h + rate * min(dur, recovery) if burst else 0.0
-    no_scaling = rate * dur if burst else 0.0
+    # Given (E, D, L): r and R averaged out, R uniform over the engine's samples.
+    late = sum(min(dur, max(r - lead, 0.0)) for r in engine) / len(engine)
+    onset = sum(min(dur, r) for r in engine) / len(engine)
+    expected = (
+        (h + mean_rate * late, h + mean_rate * onset, mean_rate * dur) if burst else (h, 0.0, 0.0)
+    )
+    if realised:
+        recovery = engine[min(int(d.recovery_quantile[i] * len(engine)), len(engine) - 1)]
+        early = h + rate * min(dur, max(recovery - lead, 0.0)) if burst else h
+        reactive = h + rate * min(dur, recovery) if burst else 0.0
+        no_scaling = rate * dur if burst else 0.0
+    else:
+        early, reactive, no_scaling = expected
+    actions = (early, reactive, no_scaling)
 
     def rule(samples: list[float]) -> float:
         benefit = float(MODEL.benefit(lead, samples))
@@ -45,25 +57,78 @@ def reference_losses(
         reacts = MODEL.reactive_waits(samples)
         return early if act else (reactive if reacts else no_scaling)
 
+    # The oracle knows E and D only: the least expected loss, scored like the others.
+    oracle = actions[min(range(3), key=lambda a: expected[a])] if burst else 0.0
     return {
         "reactive": reactive,
         "eager": early,
         "learnsched": rule(engine),
         "shared": rule(pooled),
-        "oracle": min(early, reactive, no_scaling) if burst else 0.0,
+        "oracle": oracle,
     }
 
 
-def test_vectorised_losses_match_the_scalar_reference() -> None:
-    profile = {"a": [20.0, 80.0, 35.0], "b": [5.0]}
-    pooled = [20.0, 80.0, 35.0, 5.0]
+@pytest.mark.parametrize("realised", [False, True])
+def test_vectorised_losses_match_the_scalar_reference(realised: bool) -> None:
+    profile = {"a": [20.0, 80.0, 35.0, 35.0], "b": [5.0], "c": [0.0, 200.0]}
+    pooled = [20.0, 80.0, 35.0, 35.0, 5.0, 0.0, 200.0]
     draws = draw_alerts(300, seed=7)
-    losses = alert_losses(draws, profile)
+    losses = alert_losses(draws, profile, realised=realised)
     for engine, samples in profile.items():
         for i in range(300):
-            expected = reference_losses(draws, i, samples, pooled)
+            expected = reference_losses(draws, i, samples, pooled, realised=realised)
             for rule in ALERT_RULES:
                 assert losses[engine][rule][i] == pytest.approx(expected[rule], abs=1e-9)
+
+
+def direct_benefit(lead: np.ndarray, samples: np.ndarray) -> np.ndarray:
+    """B(L) as one (lead times x samples) array: the obviously-correct, memory-hungry form."""
+    samples = np.asarray(samples, dtype=float)
+    late = np.maximum(samples - np.asarray(lead)[..., np.newaxis], 0.0)
+    missing = MODEL.duration_s.expected_min(late).mean(axis=-1)
+    wait = min(
+        MODEL.handoff_loss
+        + MODEL.overflow_rate.mean * float(MODEL.duration_s.expected_min(samples).mean()),
+        MODEL.overflow_rate.mean * MODEL.duration_s.mean,
+    )
+    return wait - (MODEL.handoff_loss + MODEL.overflow_rate.mean * missing)
+
+
+@pytest.mark.parametrize("n_samples", [1, 7, 300])
+def test_blocked_benefit_equals_the_direct_computation(n_samples: int) -> None:
+    rng = np.random.default_rng(n_samples)
+    samples = rng.lognormal(3.5, 0.8, n_samples)
+    lead = np.concatenate([draw_alerts(3000, 2).lead_s, [0.0, 0.0, 45.0, 45.0, 1e4]])
+    np.testing.assert_array_equal(MODEL.benefit(lead, samples), direct_benefit(lead, samples))
+    grid = lead[:12].reshape(3, 4)  # any shape, as before
+    np.testing.assert_array_equal(MODEL.benefit(grid, samples), direct_benefit(grid, samples))
+    assert MODEL.benefit(30.0, samples).shape == ()
+
+
+@pytest.mark.parametrize("grid_size", [2, 3, 64, 2048, 5000])
+@pytest.mark.parametrize("samples", [[34.7], [0.0], [1e6], [5.0, 20.0, 35.0, 80.0, 300.0]])
+def test_bracketed_decisions_equal_pricing_every_alert(
+    grid_size: int, samples: list[float]
+) -> None:
+    draws = draw_alerts(5000, 9)
+    direct = draws.confidence > return_threshold(
+        direct_benefit(draws.lead_s, np.asarray(samples)), MODEL.false_alarm_cost
+    )
+    grid = _lead_grid(draws.lead_s, grid_size)
+    assert (grid.cell is None) == (grid_size >= 5000)
+    decided = _selective_returns(draws, np.asarray(samples), MODEL, grid)
+    np.testing.assert_array_equal(decided, direct)
+
+
+def test_many_recovery_samples_stay_in_bounded_memory() -> None:
+    samples = np.random.default_rng(0).lognormal(3.5, 0.6, 400)
+    tracemalloc.start()
+    try:
+        simulate_alerts(100_000, 0, {"a": samples, "b": samples[:200]})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 60e6  # alerts x samples float64 would be 320 MB for "a" alone
 
 
 def test_draws_are_reproducible_and_shared() -> None:
@@ -113,6 +178,33 @@ def test_oracle_bound_holds_per_seed_in_the_experiment() -> None:
                 assert oracle <= other
 
 
+def test_oracle_knows_the_event_and_duration_only() -> None:
+    # With R = 0 returning costs h and recovers at once; the oracle rides out a burst
+    # without scaling iff E[r]*D < h, whatever the drawn r (it does not know it).
+    draws = draw_alerts(50_000, 3)
+    realised = alert_losses(draws, {"instant": [0.0]}, realised=True)["instant"]["oracle"]
+    h, mean_rate = MODEL.handoff_loss, MODEL.overflow_rate.mean
+    rides = draws.event & (mean_rate * draws.duration_s < h)
+    assert rides.any()
+    np.testing.assert_array_equal(
+        realised, np.where(rides, draws.overflow_rate * draws.duration_s, draws.event * h)
+    )
+    # Alert by alert it can then lose more than always returning (it did not know r) ...
+    eager = alert_losses(draws, {"instant": [0.0]}, realised=True)["instant"]["eager"]
+    assert (realised > eager).any()
+
+
+def test_realised_scoring_is_unbiased_and_the_oracle_bounds_it_in_expectation() -> None:
+    draws = draw_alerts(400_000, 5)
+    expected = alert_losses(draws)
+    realised = alert_losses(draws, realised=True)
+    for engine, rules in realised.items():
+        for rule, loss in rules.items():
+            mean, error = loss.mean(), 4 * loss.std() / np.sqrt(loss.size)
+            assert expected[engine][rule].mean() == pytest.approx(mean, abs=error)
+            assert rules["oracle"].mean() <= mean
+
+
 # Fig. 10(a) / Section 6.3, s-eq./alert; the paper's recovery samples are not published.
 PAPER_FIG10 = {
     "vllm": {
@@ -138,7 +230,8 @@ def test_paper_defaults_rank_and_approach_fig10() -> None:
         m = {rule: s.mean for rule, s in stats.items()}
         assert m["reactive"] > m["eager"] > m["shared"] >= m["learnsched"] > m["oracle"]
         for rule, paper in PAPER_FIG10[engine].items():
-            assert m[rule] == pytest.approx(paper, abs=1.4)
+            # Without the paper's recovery samples every mean lies 0.5-1.4 below its figure.
+            assert paper - 1.4 < m[rule] < paper
 
 
 def test_single_engine_shared_equals_learnsched() -> None:

@@ -143,6 +143,30 @@ def test_payback_is_the_fewest_uses_that_strictly_pay(build: int, call: int) -> 
 
 
 @pytest.mark.parametrize(
+    ("build", "call", "uses"),
+    [
+        (0.3, 0.1, 4),  # 0.3/0.1 is 2.9999999999999996 in floats: 3 uses only tie
+        (0.6, 0.2, 4),
+        (0.7, 0.1, 8),
+        (1.1, 0.1, 12),
+        (4.35, 1.45, 4),
+        (76.9 * 5, 76.9, 6),  # 384.5 = 5 * 76.9 exactly in decimals
+        (0.30000000000000004, 0.1, 4),  # just above the tie: still 4
+        (0.2999999999999999, 0.1, 3),  # just below the tie: 3 pay
+    ],
+)
+def test_payback_ties_are_exact_for_decimal_inputs(build: float, call: float, uses: int) -> None:
+    assert payback_uses(build, call) == uses
+
+
+@given(build=st.integers(0, 10**6), call=st.integers(1, 10**4), places=st.integers(0, 6))
+def test_payback_is_exact_for_decimals(build: int, call: int, places: int) -> None:
+    # C and c with `places` decimals: the answer is that of the integers build and call.
+    scale = 10**places
+    assert payback_uses(build / scale, call / scale) == build // call + 1
+
+
+@pytest.mark.parametrize(
     ("build", "call", "match"),
     [(-1.0, 1.0, "construction_cost"), (1.0, 0.0, "use_cost"), (1.0, math.nan, "use_cost")],
 )

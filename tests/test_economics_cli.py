@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.economics.cli import register
+from learnsched.economics import TABLE_B1
+from learnsched.economics.cli import DEFAULT_BASELINE, register
+
+GOLDEN = Path(__file__).parent / "golden"
 
 PAPER_KEYS = {
     "payback_uses_gpu",
@@ -86,6 +89,69 @@ def test_utility(capsys: pytest.CaptureFixture[str]) -> None:
     assert "21830.529" in out
     assert "28.24%" in out
     assert "1.9868" in out
+
+
+@pytest.mark.parametrize("demand", sorted(TABLE_B1))
+def test_utility_defaults_work_for_every_demand_pattern(
+    demand: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, out = run(["econ", "utility", "--demand", demand, "--json"], capsys)
+    data = json.loads(out)
+    assert status == 0
+    assert data["better"] == "learnsched"
+    assert data["baseline"] == DEFAULT_BASELINE[demand]
+    assert data["baseline"] in TABLE_B1[demand]
+    status, out = run(["econ", "utility", "--demand", demand], capsys)
+    assert status == 0
+    assert f"learnsched over {DEFAULT_BASELINE[demand]} ({demand})" in out
+
+
+def test_default_baselines() -> None:
+    # Sustained demand has no Cal.* ledger: the paper compares with Window there (App. B.1).
+    assert DEFAULT_BASELINE == {"sustained": "window", "stopped": "calendar", "sparse": "calendar"}
+
+
+def test_explicit_baseline_overrides_the_default(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = run(["econ", "utility", "--demand", "sustained", "--baseline", "never"], capsys)
+    assert "learnsched over never (sustained)" in out
+    assert "118W + 48904" in out  # 118 more answers, 48904 fewer tokens
+
+
+GOLDEN_COMMANDS = {
+    "econ_breakeven.txt": "econ breakeven --arrival-rate 2 --use-fraction 0.5 --unit-value 1 "
+    "--horizon 1000 --build-time 100 --cost 300 --start 100 --payback 378.3 76.9",
+    "econ_breakeven_never.txt": "econ breakeven --arrival-rate 2 --use-fraction 0.5 "
+    "--unit-value 0 --horizon 1000 --build-time 100 --cost 300 --start 700",
+    "econ_wait.txt": "econ wait --cost-now 170.092 --cost-wait 99.988 --publish-now 325.048 "
+    "--publish-wait 330 --benefit-rate 0.25",
+    "econ_utility_sustained.txt": "econ utility --demand sustained",
+    "econ_utility_stopped.txt": "econ utility --demand stopped --value 4000",
+    "econ_utility_sparse.txt": "econ utility --demand sparse",
+    "econ_utility_guidance.txt": "econ utility --guidance --value 100",
+    "econ_paper.txt": "econ paper",
+}
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_COMMANDS))
+def test_text_output_matches_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = run(GOLDEN_COMMANDS[name].split(), capsys)
+    assert status == 0
+    assert out == (GOLDEN / name).read_text()
+
+
+JSON_COMMANDS = [
+    *(command + " --json" for command in GOLDEN_COMMANDS.values()),
+    "econ alerts --n 500 --repeats 2 --json",
+]
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS)
+def test_json_output_is_indented_like_the_rest_of_the_cli(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = run(command.split(), capsys)
+    assert out == json.dumps(json.loads(out), indent=2) + "\n"  # as `learnsched solve --json`
+    assert out.startswith('{\n  "')
 
 
 def test_alerts_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,3 +112,38 @@ def test_robust_rule_reduces_to_the_plain_rule_at_zero_error() -> None:
 def test_rejects(call: object, match: str) -> None:
     with pytest.raises(ValueError, match=match):
         call()  # type: ignore[operator]
+
+
+FALSE_ALARM_USERS = {
+    "wait_return_losses": lambda c_f: wait_return_losses(0.5, 10.0, 5.0, c_f),
+    "early_advantage": lambda c_f: early_advantage(0.5, 3.0, c_f),
+    "returns_early": lambda c_f: returns_early(0.5, 3.0, c_f),
+    "return_threshold": lambda c_f: return_threshold(3.0, c_f),
+    "threshold_sensitivity": lambda c_f: threshold_sensitivity(3.0, c_f),
+    "robust_returns_early": lambda c_f: robust_returns_early(0.5, 3.0, c_f, 0.1),
+}
+
+
+@pytest.mark.parametrize("function", sorted(FALSE_ALARM_USERS))
+@pytest.mark.parametrize(
+    ("c_f", "match"),
+    [
+        (-3.0, "false_alarm_cost must be > 0, got -3.0"),
+        (0.0, "false_alarm_cost must be > 0, got 0.0"),
+        ([1.0, 0.0], "false_alarm_cost must be > 0, got 0.0"),
+        (math.nan, "false_alarm_cost must be finite"),
+        (math.inf, "false_alarm_cost must be finite"),
+    ],
+)
+def test_every_function_requires_a_positive_false_alarm_cost(
+    function: str, c_f: object, match: str
+) -> None:
+    # App. C.1 assumes C_f > 0 throughout; one check (_false_alarm) enforces it everywhere.
+    with pytest.raises(ValueError, match=match):
+        FALSE_ALARM_USERS[function](c_f)
+    FALSE_ALARM_USERS[function](1e-9)  # any positive cost is accepted
+
+
+def test_wait_return_losses_example() -> None:
+    q_w, q_a = wait_return_losses(0.5, 10.0, 5.0, 3.0)
+    assert (float(q_w), float(q_a)) == (5.0, 4.0)

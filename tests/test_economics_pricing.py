@@ -96,10 +96,27 @@ def test_charged_cost_rejects_negative(name: str) -> None:
         charged_cost(**parts)
 
 
-def test_describe_signs() -> None:
-    assert UtilityLine(2, -5).describe() == "2W + 5"
-    assert UtilityLine(1, 0).describe() == "W"
-    assert UtilityLine(-1, 2).describe() == "-1W - 2"
+@pytest.mark.parametrize(
+    ("dq", "dc", "text"),
+    [
+        (1, 3124, "W - 3124"),
+        (-1, 5, "-W - 5"),
+        (-1, -5, "-W + 5"),
+        (2, -1, "2W + 1"),
+        (2, -5, "2W + 5"),
+        (-3, 0, "-3W"),
+        (1, 0, "W"),
+        (-1, 0, "-W"),
+        (0, 1660, "-1660"),
+        (0, -7, "7"),
+        (0, 0, "0"),
+        (0, -0.0, "0"),
+        (0.5, 2.25, "0.5W - 2.25"),
+        (4, 1234567, "4W - 1234567"),
+    ],
+)
+def test_describe(dq: float, dc: float, text: str) -> None:
+    assert UtilityLine(dq, dc).describe() == text
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -131,7 +132,10 @@ def payback_uses(construction_cost: float, use_cost: float) -> int:
     """Fewest uses whose avoided cost strictly exceeds the construction cost (Fig. 13).
 
     Each use replaces one call of cost ``c`` at no additional use cost, so ``n`` uses pay
-    back ``C`` iff ``n*c > C``, i.e. ``n = floor(C/c) + 1``.
+    back ``C`` iff ``n*c > C``, i.e. ``n = floor(C/c) + 1``; an exact multiple only ties
+    and needs one use more. Both costs are taken as the decimals they print as (``0.3`` is
+    3/10, not the nearest binary float), and the quotient is exact, so
+    ``payback_uses(0.3, 0.1) == 4`` where float division would round ``0.3/0.1`` down.
 
     Parameters
     ----------
@@ -140,9 +144,14 @@ def payback_uses(construction_cost: float, use_cost: float) -> int:
     use_cost
         Cost ``c`` of one replaced service call (> 0), same unit.
     """
-    build = nonnegative("construction_cost", construction_cost)
-    call = positive("use_cost", use_cost)
-    return math.floor(build / call) + 1  # Section 6.4: floor(C/c) + 1
+    build = _decimal(nonnegative("construction_cost", construction_cost))
+    call = _decimal(positive("use_cost", use_cost))
+    return math.floor(build / call) + 1  # Section 6.4: floor(C/c) + 1, in exact arithmetic
+
+
+def _decimal(value: float) -> Fraction:
+    """The exact rational of ``value``'s shortest decimal representation (``repr``)."""
+    return Fraction(repr(value))
 
 
 @dataclass(frozen=True)

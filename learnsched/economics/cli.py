@@ -22,6 +22,11 @@ __all__ = ["register"]
 
 Row = tuple[str, str]
 
+# Policy Q of ``econ utility --demand`` when --baseline is not given. The paper compares
+# LearnSched with Window under sustained demand (App. B.1: 847 tokens, 7 answers), where
+# Cal.* was not run, and with Cal.* under stopped and sparse demand (Eq. B.2).
+DEFAULT_BASELINE = {"sustained": "window", "stopped": "calendar", "sparse": "calendar"}
+
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``econ`` sub-command and its own sub-commands to ``commands``."""
@@ -77,7 +82,10 @@ def _add_utility(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         "--guidance", action="store_true", help="the Fig. 12(b) guidance ledger (App. B.2)"
     )
     parser.add_argument("--better", default="learnsched", help="policy P, with --demand")
-    parser.add_argument("--baseline", default="calendar", help="policy Q, with --demand")
+    parser.add_argument(
+        "--baseline",
+        help="policy Q, with --demand (default: window for sustained, calendar otherwise)",
+    )
     parser.add_argument("--value", type=float, default=0.0, help="W, tokens per timely answer")
     parser.add_argument(
         "--alpha",
@@ -185,11 +193,12 @@ def run_utility(args: argparse.Namespace) -> int:
             ("positive iff alpha <", f"{data['alpha_boundary']:.4f}"),
         ]
         return _emit(args, data, rows)
-    line = table_b1_utility(args.demand, args.better, args.baseline)
+    baseline = DEFAULT_BASELINE[args.demand] if args.baseline is None else args.baseline
+    line = table_b1_utility(args.demand, args.better, baseline)
     data = {
         "demand": args.demand,
         "better": args.better,
-        "baseline": args.baseline,
+        "baseline": baseline,
         "dq": line.dq,
         "dc": line.dc,
         "utility": line.describe(),
@@ -198,14 +207,24 @@ def run_utility(args: argparse.Namespace) -> int:
     }
     breakeven = line.breakeven_value
     rows = [
-        ("comparison", f"{args.better} over {args.baseline} ({args.demand})"),
+        ("comparison", f"{args.better} over {baseline} ({args.demand})"),
         ("extra timely correct dQ", f"{line.dq:g}"),
         ("extra cost dC", f"{line.dc:g}"),
         ("dU(W)", line.describe()),
-        ("break-even W", "none (dQ = 0)" if breakeven is None else f"{breakeven:g}"),
+        ("break-even W", _breakeven_text(line.dq, breakeven, args.better)),
         (f"dU({args.value:g})", f"{data['utility_at_value']:g}"),
     ]
     return _emit(args, data, rows)
+
+
+def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
+    """The break-even ``W``, saying so when it is negative and so never reached (W >= 0)."""
+    if breakeven is None:
+        return "none (dQ = 0)"
+    if breakeven >= 0:
+        return f"{breakeven + 0.0:g}"  # + 0.0: -0.0 prints as 0
+    verdict = "better" if dq > 0 else "worse"
+    return f"{breakeven:g} (below 0: {better} is {verdict} at every W >= 0)"
 
 
 def _read_profile(path: str) -> dict[str, Any]:

@@ -41,12 +41,12 @@ def wait_return_losses(
     return_cost
         ``C_a(L)``: mean loss of returning early under a true burst, s-eq.
     false_alarm_cost
-        ``C_f``: mean extra loss of returning early on a false alarm, s-eq.
+        ``C_f > 0``: mean extra loss of returning early on a false alarm, s-eq.
     """
     p = values("confidence", confidence, low=0.0, high=1.0)
     c_w = values("wait_cost", wait_cost)
     c_a = values("return_cost", return_cost)
-    c_f = values("false_alarm_cost", false_alarm_cost)
+    c_f = _false_alarm(false_alarm_cost)
     broadcastable(confidence=p, wait_cost=c_w, return_cost=c_a, false_alarm_cost=c_f)
     # Eq. C.1: Q_w = p*C_w, Q_a = p*C_a(L) + (1 - p)*C_f
     return p * c_w, p * c_a + (1 - p) * c_f
@@ -57,11 +57,12 @@ def early_advantage(
 ) -> FloatArray:
     """``D(p) = Q_w - Q_a = p*B(L) - (1 - p)*C_f``, s-eq. (Eqs. C.2, C.4).
 
-    ``benefit`` is ``B(L) = C_w - C_a(L)``, the loss avoided by acting early on a true burst.
+    ``benefit`` is ``B(L) = C_w - C_a(L)``, the loss avoided by acting early on a true burst;
+    ``false_alarm_cost`` is ``C_f > 0``.
     """
     p = values("confidence", confidence, low=0.0, high=1.0)
     b = values("benefit", benefit)
-    c_f = values("false_alarm_cost", false_alarm_cost, low=0.0)
+    c_f = _false_alarm(false_alarm_cost)
     broadcastable(confidence=p, benefit=b, false_alarm_cost=c_f)
     return p * b - (1 - p) * c_f
 
@@ -136,6 +137,7 @@ def robust_returns_early(
 
 
 def _false_alarm(false_alarm_cost: npt.ArrayLike) -> FloatArray:
+    """``C_f`` checked once for every function: finite and > 0 (App. C.1 requires it)."""
     c_f = values("false_alarm_cost", false_alarm_cost)
     if (c_f <= 0).any():
         raise ValueError(f"false_alarm_cost must be > 0, got {float(c_f[c_f <= 0].flat[0])!r}")

@@ -107,14 +107,27 @@ class UtilityLine:
         return None if self.dq == 0 else self.dc / self.dq
 
     def describe(self) -> str:
-        """The line as the paper prints it, e.g. ``W - 3124`` or ``-1660``."""
+        """The line as the paper prints it: ``W - 3124``, ``-1660``, ``-W - 5``, ``2W + 1``.
+
+        A unit slope prints as ``W`` or ``-W``, a zero term is left out (``0`` when both
+        are), and integral numbers print without a decimal point.
+        """
         if self.dq == 0:
-            return f"{-self.dc:g}"
-        slope = "W" if self.dq == 1 else f"{self.dq:g}W"
+            return _plain(-self.dc)
+        slope = {1.0: "W", -1.0: "-W"}.get(self.dq, f"{_plain(self.dq)}W")
         if self.dc == 0:
             return slope
         sign = "-" if self.dc > 0 else "+"
-        return f"{slope} {sign} {abs(self.dc):g}"
+        return f"{slope} {sign} {_plain(abs(self.dc))}"
+
+
+def _plain(value: float) -> str:
+    """``value`` as written by hand: ``3124``, ``-0.5``, ``0`` (never ``-0`` or ``1e+06``)."""
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return repr(value)
 
 
 def incremental_utility(better: Ledger, baseline: Ledger) -> UtilityLine:
