@@ -1,8 +1,11 @@
-"""Benchmarks of learnsched.capacity: the O(n) feasibility scan against the O(n^2) pure-Python
-reference (Eq. 6), and replay throughput in requests per second.
+"""Benchmarks of learnsched.capacity against pure-Python baselines, each pair in one group:
+the O(n) feasibility scan against the O(n^2) reference (Eq. 6), replay throughput against
+the request-by-request reference replay, and the per-segment lendable schedule against
+bisecting every segment with full rescans.
 
 Run with ``pytest bench/test_bench_capacity.py --benchmark-only`` from the repository root;
-pyproject's ``pythonpath = ["tests"]`` makes the reference in tests/ importable.
+pyproject's ``pythonpath = ["tests"]`` makes the references in tests/ importable. Every
+benchmark checks its answer, and all of them also run under ``--benchmark-disable``.
 """
 
 from __future__ import annotations
@@ -13,19 +16,30 @@ import pytest
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from learnsched.capacity import (
+    DEFAULT_RESOLUTION,
+    DEFAULT_TOLERANCE,
     AIMDConfig,
     RateProfile,
     Trace,
     check_feasibility,
+    lend,
+    max_share_schedule,
+    next_share,
     replay,
 )
 
 RATE = 45.0  # work/s
 BUDGET_S = 1.2
 OVERSIZED = 60.0  # one request needing more work than a budget's service (54)
-SCAN_SIZES = [1_000, 10_000, 100_000, 1_000_000]
-REFERENCE_SIZES = [1_000]  # 10^4 would take minutes: the reference is O(n^2) in Python
-REPLAY_SIZES = [100_000, 1_000_000]
+# Geometric sizes; the two kernels share 250-2000 so the curves overlap. The reference is
+# O(n^2) in Python (2000 requests: about 2 s a round), the scan O(n log m).
+REFERENCE_SIZES = [250, 500, 1_000, 2_000]
+SCAN_SIZES = [*REFERENCE_SIZES, 10_000, 100_000, 1_000_000]
+REPLAY_REFERENCE_SIZES = [500, 1_000, 2_000]  # brute force per period: O(periods * n)
+REPLAY_SIZES = [*REPLAY_REFERENCE_SIZES, 100_000, 1_000_000]
+SCHEDULE_SEGMENTS = 100
+SCHEDULE_REFERENCE_SIZES = [1_000, 10_000]  # 100 segments x ~40 full scans each
+SCHEDULE_SIZES = [*SCHEDULE_REFERENCE_SIZES, 100_000, 1_000_000]
 
 
 def steady_trace(n: int) -> Trace:
@@ -37,10 +51,26 @@ def steady_trace(n: int) -> Trace:
     return Trace(arrival, work, arrival + BUDGET_S)
 
 
+def poisson_trace(n: int, tokens: bool = False) -> Trace:
+    """Poisson arrivals at 40 req/s, work ~ U(0.5, 1.5), 1.2 s budgets."""
+    rng = np.random.default_rng(0)
+    arrival = np.cumsum(rng.exponential(1 / 40, n))
+    work = rng.uniform(0.5, 1.5, n)
+    if not tokens:
+        return Trace(arrival, work, arrival + BUDGET_S)
+    prompts = rng.integers(0, 2048, n).astype(np.float64)
+    return Trace(arrival, work, arrival + BUDGET_S, prompts, np.full(n, 64.0))
+
+
 def assert_scan(slack: np.ndarray, first: int | None, n: int) -> None:
     assert first == n // 2
     assert float(slack.min()) == pytest.approx(RATE * BUDGET_S - OVERSIZED)
     assert float(slack[: n // 2].min()) == pytest.approx(RATE * BUDGET_S - 1.0)
+
+
+def record_rate(benchmark: BenchmarkFixture, n: int) -> None:
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        benchmark.extra_info["requests_per_s"] = n / benchmark.stats.stats.median
 
 
 @pytest.mark.benchmark(group="feasibility scan (Eq. 6)")
@@ -61,15 +91,75 @@ def test_scan_python_reference(benchmark: BenchmarkFixture, n: int) -> None:
     assert_scan(np.array(slack), ref.first_violation(slack), n)
 
 
+REPLAY_CONFIG = AIMDConfig()
+
+
+def python_replay(trace: Trace) -> tuple[list[float], list[float]]:
+    """The reference replay with the same AIMD rule and periods as ``replay``'s defaults."""
+    periods = max(1, int(np.ceil((trace.deadline.max() - trace.arrival[0]) / 0.1)))
+    return ref.replay(
+        trace.arrival.tolist(),
+        trace.work.tolist(),
+        [0.0] * len(trace),
+        rate=RATE,
+        period_s=0.1,
+        periods=periods,
+        rate_window_s=1.0,
+        next_share=lambda share, rate, backlog: next_share(REPLAY_CONFIG, share, rate, backlog),
+        initial_share=REPLAY_CONFIG.initial_share,
+        admits=lambda in_flight, count: True,
+    )
+
+
 @pytest.mark.benchmark(group="replay throughput")
 @pytest.mark.parametrize("n", REPLAY_SIZES)
 def test_replay_aimd(benchmark: BenchmarkFixture, n: int) -> None:
-    rng = np.random.default_rng(0)
-    arrival = np.cumsum(rng.exponential(1 / 40, n))
-    trace = Trace(arrival, rng.uniform(0.5, 1.5, n), arrival + BUDGET_S)
-    result = benchmark(replay, trace, RateProfile.constant(RATE), AIMDConfig())
+    trace = poisson_trace(n)
+    result = benchmark(replay, trace, RateProfile.constant(RATE), REPLAY_CONFIG)
     assert result.finish.shape == (n,)
     assert np.all(result.finish >= trace.arrival)
     assert 0.0 < result.background_progress < RATE * result.duration_s
-    if not benchmark.disabled:  # no timings under --benchmark-disable
-        benchmark.extra_info["requests_per_s"] = n / benchmark.stats.stats.median
+    record_rate(benchmark, n)
+
+
+@pytest.mark.benchmark(group="replay throughput")
+@pytest.mark.parametrize("n", REPLAY_REFERENCE_SIZES)
+def test_replay_python_reference(benchmark: BenchmarkFixture, n: int) -> None:
+    trace = poisson_trace(n)
+    finish, shares = benchmark.pedantic(python_replay, (trace,), rounds=3, iterations=1)
+    expected = replay(trace, RateProfile.constant(RATE), REPLAY_CONFIG)
+    np.testing.assert_allclose(shares, expected.shares, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(finish, expected.finish, rtol=1e-9, atol=1e-9)
+    record_rate(benchmark, n)
+
+
+def schedule_profile(trace: Trace) -> RateProfile:
+    """100 equal segments of 60 work/s over the trace: about a third is lendable."""
+    edges = np.linspace(0.0, float(trace.arrival[-1]), SCHEDULE_SEGMENTS)
+    return RateProfile(edges, np.full(SCHEDULE_SEGMENTS, 60.0))
+
+
+@pytest.mark.benchmark(group="lendable schedule (100 segments)")
+@pytest.mark.parametrize("n", SCHEDULE_SIZES)
+def test_schedule_windowed(benchmark: BenchmarkFixture, n: int) -> None:
+    trace = poisson_trace(n)
+    capacity = schedule_profile(trace)
+    shares = benchmark.pedantic(max_share_schedule, (trace, capacity), rounds=3, iterations=1)
+    assert shares is not None
+    assert shares.shape == (SCHEDULE_SEGMENTS,)
+    assert check_feasibility(trace, lend(capacity, shares)).feasible
+    assert np.all((shares >= 0.0) & (shares <= 1.0))
+    assert float(shares.mean()) > 0.2  # 40 of 60 work/s is busy on average
+
+
+@pytest.mark.benchmark(group="lendable schedule (100 segments)")
+@pytest.mark.parametrize("n", SCHEDULE_REFERENCE_SIZES)
+def test_schedule_full_rescan_reference(benchmark: BenchmarkFixture, n: int) -> None:
+    trace = poisson_trace(n)
+    capacity = schedule_profile(trace)
+    args = (trace, capacity, DEFAULT_TOLERANCE, DEFAULT_RESOLUTION)
+    shares = benchmark.pedantic(ref.max_share_schedule_bisect, args, rounds=1, iterations=1)
+    assert shares is not None
+    fast = max_share_schedule(trace, capacity)
+    assert fast is not None
+    np.testing.assert_allclose(fast, shares, rtol=0, atol=1e-6)

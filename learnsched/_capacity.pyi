@@ -17,6 +17,17 @@ def feasibility_scan(
     tolerance: float,
     slack: _F,
 ) -> int: ...
+def scan_window(
+    arrival: _F,
+    work: _F,
+    deadline: _F,
+    starts: _F,
+    rates: _F,
+    cum: _F,
+    before: float,
+    best: float,
+    slack: _F,
+) -> float: ...
 def replay(
     arrival: _F,
     work: _F,

@@ -1,9 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, autotestdict=False
 """Array kernels of learnsched.capacity: feasibility scan, fluid replay, empirical tail.
 
-Private: learnsched.capacity validates every argument (sorted, finite, equal lengths,
-non-negative rates) before calling in, which is why bounds and negative-index checks are
-off. Each kernel releases the GIL only around its loop, after the arguments are typed.
+Private, but callable directly: every kernel checks its lengths and scalar preconditions
+at the top (O(1), raising ValueError naming the argument) and rejects None arrays, so the
+loops below never index out of bounds whatever they are given; that is why Cython's
+per-access bounds and negative-index checks are off. What the kernels cannot check in O(1)
+(sorted arrivals and starts, finite values, deadlines after arrivals) is validated by
+learnsched.capacity; violating it gives meaningless numbers, never an out-of-bounds read
+or an endless loop. Each kernel releases the GIL only around its loop, after the
+arguments are typed and checked.
 
 A service-rate profile is three arrays of length m >= 1: ``starts`` (strictly increasing,
 s), ``rates`` (>= 0, work/s; rate j holds on [starts[j], starts[j+1]), the first rate also
@@ -11,7 +16,52 @@ before starts[0] and the last one forever) and ``cum``, the cumulative service
 G(starts[j]) with G(starts[0]) = 0.
 """
 
-from libc.math cimport INFINITY
+from libc.math cimport INFINITY, isfinite
+
+
+cdef int _same_length(str name, Py_ssize_t length, str reference, Py_ssize_t expected) except -1:
+    if length != expected:
+        raise ValueError(f"{name} has {length} entries but {reference} has {expected}")
+    return 0
+
+
+cdef int _check_profile(
+    const double[::1] starts, const double[::1] rates, const double[::1] cum
+) except -1:
+    if starts.shape[0] == 0:
+        raise ValueError("starts must have at least one entry, got none")
+    _same_length("rates", rates.shape[0], "starts", starts.shape[0])
+    _same_length("cum", cum.shape[0], "starts", starts.shape[0])
+    return 0
+
+
+cdef int _check_requests(
+    const double[::1] arrival, const double[::1] work, const double[::1] deadline,
+    const double[::1] slack,
+) except -1:
+    cdef Py_ssize_t n = arrival.shape[0]
+    _same_length("work", work.shape[0], "arrival", n)
+    _same_length("deadline", deadline.shape[0], "arrival", n)
+    _same_length("slack", slack.shape[0], "arrival", n)
+    return 0
+
+
+cdef int _check_at_least(str name, double value, double low) except -1:
+    if not value >= low:  # also rejects NaN
+        raise ValueError(f"{name} must be >= {low:g}, got {value!r}")
+    return 0
+
+
+cdef int _check_fraction(str name, double value) except -1:
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must be in [0, 1], got {value!r}")
+    return 0
+
+
+cdef int _check_positive_finite(str name, double value) except -1:
+    if not (isfinite(value) and value > 0.0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return 0
 
 
 cdef inline Py_ssize_t _segment(const double[::1] starts, double t) noexcept nogil:
@@ -55,14 +105,19 @@ cdef inline double _service_inverse(
 
 
 def feasibility_scan(
-    const double[::1] arrival, const double[::1] work, const double[::1] deadline,
-    const double[::1] starts, const double[::1] rates, const double[::1] cum,
-    double tolerance, double[::1] slack,
+    const double[::1] arrival not None, const double[::1] work not None,
+    const double[::1] deadline not None, const double[::1] starts not None,
+    const double[::1] rates not None, const double[::1] cum not None,
+    double tolerance, double[::1] slack not None,
 ) -> int:
     """Eq. 6 in O(n log m): fill slack[i] = min over k <= i of the spare service on
     [a_k, d_i]; return the first i with slack[i] < -tolerance, or -1."""
+    _check_requests(arrival, work, deadline, slack)
+    _check_profile(starts, rates, cum)
+    _check_at_least("tolerance", tolerance, 0.0)
     cdef Py_ssize_t i, first = -1
     cdef double before = 0.0, best = INFINITY, through, s
+    # Lengths checked above; pure C from here on.
     with nogil:
         for i in range(arrival.shape[0]):
             # sum_{j=k..i} w_j <= G(d_i) - G(a_k)  <=>  W_i - G(d_i) <= W_{k-1} - G(a_k),
@@ -75,6 +130,37 @@ def feasibility_scan(
                 first = i
             before = through
     return first
+
+
+def scan_window(
+    const double[::1] arrival not None, const double[::1] work not None,
+    const double[::1] deadline not None, const double[::1] starts not None,
+    const double[::1] rates not None, const double[::1] cum not None,
+    double before, double best, double[::1] slack not None,
+) -> float:
+    """:func:`feasibility_scan` over a window of requests that continues a longer trace.
+
+    ``before`` is the work of the requests ahead of the window (W_{lo-1}) and ``best`` the
+    running minimum of W_{k-1} - G(a_k) over them (INFINITY for none). Fills slack for
+    the window's requests exactly as the full scan would, and returns the running minimum
+    after the window's last request.
+    """
+    _check_requests(arrival, work, deadline, slack)
+    _check_profile(starts, rates, cum)
+    if not isfinite(before):
+        raise ValueError(f"before must be finite, got {before!r}")
+    if best != best:
+        raise ValueError("best must not be NaN")
+    cdef Py_ssize_t i
+    cdef double through
+    # Lengths checked above; pure C from here on.
+    with nogil:
+        for i in range(arrival.shape[0]):
+            best = min(best, before - _service(starts, rates, cum, arrival[i]))  # Eq. 6
+            through = before + work[i]
+            slack[i] = _service(starts, rates, cum, deadline[i]) - through + best
+            before = through
+    return best
 
 
 cdef inline double _next_share(
@@ -90,28 +176,54 @@ cdef inline double _next_share(
 
 
 def replay(
-    const double[::1] arrival, const double[::1] work, const double[::1] estimate,
-    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    const double[::1] arrival not None, const double[::1] work not None,
+    const double[::1] estimate not None, const double[::1] starts not None,
+    const double[::1] rates not None, const double[::1] cum not None,
     double start_s, double period_s, double rate_window_s,
     double share, double step, double factor, double min_share, double max_share,
     double burst_rate, double pressure_limit_s,
     int admission_kind, double admission_limit, double stage_estimate,
-    double[::1] finish, double[::1] shares,
+    double[::1] finish not None, double[::1] shares not None,
 ) -> float:
     """Replay a trace through a FIFO fluid queue beside a background share.
 
     Each control period [t, t + period_s) the background holds a constant share of the
     service rate, chosen from the arrival rate over the last rate_window_s and the backlog
-    (its drain time at the full rate, s); an admission rule (0 none, 1 work budget,
-    2 count threshold) may keep it at zero. Writes finish for each request that completes
+    (its drain time at the full rate, s); an admission rule may keep it at zero:
+    0 none, 1 work budget (in-flight estimates + stage_estimate <= admission_limit),
+    2 count threshold (requests in flight before the stage <= admission_limit). Writes finish for each request that completes
     (pass it filled with INFINITY) and shares per period; returns the background's
     service, work.
     """
     cdef Py_ssize_t n = arrival.shape[0], k, head = 0, nxt = 0, window = 0
+    _same_length("work", work.shape[0], "arrival", n)
+    _same_length("estimate", estimate.shape[0], "arrival", n)
+    _same_length("finish", finish.shape[0], "arrival", n)
+    _check_profile(starts, rates, cum)
+    if not isfinite(start_s):  # a NaN period end would never be reached
+        raise ValueError(f"start_s must be finite, got {start_s!r}")
+    _check_positive_finite("period_s", period_s)
+    _check_positive_finite("rate_window_s", rate_window_s)
+    _check_at_least("step", step, 0.0)
+    for name, value in (("share", share), ("factor", factor), ("min_share", min_share),
+                        ("max_share", max_share)):
+        _check_fraction(name, value)
+    if min_share > max_share:
+        raise ValueError(f"min_share must be <= max_share, got {min_share!r} > {max_share!r}")
+    if burst_rate != burst_rate:
+        raise ValueError("burst_rate must not be NaN")
+    if pressure_limit_s != pressure_limit_s:
+        raise ValueError("pressure_limit_s must not be NaN")
+    if admission_kind not in (0, 1, 2):
+        raise ValueError(f"admission_kind must be 0, 1 or 2, got {admission_kind!r}")
+    if admission_limit != admission_limit:
+        raise ValueError("admission_limit must not be NaN")
+    _check_at_least("stage_estimate", stage_estimate, 0.0)
     cdef double t, t1, t_event, g_now, g_event, g_target, full_rate, backlog_s
     cdef double active, fg, remaining = 0.0, backlog = 0.0, in_flight = 0.0
     cdef double progress = 0.0
     cdef bint admitted
+    # Lengths and scalars checked above; pure C from here on.
     with nogil:
         for k in range(shares.shape[0]):
             t = start_s + k * period_s
@@ -125,8 +237,8 @@ def replay(
                                 factor, min_share, max_share, burst_rate, pressure_limit_s)
             if admission_kind == 1:  # Section 4.4: the stage must fit with in-flight work
                 admitted = in_flight + stage_estimate <= admission_limit
-            elif admission_kind == 2:
-                admitted = (nxt - head) + 1 <= admission_limit
+            elif admission_kind == 2:  # Sections 4.4, 6.2: threshold 0 = only when idle
+                admitted = (nxt - head) <= admission_limit
             else:
                 admitted = True
             active = share if admitted else 0.0
@@ -164,10 +276,12 @@ def replay(
     return progress
 
 
-def tail_counts(const double[::1] ascending, const double[::1] points,
-                Py_ssize_t[::1] out) -> None:
+def tail_counts(const double[::1] ascending not None, const double[::1] points not None,
+                Py_ssize_t[::1] out not None) -> None:
     """out[j] = #{i : ascending[i] > points[j]} by binary search (A.1)."""
+    _same_length("out", out.shape[0], "points", points.shape[0])
     cdef Py_ssize_t j, lo, hi, mid, n = ascending.shape[0]
+    # Lengths checked above; pure C from here on.
     with nogil:
         for j in range(points.shape[0]):
             lo = 0

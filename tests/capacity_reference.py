@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from learnsched.capacity import RateProfile, Trace, check_feasibility, lend
+
 
 def service(starts: Sequence[float], rates: Sequence[float], t0: float, t1: float) -> float:
     """Integral of the piecewise-constant rate over [t0, t1] (first rate also before
@@ -31,13 +33,17 @@ def slack(
     starts: Sequence[float],
     rates: Sequence[float],
 ) -> list[float]:
-    """Eq. 6 pair by pair: min over k <= i of service on [a_k, d_i] minus work k..i."""
+    """Eq. 6 pair by pair: min over k <= i of service on [a_k, d_i] minus work k..i.
+
+    O(n^2): for each i the work of k..i is summed as k walks back from i.
+    """
     result = []
     for i in range(len(arrival)):
         worst = float("inf")
-        for k in range(i + 1):
-            spare = service(starts, rates, arrival[k], deadline[i]) - sum(work[k : i + 1])
-            worst = min(worst, spare)
+        total = 0.0
+        for k in range(i, -1, -1):
+            total += work[k]  # sum(work[k : i + 1])
+            worst = min(worst, service(starts, rates, arrival[k], deadline[i]) - total)
         result.append(worst)
     return result
 
@@ -111,3 +117,33 @@ def replay(
             queue.append(arrived)
             arrived += 1
     return finish, shares
+
+
+def max_share_schedule_bisect(
+    trace: Trace, capacity: RateProfile, tolerance: float, resolution: float
+) -> list[float] | None:
+    """The greedy per-segment schedule by plain bisection: every trial share re-checks the
+    whole trace with one full Eq. 6 scan (O(m n log m log(1/resolution)))."""
+
+    def feasible(shares: list[float]) -> bool:
+        return check_feasibility(trace, lend(capacity, shares), tolerance).feasible
+
+    shares = [0.0] * capacity.starts.shape[0]
+    if not feasible(shares):
+        return None
+    for j in range(len(shares)):
+        shares[j] = 1.0
+        if feasible(shares):
+            continue
+        low, high = 0.0, 1.0
+        while high - low > resolution:
+            mid = 0.5 * (low + high)
+            if not low < mid < high:
+                break
+            shares[j] = mid
+            if feasible(shares):
+                low = mid
+            else:
+                high = mid
+        shares[j] = low
+    return shares

@@ -72,3 +72,29 @@ def test_concurrent_updates_are_serialised() -> None:
     for thread in threads:
         thread.join()
     assert controller.share == pytest.approx(4 * 10_000 * 1e-6)
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        ((0.5, math.nan, math.nan), ValueError, "arrival_rate must be finite"),
+        ((0.5, 1.0, math.nan), ValueError, "backlog_s must be finite"),
+        ((0.5, -1.0, 0.0), ValueError, "arrival_rate must be >= 0"),
+        ((0.5, 1.0, -0.1), ValueError, "backlog_s must be >= 0"),
+        ((0.5, math.inf, 0.0), ValueError, "arrival_rate must be finite"),
+        ((1.5, 1.0, 0.0), ValueError, r"share must be in \[0, 1\]"),
+        ((math.nan, 1.0, 0.0), ValueError, "share must be finite"),
+        (("0.5", 1.0, 0.0), TypeError, "share must be a number"),
+    ],
+)
+def test_next_share_validates_like_update(
+    args: tuple[object, object, object], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        next_share(AIMDConfig(), *args)  # type: ignore[arg-type]
+
+
+def test_next_share_needs_a_config_and_accepts_infinite_pressure() -> None:
+    with pytest.raises(TypeError, match="config must be an AIMDConfig"):
+        next_share(None, 0.5, 1.0, 0.0)  # type: ignore[arg-type]
+    assert next_share(AIMDConfig(factor=0.5), 0.5, 1.0, math.inf) == 0.25

@@ -12,6 +12,8 @@ import pytest
 from learnsched.capacity import burst_trace, write_trace_csv
 from learnsched.capacity.cli import register
 
+GOLDEN = Path(__file__).parent / "golden"
+
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     parser = argparse.ArgumentParser(prog="learnsched")
@@ -27,6 +29,56 @@ def trace_file(tmp_path: Path) -> Path:
     path = tmp_path / "burst.csv"
     write_trace_csv(path, burst_trace(prompt_tokens=512))
     return path
+
+
+@pytest.fixture
+def rate_file(tmp_path: Path) -> Path:
+    path = tmp_path / "rate.csv"
+    path.write_text("start,rate\n0,45\n10,45\n20,45\n30,45\n")
+    return path
+
+
+# golden file -> (arguments after the trace file, exit status); RATES is the rate file.
+GOLDEN_COMMANDS = {
+    "capacity_check.txt": ("check --rate 45", 0),
+    "capacity_check_infeasible.txt": ("check --rate 30", 1),
+    "capacity_lend.txt": ("lend --rate 45", 0),
+    "capacity_lend_intervals.txt": (
+        "lend --rate-file RATES --per-interval --share 0.9 --actuation 0.1 --ready 0.487",
+        0,
+    ),
+    "capacity_replay_aimd.txt": ("replay --rate 45 --work-budget 1536 --stage-estimate 576", 0),
+    "capacity_replay_static.txt": ("replay --rate 45 --share 0.25", 0),
+    "capacity_replay_count.txt": ("replay --rate 45 --share 0.5 --count-threshold 4", 0),
+}
+
+
+def golden_argv(name: str, trace_file: Path, rate_file: Path) -> tuple[list[str], int]:
+    arguments, status = GOLDEN_COMMANDS[name]
+    action, *rest = arguments.replace("RATES", str(rate_file)).split()
+    return ["capacity", action, str(trace_file), *rest], status
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_COMMANDS))
+def test_text_table_matches_golden(
+    name: str, trace_file: Path, rate_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, expected_status = golden_argv(name, trace_file, rate_file)
+    status, out = run(argv, capsys)
+    assert status == expected_status
+    assert out == (GOLDEN / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(GOLDEN_COMMANDS))
+def test_json_is_indented_like_the_rest_of_the_cli(
+    name: str, trace_file: Path, rate_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv, _ = golden_argv(name, trace_file, rate_file)
+    _, out = run([*argv, "--json"], capsys)
+    result = json.loads(out)
+    assert out == json.dumps(result, indent=2) + "\n"
+    table = (GOLDEN / name).read_text().splitlines()
+    assert list(result) == [line.split()[0] for line in table]  # same keys, same order
 
 
 def test_check_json_feasible(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import math
 
+import capacity_reference as ref
 import numpy as np
 import pytest
+from capacity_support import million_request_trace, run_bounded
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from learnsched.capacity import (
+    DEFAULT_RESOLUTION,
+    DEFAULT_TOLERANCE,
     RateProfile,
     ReturnPath,
     Trace,
@@ -140,3 +144,98 @@ def test_bad_lending_arguments(call: object, message: str) -> None:
     trace = Trace([0.0], [1.0], [4.0])
     with pytest.raises(ValueError, match=message):
         call(trace, RateProfile.constant(1.0))  # type: ignore[operator]
+
+
+@st.composite
+def schedule_cases(draw: st.DrawFn) -> tuple[Trace, RateProfile]:
+    """Traces on a grid of eighths, so exact fits (the hardest rounding cases) are common."""
+    n = draw(st.integers(1, 30))
+    arrival = np.cumsum([draw(st.integers(0, 8)) / 8 for _ in range(n)])
+    work = [draw(st.integers(1, 16)) / 8 for _ in range(n)]
+    deadline = arrival + [draw(st.integers(0, 40)) / 8 for _ in range(n)]
+    m = draw(st.integers(1, 6))
+    starts = np.cumsum(
+        [draw(st.integers(-16, 16)) / 8] + [draw(st.integers(1, 32)) / 8 for _ in range(m - 1)]
+    )
+    rates = [draw(st.integers(0, 24)) / 4 for _ in range(m)]
+    return Trace(arrival, work, deadline), RateProfile(starts, np.array(rates))
+
+
+@settings(max_examples=150, deadline=None)
+@given(schedule_cases(), st.sampled_from([0.0, 1e-9]))
+def test_schedule_matches_full_rescan_reference(
+    case: tuple[Trace, RateProfile], tolerance: float
+) -> None:
+    """The windowed search gives the shares of bisecting every segment with full scans."""
+    trace, capacity = case
+    fast = max_share_schedule(trace, capacity, tolerance)
+    slow = ref.max_share_schedule_bisect(trace, capacity, tolerance, DEFAULT_RESOLUTION)
+    if slow is None:
+        assert fast is None
+        return
+    assert fast is not None
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
+    assert check_feasibility(trace, lend(capacity, fast), tolerance).feasible
+
+
+def test_schedule_with_a_request_due_long_after_the_others() -> None:
+    # Request 0 straddles every later segment; its bound on each share is direct.
+    rng = np.random.default_rng(5)
+    arrival = np.cumsum(rng.exponential(0.05, 2000))
+    deadline = arrival + 1.0
+    deadline[0] = arrival[-1] + 5.0
+    trace = Trace(arrival, rng.uniform(0.5, 1.5, arrival.size), deadline)
+    capacity = RateProfile(np.linspace(0.0, float(arrival[-1]), 12), np.full(12, 40.0))
+    fast = max_share_schedule(trace, capacity)
+    slow = ref.max_share_schedule_bisect(trace, capacity, DEFAULT_TOLERANCE, DEFAULT_RESOLUTION)
+    assert fast is not None
+    assert slow is not None
+    np.testing.assert_allclose(fast, slow, rtol=0, atol=1e-6)
+
+
+def test_million_request_schedule_over_100_segments_is_quick() -> None:
+    """The issue's bound: a million-request trace never hangs (the full-rescan search
+    took about 13 minutes here)."""
+    trace = million_request_trace()
+    capacity = RateProfile(np.linspace(0.0, float(trace.arrival[-1]), 100), np.full(100, 60.0))
+    result: list[np.ndarray] = []
+
+    def run() -> None:
+        shares = max_share_schedule(trace, capacity)
+        assert shares is not None
+        result.append(shares)
+
+    run_bounded(run, timeout_s=30)
+    shares = result[0]
+    assert shares.shape == (100,)
+    assert check_feasibility(trace, lend(capacity, shares)).feasible
+    assert 0.1 < float(shares[:-1].min()) <= float(shares[:-1].max()) < 1 / 3  # 40 of 60 work/s
+    assert shares[-1] > 0.9  # only the last requests' deadlines fall in the last segment
+
+
+def test_bisection_returns_a_value_that_passed_the_test() -> None:
+    """Finding 6: 2 work due in 3 s at rate 1 lends exactly 1/3. The tolerant test accepts
+    slightly more; the exact one (tolerance 0) never exceeds 1/3."""
+    trace = Trace([0.0], [2.0], [3.0])
+    capacity = RateProfile.constant(1.0)
+    tolerant = max_share(trace, capacity)
+    assert tolerant is not None
+    assert check_feasibility(trace, lend(capacity, tolerant)).feasible
+    assert not check_feasibility(trace, lend(capacity, tolerant + DEFAULT_RESOLUTION)).feasible
+    # Above 1/3 by at most tolerance * sum(work) over the lent service (3 s at rate 1).
+    assert 1 / 3 < tolerant <= 1 / 3 + DEFAULT_TOLERANCE * 2.0 / 3.0 + DEFAULT_RESOLUTION
+    exact = max_share(trace, capacity, tolerance=0.0)
+    assert exact is not None
+    assert 1 / 3 - DEFAULT_RESOLUTION <= exact <= 1 / 3
+    assert check_feasibility(trace, lend(capacity, exact), tolerance=0.0).feasible
+    schedule = max_share_schedule(trace, capacity, tolerance=0.0)
+    assert schedule is not None
+    assert schedule[0] <= 1 / 3
+    deadline = return_deadline(trace, capacity, 0.5, tolerance=0.0)
+    assert deadline is not None  # 0.5 * t_b + (3 - t_b) >= 2: t_b <= 2
+    assert 2.0 - DEFAULT_RESOLUTION <= deadline.ready_by_s <= 2.0
+
+
+def test_lend_rejects_a_non_profile() -> None:
+    with pytest.raises(TypeError, match="capacity must be a RateProfile, got float"):
+        lend(1.0, 0.5)  # type: ignore[arg-type]

@@ -98,7 +98,7 @@ def test_aimd_replay_matches_time_domain_reference(
         if isinstance(admission, WorkBudgetAdmission):
             return in_flight + 512.0 <= admission.budget
         if isinstance(admission, CountThresholdAdmission):
-            return count + 1 <= admission.threshold
+            return count <= admission.threshold  # in flight before the stage
         return True
 
     finish, shares = ref.replay(
@@ -168,9 +168,24 @@ def test_work_budget_admission_holds_background_under_load() -> None:
     assert gated.deadline_misses < free.deadline_misses
     assert gated.background_progress < free.background_progress
     assert set(np.unique(gated.shares)) <= {0.0, 0.5}
-    closed = replay(trace, capacity, 0.5, CountThresholdAdmission(0))
-    assert closed.background_progress == 0.0
-    assert closed.deadline_misses == 0
+    idle_only = replay(trace, capacity, 0.5, CountThresholdAdmission(0))
+    assert 0.0 < idle_only.background_progress < free.background_progress
+    assert idle_only.deadline_misses <= free.deadline_misses
+
+
+def test_count_threshold_zero_runs_the_stage_only_when_the_queue_is_empty() -> None:
+    # One request of 2 work arriving at t = 0.05, the start of period 0, on rate 10.
+    trace = Trace([0.05], [2.0], [10.0], prompt_tokens=[0.0], max_output_tokens=[1.0])
+    capacity = RateProfile.constant(10.0)
+    idle_only = replay(trace, capacity, 0.5, CountThresholdAdmission(0))
+    # Period 0 is decided before the arrival joins (queue empty: run at 0.5, 0.5 work
+    # served); periods 1-2 hold it while the request is in flight (1.0 by 0.25, the
+    # last 0.5 by 0.3); from period 3 the queue is empty again.
+    assert idle_only.shares[:4].tolist() == [0.5, 0.0, 0.0, 0.5]
+    assert idle_only.finish.tolist() == pytest.approx([0.3])
+    one = replay(trace, capacity, 0.5, CountThresholdAdmission(1))  # 1 in flight is fine
+    assert set(one.shares.tolist()) == {0.5}
+    assert one.finish.tolist() == pytest.approx([0.45])
 
 
 def test_admission_needs_token_columns() -> None:

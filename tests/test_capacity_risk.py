@@ -8,9 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from learnsched.capacity import (
+    RateProfile,
     RunRisk,
+    Trace,
+    burst_trace,
     empirical_tail,
     normalized_latency,
+    replay,
     run_risk,
     summarize_risk,
 )
@@ -24,7 +28,8 @@ def test_normalized_latency_from_scheduled_arrival() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (([0.0], [1.0], [0.0]), r"deadline\[0\] = 0.0 must be after arrival\[0\]"),
+        (([0.0], [1.0], [0.0]), r"deadline\[0\] = 0.0 equals arrival\[0\]: a zero latency"),
+        (([1.0], [1.0], [0.5]), r"deadline\[0\] = 0.5 is before arrival\[0\]"),
         (([0.0], [np.nan], [1.0]), r"finish\[0\] must be a time or inf"),
         (([0.0, 1.0], [1.0], [1.0, 2.0]), "finish has 1 entries"),
         (([np.nan], [1.0], [1.0]), r"arrival\[0\] must be finite"),
@@ -110,3 +115,46 @@ def test_bad_summaries_and_masks() -> None:
         summarize_risk([])
     with pytest.raises(ValueError, match="failed must be 2 booleans"):
         run_risk([0.0, 1.0], [0.5, 1.5], [1.0, 2.0], failed=[0, 1])
+
+
+def test_run_risk_errors_name_indices_of_the_full_arrays() -> None:
+    failed = np.array([True, False, False])
+    with pytest.raises(ValueError, match=r"finish\[2\] must be a time or inf, got nan"):
+        run_risk([0.0, 0.0, 0.0], [1.0, 1.0, np.nan], [2.0, 2.0, 2.0], failed=failed)
+    with pytest.raises(ValueError, match=r"deadline\[2\] = 0.5 is before arrival\[2\]"):
+        run_risk([0.0, 0.0, 1.0], [1.0, 1.0, 1.0], [2.0, 2.0, 0.5], failed=failed)
+    with pytest.raises(ValueError, match=r"arrival\[1\] must be finite"):
+        run_risk([0.0, np.nan, 0.0], [1.0, 1.0, 1.0], [2.0, 2.0, 2.0], failed=failed)
+    with pytest.raises(ValueError, match="finish has 2 entries but arrival has 3"):
+        run_risk([0.0, 0.0, 0.0], [1.0, 1.0], [2.0, 2.0, 2.0], failed=failed)
+    # A failed request's finish is ignored, whatever it is.
+    risk = run_risk([0.0, 0.0], [np.nan, 3.0], [2.0, 2.0], failed=np.array([True, False]))
+    assert (risk.failures, risk.late) == (1, 1)
+
+
+def test_zero_budget_requests_count_as_in_a_trace() -> None:
+    """Trace allows d = a (burst_trace does not); run_risk counts such a request (late
+    unless it finishes at arrival), while normalised latency rejects it by name."""
+    risk = run_risk([0.0, 1.0, 2.0], [0.0, 1.5, 2.5], [0.0, 1.0, 3.0])
+    assert (risk.requests, risk.failures, risk.late) == (3, 0, 1)
+    with pytest.raises(ValueError, match=r"deadline\[1\] = 1.0 equals arrival\[1\]"):
+        normalized_latency([0.0, 1.0], [0.5, 1.5], [1.0, 1.0])
+    with pytest.raises(ValueError, match="slo_s must be > 0"):
+        burst_trace(slo_s=0.0)
+    trace = Trace([0.0, 1.0], [1.0, 1.0], [0.0, 3.0])  # Eq. 6 accepts and flags it
+    outcome = replay(trace, RateProfile.constant(2.0), 0.0)
+    assert outcome.deadline_misses == 1
+    assert outcome.risk.late == run_risk(trace.arrival, outcome.finish, trace.deadline).late
+
+
+@given(
+    st.lists(st.floats(0.0, 3.0), min_size=1, max_size=50),
+    st.lists(st.floats(0.01, 5.0), min_size=50, max_size=50),
+)
+def test_late_count_agrees_with_normalised_latency(
+    finish: list[float], budgets: list[float]
+) -> None:
+    arrival = np.zeros(len(finish))
+    deadline = np.array(budgets[: len(finish)])
+    x = normalized_latency(arrival, finish, deadline)
+    assert run_risk(arrival, finish, deadline).late == np.count_nonzero(x > 1)

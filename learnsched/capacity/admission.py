@@ -11,6 +11,7 @@ import itertools
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import overload
 
 import numpy as np
@@ -93,6 +94,10 @@ class _InFlight(ABC):
         self._lock = threading.Lock()
         self._ids = itertools.count()
         self._open: dict[int, Ticket] = {}
+        # The exact sum of the open tickets' work (floats are dyadic rationals), so that
+        # release subtracts in O(1) and the total never drifts by rounding; _work is it
+        # rounded once.
+        self._exact = Fraction(0)
         self._work = 0.0
 
     @property
@@ -114,7 +119,8 @@ class _InFlight(ABC):
     def _issue(self, work: float) -> Ticket:
         ticket = Ticket(next(self._ids), work)
         self._open[ticket.id] = ticket
-        self._work += work
+        self._exact += Fraction(work)
+        self._work = float(self._exact)
         return ticket
 
     def try_admit(self, prompt_tokens: float, max_output_tokens: float) -> Ticket | None:
@@ -148,8 +154,8 @@ class _InFlight(ABC):
             if self._open.get(ticket.id) is not ticket:
                 raise ValueError(f"ticket {ticket.id} is not open in this admission object")
             del self._open[ticket.id]
-            # Re-add the few open tickets instead of subtracting, so rounding never drifts.
-            self._work = float(sum(open_ticket.work for open_ticket in self._open.values()))
+            self._exact -= Fraction(ticket.work)
+            self._work = float(self._exact)
 
 
 class WorkBudgetAdmission(_InFlight):
@@ -174,13 +180,19 @@ class WorkBudgetAdmission(_InFlight):
 
 
 class CountThresholdAdmission(_InFlight):
-    """The baseline: admit a stage only if at most ``threshold`` tickets are open with it.
+    """The baseline: admit a stage while at most ``threshold`` tickets are in flight.
+
+    The count is taken before the stage, as in the paper's sweep of thresholds 0-12
+    (Section 6.2, Fig. 6), where every threshold admits some work and larger ones admit
+    more: threshold 0 admits a stage only when nothing is in flight, and threshold ``t``
+    lets the stage join up to ``t`` in-flight requests and stages (``t + 1`` with it).
+    Unlike :class:`WorkBudgetAdmission` it ignores how much work each one carries.
 
     Parameters
     ----------
     threshold
-        Largest number of in-flight requests and stages, counting the new stage
-        (0 admits nothing).
+        Largest number of in-flight requests and stages, not counting the new stage,
+        at which a stage is still admitted (``>= 0``).
     """
 
     def __init__(self, threshold: int) -> None:
@@ -188,7 +200,7 @@ class CountThresholdAdmission(_InFlight):
         self.threshold = integer("threshold", threshold, 0)
 
     def _fits(self, work: float) -> bool:
-        return len(self._open) + 1 <= self.threshold
+        return len(self._open) <= self.threshold
 
     def __repr__(self) -> str:
         return f"CountThresholdAdmission(threshold={self.threshold!r})"

@@ -82,8 +82,19 @@ def next_share(config: AIMDConfig, share: float, arrival_rate: float, backlog_s:
         Recent arrival rate, requests per second.
     backlog_s
         Queue pressure: foreground backlog divided by the full service rate, seconds
-        (``inf`` when work waits and no service is offered).
+        (``>= 0``; ``inf`` when work waits and no service is offered).
+
+    Raises
+    ------
+    ValueError
+        A share outside ``[0, 1]``, a negative or NaN observation, or an infinite rate.
     """
+    if not isinstance(config, AIMDConfig):
+        raise TypeError(f"config must be an AIMDConfig, got {type(config).__name__}")
+    share = fraction("share", share)
+    arrival_rate = at_least("arrival_rate", arrival_rate, 0.0)
+    # inf is a valid pressure: work waits while no service is offered
+    backlog_s = math.inf if backlog_s == math.inf else at_least("backlog_s", backlog_s, 0.0)
     if arrival_rate > config.burst_rate or backlog_s > config.pressure_limit_s:
         share *= config.factor
     else:
@@ -124,11 +135,8 @@ class AIMDController:
         backlog_s
             Queue pressure, seconds (``>= 0``; ``inf`` allowed).
         """
-        rate = at_least("arrival_rate", arrival_rate, 0.0)
-        # inf is a valid pressure: work waits while no service is offered
-        pressure = math.inf if backlog_s == math.inf else at_least("backlog_s", backlog_s, 0.0)
-        with self._lock:
-            self._share = next_share(self.config, self._share, rate, pressure)
+        with self._lock:  # next_share validates before anything changes
+            self._share = next_share(self.config, self._share, arrival_rate, backlog_s)
             return self._share
 
     def __repr__(self) -> str:

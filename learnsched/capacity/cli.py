@@ -73,7 +73,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     gate = rerun.add_mutually_exclusive_group()
     gate.add_argument("--work-budget", type=float, help="admit stages by estimated work")
-    gate.add_argument("--count-threshold", type=int, help="admit stages by in-flight count")
+    gate.add_argument(
+        "--count-threshold",
+        type=int,
+        help="admit stages while at most this many requests are in flight",
+    )
     rerun.add_argument(
         "--stage-estimate", type=float, default=0.0, help="stage work estimate, tokens"
     )
@@ -114,7 +118,7 @@ def _finite(value: float | None) -> float | None:
 
 def _emit(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if args.json:
-        print(json.dumps(result, allow_nan=False))
+        print(json.dumps(result, indent=2, allow_nan=False))
         return
     width = max(map(len, result))
     for key, value in result.items():

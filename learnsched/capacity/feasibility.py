@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _capacity
 from .._checks import FloatArray, at_least
-from .profile import RateProfile
+from .profile import RateProfile, require_profile
 from .traces import Trace
 
 __all__ = ["DEFAULT_TOLERANCE", "Feasibility", "check_feasibility"]
@@ -61,8 +61,7 @@ def check_types(trace: object, capacity: object) -> None:
     """``TypeError`` unless ``trace`` is a :class:`Trace` and ``capacity`` a RateProfile."""
     if not isinstance(trace, Trace):
         raise TypeError(f"trace must be a Trace, got {type(trace).__name__}")
-    if not isinstance(capacity, RateProfile):
-        raise TypeError(f"capacity must be a RateProfile, got {type(capacity).__name__}")
+    require_profile(capacity)
 
 
 def absolute_tolerance(trace: Trace, tolerance: float) -> float:

@@ -10,7 +10,7 @@ import numpy as np
 from .._checks import FloatArray, positive
 from ._checks import first_index, float_array, same_length
 
-__all__ = ["RateProfile"]
+__all__ = ["RateProfile", "require_profile"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,9 +66,23 @@ class RateProfile:
         """The profile with each rate multiplied by ``keep`` (per segment or one factor)."""
         return RateProfile(self.starts, self.rates * keep)
 
+    def cumulative_at(self, times: FloatArray) -> FloatArray:
+        """``G(t)`` at each of ``times``, work: the service offered from ``starts[0]``
+        (negative before it), computed as the Cython kernels compute it."""
+        segment = np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
+        return np.asarray(
+            self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment]),
+            dtype=np.float64,
+        )
+
     def service(self, start_s: float, end_s: float) -> float:
         """The service offered on ``[start_s, end_s]``, work: the integral of the rate."""
-        times = np.array([start_s, end_s], dtype=np.float64)
-        segment = np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
-        g = self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment])
+        g = self.cumulative_at(np.array([start_s, end_s], dtype=np.float64))
         return float(g[1] - g[0])
+
+
+def require_profile(capacity: object, name: str = "capacity") -> RateProfile:
+    """``capacity`` itself if it is a :class:`RateProfile`; ``TypeError`` naming it if not."""
+    if not isinstance(capacity, RateProfile):
+        raise TypeError(f"{name} must be a RateProfile, got {type(capacity).__name__}")
+    return capacity

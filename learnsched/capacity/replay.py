@@ -113,7 +113,8 @@ def replay(
     admission
         Rule admitting the background stage each period (Section 4.4): a work budget
         (in-flight estimates plus ``stage_estimate`` within the budget) or a count
-        threshold (in-flight requests plus the stage within the threshold). Only its
+        threshold (admitted while the requests in flight, before the stage, number at
+        most the threshold; 0 runs the stage only when the queue is empty). Only its
         budget or threshold is read; its tickets are untouched.
     stage_estimate
         Estimated work of the background stage, tokens.

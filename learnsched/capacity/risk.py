@@ -29,10 +29,53 @@ __all__ = [
 ]
 
 
+def _finish_array(finish: object, length: int) -> FloatArray:
+    """Completion times as a float64 array of ``length`` entries (NaN still allowed)."""
+    try:
+        f = np.array(finish, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"finish must be a sequence of numbers: {err}") from err
+    if f.ndim != 1:
+        raise ValueError(f"finish must be one-dimensional, got shape {f.shape}")
+    same_length("finish", f, "arrival", length)
+    return f
+
+
+def _request_times(
+    arrival: object, finish: object, deadline: object, failed: npt.NDArray[np.bool_] | None
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Validated arrivals, completion times and deadlines of every request.
+
+    Every check runs over the full arrays, so an error names the caller's index. Deadlines
+    may equal arrivals, as in :class:`Trace`; a ``finish`` must be a time or ``inf``
+    except where ``failed`` holds.
+    """
+    a = float_array("arrival", arrival)
+    f = _finish_array(finish, a.shape[0])
+    d = float_array("deadline", deadline)
+    same_length("deadline", d, "arrival", a.shape[0])
+    bad = np.isnan(f) | (f == -np.inf)
+    if failed is not None:
+        bad &= ~failed
+    nan = first_index(bad)
+    if nan is not None:
+        raise ValueError(f"finish[{nan}] must be a time or inf, got {float(f[nan])!r}")
+    early = first_index(d < a)
+    if early is not None:
+        raise ValueError(
+            f"deadline[{early}] = {float(d[early])!r} is before "
+            f"arrival[{early}] = {float(a[early])!r}"
+        )
+    return a, f, d
+
+
 def normalized_latency(arrival: object, finish: object, deadline: object) -> FloatArray:
     """``x_i = (f_i - a_i) / D_i`` with ``D_i = d_i - a_i > 0`` (A.1); ``x_i > 1`` is late.
 
     Latency is measured from the *scheduled* arrival, so waiting before dispatch counts.
+    A request with a zero budget (``d_i = a_i``, which :class:`Trace` allows) has no
+    normalised latency and is rejected; :func:`run_risk` still counts it (late iff
+    ``f_i > d_i``).
 
     Parameters
     ----------
@@ -43,22 +86,13 @@ def normalized_latency(arrival: object, finish: object, deadline: object) -> Flo
     deadline
         Deadlines ``d_i > a_i``, seconds.
     """
-    a = float_array("arrival", arrival)
-    d = float_array("deadline", deadline)
-    f = np.array(finish, dtype=np.float64)
-    if f.ndim != 1:
-        raise ValueError(f"finish must be one-dimensional, got shape {f.shape}")
-    same_length("finish", f, "arrival", a.shape[0])
-    same_length("deadline", d, "arrival", a.shape[0])
-    nan = first_index(np.isnan(f) | (f == -np.inf))
-    if nan is not None:
-        raise ValueError(f"finish[{nan}] must be a time or inf, got {float(f[nan])!r}")
+    a, f, d = _request_times(arrival, finish, deadline, None)
     budget = d - a
     flat = first_index(budget <= 0)
     if flat is not None:
         raise ValueError(
-            f"deadline[{flat}] = {float(d[flat])!r} must be after "
-            f"arrival[{flat}] = {float(a[flat])!r}"
+            f"deadline[{flat}] = {float(d[flat])!r} equals arrival[{flat}]: a zero latency "
+            "budget D cannot be normalised (A.1 needs D > 0)"
         )
     return (f - a) / budget
 
@@ -147,11 +181,14 @@ def run_risk(
 ) -> RunRisk:
     """Count failures and late successes of one run (A.1-A.2).
 
+    A success is late iff ``f_i > d_i``, which for ``D_i > 0`` is ``x_i > 1``; requests
+    with a zero budget (``d_i = a_i``) count too, late unless they finish at arrival.
+
     Parameters
     ----------
     arrival, finish, deadline
-        As for :func:`normalized_latency`; ``finish`` of a failed request is ignored
-        (it may be NaN).
+        As for :func:`normalized_latency`, with ``d_i >= a_i``; ``finish`` of a failed
+        request is ignored (it may be NaN). Errors name indices of the full arrays.
     failed
         Boolean per request, True where the request failed (default: none failed).
     """
@@ -159,14 +196,9 @@ def run_risk(
     fail = np.zeros(a.shape[0], dtype=bool) if failed is None else np.asarray(failed)
     if fail.dtype != np.bool_ or fail.shape != a.shape:
         raise ValueError(f"failed must be {a.shape[0]} booleans, got {fail.dtype} {fail.shape}")
-    ok = ~fail
-    f = np.array(finish, dtype=np.float64)
-    if f.shape != a.shape:
-        raise ValueError(f"finish has shape {f.shape} but arrival has {a.shape}")
-    d = float_array("deadline", deadline)
-    same_length("deadline", d, "arrival", a.shape[0])
-    x = normalized_latency(a[ok], f[ok], d[ok])
-    return RunRisk(requests=a.shape[0], failures=int(fail.sum()), late=int(np.count_nonzero(x > 1)))
+    _, f, d = _request_times(a, finish, deadline, fail)
+    late = np.count_nonzero(~fail & (f > d))
+    return RunRisk(requests=f.shape[0], failures=int(fail.sum()), late=int(late))
 
 
 @dataclass(frozen=True)

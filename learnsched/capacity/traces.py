@@ -51,7 +51,9 @@ class Trace:
     work
         Service work ``w_i > 0``, work units (the unit of the service rate times seconds).
     deadline
-        Deadlines ``d_i >= a_i``, seconds.
+        Deadlines ``d_i >= a_i``, seconds. ``d_i = a_i`` is allowed (with ``w_i > 0`` such a
+        request always misses, and counts as late in :func:`run_risk`), but normalised
+        latency (A.1) needs ``d_i > a_i``.
     prompt_tokens, max_output_tokens
         Prompt length ``P`` and maximum output length ``L_max``, tokens (``>= 0``); both
         or neither. Admission estimates work from them (Section 4.4).
@@ -143,7 +145,8 @@ def burst_trace(
     phase_s
         Length of each phase, seconds.
     slo_s
-        Latency budget ``D = d - a``, seconds (1.2 s: MoE 3B on SGLang).
+        Latency budget ``D = d - a > 0``, seconds (1.2 s: MoE 3B on SGLang); positive, so
+        latencies normalise (A.1).
     work
         Work per request, work units.
     prompt_tokens, max_output_tokens
@@ -161,7 +164,7 @@ def burst_trace(
     return Trace(
         arrival=arrival,
         work=np.full(n, positive("work", work)),
-        deadline=arrival + at_least("slo_s", slo_s, 0.0),
+        deadline=arrival + positive("slo_s", slo_s),
         prompt_tokens=np.full(n, at_least("prompt_tokens", prompt_tokens, 0.0)),
         max_output_tokens=np.full(n, at_least("max_output_tokens", max_output_tokens, 0.0)),
     )

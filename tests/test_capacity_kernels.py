@@ -1,0 +1,205 @@
+"""The raw Cython kernels (learnsched._capacity): each checks its sizes and scalar
+preconditions itself, so a direct call with wrong sizes raises instead of reading out of
+bounds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from learnsched import _capacity
+
+
+def f64(*values: float) -> np.ndarray:
+    return np.array(values, dtype=np.float64)
+
+
+def profile() -> dict[str, np.ndarray]:
+    return {"starts": f64(0.0), "rates": f64(1.0), "cum": f64(0.0)}
+
+
+def scan_args(**change: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "arrival": f64(0.0, 1.0),
+        "work": f64(1.0, 1.0),
+        "deadline": f64(2.0, 3.0),
+        **profile(),
+        "tolerance": 0.0,
+        "slack": np.empty(2),
+    }
+    return {**args, **change}
+
+
+def window_args(**change: Any) -> dict[str, Any]:
+    args = scan_args()
+    del args["tolerance"]
+    return {**args, "before": 0.0, "best": np.inf, **change}
+
+
+def replay_args(**change: Any) -> dict[str, Any]:
+    args: dict[str, Any] = {
+        "arrival": f64(0.0, 1.0),
+        "work": f64(1.0, 1.0),
+        "estimate": f64(0.0, 0.0),
+        **profile(),
+        "start_s": 0.0,
+        "period_s": 0.5,
+        "rate_window_s": 1.0,
+        "share": 0.0,
+        "step": 0.05,
+        "factor": 0.5,
+        "min_share": 0.0,
+        "max_share": 0.9,
+        "burst_rate": 10.0,
+        "pressure_limit_s": 0.2,
+        "admission_kind": 0,
+        "admission_limit": np.inf,
+        "stage_estimate": 0.0,
+        "finish": np.full(2, np.inf),
+        "shares": np.empty(8),
+    }
+    return {**args, **change}
+
+
+def call(kernel: Callable[..., Any], args: dict[str, Any]) -> Any:
+    return kernel(**args)
+
+
+def test_well_formed_calls_run() -> None:
+    args = scan_args()
+    assert call(_capacity.feasibility_scan, args) == -1
+    assert args["slack"].tolist() == [1.0, 1.0]
+    window = window_args(arrival=f64(1.0), work=f64(1.0), deadline=f64(3.0), slack=np.empty(1))
+    window["before"], window["best"] = 1.0, 0.0  # continues after request 0 of the above
+    assert call(_capacity.scan_window, window) == 0.0
+    assert window["slack"].tolist() == [1.0]
+    progress = call(_capacity.replay, replay_args())
+    assert progress > 0
+    out = np.empty(2, dtype=np.intp)
+    _capacity.tail_counts(f64(0.5, 1.5), f64(0.0, 1.0), out)
+    assert out.tolist() == [2, 1]
+
+
+BAD_SIZES = [
+    ({"work": f64(1.0)}, "work has 1 entries but arrival has 2"),
+    ({"deadline": f64(1.0, 2.0, 3.0)}, "deadline has 3 entries but arrival has 2"),
+    ({"slack": np.empty(1)}, "slack has 1 entries but arrival has 2"),
+    ({"starts": f64(), "rates": f64(), "cum": f64()}, "starts must have at least one"),
+    ({"rates": f64(1.0, 2.0)}, "rates has 2 entries but starts has 1"),
+    ({"cum": f64()}, "cum has 0 entries but starts has 1"),
+]
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_SIZES)
+def test_feasibility_scan_checks_sizes(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(_capacity.feasibility_scan, scan_args(**change))
+
+
+@pytest.mark.parametrize(("change", "message"), BAD_SIZES)
+def test_scan_window_checks_sizes(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(_capacity.scan_window, window_args(**change))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"tolerance": -1.0}, "tolerance must be >= 0"),
+        ({"tolerance": np.nan}, "tolerance must be >= 0"),
+    ],
+)
+def test_feasibility_scan_checks_scalars(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(_capacity.feasibility_scan, scan_args(**change))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [({"before": np.nan}, "before must be finite"), ({"best": np.nan}, "best must not be NaN")],
+)
+def test_scan_window_checks_scalars(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(_capacity.scan_window, window_args(**change))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"work": f64(1.0)}, "work has 1 entries but arrival has 2"),
+        ({"estimate": f64(0.0)}, "estimate has 1 entries but arrival has 2"),
+        ({"finish": np.empty(3)}, "finish has 3 entries but arrival has 2"),
+        ({"starts": f64(), "rates": f64(), "cum": f64()}, "starts must have at least one"),
+        ({"cum": f64(0.0, 1.0)}, "cum has 2 entries but starts has 1"),
+        ({"start_s": np.nan}, "start_s must be finite"),
+        ({"period_s": np.nan}, "period_s must be finite and > 0"),
+        ({"period_s": 0.0}, "period_s must be finite and > 0"),
+        ({"rate_window_s": 0.0}, "rate_window_s must be finite and > 0"),
+        ({"step": -0.1}, "step must be >= 0"),
+        ({"share": 1.5}, r"share must be in \[0, 1\]"),
+        ({"factor": np.nan}, r"factor must be in \[0, 1\]"),
+        ({"min_share": 0.95}, "min_share must be <= max_share"),
+        ({"burst_rate": np.nan}, "burst_rate must not be NaN"),
+        ({"pressure_limit_s": np.nan}, "pressure_limit_s must not be NaN"),
+        ({"admission_kind": 3}, "admission_kind must be 0, 1 or 2"),
+        ({"admission_limit": np.nan}, "admission_limit must not be NaN"),
+        ({"stage_estimate": -1.0}, "stage_estimate must be >= 0"),
+    ],
+)
+def test_replay_checks_sizes_and_scalars(change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(_capacity.replay, replay_args(**change))
+
+
+def test_tail_counts_checks_sizes() -> None:
+    with pytest.raises(ValueError, match="out has 1 entries but points has 2"):
+        _capacity.tail_counts(f64(1.0), f64(0.0, 1.0), np.empty(1, dtype=np.intp))
+
+
+@pytest.mark.parametrize(
+    "kernel", [_capacity.feasibility_scan, _capacity.scan_window, _capacity.replay]
+)
+def test_none_arrays_are_rejected(kernel: Callable[..., Any]) -> None:
+    args = {
+        _capacity.feasibility_scan: scan_args,
+        _capacity.scan_window: window_args,
+        _capacity.replay: replay_args,
+    }[kernel](work=None)
+    with pytest.raises(TypeError):
+        call(kernel, args)
+
+
+def test_empty_request_arrays_are_fine() -> None:
+    args = scan_args(arrival=f64(), work=f64(), deadline=f64(), slack=np.empty(0))
+    assert call(_capacity.feasibility_scan, args) == -1
+
+
+def test_reported_crash_now_raises(tmp_path: Path) -> None:
+    """The reviewer's case (arrival of 10^6, work of 3, slack of 2) used to exit 139;
+    run apart so a regression fails this test rather than the whole run."""
+    code = (
+        "import numpy as np\n"
+        "from learnsched import _capacity\n"
+        "one = np.ones(1)\n"
+        "try:\n"
+        "    _capacity.feasibility_scan(np.zeros(10**6), np.ones(3), np.ones(10**6),\n"
+        "                               np.zeros(1), one, np.zeros(1), 0.0, np.empty(2))\n"
+        "except ValueError as err:\n"
+        "    print(err)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        check=False,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "work has 3 entries but arrival has 1000000" in done.stdout
