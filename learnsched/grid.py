@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from itertools import product
@@ -114,6 +115,42 @@ def _initial(name: str, work_quanta: int) -> InitialState:
     }[name]
 
 
+def _labels(config: GridConfig) -> list[tuple[str, float, float, float, str, str]]:
+    """Every scenario's labels, in id order."""
+    return list(
+        product(
+            CALENDARS,
+            config.work_s,
+            config.benefit_rates,
+            config.tails_s,
+            config.recoveries,
+            INITIAL_STATES,
+        )
+    )
+
+
+def _grid_scenario(
+    config: GridConfig, index: int, labels: tuple[str, float, float, float, str, str]
+) -> GridScenario:
+    calendar, work_s, rate, tail_s, recovery, initial = labels
+    windows = _windows(CALENDARS[calendar], config.gap_s)
+    work_quanta = round(work_s / config.quantum_s)
+    if abs(work_quanta * config.quantum_s - work_s) > 1e-9:
+        raise ValueError(f"quantum_s={config.quantum_s} does not divide the work size {work_s} s")
+    scenario = Scenario(
+        windows=windows,
+        work_quanta=work_quanta,
+        quantum_s=config.quantum_s,
+        benefit_rate=rate,
+        horizon_s=windows[-1][1] + tail_s,
+        costs=config.costs(recovery),
+        initial=_initial(initial, work_quanta),
+    )
+    return GridScenario(
+        f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario
+    )
+
+
 def paper_grid(
     quantum_s: float = 5.0,
     fresh_only: bool = False,
@@ -133,37 +170,12 @@ def paper_grid(
     """
     warm, cold = _recovery_costs(costs)
     config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only, warm=warm, cold=cold)
-    items = []
-    dims = product(
-        CALENDARS,
-        config.work_s,
-        config.benefit_rates,
-        config.tails_s,
-        config.recoveries,
-        INITIAL_STATES,
+    items = tuple(
+        _grid_scenario(config, index, labels)
+        for index, labels in enumerate(_labels(config))
+        if not fresh_only or labels[-1] == "fresh"
     )
-    for index, (calendar, work_s, rate, tail_s, recovery, initial) in enumerate(dims):
-        if fresh_only and initial != "fresh":
-            continue
-        windows = _windows(CALENDARS[calendar], config.gap_s)
-        work_quanta = round(work_s / quantum_s)
-        if abs(work_quanta * quantum_s - work_s) > 1e-9:
-            raise ValueError(f"quantum_s={quantum_s} does not divide the work size {work_s} s")
-        scenario = Scenario(
-            windows=windows,
-            work_quanta=work_quanta,
-            quantum_s=quantum_s,
-            benefit_rate=rate,
-            horizon_s=windows[-1][1] + tail_s,
-            costs=config.costs(recovery),
-            initial=_initial(initial, work_quanta),
-        )
-        items.append(
-            GridScenario(
-                f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario
-            )
-        )
-    return Grid(config, tuple(items))
+    return Grid(config, items)
 
 
 def _recovery_costs(
@@ -177,12 +189,16 @@ def _recovery_costs(
     return costs["warm"], costs["cold"]
 
 
-def scenario_by_id(
-    sid: str, quantum_s: float = 5.0, costs: Mapping[str, HandoffCosts] | None = None
-) -> GridScenario:
-    """The grid scenario with id ``sid`` (``S0000``..``S1919``) at the given quantum and costs."""
-    grid = paper_grid(quantum_s, costs=costs)
-    ids = {g.sid: g for g in grid.scenarios}
-    if sid not in ids:
-        raise ValueError(f"scenario id must be one of S0000..S{len(grid) - 1:04d}, got {sid!r}")
-    return ids[sid]
+def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:
+    """The grid scenario with id ``sid`` (``S0000``..``S1919``) at the given quantum.
+
+    It is built alone (not the whole grid), with the paper's costs; plan it with measured
+    ones through :meth:`Scenario.with_costs`.
+    """
+    config = GridConfig(quantum_s=quantum_s)
+    labels = _labels(config)
+    match = re.fullmatch(r"S(\d{4})", sid)
+    if match is None or int(match.group(1)) >= len(labels):
+        raise ValueError(f"scenario id must be one of S0000..S{len(labels) - 1:04d}, got {sid!r}")
+    index = int(match.group(1))
+    return _grid_scenario(config, index, labels[index])

@@ -73,12 +73,17 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _profile_costs(args: argparse.Namespace) -> dict[str, HandoffCosts] | None:
-    """Warm and cold costs from ``--costs PROFILE``, or None for the paper's."""
+def _profile_costs(
+    args: argparse.Namespace, recoveries: tuple[str, ...] = ("warm", "cold")
+) -> dict[str, HandoffCosts] | None:
+    """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
+
+    Only those paths are read, so a profile that measured only one of them still serves.
+    """
     if args.costs is None:
         return None
     profile = load_cost_profile(args.costs)
-    return {recovery: profile.handoff_costs(recovery) for recovery in ("warm", "cold")}
+    return {recovery: profile.handoff_costs(recovery) for recovery in recoveries}
 
 
 def _paper_key(args: argparse.Namespace) -> str | None:
@@ -193,13 +198,11 @@ def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
     scenarios, many = _read_scenarios(args.file)
-    costs = _profile_costs(args)
+    if (args.costs is None) != (args.recovery is None):
+        raise ValueError("--costs PROFILE and --recovery cold|warm go together")
+    costs = _profile_costs(args, (args.recovery,))
     if costs is not None:
-        if args.recovery is None:
-            raise ValueError("--costs needs --recovery cold or warm")
         scenarios = [s.with_costs(costs[args.recovery]) for s in scenarios]
-    elif args.recovery is not None:
-        raise ValueError("--recovery applies only with --costs PROFILE")
     plans = [Model(s).solve_all(policies) for s in scenarios]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
@@ -213,16 +216,18 @@ def run_solve(args: argparse.Namespace) -> int:
 
 def run_explain(args: argparse.Namespace) -> int:
     """``learnsched explain SID``: the plans of a grid scenario as timelines."""
-    item = scenario_by_id(args.sid, args.quantum, _profile_costs(args))
+    item = scenario_by_id(args.sid, args.quantum)
+    costs = _profile_costs(args, (item.recovery,))
+    scenario = item.scenario if costs is None else item.scenario.with_costs(costs[item.recovery])
     policies = ALL_POLICIES if args.all else (Policy.COSTED_WINDOW, Policy.ROLLOUT)
-    plans = Model(item.scenario).solve_all(policies)
+    plans = Model(scenario).solve_all(policies)
     title = (
         f"{item.sid}: {item.calendar}, work {item.work_s:g} s, g = {item.benefit_rate:g}, "
         f"tail {item.tail_s:g} s, {item.recovery} recovery, {item.initial_state}"
     )
-    print(f"{title}\n{describe_scenario(item.scenario)}\n\n{format_plans(plans)}")
+    print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
     if args.plot:
         from .plotting import plot_plans
 
-        plot_plans(plans, item.scenario, args.plot, title)
+        plot_plans(plans, scenario, args.plot, title)
     return 0

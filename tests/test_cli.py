@@ -232,6 +232,24 @@ def test_costs_profile_feeds_explain_and_grid(
     assert data["config_hash"] != ls.paper_grid().config.hash
 
 
+def test_a_cold_only_profile_serves_cold_scenarios(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from learnsched.handoff import PAPER_PROFILE
+
+    doc = PAPER_PROFILE.to_json()
+    for quantity in ("warm_recovery_s", "host_pss_awake_gib", "host_pss_parked_gib"):
+        del doc["measurements"][quantity]
+    path = tmp_path / "cold.json"
+    path.write_text(json.dumps(doc))
+    status, out, _ = run(capsys, "explain", "S0348", "--costs", str(path))  # cold
+    assert status == 0
+    assert out == (GOLDEN / "explain_S0348.txt").read_text()
+    status, _, err = run(capsys, "explain", "S0344", "--costs", str(path))  # warm
+    assert status == 2
+    assert "warm_recovery_s" in err or "host_pss" in err
+
+
 def test_costs_profile_feeds_solve(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     profile = measured_profile(tmp_path, cold_recovery_s=5.0)
     scenario = write_scenarios(tmp_path, ls.scenario_by_id("S0348").scenario.to_json())
@@ -246,7 +264,7 @@ def test_costs_profile_feeds_solve(capsys: pytest.CaptureFixture[str], tmp_path:
     assert {s["cost"]["recovery"] for s in steps} <= {0.0, ls.PAPER_WARM.recovery_s}
     status, _, err = run(capsys, *argv)
     assert status == 2
-    assert "--costs needs --recovery cold or warm" in err
+    assert "--costs PROFILE and --recovery cold|warm go together" in err
     status, _, err = run(capsys, "solve", scenario, "--recovery", "warm")
     assert status == 2
-    assert "--recovery applies only with --costs" in err
+    assert "--costs PROFILE and --recovery cold|warm go together" in err

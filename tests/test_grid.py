@@ -60,8 +60,15 @@ def test_fresh_only_grid_keeps_the_five_second_ids() -> None:
 def test_bad_grid_arguments() -> None:
     with pytest.raises(ValueError, match=r"quantum_s=7\.0 does not divide the work size 30"):
         ls.paper_grid(quantum_s=7.0)
-    with pytest.raises(ValueError, match=r"scenario id must be one of S0000\.\.S1919, got 'S2000'"):
-        ls.scenario_by_id("S2000")
+    for bad in ("S2000", "S348", "s0348", "S03480"):
+        with pytest.raises(ValueError, match=r"scenario id must be one of S0000\.\.S1919"):
+            ls.scenario_by_id(bad)
+
+
+def test_scenario_by_id_equals_the_grid_entry() -> None:
+    grid = ls.paper_grid()
+    for index in (0, 348, 1919):
+        assert ls.scenario_by_id(f"S{index:04d}") == grid.scenarios[index]
 
 
 def test_every_published_figure_5s(paper_grid_result: tuple[ls.Grid, ls.BatchResult]) -> None:
@@ -115,6 +122,6 @@ def test_grid_with_measured_costs() -> None:
     cheap = {"warm": ls.PAPER_WARM, "cold": ls.HandoffCosts(5.0, 0.0, 0.068075, 0.047748)}
     grid = ls.paper_grid(costs=cheap)
     assert grid.config.hash != ls.paper_grid().config.hash
-    assert ls.scenario_by_id("S0348", costs=cheap).scenario.costs.recovery_s == 5.0
+    assert grid.scenarios[348].scenario.costs.recovery_s == 5.0
     with pytest.raises(ValueError, match="costs must be keyed 'warm' and 'cold'"):
         ls.paper_grid(costs={"cold": ls.PAPER_COLD})
