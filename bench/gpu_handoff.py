@@ -2,8 +2,9 @@
 
     python bench/gpu_handoff.py [--gib 4] [--runs 20] [--json]
 
-1. LoRA save/load for a rank-8 adapter with Llama-3.2-3B shapes, loaded onto the GPU,
-   with the device-only copy timed by CUDA events.
+1. LoRA save/load for a rank-8 adapter with Llama-3.2-3B shapes: saved from the GPU
+   (the device-to-host copy included), loaded onto it, and a separate host-to-device
+   copy of the same tensors timed by CUDA events.
 2. Release confirmation: a child process frees a multi-GiB allocation (first through
    ``torch.cuda.empty_cache()``, then by exiting); NVML sees each release.
 3. The cost of the NVML calls themselves.
@@ -18,6 +19,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -62,8 +64,8 @@ def lora(device: NvmlDevice, runs: int) -> list[tuple[str, str]]:
         ("  save (durable)", result.save_durable),
         ("  load to GPU", result.load),
     ]
-    if result.device_copy is not None:
-        series.append(("  of which H2D copy (events)", result.device_copy))
+    if result.h2d_copy is not None:
+        series.append(("  H2D copy alone (events, separate)", result.h2d_copy))
     for name, t in series:
         rows.append(
             (name, f"first {t.first_ms:.3f} / median {t.median_ms:.3f} / p95 {t.p95_ms:.3f} ms")
@@ -86,6 +88,7 @@ def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        cwd=tempfile.gettempdir(),  # never the source tree: it would shadow installed packages
     )
     assert child.stdin is not None
     assert child.stdout is not None
@@ -93,7 +96,8 @@ def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
     try:
         if child.stdout.readline().strip() != "held":
             raise HandoffProbeError("the allocating child did not start")
-        visible = any(p.pid == child.pid for p in device.processes())
+        listed = device.processes()
+        visible = any(p.pid == child.pid for p in listed)
         baseline = device.memory().free
         since = time.perf_counter_ns()
         child.stdin.write("free\n")
@@ -109,12 +113,19 @@ def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
         child.stdout.readline()
         latency = f"{freed.latency_s * 1e3:.1f} ms +- {freed.resolution_s * 1e3:.1f} ms"
         rows.append((f"release {gib:g} GiB (empty_cache)", f"{latency} ({freed.polls} polls)"))
+        listed = device.processes()  # the child keeps its context after empty_cache
+        visible = visible and any(p.pid == child.pid for p in listed)
         since = time.perf_counter_ns()
         child.stdin.write("exit\n")
         child.stdin.flush()
         if visible:
             gone = wait_for_release(
-                device, pid=child.pid, since_ns=since, timeout_s=60, poll_s=0.01
+                device,
+                pid=child.pid,
+                baseline_processes=listed,
+                since_ns=since,
+                timeout_s=60,
+                poll_s=0.01,
             )
             rows.append(
                 (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import learnsched as ls
+from learnsched.cli import build_parser
 
 
 def calendar(*durations: float, gap_s: float = 20.0) -> list[tuple[float, float]]:
@@ -27,3 +28,15 @@ def paper_grid_result() -> tuple[ls.Grid, ls.BatchResult]:
     """The 1920-scenario grid solved under all six policies."""
     grid = ls.paper_grid()
     return grid, ls.solve_batch([g.scenario for g in grid.scenarios])
+
+
+def run_handler(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Parse ``argv`` with the real ``learnsched`` parser and call its handler directly.
+
+    Errors propagate as exceptions here; ``learnsched.cli.main`` turns them into exit 2.
+    Returns the handler's exit status and what it printed.
+    """
+    args = build_parser().parse_args(argv)
+    status = args.func(args)
+    assert isinstance(status, int)
+    return status, capsys.readouterr().out

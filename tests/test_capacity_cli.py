@@ -1,8 +1,7 @@
-"""``learnsched capacity``, through an argparse parser with the sub-command registered."""
+"""``learnsched capacity``: tables, JSON, golden text and errors of check, lend and replay."""
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 from pathlib import Path
@@ -10,18 +9,10 @@ from pathlib import Path
 import pytest
 
 from learnsched.capacity import burst_trace, write_trace_csv
-from learnsched.capacity.cli import register
+
+from conftest import run_handler as run
 
 GOLDEN = Path(__file__).parent / "golden"
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="learnsched")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    status = args.func(args)
-    assert isinstance(status, int)
-    return status, capsys.readouterr().out
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
-"""``learnsched econ`` through a fresh parser (the top-level dispatcher is tested elsewhere)."""
+"""``learnsched econ``: tables, JSON, golden text and errors of each sub-command."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
 from learnsched.economics import TABLE_B1
-from learnsched.economics.cli import DEFAULT_BASELINE, register
+from learnsched.economics.cli import DEFAULT_BASELINE
+
+from conftest import run_handler as run
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -22,15 +23,6 @@ PAPER_KEYS = {
     "saving_at_alpha_0561",
     "alpha_boundary_w0",
 }
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    parser = argparse.ArgumentParser(prog="learnsched")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    status = args.func(args)
-    assert isinstance(status, int)
-    return status, capsys.readouterr().out
 
 
 def test_paper_json_recomputes_every_figure(capsys: pytest.CaptureFixture[str]) -> None:

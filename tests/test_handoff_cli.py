@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,7 +98,7 @@ def test_memory(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_memory_unreadable_pid(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_probe("memory", "--pid=-5") == 2
-    assert "pid must be a positive integer, got -5" in capsys.readouterr().err
+    assert "pid must be >= 1, got -5" in capsys.readouterr().err
 
 
 def test_waits(capsys: pytest.CaptureFixture[str]) -> None:
@@ -106,8 +109,9 @@ def test_waits(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_recovery_writes_ledger_and_profile(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # the launched engine starts outside the source tree
     port = free_port()
     launch = f"{sys.executable} {SCRIPT} --engine vllm --port {port} --hold-mib 16"
     ledger, out = tmp_path / "handoffs.jsonl", tmp_path / "profile.json"
@@ -132,9 +136,37 @@ def test_recovery_writes_ledger_and_profile(
     profile = load_cost_profile(out)
     assert len(profile.measurements["warm_recovery_s"].samples) == 2
     assert profile.mean("cold_recovery_s") == runs[0]["ready_s"]
+    # Resume latency and first-request latency are kept apart, each from its own stamps.
+    warm = runs[1:]
+    assert profile.measurements["warm_recovery_s"].samples == tuple(r["resume_s"] for r in warm)
+    assert profile.measurements["warm_ready_s"].samples == tuple(r["ready_s"] for r in warm)
+    assert all(r["resume_s"] <= r["ready_s"] for r in warm)
     assert profile.mean("host_pss_parked_gib") > profile.mean("host_pss_awake_gib")
     with pytest.raises(ValueError, match="no checkpoint_save_s; measure it with"):
         profile.handoff_costs("warm")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--poll-ms=5", r"poll_s must be within 0\.01-0\.05 s"),
+        ("--poll-ms=80", r"poll_s must be within 0\.01-0\.05 s"),
+        ("--cold-runs=0", "--cold-runs must be >= 1"),
+        ("--pid=0", "pid must be >= 1, got 0"),
+    ],
+)
+def test_recovery_bad_input_is_named(
+    option: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["recovery", "--engine=vllm", "--url=http://127.0.0.1:1", "--launch=x", option]
+    assert run_probe(*argv) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_recovery_level_is_1_or_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        run_probe("recovery", "--engine=vllm", "--url=http://127.0.0.1:1", "--level=3")
+    assert "invalid choice: 3" in capsys.readouterr().err
 
 
 def test_recovery_unknown_engine_is_rejected(capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,9 +182,10 @@ def test_recovery_unreachable_url(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_all_runs_what_it_can_and_merges_the_profile(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    monkeypatch.chdir(tmp_path)  # the launched engine starts outside the source tree
     port = free_port()
     launch = f"{sys.executable} {SCRIPT} --engine sglang --port {port}"
     out = tmp_path / "profile.json"
@@ -180,3 +213,40 @@ def test_all_runs_what_it_can_and_merges_the_profile(
     profile = load_cost_profile(out)
     assert profile.handoff_costs("cold").recovery_s == profile.mean("cold_recovery_s")
     assert profile.handoff_costs("warm").save_s == profile.mean("checkpoint_save_s")
+
+
+ALL_QUICK = (
+    "--device=cpu",
+    "--shape=tiny",
+    "--runs=2",
+    "--step-ms=10",
+    "--slice-ms=2",
+    "--commands=2",
+)
+
+
+def test_all_keeps_what_ran_when_the_server_is_unreachable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch", reason="the LoRA probe needs torch")
+    url = f"http://127.0.0.1:{free_port()}"
+    out = tmp_path / "profile.json"
+    argv = [*ALL_QUICK, "--engine=sglang", f"--url={url}", "--timeout-s=2", f"--out={out}"]
+    assert run_probe("all", *argv) == 1
+    captured = capsys.readouterr()
+    assert "save durable" in captured.out  # the LoRA part ran and is reported
+    assert re.search(rf"recovery +failed: .*{url}", captured.out)
+    profile = load_cost_profile(out)  # ... and its costs were written
+    assert profile.measurements["checkpoint_load_s"].device == "cpu"
+    assert "warm_recovery_s" not in profile.measurements
+
+
+def test_all_checks_its_input_before_running(capsys: pytest.CaptureFixture[str]) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tempfile.gettempdir())
+    dead.wait(timeout=10)
+    assert run_probe("all", *ALL_QUICK, f"--pid={dead.pid}") == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing ran
+    assert f"pid {dead.pid}: no such process" in captured.err
+    assert run_probe("all", *ALL_QUICK, "--engine=vllm") == 2
+    assert "needs both --engine and --url" in capsys.readouterr().err

@@ -24,9 +24,13 @@ HOLDER = (
 
 
 @pytest.fixture
-def holder() -> Iterator[subprocess.Popen[str]]:
+def holder(tmp_path: Path) -> Iterator[subprocess.Popen[str]]:
     child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,  # outside the source tree (a flat layout shadows the installed package)
     )
     assert child.stdout is not None
     assert child.stdin is not None
@@ -79,14 +83,20 @@ def test_kernel_without_split() -> None:
     )
 
 
-@pytest.mark.parametrize("pid", [0, -3, True, "12"])
-def test_bad_pid_values(pid: object) -> None:
-    with pytest.raises(ValueError, match="pid must be a positive integer"):
+@pytest.mark.parametrize("pid", [0, -3])
+def test_bad_pid_values(pid: int) -> None:
+    with pytest.raises(ValueError, match=f"pid must be >= 1, got {pid}"):
+        read_host_memory(pid)
+
+
+@pytest.mark.parametrize("pid", [True, "12", 1.0])
+def test_bad_pid_types(pid: object) -> None:
+    with pytest.raises(TypeError, match="pid must be an integer"):
         read_host_memory(pid)  # type: ignore[arg-type]
 
 
-def test_missing_pid() -> None:
-    child = subprocess.Popen([sys.executable, "-c", "pass"])
+def test_missing_pid(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tmp_path)
     child.wait(timeout=10)
     with pytest.raises(ProcessLookupError, match=f"pid {child.pid}: no such process"):
         read_host_memory(child.pid)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -22,15 +21,26 @@ from learnsched.handoff import (
 
 GIB = 2**30
 
-# Appends records with a large payload as fast as it can; prints each committed index.
-WRITER = """
-import sys
+# Commits COMMITTED records, then dies inside the next append: its write puts half the
+# line in the file and the process SIGKILLs itself before writing the rest.
+COMMITTED = 5
+WRITER = f"""
+import os, signal, sys
 from learnsched.handoff import HandoffLedger, HandoffRecord
 ledger = HandoffLedger(sys.argv[1])
-for index in range(100000):
-    ledger.append(HandoffRecord(kind="checkpoint", durable_progress=index,
-                                stamps_ns={"pad" + str(i): i for i in range(2000)}))
+def record(index):
+    return HandoffRecord(kind="checkpoint", durable_progress=index,
+                         stamps_ns={{"pad" + str(i): i for i in range(200)}})
+for index in range({COMMITTED}):
+    ledger.append(record(index))
     print(index, flush=True)
+write = os.write
+def torn_write(fd, data):
+    write(fd, bytes(data[: len(data) // 2]))
+    os.kill(os.getpid(), signal.SIGKILL)
+os.write = torn_write  # the ledger's own append path, cut mid-line
+ledger.append(record({COMMITTED}))
+print("not reached", flush=True)
 """
 
 
@@ -86,22 +96,26 @@ def test_bad_record_values() -> None:
 
 def test_writer_killed_mid_append_loses_nothing_committed(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
-    child = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE, text=True
+    # cwd outside the source tree: the flat layout's unbuilt package would shadow the
+    # installed one in the child.
+    child = subprocess.run(
+        [sys.executable, "-c", WRITER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,  # it is meant to die of SIGKILL
+        cwd=tmp_path,
     )
-    assert child.stdout is not None
-    committed = -1
-    deadline = time.monotonic() + 20
-    while committed < 30 and time.monotonic() < deadline:
-        committed = int(child.stdout.readline())
-    time.sleep(0.013)  # land somewhere inside a later append
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=10)
-    committed = max([committed, *(int(line) for line in child.stdout.read().split())])
-    child.stdout.close()
-    with warnings.catch_warnings(record=True) as caught:  # a torn tail is possible
-        warnings.simplefilter("always")
+    assert child.returncode == -signal.SIGKILL, child.stderr
+    assert child.stdout.split() == [str(i) for i in range(COMMITTED)]
+    data = path.read_bytes()
+    assert not data.endswith(b"\n")  # the torn half-record is really there
+    with pytest.warns(TornRecordWarning, match="torn final record"):
         records = read_ledger(path)
-    assert all(issubclass(w.category, TornRecordWarning) for w in caught)
-    assert [r.durable_progress for r in records][: committed + 1] == list(range(committed + 1))
-    assert len(records) in (committed + 1, committed + 2)  # the last may have landed unprinted
+    assert [r.durable_progress for r in records] == list(range(COMMITTED))
+    HandoffLedger(path).append(record(99))  # cuts the torn tail before writing
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        after = read_ledger(path)
+    assert [r.durable_progress for r in after] == [*range(COMMITTED), 99]
+    assert path.read_bytes().startswith(data[: data.rindex(b"\n") + 1])

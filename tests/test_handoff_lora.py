@@ -13,6 +13,7 @@ from learnsched.handoff import (
     apply_adapter,
     benchmark_lora,
     load_adapter,
+    lora,
     read_adapter,
     save_adapter,
     synthesise_adapter,
@@ -96,11 +97,37 @@ def test_benchmark_on_cpu(tmp_path: Path) -> None:
     assert result.tensors == len(tensors)
     assert result.tensor_bytes == sum(t.numel() * 4 for t in tensors.values())
     assert result.adapter_bytes > result.tensor_bytes  # plus the safetensors header
-    assert result.device_copy is None
+    assert result.h2d_copy is None
     summary = result.summary()
     for key in ("save_ms", "save_durable_ms", "load_ms", "first_save_ms", "first_load_ms"):
         assert summary[key] > 0
     assert summary["runs"] == 3
+
+
+def test_saves_are_timed_from_the_tensors_on_the_device(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A GPU checkpoint's device-to-host copy belongs to the save: no host copy is made
+    # before the timed save, whose tensors sit on the load device.
+    seen: list[set[str]] = []
+    real_save = lora.save_adapter
+
+    def spy(tensors: dict[str, object], folder: Path, *, durable: bool) -> Path:
+        seen.append({str(t.device) for t in tensors.values()})  # type: ignore[attr-defined]
+        return real_save(tensors, folder, durable=durable)
+
+    monkeypatch.setattr(lora, "save_adapter", spy)
+    benchmark_lora(
+        synthesise_adapter(BASE_SHAPES["tiny"], 2), device="cpu", runs=2, folder=tmp_path
+    )
+    assert seen == [{"cpu"}] * 4  # 2 buffered + 2 durable saves
+
+
+def test_buffered_save_is_atomic_too(tmp_path: Path) -> None:
+    tensors = synthesise_adapter(BASE_SHAPES["tiny"], 2)
+    path = save_adapter(tensors, tmp_path, durable=False)
+    assert not list(tmp_path.glob(".*.tmp"))
+    assert load_adapter(path).keys() == tensors.keys()
 
 
 @pytest.mark.parametrize(
@@ -133,5 +160,6 @@ def test_benchmark_on_gpu_has_a_device_part(tmp_path: Path) -> None:
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     result = benchmark_lora(synthesise_adapter(BASE_SHAPES["tiny"], 8), device="cuda", runs=3)
-    assert result.device_copy is not None
-    assert result.device_copy.clock == "cuda-event"
+    assert result.h2d_copy is not None
+    assert result.h2d_copy.clock == "cuda-event"
+    assert result.summary()["h2d_copy_ms"] is not None

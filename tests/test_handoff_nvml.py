@@ -48,6 +48,54 @@ def test_shadowing_module_is_rejected(fresh_nvml: None, monkeypatch: pytest.Monk
         nvml.open_device(0)
 
 
+class _OldBindings:
+    """nvidia-ml-py as an old release: no v3 process query, no v2 memory struct."""
+
+    NVML_ERROR_NOT_SUPPORTED = 3
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13
+    NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
+
+    class NVMLError(Exception):
+        def __init__(self, value: int) -> None:
+            super().__init__(value)
+            self.value = value
+
+    @staticmethod
+    def nvmlDeviceGetMemoryInfo(handle: object) -> types.SimpleNamespace:
+        return types.SimpleNamespace(total=80, used=30, free=50)
+
+    @staticmethod
+    def nvmlDeviceGetComputeRunningProcesses_v2(handle: object) -> list[types.SimpleNamespace]:
+        return [types.SimpleNamespace(pid=7, usedGpuMemory=None)]
+
+
+def test_functions_missing_from_old_bindings_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A missing attribute is NVML's "function not found", so the fallbacks run.
+    monkeypatch.setattr(nvml, "_module", _OldBindings)
+    device = object.__new__(nvml.NvmlDevice)
+    device._handle = "handle"
+    assert device.memory() == nvml.DeviceMemory(80, None, 30, 50, 1)
+    assert device.memory().occupied == 30  # v1 "used" already includes the reservation
+    assert device.processes() == [nvml.GpuProcess(7, None)]
+
+
+def test_occupied_is_the_same_quantity_under_v1_and_v2() -> None:
+    assert nvml.DeviceMemory(80, 2, 28, 50, 2).occupied == 30
+
+
+@pytest.mark.parametrize(
+    ("device", "message"),
+    [
+        ("-1", "device index must be >= 0, got '-1'"),
+        (-2, "device index must be >= 0, got -2"),
+        ("gpu0", "device must be an index or a UUID"),
+    ],
+)
+def test_bad_device_arguments_are_named_before_nvml(device: int | str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        nvml.open_device(device)
+
+
 def test_reason_names_decode_the_bindings_constants() -> None:
     pynvml = pytest.importorskip("pynvml")
     mask = pynvml.nvmlClocksEventReasonGpuIdle | pynvml.nvmlClocksEventReasonSwPowerCap
@@ -75,7 +123,18 @@ def test_device_readings_are_consistent() -> None:
 @pytest.mark.gpu
 @needs_gpu
 def test_bad_device_is_named() -> None:
-    with pytest.raises(ValueError, match="device must be an index"):
+    with pytest.raises(ValueError, match=r"device index must be in \[0, \d+\)"):
         nvml.open_device(10_000)
     with pytest.raises(ValueError, match="no GPU with this UUID"):
         nvml.open_device("GPU-00000000-0000-0000-0000-000000000000")
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_torch_device_is_matched_by_uuid() -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    uuid = str(torch.cuda.get_device_properties(0).uuid)
+    device = nvml.device_for_torch(0, uuid)
+    assert device.uuid.endswith(uuid)

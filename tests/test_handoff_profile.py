@@ -10,12 +10,58 @@ from pathlib import Path
 import pytest
 
 import learnsched as ls
-from learnsched.handoff import PAPER_PROFILE, CostProfile, Measurement, load_cost_profile
+from learnsched.handoff import (
+    PAPER_PROFILE,
+    QUANTITIES,
+    CostProfile,
+    Measurement,
+    load_cost_profile,
+)
 
 
 def test_paper_profile_is_the_solvers_paper_costs() -> None:
     assert PAPER_PROFILE.handoff_costs("cold") == ls.PAPER_COLD
     assert PAPER_PROFILE.handoff_costs("warm") == ls.PAPER_WARM
+
+
+def test_paper_warm_figures_keep_resume_and_first_request_apart() -> None:
+    # The solver plans with the 0.487 s resume; the probe's ready figure is 0.520 s.
+    assert PAPER_PROFILE.mean("warm_recovery_s") == 0.487
+    assert PAPER_PROFILE.mean("warm_ready_s") == 0.520
+    assert QUANTITIES["warm_ready_s"] == "s"
+
+
+def _one(name: str, value: float, unit: str, device: str | None) -> CostProfile:
+    return CostProfile({name: Measurement.of((value,), unit, device=device)})
+
+
+def test_measurements_from_different_devices_are_not_merged() -> None:
+    cpu_load = _one("checkpoint_load_s", 0.01, "s", "cpu")
+    gpu_warm = CostProfile(
+        {"warm_recovery_s": Measurement.of((0.5,), "s", device="NVIDIA H100")},
+        device={"name": "NVIDIA H100"},
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"different devices .*checkpoint_load_s on cpu, warm_recovery_s on NVIDIA H100",
+    ):
+        cpu_load.merged(gpu_warm)
+    # Same device, or a measurement whose device is not known: merged.
+    merged = _one("checkpoint_load_s", 0.02, "s", "NVIDIA H100").merged(gpu_warm)
+    assert merged.measurements["checkpoint_load_s"].device == "NVIDIA H100"
+    assert _one("adapter_bytes", 1.0, "B", None).merged(gpu_warm).device == gpu_warm.device
+
+
+def test_version_1_documents_are_still_read(tmp_path: Path) -> None:
+    document = PAPER_PROFILE.to_json()
+    document["version"] = 1
+    for item in document["measurements"].values():
+        del item["device"], item["note"]
+    path = tmp_path / "v1.json"
+    path.write_text(json.dumps(document))
+    loaded = load_cost_profile(path)
+    assert loaded.handoff_costs("warm") == ls.PAPER_WARM
+    assert loaded.measurements["checkpoint_load_s"].device is None
 
 
 def test_file_round_trip_into_handoff_costs(tmp_path: Path) -> None:
@@ -26,7 +72,8 @@ def test_file_round_trip_into_handoff_costs(tmp_path: Path) -> None:
     assert loaded.handoff_costs("warm") == ls.PAPER_WARM
     document = json.loads(path.read_text())
     assert document["format"] == "learnsched-cost-profile"
-    assert document["version"] == 1
+    assert document["version"] == 2
+    assert document["measurements"]["warm_ready_s"]["device"] == "NVIDIA A100-80GB"
     assert document["measurements"]["cold_recovery_s"]["unit"] == "s"
 
 
@@ -70,11 +117,22 @@ def test_parking_that_frees_host_memory_costs_no_residency() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(version=2), "version 2 is not supported"),
+        (lambda d: d.update(version=3), r"version 3 is not supported .*reads versions 1, 2"),
+        (
+            lambda d: d["measurements"]["cold_recovery_s"].pop("note"),
+            "must have device, first, mean, note, samples, unit",
+        ),
         (lambda d: d.update(format="other"), "format must be"),
         (
             lambda d: d["measurements"].update(
-                speed={"unit": "s", "mean": 1, "samples": [], "first": None}
+                speed={
+                    "unit": "s",
+                    "mean": 1,
+                    "samples": [],
+                    "first": None,
+                    "device": None,
+                    "note": "",
+                }
             ),
             "unknown quantity 'speed'",
         ),
@@ -83,7 +141,10 @@ def test_parking_that_frees_host_memory_costs_no_residency() -> None:
             lambda d: d["measurements"]["cold_recovery_s"].update(samples=[1.0, 2.0]),
             "is not the mean of its samples",
         ),
-        (lambda d: d["measurements"]["cold_recovery_s"].update(mean="fast"), "mean must be a number"),
+        (
+            lambda d: d["measurements"]["cold_recovery_s"].update(mean="fast"),
+            "mean must be a number",
+        ),
         (lambda d: d.update(measurements=[]), "measurements must be a JSON object"),
     ],
 )
@@ -105,7 +166,7 @@ def test_bad_arguments() -> None:
         PAPER_PROFILE.merged(CostProfile({}, device={"name": "NVIDIA H100"}))
 
 
-def test_package_imports_without_the_gpu_extra() -> None:
+def test_package_imports_without_the_gpu_extra(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "for name in ('torch', 'safetensors', 'peft', 'pynvml', 'psutil'):\n"
@@ -118,8 +179,15 @@ def test_package_imports_without_the_gpu_extra() -> None:
         "except h.HandoffProbeError as err:\n"
         "    print(err)\n"
     )
+    # cwd outside the source tree: the flat layout's unbuilt package would shadow the
+    # installed one ("learnsched's C++ core is not built").
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=tmp_path,
     )
     lines = result.stdout.splitlines()
     assert lines[0] == "69.988"

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -57,6 +58,39 @@ def test_process_gone() -> None:
     assert result.polls >= 2
 
 
+def test_engine_tree_is_watched_as_a_whole() -> None:
+    result = wait_for_release(ScriptedDevice(after_s=0.05), pid=[1, 4242], poll_s=0.01)
+    assert result.condition == "process-gone"
+
+
+def test_pid_never_listed_is_refused_not_reported_released() -> None:
+    # A container's PID, or a wrong one: NVML never lists it, so "gone" would be a lie.
+    with pytest.raises(ValueError, match=r"pid 999 is not among the compute processes .*4242"):
+        wait_for_release(ScriptedDevice(after_s=5), pid=999, poll_s=0.01)
+    with pytest.raises(ValueError, match="pid 4242 is not among"):
+        wait_for_release(ScriptedDevice(after_s=5), pid=4242, baseline_processes=[], poll_s=0.01)
+
+
+def test_release_acknowledged_before_memory_is_freed() -> None:
+    device = ScriptedDevice(after_s=0.15)
+    acknowledged = time.perf_counter_ns()  # the pause call has answered; nothing freed yet
+    result = wait_for_release(
+        device, pid=4242, floor_bytes=2 * GIB, since_ns=acknowledged, poll_s=0.01
+    )
+    assert result.condition == "process-gone"
+    assert result.latency_s >= 0.15
+    assert result.seen_ns - acknowledged == pytest.approx(result.latency_s * 1e9)
+
+
+def test_floor_counts_as_released() -> None:
+    class Shrinking(ScriptedDevice):
+        def processes(self) -> list[GpuProcess]:
+            return [GpuProcess(self.pid, GIB if self.freed.is_set() else 8 * GIB)]
+
+    result = wait_for_release(Shrinking(after_s=0.05), pid=4242, floor_bytes=2 * GIB, poll_s=0.01)
+    assert result.condition == "process-below-floor"
+
+
 def test_floor_needs_per_process_memory() -> None:
     device = ScriptedDevice(after_s=5, per_process=False)
     with pytest.raises(ValueError, match="does not report per-process memory"):
@@ -74,8 +108,13 @@ def test_bad_arguments_are_named() -> None:
         wait_for_release(device)
     with pytest.raises(ValueError, match="floor_bytes needs pid"):
         wait_for_release(device, floor_bytes=1, free_rise_bytes=1)
-    with pytest.raises(ValueError, match="free_rise_bytes must be >= 0, got -1"):
+    with pytest.raises(ValueError, match="free_rise_bytes must be >= 1, got -1"):
         wait_for_release(device, free_rise_bytes=-1)
+    # A rise of 0 holds at the first poll: a pause would be reported as a release.
+    with pytest.raises(ValueError, match="free_rise_bytes must be >= 1, got 0"):
+        wait_for_release(device, free_rise_bytes=0)
+    with pytest.raises(ValueError, match=r"since_ns .* in the future"):
+        wait_for_release(device, free_rise_bytes=1, since_ns=time.perf_counter_ns() + 10**9)
 
 
 # Holds 1 GiB on the GPU until its stdin closes, then exits.
@@ -86,7 +125,7 @@ HOLDER = (
 
 
 @pytest.mark.gpu
-def test_real_release_after_a_child_exits() -> None:
+def test_real_release_after_a_child_exits(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
@@ -95,7 +134,11 @@ def test_real_release_after_a_child_exits() -> None:
     except NvmlUnavailable as err:
         pytest.skip(str(err))
     child = subprocess.Popen(
-        [sys.executable, "-c", HOLDER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", HOLDER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=tmp_path,  # outside the source tree, which would shadow the installed package
     )
     assert child.stdin is not None
     assert child.stdout is not None

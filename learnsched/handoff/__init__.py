@@ -26,7 +26,15 @@ from .lora import (
     save_adapter,
     synthesise_adapter,
 )
-from .nvml import ClockReading, DeviceMemory, GpuProcess, NvmlDevice, driver_version, open_device
+from .nvml import (
+    ClockReading,
+    DeviceMemory,
+    GpuProcess,
+    NvmlDevice,
+    device_for_torch,
+    driver_version,
+    open_device,
+)
 from .profile import (
     PAPER_PROFILE,
     PAPER_RESIDENCY_PRICE,
@@ -35,7 +43,14 @@ from .profile import (
     Measurement,
     load_cost_profile,
 )
-from .recovery import ENGINES, RecoveryRun, ServingEndpoint, launch_engine, measure_warm_recovery
+from .recovery import (
+    ENGINES,
+    HttpStatusError,
+    RecoveryRun,
+    ServingEndpoint,
+    launch_engine,
+    measure_warm_recovery,
+)
 from .release import ReleaseResult, wait_for_release
 from .timing import Timing, time_device, time_host
 from .waits import AckDelays, ControlSignal, measure_ack_delay, poll_until, pollable_sleep
@@ -57,6 +72,7 @@ __all__ = [
     "HandoffProbeError",
     "HandoffRecord",
     "HostMemory",
+    "HttpStatusError",
     "LoraBenchmark",
     "Measurement",
     "NvmlDevice",
@@ -73,6 +89,7 @@ __all__ = [
     "apply_adapter",
     "benchmark_lora",
     "default_device",
+    "device_for_torch",
     "driver_version",
     "launch_engine",
     "load_adapter",

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from .._checks import integer, nonnegative, positive
 from .._progress import Progress
+from ._util import torch_module
 from .errors import HandoffProbeError, NvmlUnavailable
-from .host_memory import read_host_memory
+from .host_memory import process_tree, read_host_memory
 from .ledger import HandoffLedger
 from .lora import (
     ATTENTION,
@@ -31,10 +34,26 @@ from .lora import (
     read_adapter,
     synthesise_adapter,
 )
-from .nvml import NvmlDevice, driver_version, open_device
-from .profile import GIB, CostProfile, Measurement, load_cost_profile, now_iso, package_versions
-from .recovery import ENGINES, RecoveryRun, ServingEndpoint, launch_engine, measure_warm_recovery
-from .waits import check_count, measure_ack_delay
+from .nvml import NvmlDevice, device_for_torch, driver_version, open_device
+from .profile import (
+    CPU,
+    GIB,
+    CostProfile,
+    Measurement,
+    load_cost_profile,
+    now_iso,
+    package_versions,
+)
+from .recovery import (
+    ENGINES,
+    VLLM_SLEEP_LEVELS,
+    RecoveryRun,
+    ServingEndpoint,
+    check_poll,
+    launch_engine,
+    measure_warm_recovery,
+)
+from .waits import measure_ack_delay
 
 __all__ = ["register"]
 
@@ -87,7 +106,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def _add_common(parser: argparse.ArgumentParser, *, out: bool, gpu: bool = True) -> None:
     if gpu:
         parser.add_argument(
-            "--gpu", default="0", metavar="INDEX|UUID", help="NVML device to read (default 0)"
+            "--gpu",
+            default="0",
+            metavar="INDEX|UUID",
+            help="NVML device to read (default 0; the LoRA probe reads the GPU torch loads onto)",
         )
     parser.add_argument("--json", action="store_true", help="print JSON")
     if out:
@@ -133,9 +155,19 @@ def _add_recovery(parser: argparse.ArgumentParser, *, required: bool) -> None:
     parser.add_argument("--launch", metavar="COMMAND", help="launch command: also time cold starts")
     parser.add_argument("--cold-runs", type=int, default=1, help="launches to time (default 1)")
     parser.add_argument("--warm-runs", type=int, default=3, help="park/resume cycles (default 3)")
-    parser.add_argument("--level", type=int, default=1, help="vLLM sleep level (default 1)")
+    parser.add_argument(
+        "--level", type=int, choices=VLLM_SLEEP_LEVELS, default=1, help="vLLM sleep level (1 or 2)"
+    )
     parser.add_argument("--tags", nargs="*", default=[], help="memory tags to release/resume")
-    parser.add_argument("--pid", type=int, help="engine PID for host PSS (default: launched)")
+    parser.add_argument(
+        "--pid", type=int, help="engine PID for host PSS and its GPU processes (default: launched)"
+    )
+    parser.add_argument(
+        "--release-gib",
+        type=float,
+        help="device memory a park must free to count as released, GiB "
+        "(default: half of what NVML lists for the engine's processes)",
+    )
     parser.add_argument("--parked-s", type=float, default=1.0, help="time parked, seconds")
     parser.add_argument("--timeout-s", type=float, default=600.0, help="bound per phase, seconds")
     parser.add_argument("--poll-ms", type=float, default=20.0, help="poll interval, ms (10-50)")
@@ -244,30 +276,67 @@ def run_nvml(args: argparse.Namespace) -> int:
 # lora -----------------------------------------------------------------------------------
 
 
-def _lora_benchmark(args: argparse.Namespace) -> tuple[LoraBenchmark, NvmlDevice | None]:
+def _check_lora(args: argparse.Namespace) -> None:
+    """Bad LoRA input as ``ValueError``/``OSError``, before anything is measured."""
+    integer("--runs", args.runs, low=2)
+    if args.folder is not None and not Path(args.folder).is_dir():
+        raise NotADirectoryError(f"--folder {args.folder}: not an existing directory")
+    if args.adapter is not None:
+        if not Path(args.adapter).exists():
+            raise FileNotFoundError(f"--adapter {args.adapter}: no such file or folder")
+        return
+    integer("rank", args.rank, low=1)
+    targets = _targets(args)
+    if not targets:
+        raise ValueError("--targets must name at least one module")
+    for module in targets:
+        BASE_SHAPES[args.shape].module_shape(module)
+
+
+def _targets(args: argparse.Namespace) -> list[str]:
+    return [t.strip() for t in args.targets.split(",") if t.strip()]
+
+
+def _torch_gpu(device: str) -> tuple[NvmlDevice | None, str]:
+    """The NVML device torch loads onto (matched by UUID, not index) and its name."""
+    torch = torch_module()
+    target = torch.device(device)
+    index = target.index if target.index is not None else torch.cuda.current_device()
+    properties = torch.cuda.get_device_properties(index)
+    try:
+        return device_for_torch(index, str(properties.uuid)), str(properties.name)
+    except NvmlUnavailable:
+        return None, str(properties.name)
+
+
+def _lora_benchmark(args: argparse.Namespace) -> tuple[LoraBenchmark, NvmlDevice | None, str]:
+    """The benchmark, the NVML device of the GPU it ran on, and that device's name."""
+    _check_lora(args)
     if args.adapter is not None:
         tensors = read_adapter(args.adapter)
     else:
-        targets = [t.strip() for t in args.targets.split(",") if t.strip()]
-        tensors = synthesise_adapter(BASE_SHAPES[args.shape], args.rank, targets, args.dtype)
+        tensors = synthesise_adapter(BASE_SHAPES[args.shape], args.rank, _targets(args), args.dtype)
     device = default_device() if args.device is None else str(args.device)
-    nvml = _optional_device(args)[0] if device.startswith("cuda") else None
+    nvml, name = None, CPU
+    if device.startswith("cuda") and torch_module().cuda.is_available():
+        nvml, name = _torch_gpu(device)
     result = benchmark_lora(
         tensors, device=device, runs=args.runs, folder=args.folder, nvml_device=nvml
     )
-    return result, nvml
+    return result, nvml, name
 
 
-def _lora_profile(result: LoraBenchmark, nvml: NvmlDevice | None) -> CostProfile:
+def _lora_profile(result: LoraBenchmark, nvml: NvmlDevice | None, name: str) -> CostProfile:
     def seconds(timing: Any) -> Measurement:
-        return Measurement.of(tuple(t / 1e3 for t in timing.warm_ms), "s", timing.first_ms / 1e3)
+        warm = tuple(t / 1e3 for t in timing.warm_ms)
+        return Measurement.of(warm, "s", timing.first_ms / 1e3, device=name)
 
     return CostProfile(
         measurements={
             "checkpoint_save_s": seconds(result.save_durable),
             "checkpoint_save_buffered_s": seconds(result.save),
             "checkpoint_load_s": seconds(result.load),
-            "adapter_bytes": Measurement.of((float(result.adapter_bytes),), "B"),
+            "adapter_bytes": Measurement.of((float(result.adapter_bytes),), "B", device=name),
         },
         device=_device_info(nvml),
         packages=package_versions(),
@@ -281,8 +350,8 @@ def _lora_rows(result: LoraBenchmark) -> Rows:
         ("adapter", f"{result.adapter_bytes} bytes in {result.tensors} tensors, {result.device}")
     ]
     timings = [("save", result.save), ("save durable", result.save_durable), ("load", result.load)]
-    if result.device_copy is not None:
-        timings.append(("device copy", result.device_copy))
+    if result.h2d_copy is not None:
+        timings.append(("H2D copy alone", result.h2d_copy))
     for name, t in timings:
         summary = f"first {_ms(t.first_ms)}, median {_ms(t.median_ms)}, p95 {_ms(t.p95_ms)}"
         rows.append((name, f"{summary} ({len(t.warm_ms)} warm runs, {t.clock} clock)"))
@@ -291,25 +360,31 @@ def _lora_rows(result: LoraBenchmark) -> Rows:
 
 def run_lora(args: argparse.Namespace) -> int:
     """Run the LoRA save/load microbenchmark."""
-    result, nvml = _lora_benchmark(args)
+    result, nvml, name = _lora_benchmark(args)
     if args.json:
         print(json.dumps(result.summary(), indent=2))
     else:
         _print(_lora_rows(result))
-    _write_profile(args, _lora_profile(result, nvml))
+    _write_profile(args, _lora_profile(result, nvml, name))
     return 0
 
 
 # memory ---------------------------------------------------------------------------------
 
 
+def _check_pid(pid: int) -> None:
+    """``ValueError`` for a bad PID, ``ProcessLookupError`` for one that does not exist."""
+    process_tree(integer("pid", pid, low=1))
+
+
 def run_memory(args: argparse.Namespace) -> int:
     """Print a process tree's PSS split (and GPU memory when NVML is available)."""
     host = read_host_memory(args.pid, children=not args.no_children)
     device, why = _optional_device(args)
+    memory = None if device is None else device.memory()
     report: dict[str, Any] = {
         "host": asdict(host),
-        "device": None if device is None else asdict(device.memory()),
+        "device": None if memory is None else asdict(memory),
         "device_unavailable": why,
     }
     if args.json:
@@ -322,11 +397,11 @@ def run_memory(args: argparse.Namespace) -> int:
         ("  file", _gib(host.pss_file)),
         ("  shmem", _gib(host.pss_shmem)),
     ]
-    if device is None:
+    if device is None or memory is None:
         rows.append(("GPU", f"not read: {why}"))
     else:
-        memory = device.memory()
-        rows.append(("GPU used", f"{_gib(memory.used)} of {_gib(memory.total)} ({device.name})"))
+        occupied = f"{_gib(memory.occupied)} of {_gib(memory.total)} ({device.name})"
+        rows.append(("GPU used+reserved", occupied))
     _print(rows)
     return 0
 
@@ -334,7 +409,14 @@ def run_memory(args: argparse.Namespace) -> int:
 # waits ----------------------------------------------------------------------------------
 
 
+def _check_waits(args: argparse.Namespace) -> None:
+    positive("--step-ms", args.step_ms)
+    positive("--slice-ms", args.slice_ms)
+    integer("--commands", args.commands, low=1)
+
+
 def _waits(args: argparse.Namespace) -> dict[str, dict[str, float]]:
+    _check_waits(args)
     step_s, slice_s = args.step_ms / 1e3, args.slice_ms / 1e3
     results = {}
     with Progress(2, "pollable waits") as progress:
@@ -372,15 +454,32 @@ def run_waits(args: argparse.Namespace) -> int:
 # recovery -------------------------------------------------------------------------------
 
 
-def _recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDevice | None]:
+def _check_recovery(args: argparse.Namespace) -> ServingEndpoint:
+    """Every recovery argument checked (``ValueError``/``OSError``); the endpoint."""
     if args.launch is None and args.cold_runs != 1:
         raise ValueError("--cold-runs needs --launch")
-    check_count("--cold-runs", args.cold_runs)
-    check_count("--warm-runs", args.warm_runs, minimum=0 if args.launch else 1)
-    endpoint = ServingEndpoint(args.url, args.engine)
+    if args.launch is not None and not shlex.split(args.launch):
+        raise ValueError("--launch must not be empty")
+    integer("--cold-runs", args.cold_runs, low=1)
+    integer("--warm-runs", args.warm_runs, low=0 if args.launch else 1)
+    check_poll(args.poll_ms / 1e3)
+    positive("--timeout-s", args.timeout_s)
+    nonnegative("--parked-s", args.parked_s)
+    if args.release_gib is not None:
+        positive("--release-gib", args.release_gib)
+    if args.pid is not None:
+        _check_pid(args.pid)
+    if args.ledger is not None and not Path(args.ledger).parent.is_dir():
+        raise NotADirectoryError(f"--ledger {args.ledger}: its folder does not exist")
+    return ServingEndpoint(args.url, args.engine)
+
+
+def _recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDevice | None]:
+    endpoint = _check_recovery(args)
     device = _optional_device(args)[0]
     ledger = HandoffLedger(args.ledger) if args.ledger else None
     poll_s = args.poll_ms / 1e3
+    release_bytes = None if args.release_gib is None else max(1, int(args.release_gib * GIB))
     runs: list[RecoveryRun] = []
 
     def record(run: RecoveryRun) -> None:
@@ -398,6 +497,7 @@ def _recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDev
                         tags=args.tags,
                         pid=pid,
                         device=device,
+                        release_bytes=release_bytes,
                         parked_s=args.parked_s,
                         timeout_s=args.timeout_s,
                         poll_s=poll_s,
@@ -423,24 +523,57 @@ def _recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDev
     return runs, device
 
 
-def _mean_of(values: Sequence[float], unit: str) -> Measurement | None:
-    return Measurement.of(tuple(values), unit) if values else None
+def _measured(
+    values: Sequence[float], unit: str, device: str | None, note: str = ""
+) -> Measurement | None:
+    return Measurement.of(tuple(values), unit, device=device, note=note) if values else None
+
+
+def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measurement | None:
+    """Device memory held while parked, on one basis for all runs (the note says which)."""
+    bases = {r.device_basis for r in warm if "parked" in r.device}
+    if not bases:
+        return None
+    # Mixed bases (the engine listed in some runs only) fall back to the whole device.
+    basis = bases.pop() if len(bases) == 1 else "device-occupied"
+    values = []
+    for run in warm:
+        if "parked" not in run.device:
+            continue
+        if basis == "engine-processes":
+            values.append(run.engine_device["parked"] / GIB)
+        else:
+            values.append(run.device["parked"].occupied / GIB)
+    note = (
+        "the engine's processes' own device bytes (NVML per-process)"
+        if basis == "engine-processes"
+        else "the whole device's used+reserved bytes (other processes included): NVML "
+        "does not list the engine's processes with their memory"
+    )
+    return _measured(values, "GiB", device, note)
 
 
 def _recovery_profile(runs: Sequence[RecoveryRun], device: NvmlDevice | None) -> CostProfile:
     warm = [r for r in runs if r.kind == "warm"]
+    name = None if device is None else device.name
     candidates = {
-        "cold_recovery_s": _mean_of([r.ready_s for r in runs if r.kind == "cold"], "s"),
-        "warm_recovery_s": _mean_of([r.ready_s for r in warm], "s"),
-        "host_pss_awake_gib": _mean_of(
-            [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB"
+        "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+        "warm_recovery_s": _measured(
+            [r.resume_s for r in warm],
+            "s",
+            name,
+            "resume sent to acknowledged with the device memory back"
+            if all("memory_back" in r.stamps_ns for r in warm)
+            else "resume sent to acknowledged (device memory not watched)",
         ),
-        "host_pss_parked_gib": _mean_of(
-            [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB"
+        "warm_ready_s": _measured([r.ready_s for r in warm], "s", name),
+        "host_pss_awake_gib": _measured(
+            [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB", name
         ),
-        "device_parked_gib": _mean_of(
-            [r.device["parked"].used / GIB for r in warm if "parked" in r.device], "GiB"
+        "host_pss_parked_gib": _measured(
+            [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB", name
         ),
+        "device_parked_gib": _parked_device(warm, name),
     }
     return CostProfile(
         measurements={k: m for k, m in candidates.items() if m is not None},
@@ -453,13 +586,23 @@ def _recovery_profile(runs: Sequence[RecoveryRun], device: NvmlDevice | None) ->
 
 def _run_json(run: RecoveryRun) -> dict[str, Any]:
     base = min(run.stamps_ns.values())
-    return {
+    report = {
         "kind": run.kind,
         "ready_s": run.ready_s,
         "stamps_ms": {k: (v - base) / 1e6 for k, v in run.stamps_ns.items()},
         "host_pss_gib": {k: m.pss / GIB for k, m in run.host.items()},
-        "device_used_gib": {k: m.used / GIB for k, m in run.device.items()},
+        "device_basis": run.device_basis,
+        "device_gib": {
+            phase: bytes_ / GIB
+            for phase in run.device
+            if (bytes_ := run.device_bytes(phase)) is not None
+        },
     }
+    if run.kind == "warm":
+        report["resume_s"] = run.resume_s
+        report["release"] = run.release
+        report["release_s"] = run.release_s
+    return report
 
 
 def _recovery_rows(runs: Sequence[RecoveryRun]) -> Rows:
@@ -467,9 +610,15 @@ def _recovery_rows(runs: Sequence[RecoveryRun]) -> Rows:
     for number, run in enumerate(runs, start=1):
         start = run.stamps_ns[run.start_stamp]
         stamps = ", ".join(f"{name} {(t - start) / 1e9:+.3f}" for name, t in run.stamps_ns.items())
-        rows.append((f"{run.kind} #{number}", f"ready {run.ready_s:.3f} s  ({stamps} s)"))
+        head = f"ready {run.ready_s:.3f} s"
+        if run.kind == "warm":
+            released = "" if run.release_s is None else f" after {run.release_s:.3f} s"
+            head = f"resume {run.resume_s:.3f} s, {head}, release {run.release}{released}"
+        rows.append((f"{run.kind} #{number}", f"{head}  ({stamps} s)"))
         for phase, memory in run.host.items():
             rows.append((f"  host PSS {phase}", _gib(memory.pss)))
+        for phase in run.device:
+            rows.append((f"  device {phase} ({run.device_basis})", _gib(run.device_bytes(phase))))
     return rows
 
 
@@ -486,56 +635,116 @@ def run_recovery(args: argparse.Namespace) -> int:
 
 # all ------------------------------------------------------------------------------------
 
+# What a part of `probe all` may fail with at run time (bad input is checked up front):
+# a failed measurement, an unreachable server, a timeout (both OSError), a vanished PID.
+PART_ERRORS = (HandoffProbeError, OSError)
+
+
+class _AllReport:
+    """The parts of `probe all`: rows, JSON, the merged profile and failures."""
+
+    def __init__(self) -> None:
+        self.rows: Rows = []
+        self.json: dict[str, Any] = {}
+        self.profile = CostProfile({})
+        self.failed = False
+
+    def fail(self, part: str, err: BaseException) -> None:
+        self.rows.append((part, f"failed: {err}"))
+        self.json[part] = {"error": str(err)}
+        self.failed = True
+
+    def add_profile(self, part: str, profile: CostProfile) -> None:
+        try:
+            self.profile = self.profile.merged(profile)
+        except ValueError as err:
+            self.fail(f"{part} profile", err)
+
+
+def _check_all(args: argparse.Namespace) -> bool:
+    """Check every part's input before any part runs; whether recovery is asked for."""
+    _check_lora(args)
+    _check_waits(args)
+    if args.pid is not None:
+        _check_pid(args.pid)
+    if (args.engine is None) != (args.url is None):
+        raise ValueError("recovery needs both --engine and --url")
+    if args.engine is None:
+        return False
+    _check_recovery(args)
+    return True
+
+
+def _all_nvml(args: argparse.Namespace, report: _AllReport) -> None:
+    device, why = _optional_device(args)
+    if device is None:
+        report.rows.append(("nvml", f"skipped: {why}"))
+        report.json["nvml"] = None
+        return
+    report.json["nvml"] = _nvml_report(device)
+    report.rows.append(("nvml", f"{device.name} ({device.uuid})"))
+
+
+def _all_lora(args: argparse.Namespace, report: _AllReport) -> None:
+    lora, nvml, name = _lora_benchmark(args)
+    report.json["lora"] = lora.summary()
+    report.rows += _lora_rows(lora)
+    report.add_profile("lora", _lora_profile(lora, nvml, name))
+
+
+def _all_waits(args: argparse.Namespace, report: _AllReport) -> None:
+    waits = _waits(args)
+    report.json["waits"] = waits
+    report.rows += _waits_rows(waits)
+
+
+def _all_memory(args: argparse.Namespace, report: _AllReport) -> None:
+    if args.pid is None:
+        return
+    host = read_host_memory(args.pid)
+    report.json["memory"] = asdict(host)
+    report.rows.append((f"host PSS of {args.pid} and children", _gib(host.pss)))
+
+
+def _all_recovery(args: argparse.Namespace, report: _AllReport) -> None:
+    runs, device = _recovery_runs(args)
+    report.json["recovery"] = [_run_json(r) for r in runs]
+    report.rows += _recovery_rows(runs)
+    report.add_profile("recovery", _recovery_profile(runs, device))
+
 
 def run_all(args: argparse.Namespace) -> int:
     """Every probe this machine can run; parts that need a GPU or a server say so.
 
-    A part that fails is reported on its own row and the others still run; the exit
-    status is then 1.
+    All input is checked first (bad input: ``ValueError``/``OSError``, nothing runs). A
+    part that then fails is reported on its own row, the others still run, the
+    profile of what succeeded is written, and the exit status is 1.
     """
-    report: dict[str, Any] = {}
-    rows: Rows = []
-    failed = False
-    device, why = _optional_device(args)
-    if device is None:
-        rows.append(("nvml", f"skipped: {why}"))
-        report["nvml"] = None
+    recovery = _check_all(args)
+    report = _AllReport()
+    parts: list[tuple[str, Callable[[argparse.Namespace, _AllReport], None]]] = [
+        ("nvml", _all_nvml),
+        ("lora", _all_lora),
+        ("waits", _all_waits),
+        ("memory", _all_memory),
+    ]
+    if recovery:
+        parts.append(("recovery", _all_recovery))
     else:
-        report["nvml"] = _nvml_report(device)
-        rows.append(("nvml", f"{device.name} ({device.uuid})"))
-    profile = CostProfile({})
-    try:
-        lora, nvml = _lora_benchmark(args)
-    except HandoffProbeError as err:
-        rows.append(("lora", f"failed: {err}"))
-        failed = True
-    else:
-        report["lora"] = lora.summary()
-        rows += _lora_rows(lora)
-        profile = _lora_profile(lora, nvml)
-    waits = _waits(args)
-    report["waits"] = waits
-    rows += _waits_rows(waits)
-    if args.pid is not None:
-        host = read_host_memory(args.pid)
-        report["memory"] = asdict(host)
-        rows.append((f"host PSS of {args.pid} and children", _gib(host.pss)))
-    if args.engine is None or args.url is None:
-        rows.append(("recovery", "skipped: give --engine and --url (and --launch for cold)"))
-    else:
+        report.rows.append(("recovery", "skipped: give --engine and --url (and --launch for cold)"))
+    for part, run in parts:
         try:
-            runs, device = _recovery_runs(args)
-        except HandoffProbeError as err:
-            rows.append(("recovery", f"failed: {err}"))
-            failed = True
-        else:
-            report["recovery"] = [_run_json(r) for r in runs]
-            rows += _recovery_rows(runs)
-            profile = profile.merged(_recovery_profile(runs, device))
+            run(args, report)
+        except PART_ERRORS as err:
+            report.fail(part, err)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(report.json, indent=2))
     else:
-        _print(rows)
-    if profile.measurements:
-        _write_profile(args, profile)
-    return EXIT_FAILED if failed else 0
+        _print(report.rows)
+    if report.profile.measurements:
+        try:
+            _write_profile(args, report.profile)
+        except (ValueError, OSError) as err:  # e.g. an existing --out from another device
+            print(f"learnsched probe all: profile not written: {err}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_FAILED if report.failed else 0

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._checks import integer
 from .errors import missing_extra
 
 __all__ = ["HostMemory", "PhaseSample", "PhaseSampler", "process_tree", "read_host_memory"]
@@ -42,11 +43,6 @@ class HostMemory:
     pss_file: int | None
     pss_shmem: int | None
     pids: tuple[int, ...]
-
-
-def _check_pid(pid: object) -> None:
-    if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
-        raise ValueError(f"pid must be a positive integer, got {pid!r}")
 
 
 def _parse_rollup(text: str, pid: int) -> HostMemory:
@@ -113,12 +109,12 @@ def process_tree(pid: int) -> list[int]:
 
     Raises
     ------
-    ValueError
-        ``pid`` is not a positive integer.
+    TypeError, ValueError
+        ``pid`` is not an integer >= 1.
     ProcessLookupError
         No process has this id.
     """
-    _check_pid(pid)
+    integer("pid", pid, low=1)
     if not (PROC / str(pid)).exists():
         raise ProcessLookupError(f"pid {pid}: no such process")
     children: dict[int, list[int]] = {}
@@ -156,12 +152,12 @@ def read_host_memory(pid: int, *, children: bool = True) -> HostMemory:
 
     Raises
     ------
-    ValueError
-        ``pid`` is not a positive integer.
+    TypeError, ValueError
+        ``pid`` is not an integer >= 1.
     ProcessLookupError, PermissionError
         ``pid`` does not exist or its memory maps cannot be read (the message says which).
     """
-    _check_pid(pid)
+    integer("pid", pid, low=1)
     readings = [_read_one(pid)]
     for child in process_tree(pid)[1:] if children else ():
         try:

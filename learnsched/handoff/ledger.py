@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._atomic import fsync_folder
 from .host_memory import HostMemory
 from .nvml import DeviceMemory
 
@@ -97,14 +98,6 @@ class HandoffRecord:
         return cls(**data)
 
 
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _cut_torn_tail(fd: int) -> None:
     """Truncate after the last newline: an unterminated tail was never committed."""
     size = os.lseek(fd, 0, os.SEEK_END)
@@ -153,7 +146,7 @@ class HandoffLedger:
         finally:
             os.close(fd)  # closing releases the lock
         if created:
-            _fsync_folder(self.path.parent)
+            fsync_folder(self.path.parent)
 
     def records(self) -> list[HandoffRecord]:
         """Every committed record, oldest first (see :func:`read_ledger`)."""

@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._atomic import atomic_write
+from .._checks import integer
+from ._util import torch_module
 from .errors import HandoffProbeError, missing_extra
 from .nvml import NvmlDevice
 from .timing import Timing, time_device, time_host
-from .waits import check_count
 
 __all__ = [
     "BASE_SHAPES",
@@ -75,8 +77,8 @@ class BaseShape:
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden_size", "heads", "kv_heads", "intermediate_size"):
-            check_count(name, getattr(self, name))
-        check_count("head_dim", self.head_dim, minimum=0)
+            integer(name, getattr(self, name), low=1)
+        integer("head_dim", self.head_dim, low=0)
         if self.head_dim == 0:
             if self.hidden_size % self.heads:
                 raise ValueError(
@@ -110,14 +112,6 @@ BASE_SHAPES = {
 }
 
 
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as err:
-        raise missing_extra("torch", err) from err
-    return torch
-
-
 def _safetensors() -> Any:
     try:
         import safetensors.torch
@@ -136,7 +130,7 @@ def _peft() -> Any:
 
 def default_device() -> str:
     """``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
-    return "cuda" if _torch().cuda.is_available() else "cpu"
+    return "cuda" if torch_module().cuda.is_available() else "cpu"
 
 
 def synthesise_adapter(
@@ -163,12 +157,12 @@ def synthesise_adapter(
     seed
         Random seed.
     """
-    check_count("rank", rank)
+    integer("rank", rank, low=1)
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
     if not targets:
         raise ValueError("targets must name at least one module")
-    torch = _torch()
+    torch = torch_module()
     generator = torch.Generator().manual_seed(seed)
     tensors = {}
     for layer in range(shape.layers):
@@ -196,14 +190,6 @@ def apply_adapter(model: Any, tensors: Mapping[str, Any], adapter_name: str = "d
         raise ValueError(f"adapter has tensors the model lacks: {', '.join(unexpected[:3])}")
 
 
-def _fsync_folder(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def save_adapter(
     tensors: Mapping[str, Any], folder: str | os.PathLike[str], *, durable: bool
 ) -> Path:
@@ -215,34 +201,24 @@ def save_adapter(
     Parameters
     ----------
     tensors
-        Adapter tensors (any device; safetensors copies them to the host).
+        Adapter tensors on any device: device tensors are copied to the host here, and
+        that copy is part of the save's cost.
     folder
         An existing folder.
     durable
-        Also fsync the file before the rename and the folder after it, so the adapter
-        survives a crash; ``False`` measures the buffered save only.
+        Also fsync the file before the rename and the folder after it
+        (:func:`learnsched._atomic.atomic_write`), so the adapter survives a crash;
+        ``False`` measures the buffered save only (written and renamed, not fsynced).
     """
     target = Path(folder) / ADAPTER_FILE
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{ADAPTER_FILE}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        _safetensors().save_file(dict(tensors), tmp)
-        if durable:
-            with tmp.open("rb") as file:
-                os.fsync(file.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if durable:
-        _fsync_folder(target.parent)
+    data: bytes = _safetensors().save(dict(tensors))
+    atomic_write(target, lambda file: file.write(data), durable=durable)
     return target
 
 
 def load_adapter(path: str | os.PathLike[str], device: str = "cpu") -> dict[str, Any]:
     """Load an adapter file onto ``device``, waiting until the copies have finished."""
-    torch = _torch()
+    torch = torch_module()
     target = torch.device(device)
     tensors: dict[str, Any] = _safetensors().load_file(Path(path), device=str(target))
     if target.type == "cuda":
@@ -261,7 +237,7 @@ def read_adapter(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def _same(original: Mapping[str, Any], loaded: Mapping[str, Any]) -> None:
-    torch = _torch()
+    torch = torch_module()
     if set(original) != set(loaded):
         missing = sorted(set(original) ^ set(loaded))
         raise HandoffProbeError(f"reloaded adapter differs in tensor names: {missing[:3]}")
@@ -286,12 +262,14 @@ class LoraBenchmark:
     device
         Where it was loaded (``"cpu"``, ``"cuda:0"``).
     save, save_durable
-        Buffered and durable (file and folder fsynced) saves, host clock.
+        Buffered and durable (file and folder fsynced) saves of the tensors as they sit
+        on ``device``, host clock: a GPU adapter's device-to-host copy is included.
     load
         Load from the file onto the device, host clock (includes the synchronisation).
-    device_copy
-        Host-to-device copy of the loaded tensors timed with CUDA events (``None`` on
-        CPU): the device-only part of ``load``.
+    h2d_copy
+        A separate host-to-device copy of the same tensors from host memory, timed with
+        CUDA events (``None`` on CPU): what the transfer alone costs on this link. It is
+        not measured inside ``load``, whose reader interleaves file reads and copies.
     """
 
     adapter_bytes: int
@@ -301,7 +279,7 @@ class LoraBenchmark:
     save: Timing
     save_durable: Timing
     load: Timing
-    device_copy: Timing | None
+    h2d_copy: Timing | None
 
     def summary(self) -> dict[str, float | int | str | None]:
         """Flat numbers, milliseconds: warm medians plus the first runs."""
@@ -317,7 +295,7 @@ class LoraBenchmark:
             "save_durable_p95_ms": self.save_durable.p95_ms,
             "load_ms": self.load.median_ms,
             "load_p95_ms": self.load.p95_ms,
-            "device_copy_ms": None if self.device_copy is None else self.device_copy.median_ms,
+            "h2d_copy_ms": None if self.h2d_copy is None else self.h2d_copy.median_ms,
             "first_save_ms": self.save.first_ms,
             "first_save_durable_ms": self.save_durable.first_ms,
             "first_load_ms": self.load.first_ms,
@@ -362,24 +340,21 @@ def benchmark_lora(
     nvml_device
         Read this GPU's clocks at the start and end of each series.
     """
-    torch = _torch()
+    torch = torch_module()
     target = torch.device(device)
     if target.type == "cuda" and not torch.cuda.is_available():
         raise HandoffProbeError(f"device {device!r}: torch sees no CUDA GPU")
     if not tensors:
         raise ValueError("tensors must hold at least one adapter tensor")
     host = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}
+    # A checkpoint is taken from the device the adapter trains on: save from there.
+    on_device = {name: t.to(target) for name, t in host.items()}
+    if target.type == "cuda":
+        torch.cuda.synchronize(target)
     with _folder(folder) as where:
+        save = _time_save(on_device, where, False, runs, nvml_device)
+        durable = _time_save(on_device, where, True, runs, nvml_device)
         path = where / ADAPTER_FILE
-        save = time_host(
-            lambda: save_adapter(host, where, durable=False), runs, label="save", device=nvml_device
-        )
-        durable = time_host(
-            lambda: save_adapter(host, where, durable=True),
-            runs,
-            label="durable save",
-            device=nvml_device,
-        )
         loaded: dict[str, Any] = {}
 
         def load() -> None:
@@ -395,7 +370,7 @@ def benchmark_lora(
             lambda: [t.to(target, non_blocking=False) for t in host.values()],
             runs,
             cuda_device=target,
-            label="device copy",
+            label="host-to-device copy",
             device=nvml_device,
         )
     return LoraBenchmark(
@@ -406,5 +381,18 @@ def benchmark_lora(
         save=save,
         save_durable=durable,
         load=load_timing,
-        device_copy=copy,
+        h2d_copy=copy,
+    )
+
+
+def _time_save(
+    tensors: Mapping[str, Any],
+    where: Path,
+    durable: bool,
+    runs: int,
+    nvml_device: NvmlDevice | None,
+) -> Timing:
+    label = "durable save" if durable else "save"
+    return time_host(
+        lambda: save_adapter(tensors, where, durable=durable), runs, label=label, device=nvml_device
     )

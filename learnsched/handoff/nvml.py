@@ -25,6 +25,7 @@ __all__ = [
     "GpuProcess",
     "NvmlDevice",
     "device_count",
+    "device_for_torch",
     "driver_version",
     "open_device",
 ]
@@ -35,6 +36,7 @@ T = TypeVar("T")
 # module of the same name with different signatures; only nvidia-ml-py's file is trusted.
 OFFICIAL_DISTRIBUTION = "nvidia-ml-py"
 NVML_PSTATE_UNKNOWN = 32
+UUID_PREFIXES = ("GPU-", "MIG-")
 
 _lock = threading.Lock()
 _module: ModuleType | None = None
@@ -98,10 +100,23 @@ def _nvml() -> ModuleType:
     return pynvml
 
 
+class _FunctionMissing(NvmlError):
+    """The installed bindings lack an entry point or struct (bindings older than the call)."""
+
+
+def _binding(name: str) -> Any:
+    """An attribute of the bindings; a missing one counts as NVML's "function not found"."""
+    try:
+        return getattr(_nvml(), name)
+    except AttributeError as err:
+        raise _FunctionMissing(f"{name}: not in the installed nvidia-ml-py bindings") from err
+
+
 def _call(name: str, *args: Any) -> Any:
+    function = _binding(name)
     pynvml = _nvml()
     try:
-        return getattr(pynvml, name)(*args)
+        return function(*args)
     except pynvml.NVMLError as err:
         raise NvmlError(f"{name} failed: {err}") from err
 
@@ -113,7 +128,9 @@ def _not_supported(err: NvmlError) -> bool:
 
 
 def _function_missing(err: NvmlError) -> bool:
-    """Whether the driver lacks the entry point or struct version (an older driver)."""
+    """Whether the driver or the bindings lack the entry point or struct version."""
+    if isinstance(err, _FunctionMissing):
+        return True
     cause = err.__cause__
     pynvml = _nvml()
     return isinstance(cause, pynvml.NVMLError) and cause.value in (
@@ -164,6 +181,15 @@ class DeviceMemory:
     used: int
     free: int
     version: int
+
+    @property
+    def occupied(self) -> int:
+        """Bytes not free: ``used`` plus the reservation, the same under v1 and v2.
+
+        The v1 struct's ``used`` already includes the driver's reservation; the v2
+        struct reports it apart, so comparing raw ``used`` across versions is wrong.
+        """
+        return self.used + (self.reserved or 0) if self.version >= 2 else self.used
 
 
 @dataclass(frozen=True)
@@ -243,11 +269,11 @@ class NvmlDevice:
         return f"NvmlDevice(index={self.index}, uuid={self.uuid!r}, name={self.name!r})"
 
     def memory(self) -> DeviceMemory:
-        """Device memory, from the v2 struct (v1 on drivers without it)."""
-        pynvml = _nvml()
+        """Device memory, from the v2 struct (v1 on drivers or bindings without it)."""
 
         def v2() -> DeviceMemory:
-            m = _call("nvmlDeviceGetMemoryInfo", self._handle, pynvml.nvmlMemory_v2)
+            version = _binding("nvmlMemory_v2")
+            m = _call("nvmlDeviceGetMemoryInfo", self._handle, version)
             return DeviceMemory(int(m.total), int(m.reserved), int(m.used), int(m.free), 2)
 
         def v1() -> DeviceMemory:
@@ -276,9 +302,11 @@ class NvmlDevice:
     def clocks(self) -> ClockReading:
         """SM and memory clocks, active clock event reasons and the performance state."""
         pynvml = _nvml()
-        sm = _supported(lambda: _call("nvmlDeviceGetClockInfo", self._handle, pynvml.NVML_CLOCK_SM))
+        sm = _supported(
+            lambda: _call("nvmlDeviceGetClockInfo", self._handle, _binding("NVML_CLOCK_SM"))
+        )
         mem = _supported(
-            lambda: _call("nvmlDeviceGetClockInfo", self._handle, pynvml.NVML_CLOCK_MEM)
+            lambda: _call("nvmlDeviceGetClockInfo", self._handle, _binding("NVML_CLOCK_MEM"))
         )
         mask = _supported(
             lambda: _with_fallback(
@@ -300,6 +328,25 @@ def device_count() -> int:
     return int(_call("nvmlDeviceGetCount"))
 
 
+def _parse_device(device: int | str) -> int | str:
+    """An index (``int``) or a UUID (``str``); ``ValueError`` names anything else."""
+    if isinstance(device, bool) or not isinstance(device, (int, str)):
+        raise TypeError(f"device must be an index or a UUID, got {device!r}")
+    text = str(device).strip()
+    try:
+        index = int(text)
+    except ValueError:
+        if not text.startswith(UUID_PREFIXES):
+            raise ValueError(
+                f"device must be an index or a UUID ({'... or '.join(UUID_PREFIXES)}...), "
+                f"got {device!r}"
+            ) from None
+        return text
+    if index < 0:
+        raise ValueError(f"device index must be >= 0, got {device!r}")
+    return index
+
+
 def open_device(device: int | str = 0) -> NvmlDevice:
     """Open a GPU by index (``0``, ``"0"``) or UUID (``"GPU-..."``, ``"MIG-..."``).
 
@@ -308,17 +355,47 @@ def open_device(device: int | str = 0) -> NvmlDevice:
     NvmlUnavailable
         NVML cannot be used here, or it sees no GPU.
     ValueError
-        The index is out of range or no device has that UUID.
+        The index is negative or out of range, the text is neither an index nor a
+        UUID, or no device has that UUID.
     """
+    wanted = _parse_device(device)  # before NVML: a bad argument is named on any machine
     count = device_count()
     if count == 0:
         raise NvmlUnavailable("NVML is unavailable: the driver reports no GPU")
-    if isinstance(device, str) and not device.isdigit():
+    if isinstance(wanted, str):
         try:
-            return NvmlDevice(_call("nvmlDeviceGetHandleByUUID", device))
+            return NvmlDevice(_call("nvmlDeviceGetHandleByUUID", wanted))
         except NvmlError as err:
             raise ValueError(f"device {device!r}: no GPU with this UUID ({err})") from err
-    index = int(device)
-    if not 0 <= index < count:
-        raise ValueError(f"device must be an index in [0, {count}) or a UUID, got {device!r}")
-    return NvmlDevice(_call("nvmlDeviceGetHandleByIndex", index))
+    if wanted >= count:
+        raise ValueError(f"device index must be in [0, {count}), got {device!r}")
+    return NvmlDevice(_call("nvmlDeviceGetHandleByIndex", wanted))
+
+
+def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
+    """The NVML device that torch calls ``cuda:index``, matched by UUID.
+
+    torch's indices follow ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER``, NVML's do
+    not, so the same number can name two different GPUs; the UUID cannot.
+
+    Parameters
+    ----------
+    index
+        torch's device index (for messages).
+    torch_uuid
+        ``str(torch.cuda.get_device_properties(index).uuid)``: the RFC 4122 text without
+        NVML's ``GPU-``/``MIG-`` prefix (accepted with it too).
+
+    Raises
+    ------
+    ValueError
+        NVML has no device with that UUID.
+    """
+    text = torch_uuid.strip()
+    candidates = [text] if text.startswith(UUID_PREFIXES) else [p + text for p in UUID_PREFIXES]
+    for candidate in candidates:
+        try:
+            return open_device(candidate)
+        except ValueError:
+            continue
+    raise ValueError(f"cuda:{index} (UUID {text}): NVML lists no GPU with this UUID")

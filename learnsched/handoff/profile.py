@@ -34,7 +34,9 @@ __all__ = [
 ]
 
 FORMAT = "learnsched-cost-profile"
-VERSION = 1
+VERSION = 2  # 2 adds each measurement's device and note; version 1 files are still read
+READABLE_VERSIONS = (1, 2)
+CPU = "cpu"
 GIB = 2**30
 # App. D.2: an assumed price, not a measurement.
 PAPER_RESIDENCY_PRICE = 0.01  # s-eq. per GiB-second of incremental host PSS
@@ -46,10 +48,14 @@ QUANTITIES = {
     "checkpoint_load_s": "s",  # onto the device (t_ld)
     "adapter_bytes": "B",
     "cold_recovery_s": "s",  # launch to first completed request (t_ret, cold)
-    "warm_recovery_s": "s",  # resume to first completed request (t_ret, warm)
+    # Warm: resume sent until acknowledged with the device memory back (t_ret, warm; the
+    # paper's 0.487 s, which its solver plans with) ...
+    "warm_recovery_s": "s",
+    # ... and resume sent until the first request completed (the paper's 0.520 s).
+    "warm_ready_s": "s",
     "host_pss_awake_gib": "GiB",  # engine tree PSS while serving
     "host_pss_parked_gib": "GiB",  # engine tree PSS while parked (warm state kept)
-    "device_parked_gib": "GiB",  # device memory in use while parked
+    "device_parked_gib": "GiB",  # device memory held while parked (see the note)
 }
 PACKAGES = ("learnsched", "torch", "safetensors", "peft", "nvidia-ml-py", "psutil")
 
@@ -68,15 +74,27 @@ class Measurement:
         The warm samples (empty where only a mean was published).
     first
         The first (cold-cache) run, reported apart (``None`` if not separate).
+    device
+        Where it was measured: ``"cpu"``, a GPU's name, or ``None`` if not known.
+    note
+        How it was measured where that matters (e.g. what device memory counts).
     """
 
     mean: float
     unit: str
     samples: tuple[float, ...] = ()
     first: float | None = None
+    device: str | None = None
+    note: str = ""
 
     def __post_init__(self) -> None:
         number("mean", self.mean)
+        device: object = self.device  # checked at run time: profiles are read from JSON
+        if device is not None and (not isinstance(device, str) or not device):
+            raise TypeError(f"device must be a non-empty string or null, got {device!r}")
+        note: object = self.note
+        if not isinstance(note, str):
+            raise TypeError(f"note must be a string, got {note!r}")
         object.__setattr__(self, "samples", tuple(number("samples", s) for s in self.samples))
         if self.first is not None:
             number("first", self.first)
@@ -86,11 +104,19 @@ class Measurement:
                 raise ValueError(f"mean {self.mean!r} is not the mean of its samples ({mean!r})")
 
     @classmethod
-    def of(cls, samples: tuple[float, ...], unit: str, first: float | None = None) -> Measurement:
+    def of(
+        cls,
+        samples: tuple[float, ...],
+        unit: str,
+        first: float | None = None,
+        *,
+        device: str | None = None,
+        note: str = "",
+    ) -> Measurement:
         """From warm samples (at least one)."""
         if not samples:
             raise ValueError("samples must hold at least one value")
-        return cls(math.fsum(samples) / len(samples), unit, samples, first)
+        return cls(math.fsum(samples) / len(samples), unit, samples, first, device, note)
 
 
 def package_versions() -> dict[str, str]:
@@ -189,13 +215,23 @@ class CostProfile:
         Raises
         ------
         ValueError
-            The two were measured on GPUs with different names.
+            The two were measured on different GPUs, or the merged costs would mix
+            devices (e.g. a CPU checkpoint load with a GPU's recovery): the solver would
+            plan one machine with another's costs. The message names the quantities.
         """
         names = {p.device.get("name") for p in (self, newer) if p.device is not None}
         if len(names) > 1:
             raise ValueError(f"cannot merge profiles of different GPUs: {sorted(map(str, names))}")
+        measurements = {**self.measurements, **newer.measurements}
+        where = {n: m.device for n, m in sorted(measurements.items()) if m.device is not None}
+        if len(set(where.values())) > 1:
+            listed = ", ".join(f"{n} on {d}" for n, d in where.items())
+            raise ValueError(
+                f"cannot merge measurements from different devices ({listed}); "
+                "measure every quantity on the machine you plan for"
+            )
         return CostProfile(
-            measurements={**self.measurements, **newer.measurements},
+            measurements=measurements,
             device=newer.device if newer.device is not None else self.device,
             packages=newer.packages or self.packages,
             created=newer.created or self.created,
@@ -217,6 +253,8 @@ class CostProfile:
                     "mean": m.mean,
                     "samples": list(m.samples),
                     "first": m.first,
+                    "device": m.device,
+                    "note": m.note,
                 }
                 for name, m in sorted(self.measurements.items())
             },
@@ -236,24 +274,30 @@ class CostProfile:
             raise TypeError(f"cost profile must be a JSON object, got {type(obj).__name__}")
         if obj.get("format") != FORMAT:
             raise ValueError(f"format must be {FORMAT!r}, got {obj.get('format')!r}")
-        if obj.get("version") != VERSION:
+        version = obj.get("version")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
             raise ValueError(
                 f"version {obj.get('version')!r} is not supported (this learnsched reads "
-                f"version {VERSION})"
+                f"versions {', '.join(map(str, READABLE_VERSIONS))})"
             )
         raw = obj.get("measurements")
         if not isinstance(raw, Mapping):
             raise TypeError("measurements must be a JSON object")
         measurements = {}
+        keys = {"unit", "mean", "samples", "first"}
+        if version >= 2:
+            keys |= {"device", "note"}
         for name, item in raw.items():
-            if not isinstance(item, Mapping) or set(item) != {"unit", "mean", "samples", "first"}:
-                raise ValueError(f"measurements.{name} must have unit, mean, samples and first")
+            if not isinstance(item, Mapping) or set(item) != keys:
+                raise ValueError(f"measurements.{name} must have {', '.join(sorted(keys))}")
             try:
                 measurements[name] = Measurement(
                     mean=item["mean"],
                     unit=item["unit"],
                     samples=tuple(item["samples"]),
                     first=item["first"],
+                    device=item.get("device"),
+                    note=item.get("note", ""),
                 )
             except (TypeError, ValueError) as err:
                 raise ValueError(f"measurements.{name}: {err}") from err
@@ -300,20 +344,23 @@ def load_cost_profile(path: str | os.PathLike[str]) -> CostProfile:
 
 # Paper App. D.2, Sections 3.1 and 6.3 (one A100-80GB, SGLang, rank-8 LoRA): means only.
 # Host PSS 4.775 GiB serving, 11.158 GiB parked (Fig. 2(b): base 4.775 + 6.383 added);
-# 3.74 GiB left on the GPU while parked. The warm figure 0.487 s is the paper's resume
-# latency (0.520 s through the first completed request); the solver's PAPER_WARM uses it.
+# 3.74 GiB left on the GPU while parked. Warm recovery is two figures: 0.487 s to resume
+# (what the solver's PAPER_WARM plans with, and what `probe recovery` measures as
+# warm_recovery_s) and 0.520 s to the first completed request (warm_ready_s).
+_A100 = "NVIDIA A100-80GB"
 PAPER_PROFILE = CostProfile(
     measurements={
-        "checkpoint_save_s": Measurement(0.068075, "s"),
-        "checkpoint_load_s": Measurement(0.047748, "s"),
-        "adapter_bytes": Measurement(13.24e6, "B"),
-        "cold_recovery_s": Measurement(69.988, "s"),
-        "warm_recovery_s": Measurement(0.487, "s"),
-        "host_pss_awake_gib": Measurement(4.775, "GiB"),
-        "host_pss_parked_gib": Measurement(11.158, "GiB"),
-        "device_parked_gib": Measurement(3.74, "GiB"),
+        "checkpoint_save_s": Measurement(0.068075, "s", device=_A100),
+        "checkpoint_load_s": Measurement(0.047748, "s", device=_A100),
+        "adapter_bytes": Measurement(13.24e6, "B", device=_A100),
+        "cold_recovery_s": Measurement(69.988, "s", device=_A100),
+        "warm_recovery_s": Measurement(0.487, "s", device=_A100),
+        "warm_ready_s": Measurement(0.520, "s", device=_A100),
+        "host_pss_awake_gib": Measurement(4.775, "GiB", device=_A100),
+        "host_pss_parked_gib": Measurement(11.158, "GiB", device=_A100),
+        "device_parked_gib": Measurement(3.74, "GiB", device=_A100),
     },
-    device={"name": "NVIDIA A100-80GB", "uuid": None, "driver": None},
+    device={"name": _A100, "uuid": None, "driver": None},
     packages={},
     created=None,
     source="LearnSched paper, App. D.2 and Sections 3.1, 6.3 (3-run SGLang means, 20 LoRA runs)",

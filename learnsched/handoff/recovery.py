@@ -2,7 +2,9 @@
 
 Capacity is ready only when a real generation request completes: vLLM's ``/health``
 answers 200 while the engine sleeps, and a resume call's return says nothing about the
-first token. Every stamp is ``time.perf_counter_ns()`` of this process.
+first token. Likewise a release call's answer is not the release: where a device can be
+watched, the freed memory is confirmed before the parked state is read. Every stamp is
+``time.perf_counter_ns()`` of this process.
 
 - vLLM sleep mode (server started with ``--enable-sleep-mode`` and
   ``VLLM_SERVER_DEV_MODE=1``): ``POST /sleep?level=N``, ``POST /wake_up``,
@@ -22,30 +24,75 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
+from .._checks import integer, nonnegative, number, positive
 from .errors import HandoffProbeError
-from .host_memory import HostMemory, PhaseSampler
+from .host_memory import HostMemory, PhaseSampler, process_tree
 from .ledger import HandoffRecord
-from .nvml import DeviceMemory, NvmlDevice
-from .waits import check_count, check_positive, poll_until
+from .nvml import DeviceMemory, GpuProcess
+from .release import MemoryReader, wait_for_release
+from .waits import poll_until
 
 __all__ = [
     "ENGINES",
+    "HttpStatusError",
     "RecoveryRun",
     "ServingEndpoint",
     "launch_engine",
     "measure_warm_recovery",
 ]
 
+T = TypeVar("T")
 ENGINES = ("vllm", "sglang")
+VLLM_SLEEP_LEVELS = (1, 2)
 PROMPT = "The capital of France is"
-# Above the 10-50 ms poll and below any engine's request timeout.
+# Inside the 10-50 ms band: fine enough for sub-second resumes, light on the engine.
 DEFAULT_POLL_S = 0.02
+POLL_RANGE_S = (0.010, 0.050)
+# Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
+RETRY_4XX = (408, 429)
+# A park counts as released once this share of the engine's awake device bytes is free:
+# sleeping engines keep their CUDA context and some buffers (the paper: 3.74 GiB of ~70).
+RELEASE_SHARE = 0.5
+
+
+def check_poll(poll_s: float) -> float:
+    """``poll_s`` in seconds, or ``ValueError`` unless within 10-50 ms."""
+    low, high = POLL_RANGE_S
+    value = number("poll_s", poll_s)
+    if not low <= value <= high:
+        raise ValueError(f"poll_s must be within {low:g}-{high:g} s (10-50 ms), got {poll_s!r}")
+    return value
+
+
+class HttpStatusError(HandoffProbeError):
+    """An engine answered with a status other than 200.
+
+    Parameters
+    ----------
+    status
+        The HTTP status.
+    message
+        What was asked and the start of the answer.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the engine may still come up: 408, 429 or a 5xx (e.g. 503 while loading)."""
+        return self.status in RETRY_4XX or self.status >= 500
+
+
+class StreamError(HandoffProbeError):
+    """A generation stream that answered 200 carried an error event."""
 
 
 def check_engine(engine: str) -> str:
@@ -110,7 +157,7 @@ class ServingEndpoint:
         status, data = self.request(method, path, body, timeout_s)
         if status != 200:
             text = data[:200].decode(errors="replace")
-            raise HandoffProbeError(f"{method} {self.url}{path} answered {status}: {text}")
+            raise HttpStatusError(status, f"{method} {self.url}{path} answered {status}: {text}")
         return data
 
     def port_open(self, timeout_s: float) -> bool:
@@ -165,8 +212,12 @@ class ServingEndpoint:
 
         Raises
         ------
+        HttpStatusError
+            Non-200 answer.
+        StreamError
+            The stream carried an error event.
         HandoffProbeError
-            Non-200 answer, or a stream without a token.
+            A stream without a token, or with events this probe cannot read.
         ConnectionError, TimeoutError
             The server cannot be reached or stalls.
         """
@@ -199,8 +250,10 @@ class ServingEndpoint:
             response = conn.getresponse()
             if response.status != 200:
                 text = response.read()[:200].decode(errors="replace")
-                raise HandoffProbeError(f"POST {self.url}{path} answered {response.status}: {text}")
-            first = self._first_token(response)
+                raise HttpStatusError(
+                    response.status, f"POST {self.url}{path} answered {response.status}: {text}"
+                )
+            first = self._first_token(response, f"POST {self.url}{path}")
             if first is None:
                 raise HandoffProbeError(f"POST {self.url}{path}: the stream carried no token")
             response.read()  # the rest of the stream, up to [DONE]
@@ -212,7 +265,7 @@ class ServingEndpoint:
         finally:
             conn.close()
 
-    def _first_token(self, response: http.client.HTTPResponse) -> int | None:
+    def _first_token(self, response: http.client.HTTPResponse, what: str) -> int | None:
         """Read server-sent events until one carries generated text; its stamp."""
         for raw in response:
             line = raw.strip()
@@ -221,11 +274,29 @@ class ServingEndpoint:
             payload = line[len(b"data:") :].strip()
             if payload == b"[DONE]":
                 return None
-            event = json.loads(payload)
-            text = event["choices"][0]["text"] if self.engine == "vllm" else event["text"]
-            if text:
+            if self._event_text(payload, what):
                 return time.perf_counter_ns()
         return None
+
+    def _event_text(self, payload: bytes, what: str) -> str:
+        """The generated text of one stream event; errors named, never a raw KeyError."""
+        shown = payload[:200].decode(errors="replace")
+        try:
+            event = json.loads(payload)
+        except ValueError as err:
+            raise HandoffProbeError(f"{what}: stream event is not JSON ({err}): {shown}") from err
+        if not isinstance(event, dict):
+            raise HandoffProbeError(f"{what}: stream event is not a JSON object: {shown}")
+        # vLLM sends {"error": {...}} or {"object": "error", ...}; SGLang {"error": {...}}.
+        if "error" in event or event.get("object") == "error":
+            raise StreamError(f"{what}: the stream carried an error: {shown}")
+        try:
+            text = event["choices"][0]["text"] if self.engine == "vllm" else event["text"]
+        except (KeyError, IndexError, TypeError) as err:
+            raise HandoffProbeError(
+                f"{what}: stream event without generated text (no {err}): {shown}"
+            ) from err
+        return str(text or "")
 
 
 @dataclass(frozen=True)
@@ -235,20 +306,28 @@ class RecoveryRun:
     Parameters
     ----------
     kind
-        ``"cold"`` (launch to first completed request) or ``"warm"`` (resume to first
-        completed request).
+        ``"cold"`` (launch to first completed request) or ``"warm"`` (park, resume).
     engine
         ``"vllm"`` or ``"sglang"``.
     stamps_ns
         ``perf_counter_ns`` stamps. Cold: ``launched``, ``port_open``, ``health_200``,
         ``first_token``, ``request_done``. Warm: ``release_sent``, ``release_ack``
-        (and vLLM's ``asleep_reported``), ``resume_sent``, ``resume_ack`` (vLLM's
-        ``awake_reported``), ``health_200``, ``first_token``, ``request_done``.
+        (vLLM's ``asleep_reported``), ``release_confirmed`` (device memory seen freed),
+        ``resume_sent``, ``resume_ack`` (vLLM's ``awake_reported``), ``memory_back``
+        (device memory seen re-occupied), ``health_200``, ``first_token``,
+        ``request_done``. A stamp that could not be observed is absent.
     host
         Host PSS of the engine's process tree at phase boundaries: warm ``"awake"``,
         ``"parked"``, ``"resumed"``; cold ``"ready"`` (empty without a PID).
     device
-        Device memory at the same phases (empty without NVML).
+        Device memory at the same phases (empty without a device to read).
+    engine_device
+        Device bytes of the engine's own processes at those phases, from the device's
+        per-process figures (empty where the device does not list the engine's
+        processes with their memory, e.g. in another PID namespace).
+    release
+        Warm: how the release was confirmed (``"free-rose"``, ``"process-gone"``,
+        ``"process-below-floor"``) or ``"unconfirmed: <why>"``; cold: ``""``.
     """
 
     kind: str
@@ -256,6 +335,8 @@ class RecoveryRun:
     stamps_ns: dict[str, int]
     host: dict[str, HostMemory]
     device: dict[str, DeviceMemory]
+    engine_device: dict[str, int] = field(default_factory=dict)
+    release: str = ""
 
     @property
     def start_stamp(self) -> str:
@@ -266,6 +347,49 @@ class RecoveryRun:
     def ready_s(self) -> float:
         """Start until the first real request completed (capacity ready), seconds."""
         return (self.stamps_ns["request_done"] - self.stamps_ns[self.start_stamp]) / 1e9
+
+    @property
+    def resume_s(self) -> float:
+        """Warm: resume sent until acknowledged with the memory back, seconds.
+
+        The paper's resume latency (0.487 s with SGLang): the later of the resume
+        call's answer, vLLM's ``is_sleeping`` false and device memory seen re-occupied
+        (where a device was watched). :attr:`ready_s` adds the first request.
+        """
+        if self.kind != "warm":
+            raise ValueError("resume_s is defined for warm recoveries only")
+        ends = [self.stamps_ns[k] for k in RESUMED_STAMPS if k in self.stamps_ns]
+        return (max(ends) - self.stamps_ns["resume_sent"]) / 1e9
+
+    @property
+    def release_s(self) -> float | None:
+        """Warm: release sent until the device showed the memory freed, seconds.
+
+        ``None`` where the release could not be confirmed (see :attr:`release`); the
+        release call's own answer (``release_ack``) is not used in its place.
+        """
+        if "release_confirmed" not in self.stamps_ns:
+            return None
+        return self.interval_s("release_sent", "release_confirmed")
+
+    @property
+    def device_basis(self) -> str | None:
+        """What the device figures count: the engine's processes, or the whole device.
+
+        ``"engine-processes"`` (per-process bytes of the engine's tree),
+        ``"device-occupied"`` (used plus reserved: everything on the GPU, other
+        processes included) or ``None`` without a device.
+        """
+        if self.engine_device:
+            return "engine-processes"
+        return "device-occupied" if self.device else None
+
+    def device_bytes(self, phase: str) -> int | None:
+        """Device bytes at ``phase`` on :attr:`device_basis` (``None`` if not read)."""
+        if self.engine_device:
+            return self.engine_device.get(phase)
+        memory = self.device.get(phase)
+        return None if memory is None else memory.occupied
 
     def interval_s(self, start: str, end: str) -> float:
         """Seconds between two stamps."""
@@ -286,35 +410,136 @@ class RecoveryRun:
         )
 
 
-class _Phases:
-    """Host and device memory read at phase boundaries."""
+RESUMED_STAMPS = ("resume_ack", "awake_reported", "memory_back")
 
-    def __init__(self, pid: int | None, device: NvmlDevice | None) -> None:
+
+class _Phases:
+    """Host and device memory read at phase boundaries, and the device watched between."""
+
+    def __init__(self, pid: int | None, device: MemoryReader | None) -> None:
+        self.pid = pid
         self.host = PhaseSampler(pid) if pid is not None else None
-        self.device_reader = device
+        self.reader = device
         self.device: dict[str, DeviceMemory] = {}
+        self.listed: dict[str, list[GpuProcess]] = {}
+        self.engine_device: dict[str, int] = {}
+        self.per_process = True  # until a phase shows the engine unlisted or without bytes
+        self.expected_bytes: int | None = None
+
+    def _engine_pids(self) -> set[int]:
+        if self.pid is None:
+            return set()
+        try:
+            return set(process_tree(self.pid))
+        except ProcessLookupError:
+            return set()
 
     def mark(self, phase: str) -> None:
         if self.host is not None:
             self.host.mark(phase)
-        if self.device_reader is not None:
-            self.device[phase] = self.device_reader.memory()
+        if self.reader is None:
+            return
+        self.device[phase] = self.reader.memory()
+        self.listed[phase] = self.reader.processes()
+        engine_pids = self._engine_pids()
+        mine = [p for p in self.listed[phase] if p.pid in engine_pids]
+        # The engine must be listed while awake; later it may have left the device.
+        if self.per_process and (mine or self.engine_device) and self.pid is not None:
+            used = [p.used_bytes for p in mine]
+            if all(u is not None for u in used):
+                self.engine_device[phase] = sum(u for u in used if u is not None)
+                return
+        self.per_process = False
+        self.engine_device.clear()
 
-    def host_readings(self) -> dict[str, HostMemory]:
-        return {} if self.host is None else {s.phase: s.memory for s in self.host.samples}
+    def confirm_release(
+        self, stamps: dict[str, int], release_bytes: int | None, timeout_s: float, poll_s: float
+    ) -> str:
+        """Wait until the device shows the park's memory freed; stamp ``release_confirmed``.
+
+        Returns the condition seen, or ``"unconfirmed: <why>"`` where the device cannot
+        show it (never a made-up stamp).
+        """
+        if self.reader is None:
+            return "unconfirmed: no device to watch (NVML unavailable or not given)"
+        awake = self.engine_device.get("awake")
+        expected = release_bytes
+        if expected is None and awake is not None:
+            expected = max(1, int(awake * RELEASE_SHARE))
+        if expected is None:
+            return (
+                "unconfirmed: the device does not list the engine's processes with their "
+                "memory (another PID namespace, or no PID given); give release_bytes"
+            )
+        self.expected_bytes = expected
+        engine_pids = self._engine_pids()
+        watched = [p.pid for p in self.listed["awake"] if p.pid in engine_pids]
+        result = wait_for_release(
+            self.reader,
+            pid=watched or None,
+            floor_bytes=max(awake - expected, 0) if watched and awake is not None else None,
+            free_rise_bytes=expected,
+            baseline_free_bytes=self.device["awake"].free,
+            baseline_processes=self.listed["awake"],
+            since_ns=stamps["release_sent"],
+            timeout_s=timeout_s,
+            poll_s=poll_s,
+        )
+        stamps["release_confirmed"] = result.seen_ns
+        return result.condition
+
+    def confirm_memory_back(self, stamps: dict[str, int], timeout_s: float, poll_s: float) -> None:
+        """After a confirmed release: wait until the memory is re-occupied (``memory_back``)."""
+        expected, reader = self.expected_bytes, self.reader
+        if expected is None or reader is None or "release_confirmed" not in stamps:
+            return
+        parked_free = self.device["parked"].free
+        parked_engine = self.engine_device.get("parked")
+        engine_pids = self._engine_pids()
+
+        def back() -> bool | None:
+            if parked_free - reader.memory().free >= expected:
+                return True
+            if parked_engine is None:
+                return None
+            mine = [p.used_bytes or 0 for p in reader.processes() if p.pid in engine_pids]
+            return True if sum(mine) - parked_engine >= expected else None
+
+        stamps["memory_back"] = poll_until(
+            back, what="device memory back after resume", timeout_s=timeout_s, poll_s=poll_s
+        ).t_ns
+
+    def run(self, kind: str, engine: str, stamps: dict[str, int], release: str) -> RecoveryRun:
+        host = {} if self.host is None else {s.phase: s.memory for s in self.host.samples}
+        return RecoveryRun(
+            kind, engine, stamps, host, self.device, dict(self.engine_device), release
+        )
 
 
 class _Deadline:
     def __init__(self, timeout_s: float, what: str) -> None:
-        self.end = time.monotonic() + check_positive("timeout_s", timeout_s)
-        self.timeout_s = timeout_s
+        self.timeout_s = positive("timeout_s", timeout_s)
+        self.end_ns = time.perf_counter_ns() + int(self.timeout_s * 1e9)
         self.what = what
 
     def left(self) -> float:
-        remaining = self.end - time.monotonic()
+        remaining = (self.end_ns - time.perf_counter_ns()) / 1e9
         if remaining <= 0:
             raise TimeoutError(f"{self.what}: not ready within {self.timeout_s:g} s")
         return remaining
+
+
+def _until(
+    check: Callable[[], T | None], what: str, deadline: _Deadline, poll_s: float, last: list[str]
+) -> tuple[T, int]:
+    """:func:`poll_until` within ``deadline``; a timeout names the last error seen."""
+    try:
+        seen = poll_until(check, what=what, timeout_s=deadline.left(), poll_s=poll_s)
+    except TimeoutError as err:
+        if not last:
+            raise
+        raise TimeoutError(f"{err}; last error: {last[-1]}") from err
+    return seen.value, seen.t_ns
 
 
 def _wait_first_request(
@@ -323,31 +548,113 @@ def _wait_first_request(
     deadline: _Deadline,
     poll_s: float,
     max_tokens: int,
-    alive: Any = None,
+    alive: Callable[[], None] | None = None,
 ) -> None:
-    """Poll health, then send real requests until one completes; stamps as seen."""
+    """Poll health, then send real requests until one completes; stamps as seen.
+
+    Answers that may change while an engine comes up (no connection, 408, 429, 5xx,
+    an error event in the stream) are retried until the deadline; any other 4xx is
+    permanent and raised at once.
+    """
+    last: list[str] = []
 
     def health() -> bool | None:
         if alive is not None:
             alive()
-        return True if endpoint.healthy(min(deadline.left(), 5.0)) else None
+        try:
+            status = endpoint.request("GET", "/health", None, min(deadline.left(), 5.0))[0]
+        except (ConnectionError, TimeoutError) as err:
+            last.append(str(err))
+            return None
+        if status == 200:
+            return True
+        last.append(f"GET {endpoint.url}/health answered {status}")
+        return None
 
-    stamps["health_200"] = poll_until(
-        health, what=f"{endpoint.url}/health", timeout_s=deadline.left(), poll_s=poll_s
-    ).t_ns
+    stamps["health_200"] = _until(health, f"{endpoint.url}/health", deadline, poll_s, last)[1]
 
     def request() -> tuple[int, int] | None:
         if alive is not None:
             alive()
         try:
             return endpoint.generate(max_tokens, deadline.left())
-        except (HandoffProbeError, ConnectionError):
-            return None  # not serving yet: try again until the deadline
+        except HttpStatusError as err:
+            if not err.retryable:
+                raise
+            last.append(str(err))
+        except (StreamError, ConnectionError) as err:
+            last.append(str(err))
+        return None  # not serving yet: try again until the deadline
 
-    first, done = poll_until(
-        request, what=f"{endpoint.url} first request", timeout_s=deadline.left(), poll_s=poll_s
-    ).value
+    first, done = _until(request, f"{endpoint.url} first request", deadline, poll_s, last)[0]
     stamps["first_token"], stamps["request_done"] = first, done
+
+
+def _check_warm_arguments(
+    level: int, max_tokens: int, parked_s: float, poll_s: float, pid: int | None
+) -> None:
+    integer("level", level, low=1)
+    if level not in VLLM_SLEEP_LEVELS:
+        raise ValueError(f"level must be 1 or 2 (vLLM sleep levels), got {level!r}")
+    integer("max_tokens", max_tokens, low=1)
+    nonnegative("parked_s", parked_s)
+    check_poll(poll_s)
+    if pid is not None:
+        integer("pid", pid, low=1)
+
+
+def _park(
+    endpoint: ServingEndpoint,
+    stamps: dict[str, int],
+    level: int,
+    tags: Sequence[str],
+    timeout_s: float,
+    poll_s: float,
+) -> None:
+    """Send the release; stamp it, its acknowledgment and (vLLM) the engine's own view."""
+    stamps["release_sent"] = time.perf_counter_ns()
+    endpoint.release(level=level, tags=tags, timeout_s=timeout_s)
+    stamps["release_ack"] = time.perf_counter_ns()
+    if endpoint.engine == "vllm":
+        stamps["asleep_reported"] = poll_until(
+            lambda: True if endpoint.is_sleeping(timeout_s) else None,
+            what=f"{endpoint.url}/is_sleeping true",
+            timeout_s=timeout_s,
+            poll_s=poll_s,
+        ).t_ns
+
+
+def _unpark(
+    endpoint: ServingEndpoint,
+    stamps: dict[str, int],
+    tags: Sequence[str],
+    timeout_s: float,
+    poll_s: float,
+) -> None:
+    """Send the resume; stamp it, its acknowledgment and (vLLM) the engine's own view."""
+    stamps["resume_sent"] = time.perf_counter_ns()
+    endpoint.resume(tags=tags, timeout_s=timeout_s)
+    stamps["resume_ack"] = time.perf_counter_ns()
+    if endpoint.engine == "vllm":
+        stamps["awake_reported"] = poll_until(
+            lambda: True if not endpoint.is_sleeping(timeout_s) else None,
+            what=f"{endpoint.url}/is_sleeping false",
+            timeout_s=timeout_s,
+            poll_s=poll_s,
+        ).t_ns
+
+
+def _resume_after_failure(
+    endpoint: ServingEndpoint, tags: Sequence[str], timeout_s: float, err: BaseException
+) -> None:
+    """Best effort: do not leave the user's engine parked because a measurement failed."""
+    try:
+        endpoint.resume(tags=tags, timeout_s=timeout_s)
+    except (HandoffProbeError, OSError) as resume_err:
+        raise HandoffProbeError(
+            f"{err}; resuming {endpoint.url} afterwards failed too, so the engine may still "
+            f"be parked: {resume_err}"
+        ) from err
 
 
 def measure_warm_recovery(
@@ -356,13 +663,21 @@ def measure_warm_recovery(
     level: int = 1,
     tags: Sequence[str] = (),
     pid: int | None = None,
-    device: NvmlDevice | None = None,
+    device: MemoryReader | None = None,
+    release_bytes: int | None = None,
     parked_s: float = 1.0,
     max_tokens: int = 8,
     timeout_s: float = 120.0,
     poll_s: float = DEFAULT_POLL_S,
 ) -> RecoveryRun:
-    """Park a serving engine, then time its return to the first completed request.
+    """Park a serving engine, confirm the release, resume it and time its return.
+
+    The release call's answer is not the release: with a device to watch, the device
+    memory is polled (:func:`~learnsched.handoff.wait_for_release`) until it has been
+    freed (stamp ``release_confirmed``), and only then is the parked memory read. The
+    resume is timed to its acknowledgment with the memory back (``resume_s``) and to the
+    first completed request (``ready_s``). If anything fails after the release was sent
+    and before the resume was, the engine is resumed before the error is raised.
 
     Parameters
     ----------
@@ -374,9 +689,15 @@ def measure_warm_recovery(
         Memory kinds to release and resume (vLLM ``wake_up`` tags, SGLang ``tags``,
         e.g. ``weights``, ``kv_cache``); empty means all.
     pid
-        The engine's process: its tree's PSS is read at each phase.
+        The engine's process: its tree's PSS is read at each phase, and its processes
+        on the device are watched.
     device
-        Read device memory at each phase.
+        The GPU to watch (an :class:`~learnsched.handoff.NvmlDevice`, or anything with
+        ``memory()`` and ``processes()``); ``None`` records that the release could not
+        be confirmed.
+    release_bytes
+        Device bytes a park must free to count as released (default: half of what the
+        device lists for the engine's processes while awake).
     parked_s
         Time to stay parked before resuming, seconds.
     max_tokens
@@ -386,58 +707,55 @@ def measure_warm_recovery(
     poll_s
         Poll interval, seconds (10-50 ms).
     """
-    check_count("level", level)
-    check_count("max_tokens", max_tokens)
-    if not parked_s >= 0:
-        raise ValueError(f"parked_s must be >= 0, got {parked_s!r}")
-    check_positive("poll_s", poll_s)
-    if pid is not None:
-        check_count("pid", pid)
+    _check_warm_arguments(level, max_tokens, parked_s, poll_s, pid)
+    if release_bytes is not None:
+        integer("release_bytes", release_bytes, low=1)
     stamps: dict[str, int] = {}
     phases = _Phases(pid, device)
     ready = _Deadline(timeout_s, f"{endpoint.url} before release")
     endpoint.generate(max_tokens, ready.left())  # serving now, or an error naming the URL
     phases.mark("awake")
-    stamps["release_sent"] = time.perf_counter_ns()
-    endpoint.release(level=level, tags=tags, timeout_s=timeout_s)
-    stamps["release_ack"] = time.perf_counter_ns()
-    if endpoint.engine == "vllm":
-        stamps["asleep_reported"] = poll_until(
-            lambda: True if endpoint.is_sleeping(timeout_s) else None,
-            what=f"{endpoint.url}/is_sleeping true",
-            timeout_s=timeout_s,
-            poll_s=poll_s,
-        ).t_ns
-    phases.mark("parked")
-    time.sleep(parked_s)
-    stamps["resume_sent"] = time.perf_counter_ns()
-    endpoint.resume(tags=tags, timeout_s=timeout_s)
-    stamps["resume_ack"] = time.perf_counter_ns()
-    if endpoint.engine == "vllm":
-        stamps["awake_reported"] = poll_until(
-            lambda: True if not endpoint.is_sleeping(timeout_s) else None,
-            what=f"{endpoint.url}/is_sleeping false",
-            timeout_s=timeout_s,
-            poll_s=poll_s,
-        ).t_ns
+    try:
+        _park(endpoint, stamps, level, tags, timeout_s, poll_s)
+        release = phases.confirm_release(stamps, release_bytes, timeout_s, poll_s)
+        phases.mark("parked")
+        time.sleep(parked_s)
+        _unpark(endpoint, stamps, tags, timeout_s, poll_s)
+    except BaseException as err:
+        if "release_sent" in stamps and "resume_sent" not in stamps:
+            _resume_after_failure(endpoint, tags, timeout_s, err)
+        raise
+    phases.confirm_memory_back(stamps, timeout_s, poll_s)
     _wait_first_request(
         endpoint, stamps, _Deadline(timeout_s, f"{endpoint.url} after resume"), poll_s, max_tokens
     )
     phases.mark("resumed")
-    return RecoveryRun("warm", endpoint.engine, stamps, phases.host_readings(), phases.device)
+    return phases.run("warm", endpoint.engine, stamps, release)
+
+
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Signal a process group; whether it still existed."""
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):  # gone (a reused id is not ours)
+        return False
+    return True
 
 
 def _stop(process: subprocess.Popen[bytes], grace_s: float) -> None:
-    """Terminate the engine's whole process group, then kill what is left."""
-    if process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        except ProcessLookupError:
-            process.wait()
+    """Terminate the engine's whole process group, then kill what is left.
+
+    The group is signalled even when its leader has exited: an engine's workers can
+    outlive the process that started them (and keep their device memory).
+    """
+    deadline = time.perf_counter() + grace_s
+    _signal_group(process.pid, signal.SIGTERM)
+    with suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=grace_s)
+    while time.perf_counter() < deadline and _signal_group(process.pid, 0):
+        time.sleep(0.05)  # workers finishing after the leader
+    _signal_group(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 @contextmanager
@@ -445,8 +763,9 @@ def launch_engine(
     command: str | Sequence[str],
     endpoint: ServingEndpoint,
     *,
-    device: NvmlDevice | None = None,
+    device: MemoryReader | None = None,
     log_path: str | os.PathLike[str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
     max_tokens: int = 8,
     timeout_s: float = 600.0,
     poll_s: float = DEFAULT_POLL_S,
@@ -464,6 +783,8 @@ def launch_engine(
         Read device memory at launch and when ready.
     log_path
         Append the engine's output here (default: discarded).
+    cwd
+        The engine's working directory (default: this process's).
     max_tokens
         Tokens in the readiness request.
     timeout_s
@@ -488,8 +809,9 @@ def launch_engine(
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     if not argv:
         raise ValueError("command must not be empty")
-    check_count("max_tokens", max_tokens)
-    check_positive("poll_s", poll_s)
+    integer("max_tokens", max_tokens, low=1)
+    check_poll(poll_s)
+    nonnegative("grace_s", grace_s)
     if endpoint.port_open(poll_s):
         raise HandoffProbeError(f"{endpoint.url} already answers before launch: stop that server")
     deadline = _Deadline(timeout_s, f"{argv[0]} cold start")
@@ -504,6 +826,7 @@ def launch_engine(
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL if log is None else log,
             stderr=subprocess.STDOUT,
+            cwd=cwd,
             start_new_session=True,  # its own process group, stopped as a whole
         )
         cleanup.callback(_stop, process, grace_s)  # runs before the log is closed
@@ -523,7 +846,4 @@ def launch_engine(
         ).t_ns
         _wait_first_request(endpoint, stamps, deadline, poll_s, max_tokens, alive)
         phases.mark("ready")
-        yield (
-            process,
-            RecoveryRun("cold", endpoint.engine, stamps, phases.host_readings(), phases.device),
-        )
+        yield process, phases.run("cold", endpoint.engine, stamps, "")

@@ -16,10 +16,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import integer
 from .._progress import Progress
-from .errors import missing_extra
+from ._util import median, p95, torch_module
 from .nvml import ClockReading, NvmlDevice
-from .waits import check_count
 
 __all__ = ["Timing", "time_device", "time_host"]
 
@@ -49,15 +49,12 @@ class Timing:
     @property
     def median_ms(self) -> float:
         """Median of the warm runs, milliseconds."""
-        ordered = sorted(self.warm_ms)
-        mid = len(ordered) // 2
-        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return median(self.warm_ms)
 
     @property
     def p95_ms(self) -> float:
         """95th percentile (nearest rank) of the warm runs, milliseconds."""
-        ordered = sorted(self.warm_ms)
-        return ordered[math.ceil(0.95 * len(ordered)) - 1]
+        return p95(self.warm_ms)
 
     @property
     def mean_ms(self) -> float:
@@ -72,7 +69,7 @@ def _clocks(device: NvmlDevice | None) -> ClockReading | None:
 def _repeat(
     measure_ms: Callable[[], float], runs: int, label: str, device: NvmlDevice | None, clock: str
 ) -> Timing:
-    check_count("runs", runs, minimum=2)  # one cold run and at least one warm run
+    integer("runs", runs, low=2)  # one cold run and at least one warm run
     start = _clocks(device)
     samples = []
     with Progress(runs, label) as progress:
@@ -108,14 +105,6 @@ def time_host(
     return _repeat(once, runs, label, device, "host")
 
 
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as err:
-        raise missing_extra("torch", err) from err
-    return torch
-
-
 def time_device(
     fn: Callable[[], object],
     runs: int,
@@ -142,7 +131,7 @@ def time_device(
     device
         Read this GPU's clocks at start and end.
     """
-    torch = _torch()
+    torch = torch_module()
     target = torch.device(cuda_device)
     if target.type != "cuda":
         raise ValueError(f"cuda_device must be a CUDA device, got {cuda_device!r}")

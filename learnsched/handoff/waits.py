@@ -8,13 +8,15 @@ that delay by the slice (the paper's Section 6.3: P95 command-to-acknowledgment 
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from .._checks import integer, positive
+from ._util import median, p95
 
 __all__ = [
     "AckDelays",
@@ -26,24 +28,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-
-def check_positive(name: str, value: float) -> float:
-    """``value`` as a float, or ``ValueError`` naming ``name`` unless finite and > 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
-    return float(value)
-
-
-def check_count(name: str, value: int, minimum: int = 1) -> int:
-    """``value``, or ``ValueError`` naming ``name`` unless an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -79,8 +63,8 @@ def poll_until(
     TimeoutError
         Not seen within ``timeout_s`` seconds; the message names ``what``.
     """
-    check_positive("timeout_s", timeout_s)
-    check_positive("poll_s", poll_s)
+    positive("timeout_s", timeout_s)
+    positive("poll_s", poll_s)
     start = time.perf_counter_ns()
     deadline = start + int(timeout_s * 1e9)
     previous: int | None = None
@@ -149,14 +133,14 @@ def pollable_sleep(duration_s: float, signal: ControlSignal, slice_s: float) -> 
         ``True`` if a command arrived (the sleep ends early at the next check), else
         ``False`` after the full duration. ``slice_s >= duration_s`` is one coarse sleep.
     """
-    check_positive("duration_s", duration_s)
-    check_positive("slice_s", slice_s)
-    deadline = time.monotonic() + duration_s
+    positive("duration_s", duration_s)
+    positive("slice_s", slice_s)
+    deadline_ns = time.perf_counter_ns() + int(duration_s * 1e9)
     while not signal.is_set():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
+        remaining_ns = deadline_ns - time.perf_counter_ns()
+        if remaining_ns <= 0:
             return False
-        time.sleep(min(slice_s, remaining))
+        time.sleep(min(slice_s, remaining_ns / 1e9))
     return True
 
 
@@ -181,15 +165,12 @@ class AckDelays:
     @property
     def median_s(self) -> float:
         """Median delay, seconds."""
-        ordered = sorted(self.samples_s)
-        mid = len(ordered) // 2
-        return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+        return median(self.samples_s)
 
     @property
     def p95_s(self) -> float:
         """95th percentile delay (nearest rank), seconds."""
-        ordered = sorted(self.samples_s)
-        return ordered[math.ceil(0.95 * len(ordered)) - 1]
+        return p95(self.samples_s)
 
 
 def measure_ack_delay(*, step_s: float, slice_s: float, commands: int, seed: int = 0) -> AckDelays:
@@ -210,9 +191,9 @@ def measure_ack_delay(*, step_s: float, slice_s: float, commands: int, seed: int
     seed
         Seed of the random issue offsets.
     """
-    check_positive("step_s", step_s)
-    check_positive("slice_s", slice_s)
-    check_count("commands", commands)
+    positive("step_s", step_s)
+    positive("slice_s", slice_s)
+    integer("commands", commands, low=1)
     signal = ControlSignal()
     stop = threading.Event()
 

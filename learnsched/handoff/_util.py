@@ -1,0 +1,29 @@
+"""Small helpers the probes share: the lazy torch import and percentiles."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import median
+from typing import Any
+
+from .errors import missing_extra
+
+__all__ = ["median", "p95", "torch_module"]
+
+
+def torch_module() -> Any:
+    """``torch``, or the error saying to install the GPU extra."""
+    try:
+        import torch
+    except ImportError as err:
+        raise missing_extra("torch", err) from err
+    return torch
+
+
+def p95(samples: Sequence[float]) -> float:
+    """The 95th percentile of ``samples`` by nearest rank (at least one)."""
+    if not samples:
+        raise ValueError("95th percentile of no samples")
+    ordered = sorted(samples)
+    return ordered[math.ceil(0.95 * len(ordered)) - 1]
