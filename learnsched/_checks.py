@@ -19,7 +19,10 @@ def number(name: str, value: object) -> float:
     """``value`` as a finite float (numpy scalars accepted, bools rejected)."""
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:  # an integer beyond any double
+        raise ValueError(f"{name} must be finite, got {value!r:.40}...") from None
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {result!r}")
     return result
@@ -54,10 +57,12 @@ def fraction(name: str, value: object) -> float:
     return result
 
 
-def integer(name: str, value: object, low: int | None = 0) -> int:
-    """An integer (numpy integers accepted, bools rejected) ``>= low`` unless ``low`` is None."""
+def integer(name: str, value: object, low: int | None = 0, high: int | None = None) -> int:
+    """An integer (numpy integers accepted, bools rejected) in ``[low, high]`` (None: open)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if low is not None and value < low:
         raise ValueError(f"{name} must be >= {low}, got {int(value)!r}")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {int(value)!r}")
     return int(value)

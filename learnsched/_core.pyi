@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -305,15 +305,25 @@ class Model:
     def __init__(self, scenario: Scenario) -> None:
         ...
     def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
-        ...
+        """
+        The policy's action in a validated state; O(J).
+        """
     def optimal_value(self, state: State) -> float:
-        ...
+        """
+        V*: optimal value of the state (Eq. D.2), s-eq.
+        """
     def reference_value(self, state: State) -> float:
-        ...
+        """
+        V^pi0: value of following Costed Window from the state, s-eq.
+        """
     def solve(self, policy: Policy) -> Plan:
-        ...
+        """
+        The policy's plan from the initial state.
+        """
     def window_plan_value(self, state: State) -> float:
-        ...
+        """
+        V_G: value of following Window from the state, s-eq.
+        """
     @property
     def scenario(self) -> Scenario:
         ...
@@ -326,4 +336,5 @@ def validate(scenario: Scenario) -> None:
     Raise ValueError naming the first invalid field of the scenario.
     """
 MAX_STATES: int = 16777216
+RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import _core
+from ._checks import integer
 from .scenario import Scenario
 from .solver import ALL_POLICIES, Policy, core_policy
 
@@ -60,7 +61,8 @@ def solve_batch(
     policies
         Policies (names or :class:`Policy`), all six by default.
     threads
-        Worker threads; results are identical for any count.
+        Worker threads (at most one per scenario; each holds one model's tables at a
+        time); results are identical for any count.
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
@@ -69,10 +71,10 @@ def solve_batch(
     ------
     ValueError
         An invalid scenario (``scenarios[i]: ...``), unknown policy, or ``threads < 1``.
+    TypeError
+        ``threads`` is not an integer.
     """
-    count: object = threads  # checked at run time: callers may pass anything
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    threads = integer("threads", threads, low=1)
     names = tuple(Policy.parse(p) for p in policies)
     if not names:
         raise ValueError("policies must name at least one policy")

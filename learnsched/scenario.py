@@ -34,6 +34,7 @@ JSON_KEYS = (
     "initial",
 )
 INITIAL_KEYS = ("progress", "durable", "active")
+C_INT_MAX = 2**31 - 1
 
 
 def _flag(name: str, value: object) -> bool:
@@ -125,8 +126,9 @@ class InitialState:
     active: bool = False
 
     def __post_init__(self) -> None:
-        integer("initial.progress", self.progress, low=None)
-        integer("initial.durable", self.durable, low=None)
+        # Range checks are the core's (they name work_quanta); these keep a C int.
+        integer("initial.progress", self.progress, low=-C_INT_MAX, high=C_INT_MAX)
+        integer("initial.durable", self.durable, low=-C_INT_MAX, high=C_INT_MAX)
         _flag("initial.active", self.active)
 
     def to_core(self) -> _core.State:
@@ -171,7 +173,7 @@ class Scenario:
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
-        integer("work_quanta", self.work_quanta, low=1)
+        integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
             object.__setattr__(self, name, number(name, getattr(self, name)))
         if not isinstance(self.costs, HandoffCosts):

@@ -76,11 +76,18 @@ class Model:
         The scenario to prepare.
     """
 
-    __slots__ = ("_model", "scenario")
+    __slots__ = ("_model", "_scenario")
 
     def __init__(self, scenario: Scenario) -> None:
-        self.scenario = scenario
+        if not isinstance(scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+        self._scenario = scenario
         self._model = _core.Model(scenario.to_core())
+
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario this model was prepared for."""
+        return self._scenario
 
     def decide(
         self,
@@ -104,6 +111,13 @@ class Model:
         policy
             Policy name or :class:`Policy`; LearnSched's rollout by default.
 
+        Returns
+        -------
+        Action
+            ``kind`` (:class:`ActionKind`), ``quanta`` (quanta to run in this window: the
+            remaining quanta for ``PUBLISH``, 0 for waits and returns) and ``checkpoint``
+            (save before returning). Capacity must be back by the window's end.
+
         Raises
         ------
         ValueError
@@ -119,6 +133,12 @@ class Model:
     def solve_all(self, policies: Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
         """Plans of several policies, keyed by policy name."""
         return {Policy.parse(p).value: self.solve(p) for p in policies}
+
+    def window_plan_value(
+        self, window: int, progress: int, durable: int, active: bool = False
+    ) -> float:
+        """``V_G`` of a state: the value of following Window from it to the end, s-eq."""
+        return self._model.window_plan_value(_core.State(window, progress, durable, active))
 
     def optimal_value(
         self, window: int, progress: int, durable: int, active: bool = False

@@ -9,6 +9,7 @@ tolerance of 1e-9 s-eq., so that traces are reproducible across implementations.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -20,7 +21,9 @@ Action = tuple[str, int, bool]  # (name, quanta, checkpoint)
 State = tuple[int, int, int, bool]  # (window k, progress p, durable pbar, active)
 ValueFn = Callable[["RefScenario", State], float]
 
-TOLERANCE = 1e-9
+TOLERANCE = 1e-9  # s-eq. and seconds, absolute
+RELATIVE_TOLERANCE = 1e-12  # of the larger value's magnitude
+TIME_ULPS = 16 * sys.float_info.epsilon  # a window is only as exact as its endpoints
 _WAIT: Action = ("wait", 0, False)
 _ABANDON: Action = ("abandon", 0, False)
 _CHECKPOINT_RETURN: Action = ("checkpoint_return", 0, True)
@@ -29,12 +32,12 @@ _DISCARD_RETURN: Action = ("discard_return", 0, False)
 
 def _exceeds(a: float, b: float) -> bool:
     """Whether ``a`` is larger than ``b`` by more than the tie tolerance."""
-    return a - b > TOLERANCE * max(1.0, abs(a), abs(b))
+    return a - b > TOLERANCE + RELATIVE_TOLERANCE * max(abs(a), abs(b))
 
 
-def _fits(duration_s: float, length_s: float) -> bool:
-    """Whether a segment of ``duration_s`` fits a window of ``length_s`` (tolerant)."""
-    return duration_s <= length_s + TOLERANCE * max(1.0, length_s)
+def _fits(duration_s: float, start_s: float, end_s: float) -> bool:
+    """Whether a segment of ``duration_s`` fits the window ``[start_s, end_s]`` (tolerant)."""
+    return duration_s <= (end_s - start_s) + TOLERANCE + TIME_ULPS * max(abs(start_s), abs(end_s))
 
 
 @dataclass(frozen=True)
@@ -233,7 +236,7 @@ def _feasible(s: RefScenario, state: State) -> tuple[Action, ...]:
         for action in head + work
         if action in (_WAIT, _ABANDON, _DISCARD_RETURN)
         # Eq. 10: load + u*delta + [save]*t_ck + t_ret <= d_k - l_k.
-        or _fits(_duration_s(s, state, action), end - start)
+        or _fits(_duration_s(s, state, action), start, end)
     )
 
 
@@ -358,6 +361,18 @@ def solve(s: RefScenario, policy: str) -> RefPlan:
         step, state = _transition(s, state, _CHOOSERS[policy](s, state))
         steps.append(step)
     return _plan(steps)
+
+
+def policy_action(s: RefScenario, policy: str, state: State) -> Action:
+    """The action ``policy`` takes in ``state`` (any window, service or active)."""
+    return _CHOOSERS[policy](s, state)
+
+
+def state_value(s: RefScenario, policy: str, state: State) -> float:
+    """``V^pi(state)`` for a policy, or ``V*(state)`` for ``"dp"`` (Eqs. D.1, D.2)."""
+    if policy == "dp":
+        return _dp_state_value(s, state)
+    return _policy_value(s, policy, state)
 
 
 def dp_value(s: RefScenario) -> float:

@@ -52,14 +52,20 @@ def test_empty_batch_and_policy_subset() -> None:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "error", "message"),
     [
-        ({"threads": 0}, "threads must be an integer >= 1, got 0"),
-        ({"threads": 1.5}, "threads must be an integer >= 1, got 1.5"),
-        ({"policies": ["fast"]}, "policy must be one of"),
-        ({"policies": []}, "policies must name at least one policy"),
+        ({"threads": 0}, ValueError, "threads must be >= 1, got 0"),
+        ({"threads": 1.5}, TypeError, "threads must be an integer, got 1.5"),
+        ({"policies": ["fast"]}, ValueError, "policy must be one of"),
+        ({"policies": []}, ValueError, "policies must name at least one policy"),
     ],
 )
-def test_bad_batch_arguments(kwargs: dict[str, object], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+def test_bad_batch_arguments(kwargs: dict[str, object], error: type, message: str) -> None:
+    with pytest.raises(error, match=message):
         ls.solve_batch([ls.scenario_by_id("S0000").scenario], **kwargs)  # type: ignore[arg-type]
+
+
+def test_numpy_integer_threads() -> None:
+    scenarios = [g.scenario for g in ls.paper_grid().scenarios[:50]]
+    result = ls.solve_batch(scenarios, threads=np.int64(2))
+    np.testing.assert_array_equal(result.value, ls.solve_batch(scenarios).value)

@@ -129,7 +129,7 @@ def test_solve_text_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
         (["explain", "S9999"], "scenario id must be one of S0000..S1919, got 'S9999'"),
         (["solve", "{file}", "--policy", "best"], "policy must be one of"),
         (["solve", "/nonexistent/x.json"], "No such file"),
-        (["grid", "--threads", "0"], "threads must be an integer >= 1, got 0"),
+        (["grid", "--threads", "0"], "threads must be >= 1, got 0"),
         (["grid", "--quantum", "7"], "does not divide"),
     ],
 )

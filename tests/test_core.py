@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import pytest
 
@@ -94,4 +95,96 @@ def test_batch_rejects_bad_threads_and_names_the_bad_scenario() -> None:
 
 def test_constants() -> None:
     assert _core.TIE_TOLERANCE == 1e-9
+    assert _core.RELATIVE_TIE_TOLERANCE == 1e-12
     assert _core.MAX_STATES == 2**24
+
+
+def test_out_of_range_enums_are_rejected() -> None:
+    model = _core.Model(make())
+    bogus = _core.Policy(99)  # py::enum_ accepts any integer
+    with pytest.raises(ValueError, match="policy must be one of the six Policy values, got 99"):
+        model.decide(0, 0, 0, False, bogus)
+    with pytest.raises(ValueError, match="got 99"):
+        model.solve(bogus)
+    with pytest.raises(ValueError, match="policies must hold Policy values, got 99"):
+        _core.solve_batch([make()], [bogus], 1)
+    with pytest.raises(ValueError, match="kind must be an ActionKind, got 9"):
+        _core.Action(_core.ActionKind(9))
+    with pytest.raises(ValueError, match="quanta must be >= 0, got -1"):
+        _core.Action(_core.ActionKind.ADVANCE, -1)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"windows": [(-1e308, 1e308)]}, r"windows\[0\] is too long to represent"),
+        ({"benefit_rate": 1e308, "horizon_s": 1e308}, "benefit_rate x .* overflows"),
+        ({"quantum_s": 1e308}, "work_quanta x quantum_s plus the handoff costs overflows"),
+    ],
+)
+def test_derived_quantities_may_not_overflow(overrides: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        _core.Model(make(**overrides))
+
+
+def test_state_limit_message_survives_int_max() -> None:
+    with pytest.raises(ValueError, match="2 x 2147483648 = 4294967296 states exceeds"):
+        _core.validate(make(work_quanta=2**31 - 1))
+
+
+def test_exact_fits_do_not_depend_on_the_time_origin() -> None:
+    # 6 x 5 s of work plus a 0.402 s return fill [t, t + 30.402] exactly.
+    def plan_at(origin: float) -> _core.Plan:
+        scenario = make(
+            windows=[(origin, origin + 30.402)],
+            horizon_s=origin + 1000.0,
+            costs=_core.HandoffCosts(0.402, 0.0, 0.0, 0.0),
+        )
+        return _core.Model(scenario).solve(_core.Policy.DP)
+
+    here, epoch = plan_at(0.0), plan_at(1.7e9)
+    assert here.steps[0].action.kind == _core.ActionKind.PUBLISH
+    assert epoch.steps[0].action.kind == _core.ActionKind.PUBLISH
+    assert epoch.value == pytest.approx(here.value, abs=1e-6)
+
+
+def test_long_work_releases_the_gil() -> None:
+    # A Python thread keeps running while a large model is built and solved.
+    big = make(
+        windows=[(k * 500.0, k * 500.0 + 400.0) for k in range(64)],
+        work_quanta=60_000,
+        quantum_s=0.01,
+        horizon_s=40_000.0,
+    )
+    ticks = 0
+    done = threading.Event()
+
+    def count() -> None:
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        _core.Model(big).solve(_core.Policy.ROLLOUT)
+    finally:
+        done.set()
+        counter.join()
+    assert ticks > 100
+
+
+def test_one_model_serves_many_threads() -> None:
+    model = _core.Model(make(windows=[(0.0, 80.0), (100.0, 400.0)], work_quanta=30))
+    expected = {p: model.solve(p).value for p in _core.Policy.__members__.values()}
+    results: list[dict[_core.Policy, float]] = []
+
+    def solve_all() -> None:
+        results.append({p: model.solve(p).value for p in _core.Policy.__members__.values()})
+
+    workers = [threading.Thread(target=solve_all) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert results == [expected] * 8

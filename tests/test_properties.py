@@ -82,3 +82,24 @@ def test_core_equals_python_reference(scenario: ls.Scenario, policy: ls.Policy) 
                 ours_s or 0.0, theirs_s or 0.0, abs_tol=1e-9
             )
         assert close(a.cost.total, b.cost)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenarios(max_windows=4, max_quanta=40))
+def test_every_state_matches_the_reference(scenario: ls.Scenario) -> None:
+    """V*, V^pi0 and every policy's action at every service state (k, pbar): this
+    exercises the monotone-deque DP over long sliding ranges, not only the initial state."""
+    model = ls.Model(scenario)
+    ref = to_reference(scenario)
+    for k in range(len(scenario.windows)):
+        for pbar in range(scenario.work_quanta + 1):
+            state = (k, pbar, pbar, False)
+            assert close(model.optimal_value(*state), reference.state_value(ref, "dp", state))
+            assert close(
+                model.reference_value(*state), reference.state_value(ref, "costed_window", state)
+            )
+            for policy in ls.ALL_POLICIES:
+                action = model.decide(*state, policy=policy)
+                assert (action.name, action.quanta, action.checkpoint) == (
+                    reference.policy_action(ref, policy.value, state)
+                ), (state, policy)

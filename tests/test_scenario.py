@@ -91,3 +91,14 @@ def test_python_objects_reject_wrong_types() -> None:
         ls.InitialState(progress=1.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="load_s must be finite"):
         ls.HandoffCosts(1.0, load_s=math.inf)
+
+
+def test_numbers_beyond_any_double_or_c_int() -> None:
+    with pytest.raises(ValueError, match="horizon_s must be finite"):
+        ls.Scenario.from_json(scenario_json(horizon_s=10**400))
+    with pytest.raises(ValueError, match=r"work_quanta must be <= 16777216, got 2147483648"):
+        ls.Scenario.from_json(scenario_json(work_quanta=2**31))
+    with pytest.raises(ValueError, match=r"initial\.progress must be <= 2147483647"):
+        ls.Scenario.from_json(
+            scenario_json(initial={"progress": 2**40, "durable": 0, "active": True})
+        )

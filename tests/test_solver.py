@@ -115,3 +115,18 @@ def test_publish_time_is_none_when_never_published(s0348: ls.Scenario) -> None:
     assert plan.value == 0.0
     assert all(step.ready_s is None for step in plan.steps)
     assert math.isclose(plan.benefit, 0.0)
+
+
+def test_publish_step_reports_the_completed_work(s0348: ls.Scenario) -> None:
+    last = ls.solve(s0348, "rollout").steps[-1]
+    assert last.action == "publish"
+    assert (last.progress, last.durable) == (s0348.work_quanta, s0348.work_quanta)
+
+
+def test_model_api_types(s0348: ls.Scenario) -> None:
+    with pytest.raises(TypeError, match="scenario must be a Scenario, got dict"):
+        ls.Model(s0348.to_json())  # type: ignore[arg-type]
+    model = ls.Model(s0348)
+    with pytest.raises(AttributeError):
+        model.scenario = s0348  # type: ignore[misc]
+    assert model.window_plan_value(0, 0, 0) == pytest.approx(ls.solve(s0348, "window").value)

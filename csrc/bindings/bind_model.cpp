@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,8 +58,18 @@ void bind_model(py::module_& m) {
         .value("DP", Policy::Dp);
 
     py::class_<Action>(m, "Action", "One window's macro-action.")
-        .def(py::init<ActionKind, int, bool>(), py::arg("kind"), py::arg("quanta") = 0,
-             py::arg("checkpoint") = false)
+        .def(py::init([](ActionKind kind, int quanta, bool checkpoint) {
+                 if (name(kind) == "unknown") {  // py::enum_ accepts any integer
+                     throw std::invalid_argument("kind must be an ActionKind, got " +
+                                                 std::to_string(static_cast<int>(kind)));
+                 }
+                 if (quanta < 0) {
+                     throw std::invalid_argument("quanta must be >= 0, got " +
+                                                 std::to_string(quanta));
+                 }
+                 return Action{kind, quanta, checkpoint};
+             }),
+             py::arg("kind"), py::arg("quanta") = 0, py::arg("checkpoint") = false)
         .def_readonly("kind", &Action::kind)
         .def_readonly("quanta", &Action::quanta, "Quanta run in this window.")
         .def_readonly("checkpoint", &Action::checkpoint, "Whether the segment saves a checkpoint.")

@@ -105,4 +105,5 @@ void bind_solver(py::module_& m) {
           "Solve every scenario under every policy; dict of arrays value, benefit, publish_s "
           "(n, p) and cost (n, p, 5: work, save, load, recovery, residency).");
     m.attr("TIE_TOLERANCE") = kTieTolerance;
+    m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
 }

@@ -4,6 +4,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace learnsched {
@@ -26,6 +27,12 @@ void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Polic
 std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
                                      const std::vector<Policy>& policies, int threads) {
     if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+    for (const Policy p : policies) {
+        if (name(p) == "unknown") {
+            throw std::invalid_argument("policies must hold Policy values, got " +
+                                        std::to_string(static_cast<int>(p)));
+        }
+    }
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
         try {
             validate(scenarios[i]);
@@ -45,16 +52,21 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
     std::vector<std::thread> pool;
     pool.reserve(workers);
     const std::size_t block = (scenarios.size() + workers - 1) / workers;
-    for (std::size_t w = 0; w < workers; ++w) {
-        const std::size_t begin = std::min(scenarios.size(), w * block);
-        const std::size_t end = std::min(scenarios.size(), begin + block);
-        pool.emplace_back([&, w, begin, end] {
-            try {
-                solve_range(scenarios, policies, begin, end, out);
-            } catch (...) {
-                errors[w] = std::current_exception();
-            }
-        });
+    try {
+        for (std::size_t w = 0; w < workers; ++w) {
+            const std::size_t begin = std::min(scenarios.size(), w * block);
+            const std::size_t end = std::min(scenarios.size(), begin + block);
+            pool.emplace_back([&, w, begin, end] {
+                try {
+                    solve_range(scenarios, policies, begin, end, out);
+                } catch (...) {
+                    errors[w] = std::current_exception();
+                }
+            });
+        }
+    } catch (...) {  // a thread could not start: let the started ones finish, then report
+        for (std::thread& t : pool) t.join();
+        throw;
     }
     for (std::thread& t : pool) t.join();
     for (const std::exception_ptr& e : errors) {

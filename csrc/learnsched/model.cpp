@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
 #include "reference_policies.hpp"
@@ -27,9 +29,6 @@ Model::Model(Scenario scenario)
                     [&](const State& s) { return costed_window_action(s); });
 }
 
-// Wait (or abandon when active) leads the canonical order and is always feasible.
-Action Model::first_action(const State& s) const { return never_action(s); }
-
 Action Model::costed_window_action(const State& s) const {
     const double go = state_value(acc_, window_values_, s,
                                   [&](const State& x) { return window_action(acc_, x); });
@@ -47,9 +46,11 @@ Action Model::choose(const State& s, Policy policy) const {
         case Policy::CostedWindow: return costed_window_action(s);
         case Policy::Rollout:  // Eq. 11: keep pi0's action unless another scores strictly higher
             return best_action(acc_, reference_values_, s, costed_window_action(s));
-        case Policy::Dp: return best_action(acc_, optimal_values_, s, first_action(s));
+        case Policy::Dp:  // from wait (or abandon), which leads the canonical order
+            return best_action(acc_, optimal_values_, s, never_action(s));
     }
-    return never_action(s);
+    throw std::invalid_argument("policy must be one of the six Policy values, got " +
+                                std::to_string(static_cast<int>(policy)));
 }
 
 Action Model::decide(const State& state, Policy policy) const {

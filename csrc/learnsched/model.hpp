@@ -28,7 +28,7 @@ class Model {
 
     const Scenario& scenario() const { return acc_.scenario(); }
 
-    // The policy's action in `state` (validated; std::invalid_argument if not a state).
+    // The policy's action in `state` (std::invalid_argument for an invalid state or policy).
     Action decide(const State& state, Policy policy) const;
     // Follow the policy from the initial state to publication or the last window.
     Plan solve(Policy policy) const;
@@ -40,7 +40,6 @@ class Model {
   private:
     Action choose(const State& s, Policy policy) const;
     Action costed_window_action(const State& s) const;
-    Action first_action(const State& s) const;
 
     SegmentAccounting acc_;
     ValueTable window_values_;

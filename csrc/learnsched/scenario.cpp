@@ -44,6 +44,29 @@ void validate_windows(const std::vector<Window>& windows) {
     }
 }
 
+// Each field can be finite while a quantity the model computes from them is not
+// (1e308-second windows, g*H near DBL_MAX): reject those before they turn into inf.
+void validate_magnitudes(const Scenario& scenario) {
+    for (std::size_t k = 0; k < scenario.windows.size(); ++k) {
+        if (!std::isfinite(scenario.windows[k].length_s())) {
+            fail("windows[", k, "] is too long to represent: [", scenario.windows[k].start_s,
+                 ", ", scenario.windows[k].end_s, "]");
+        }
+    }
+    const HandoffCosts& c = scenario.costs;
+    const double longest_segment_s =
+        c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + c.recovery_s;
+    if (!std::isfinite(longest_segment_s * (1.0 + c.residency_rate))) {
+        fail("work_quanta x quantum_s plus the handoff costs overflows: ",
+             scenario.work_quanta, " x ", scenario.quantum_s);
+    }
+    const double earliest_s = scenario.windows.front().start_s;
+    if (!std::isfinite(scenario.benefit_rate * (scenario.horizon_s - earliest_s))) {
+        fail("benefit_rate x (horizon_s - windows[0] start) overflows: ", scenario.benefit_rate,
+             " x (", scenario.horizon_s, " - ", earliest_s, ")");
+    }
+}
+
 }  // namespace
 
 void validate(const Scenario& scenario) {
@@ -58,11 +81,14 @@ void validate(const Scenario& scenario) {
     require_non_negative("save_s", scenario.costs.save_s);
     require_non_negative("load_s", scenario.costs.load_s);
 
+    validate_magnitudes(scenario);
+
     const std::size_t states =
         scenario.windows.size() * (static_cast<std::size_t>(scenario.work_quanta) + 1);
     if (states > kMaxStates) {
         fail("windows x (work_quanta + 1) = ", scenario.windows.size(), " x ",
-             scenario.work_quanta + 1, " = ", states, " states exceeds the limit of ", kMaxStates);
+             static_cast<std::size_t>(scenario.work_quanta) + 1, " = ", states,
+             " states exceeds the limit of ", kMaxStates);
     }
     if (scenario.initial.window != 0) {
         fail("initial.window must be 0, got ", scenario.initial.window);
@@ -86,7 +112,7 @@ void validate_state(const Scenario& scenario, const State& state) {
              " must equal durable=", state.durable, " unless active");
     }
     const Window& w = scenario.windows[static_cast<std::size_t>(state.window)];
-    if (state.active && !fits_within(scenario.costs.recovery_s, w.length_s())) {
+    if (state.active && !fits_within(scenario.costs.recovery_s, w.start_s, w.end_s)) {
         fail("an active candidate must be able to return within its window: recovery_s=",
              scenario.costs.recovery_s, " exceeds windows[", state.window, "] length ",
              w.length_s());

@@ -23,22 +23,22 @@ SegmentAccounting::SegmentAccounting(Scenario scenario) : scenario_(std::move(sc
         Limits lim;
         for (int load = 0; load < 2; ++load) {
             const double fixed = (load ? c.load_s : 0.0) + c.recovery_s;
-            lim.with_checkpoint[load] = quanta_that_fit(fixed + c.save_s, w.length_s());
-            lim.without_checkpoint[load] = quanta_that_fit(fixed, w.length_s());
+            lim.with_checkpoint[load] = quanta_that_fit(fixed + c.save_s, w);
+            lim.without_checkpoint[load] = quanta_that_fit(fixed, w);
         }
         limits_.push_back(lim);
     }
 }
 
-int SegmentAccounting::quanta_that_fit(double fixed_s, double length_s) const {
-    if (!fits_within(fixed_s, length_s)) return -1;
+int SegmentAccounting::quanta_that_fit(double fixed_s, const Window& w) const {
+    if (!fits_within(fixed_s, w.start_s, w.end_s)) return -1;
     const int cap = scenario_.work_quanta;
     const double delta = scenario_.quantum_s;
     // Clamp in floating point first: a huge window over a tiny quantum must not overflow int.
-    const double estimate = std::floor((length_s - fixed_s) / delta);
+    const double estimate = std::floor((w.length_s() - fixed_s) / delta);
     int u = estimate >= cap ? cap : static_cast<int>(std::max(0.0, estimate));
-    while (u < cap && fits_within(fixed_s + (u + 1) * delta, length_s)) ++u;
-    while (u > 0 && !fits_within(fixed_s + u * delta, length_s)) --u;
+    while (u < cap && fits_within(fixed_s + (u + 1) * delta, w.start_s, w.end_s)) ++u;
+    while (u > 0 && !fits_within(fixed_s + u * delta, w.start_s, w.end_s)) --u;
     return u;
 }
 

@@ -74,7 +74,7 @@ class SegmentAccounting {
         std::array<int, 2> with_checkpoint{};
         std::array<int, 2> without_checkpoint{};
     };
-    int quanta_that_fit(double fixed_s, double length_s) const;
+    int quanta_that_fit(double fixed_s, const Window& w) const;
 
     Scenario scenario_;
     std::vector<Limits> limits_;
@@ -111,7 +111,8 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
     seg.ready_s = w.start_s + busy_s;                // rule 3
 
     if (a.kind == ActionKind::Publish) {
-        seg.publish_s = w.start_s + seg.cost.load + seg.cost.work;  // rule 3
+        seg.next.progress = seg.next.durable = scenario_.work_quanta;  // complete (plan ends)
+        seg.publish_s = w.start_s + seg.cost.load + seg.cost.work;   // rule 3
         seg.benefit = scenario_.benefit_rate * std::max(0.0, scenario_.horizon_s - seg.publish_s);
     } else if (a.checkpoint) {
         const int saved = base(s) + a.quanta;

@@ -1,26 +1,33 @@
 // Floating-point tolerances shared by every policy.
 //
-// The paper grid has exact ties (e.g. Static ROI == 0 in 20 scenarios) whose two
-// sides are computed along different arithmetic paths; the smallest real margin on
-// the grid is one checkpoint (0.068075 s-eq.), so 1e-9 (relative above 1) separates
-// rounding noise from real differences by seven orders of magnitude.
+// Values: the paper grid has exact ties (e.g. Static ROI == 0 in 20 scenarios) whose
+// two sides come from different arithmetic paths, and its smallest real margin is one
+// checkpoint (0.068075 s-eq.). 1e-9 s-eq. absolute, plus 1e-12 of the magnitude for
+// very large values, separates rounding noise from real differences.
+//
+// Time (Eq. 10): a window's length is only as exact as its endpoints, so the slack
+// grows with their magnitude (a few ulps), not with the length: a scheduler that uses
+// epoch seconds keeps exact fits without loosening the check.
 #pragma once
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 
 namespace learnsched {
 
-inline constexpr double kTieTolerance = 1e-9;
+inline constexpr double kTieTolerance = 1e-9;           // s-eq. and seconds, absolute
+inline constexpr double kRelativeTieTolerance = 1e-12;  // of the larger value's magnitude
 
 // True when a beats b by more than rounding noise (ties keep the incumbent).
 inline bool strictly_greater(double a, double b) {
-    return a - b > kTieTolerance * std::max({1.0, std::abs(a), std::abs(b)});
+    return a - b > kTieTolerance + kRelativeTieTolerance * std::max(std::abs(a), std::abs(b));
 }
 
-// Eq. 10 with the same tolerance: a segment of `duration_s` fits a window of `length_s`.
-inline bool fits_within(double duration_s, double length_s) {
-    return duration_s <= length_s + kTieTolerance * std::max(1.0, std::abs(length_s));
+// Eq. 10: a segment of `duration_s` fits the window [start_s, end_s].
+inline bool fits_within(double duration_s, double start_s, double end_s) {
+    const double slack = kTieTolerance + 16 * DBL_EPSILON * std::max(std::abs(start_s), std::abs(end_s));
+    return duration_s <= (end_s - start_s) + slack;
 }
 
 }  // namespace learnsched
