@@ -536,9 +536,11 @@ def _until(
     try:
         seen = poll_until(check, what=what, timeout_s=deadline.left(), poll_s=poll_s)
     except TimeoutError as err:
-        if not last:
-            raise
-        raise TimeoutError(f"{err}; last error: {last[-1]}") from err
+        # Name the whole phase's budget, whichever of the two clocks ran out first.
+        message = f"{deadline.what}: {what} not ready within {deadline.timeout_s:g} s"
+        if last:
+            message += f"; last error: {last[-1]}"
+        raise TimeoutError(message) from err
     return seen.value, seen.t_ns
 
 
