@@ -41,3 +41,13 @@ def same_length(name: str, array: FloatArray, reference_name: str, length: int) 
     """Reject ``array`` unless it has ``length`` entries."""
     if array.shape[0] != length:
         raise ValueError(f"{name} has {array.shape[0]} entries but {reference_name} has {length}")
+
+
+def deadlines_after_arrivals(arrival: FloatArray, deadline: FloatArray) -> None:
+    """Reject the first request whose deadline is before its arrival, naming both."""
+    early = first_index(deadline < arrival)
+    if early is not None:
+        raise ValueError(
+            f"deadline[{early}] = {float(deadline[early])!r} is before "
+            f"arrival[{early}] = {float(arrival[early])!r}"
+        )

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from .. import _capacity
 from .._checks import FloatArray, integer
-from ._checks import first_index, float_array, same_length
+from ._checks import deadlines_after_arrivals, first_index, float_array, same_length
 
 __all__ = [
     "RiskSummary",
@@ -60,12 +60,7 @@ def _request_times(
     nan = first_index(bad)
     if nan is not None:
         raise ValueError(f"finish[{nan}] must be a time or inf, got {float(f[nan])!r}")
-    early = first_index(d < a)
-    if early is not None:
-        raise ValueError(
-            f"deadline[{early}] = {float(d[early])!r} is before "
-            f"arrival[{early}] = {float(a[early])!r}"
-        )
+    deadlines_after_arrivals(a, d)
     return a, f, d
 
 

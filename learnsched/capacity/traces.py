@@ -21,7 +21,13 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._checks import FloatArray, at_least, positive
-from ._checks import first_index, float_array, nonnegative_array, same_length
+from ._checks import (
+    deadlines_after_arrivals,
+    first_index,
+    float_array,
+    nonnegative_array,
+    same_length,
+)
 from .admission import estimate_work
 from .profile import RateProfile
 
@@ -116,12 +122,7 @@ def _check_order(arrival: FloatArray, work: FloatArray, deadline: FloatArray) ->
     empty = first_index(work <= 0)
     if empty is not None:
         raise ValueError(f"work[{empty}] must be > 0, got {float(work[empty])!r}")
-    early = first_index(deadline < arrival)
-    if early is not None:
-        raise ValueError(
-            f"deadline[{early}] = {float(deadline[early])!r} is before arrival[{early}] = "
-            f"{float(arrival[early])!r}"
-        )
+    deadlines_after_arrivals(arrival, deadline)
 
 
 def burst_trace(
