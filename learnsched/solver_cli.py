@@ -8,6 +8,7 @@ import io
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,15 @@ def _fmt(value: Any, spec: str = ".3f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _by_calendar(wins: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in wins.items()) or "none"
+
+
+def _beside(paper: dict[str, Any], key: str, show: Callable[[Any], str] = str) -> str:
+    """`` (paper X)`` for a published figure, or nothing where the paper has none."""
+    return f" (paper {show(paper[key])})" if key in paper else ""
+
+
 def grid_table(summary: GridSummary, paper: dict[str, Any] | None, seconds: float) -> str:
     """The aggregate table with the paper's figures beside ours."""
     paper = paper or {}
@@ -118,24 +128,22 @@ def grid_table(summary: GridSummary, paper: dict[str, Any] | None, seconds: floa
             f"{name:<15}{summary.mean_value[name]:>12.3f}{_fmt(p_value.get(name)):>10}"
             f"{_fmt(summary.mean_gap.get(name, 0.0)):>14}{_fmt(p_gap.get(name)):>10}"
         )
-    wtl = paper.get("rollout_vs_costed_window")
     wins = {k: v for k, v in summary.wins_by_calendar.items() if v}
     lines += [
         "",
         f"Rollout vs Costed Window: {summary.wins} wins / {summary.ties} ties / "
         f"{summary.losses} losses"
-        + (f"   (paper {wtl['wins']} / {wtl['ties']} / {wtl['losses']})" if wtl else ""),
-        "  strict wins by calendar: "
-        + (", ".join(f"{k} {v}" for k, v in wins.items()) or "none")
-        + (
-            f"   (paper {', '.join(f'{k} {v}' for k, v in paper['wins_by_calendar'].items())})"
-            if "wins_by_calendar" in paper
-            else ""
+        + _beside(
+            paper,
+            "rollout_vs_costed_window",
+            lambda w: f"{w['wins']} / {w['ties']} / {w['losses']}",
         ),
+        f"  strict wins by calendar: {_by_calendar(wins)}"
+        + _beside(paper, "wins_by_calendar", _by_calendar),
         f"Rollout equals DP in {summary.rollout_equals_dp} scenarios"
-        + (f" (paper {paper['rollout_equals_dp']})" if "rollout_equals_dp" in paper else "")
+        + _beside(paper, "rollout_equals_dp")
         + f"; max Rollout gap {summary.max_rollout_gap:.3f}"
-        + (f" (paper {paper['max_rollout_gap']})" if "max_rollout_gap" in paper else ""),
+        + _beside(paper, "max_rollout_gap"),
         "Never is negative only for initial states: "
         + (", ".join(summary.never_negative_initial_states) or "none"),
     ]
@@ -147,7 +155,7 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     labels = ["sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"]
     writer.writerow(labels + [f"value_{p.value}" for p in result.policies])
-    for g, values in zip(grid.scenarios, result.value, strict=False):
+    for g, values in zip(grid.scenarios, result.value, strict=True):
         row = [g.sid, g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.recovery, g.initial_state]
         writer.writerow(row + [repr(float(v)) for v in values])
     return out.getvalue()
@@ -208,7 +216,7 @@ def run_solve(args: argparse.Namespace) -> int:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
         print(json.dumps(objs if many else objs[0], indent=2))
         return 0
-    for i, (scenario, ps) in enumerate(zip(scenarios, plans, strict=False)):
+    for i, (scenario, ps) in enumerate(zip(scenarios, plans, strict=True)):
         header = f"scenario [{i}]: " if many else ""
         print(f"{header}{describe_scenario(scenario)}\n\n{format_plans(ps)}\n")
     return 0

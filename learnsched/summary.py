@@ -123,7 +123,7 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
     win = ~tie & (rollout > costed)
     labels = [f"{g.calendar}/{g.recovery}" for g in grid.scenarios]
     wins_by_calendar = {f"{cal}/{rec}": 0 for cal in CALENDARS for rec in grid.config.recoveries}
-    for label, won in zip(labels, win, strict=False):
+    for label, won in zip(labels, win, strict=True):
         wins_by_calendar[label] += int(won)
     never = result.column(Policy.NEVER)
     return GridSummary(
@@ -140,6 +140,6 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         rollout_equals_dp=int(_ties(rollout, dp).sum()),
         max_rollout_gap=float((dp - rollout).max()),
         never_negative_initial_states=tuple(
-            sorted({g.initial_state for g, v in zip(grid.scenarios, never, strict=False) if v < 0})
+            sorted({g.initial_state for g, v in zip(grid.scenarios, never, strict=True) if v < 0})
         ),
     )

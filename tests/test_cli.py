@@ -51,7 +51,7 @@ def test_grid_fine_check_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_grid_table_prints_paper_beside_ours(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "grid")
     assert status == 0
-    assert "91 wins / 1829 ties / 0 losses   (paper 91 / 1829 / 0)" in out
+    assert "91 wins / 1829 ties / 0 losses (paper 91 / 1829 / 0)" in out
     assert "Rollout equals DP in 1907 scenarios (paper 1907); max Rollout gap 124.836" in out
     assert any(
         line.split()[:5] == ["rollout", "470.670", "470.670", "0.246", "0.246"]
