@@ -2,7 +2,9 @@
 
 Thin layers over NVML (:mod:`.nvml`), CUDA events and host clocks (:mod:`.timing`),
 safetensors/PEFT (:mod:`.lora`), ``/proc`` (:mod:`.host_memory`) and the serving
-engines' HTTP APIs (:mod:`.recovery`), plus release confirmation (:mod:`.release`),
+engines' HTTP APIs (:mod:`.engines`), with readiness (:mod:`.readiness`), cold starts
+(:mod:`.cold_start`) and warm recovery (:mod:`.recovery`) measured as
+:class:`~.phases.RecoveryRun`, plus release confirmation (:mod:`.release`),
 pollable waits (:mod:`.waits`), the handoff ledger (:mod:`.ledger`) and the cost
 profile the solver reads (:mod:`.profile`). torch, safetensors, peft and nvidia-ml-py
 are imported only by the functions that need them (``pip install 'learnsched[gpu]'``).
@@ -10,6 +12,8 @@ are imported only by the functions that need them (``pip install 'learnsched[gpu
 
 from __future__ import annotations
 
+from .cold_start import launch_engine
+from .engines import ENGINES, HttpStatusError, ServingEndpoint
 from .errors import HandoffProbeError, NvmlError, NvmlUnavailable
 from .host_memory import HostMemory, PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .ledger import HandoffLedger, HandoffRecord, TornRecordWarning, read_ledger
@@ -35,6 +39,7 @@ from .nvml import (
     driver_version,
     open_device,
 )
+from .phases import RecoveryRun
 from .profile import (
     PAPER_PROFILE,
     PAPER_RESIDENCY_PRICE,
@@ -43,14 +48,7 @@ from .profile import (
     Measurement,
     load_cost_profile,
 )
-from .recovery import (
-    ENGINES,
-    HttpStatusError,
-    RecoveryRun,
-    ServingEndpoint,
-    launch_engine,
-    measure_warm_recovery,
-)
+from .recovery import measure_warm_recovery
 from .release import ReleaseResult, wait_for_release
 from .timing import Timing, time_device, time_host
 from .waits import AckDelays, ControlSignal, measure_ack_delay, poll_until, pollable_sleep

@@ -1,0 +1,139 @@
+"""``learnsched probe all``: every probe this machine can run, one report.
+
+All input is checked before any part runs; a part that then fails is reported on its
+own row while the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from ._cli_lora import check_lora, lora_benchmark, lora_profile, lora_rows
+from ._cli_readings import check_pid, nvml_report
+from ._cli_recovery import check_recovery, recovery_profile, recovery_rows, recovery_runs, run_json
+from ._cli_tables import EXIT_FAILED, Rows, gib, optional_device, print_rows, write_profile
+from ._cli_waits import check_waits, waits, waits_rows
+from .errors import HandoffProbeError
+from .host_memory import read_host_memory
+from .profile import CostProfile
+
+__all__ = ["run_all"]
+
+# What a part of `probe all` may fail with at run time (bad input is checked up front):
+# a failed measurement, an unreachable server, a timeout (both OSError), a vanished PID.
+PART_ERRORS = (HandoffProbeError, OSError)
+
+
+class _AllReport:
+    """The parts of `probe all`: rows, JSON, the merged profile and failures."""
+
+    def __init__(self) -> None:
+        self.rows: Rows = []
+        self.json: dict[str, Any] = {}
+        self.profile = CostProfile({})
+        self.failed = False
+
+    def fail(self, part: str, err: BaseException) -> None:
+        self.rows.append((part, f"failed: {err}"))
+        self.json[part] = {"error": str(err)}
+        self.failed = True
+
+    def add_profile(self, part: str, profile: CostProfile) -> None:
+        try:
+            self.profile = self.profile.merged(profile)
+        except ValueError as err:
+            self.fail(f"{part} profile", err)
+
+
+def _check_all(args: argparse.Namespace) -> bool:
+    """Check every part's input before any part runs; whether recovery is asked for."""
+    check_lora(args)
+    check_waits(args)
+    if args.pid is not None:
+        check_pid(args.pid)
+    if (args.engine is None) != (args.url is None):
+        raise ValueError("recovery needs both --engine and --url")
+    if args.engine is None:
+        return False
+    check_recovery(args)
+    return True
+
+
+def _all_nvml(args: argparse.Namespace, report: _AllReport) -> None:
+    device, why = optional_device(args)
+    if device is None:
+        report.rows.append(("nvml", f"skipped: {why}"))
+        report.json["nvml"] = None
+        return
+    report.json["nvml"] = nvml_report(device)
+    report.rows.append(("nvml", f"{device.name} ({device.uuid})"))
+
+
+def _all_lora(args: argparse.Namespace, report: _AllReport) -> None:
+    lora, nvml, name = lora_benchmark(args)
+    report.json["lora"] = lora.summary()
+    report.rows += lora_rows(lora)
+    report.add_profile("lora", lora_profile(lora, nvml, name))
+
+
+def _all_waits(args: argparse.Namespace, report: _AllReport) -> None:
+    results = waits(args)
+    report.json["waits"] = results
+    report.rows += waits_rows(results)
+
+
+def _all_memory(args: argparse.Namespace, report: _AllReport) -> None:
+    if args.pid is None:
+        return
+    host = read_host_memory(args.pid)
+    report.json["memory"] = asdict(host)
+    report.rows.append((f"host PSS of {args.pid} and children", gib(host.pss)))
+
+
+def _all_recovery(args: argparse.Namespace, report: _AllReport) -> None:
+    runs, device = recovery_runs(args)
+    report.json["recovery"] = [run_json(r) for r in runs]
+    report.rows += recovery_rows(runs)
+    report.add_profile("recovery", recovery_profile(runs, device))
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """Every probe this machine can run; parts that need a GPU or a server say so.
+
+    All input is checked first (bad input: ``ValueError``/``OSError``, nothing runs). A
+    part that then fails is reported on its own row, the others still run, the
+    profile of what succeeded is written, and the exit status is 1.
+    """
+    recovery = _check_all(args)
+    report = _AllReport()
+    parts: list[tuple[str, Callable[[argparse.Namespace, _AllReport], None]]] = [
+        ("nvml", _all_nvml),
+        ("lora", _all_lora),
+        ("waits", _all_waits),
+        ("memory", _all_memory),
+    ]
+    if recovery:
+        parts.append(("recovery", _all_recovery))
+    else:
+        report.rows.append(("recovery", "skipped: give --engine and --url (and --launch for cold)"))
+    for part, run in parts:
+        try:
+            run(args, report)
+        except PART_ERRORS as err:
+            report.fail(part, err)
+    if args.json:
+        print(json.dumps(report.json, indent=2))
+    else:
+        print_rows(report.rows)
+    if report.profile.measurements:
+        try:
+            write_profile(args, report.profile)
+        except (ValueError, OSError) as err:  # e.g. an existing --out from another device
+            print(f"learnsched probe all: profile not written: {err}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_FAILED if report.failed else 0
