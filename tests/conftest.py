@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import learnsched as ls
@@ -40,3 +44,22 @@ def run_handler(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[in
     status = args.func(args)
     assert isinstance(status, int)
     return status, capsys.readouterr().out
+
+
+def run_python(
+    args: list[str], cwd: Path, check: bool = False, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python ARGS`` in ``cwd`` with text output captured.
+
+    ``cwd`` must lie outside the source tree: Python puts the working directory first on
+    ``sys.path`` for ``-c`` and ``-m``, and the flat layout's unbuilt ``learnsched/``
+    would shadow the installed package.
+    """
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+        cwd=cwd,
+    )

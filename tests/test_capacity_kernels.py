@@ -4,8 +4,6 @@ bounds."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,8 @@ import numpy as np
 import pytest
 
 from learnsched import _capacity
+
+from conftest import run_python
 
 
 def f64(*values: float) -> np.ndarray:
@@ -193,13 +193,6 @@ def test_reported_crash_now_raises(tmp_path: Path) -> None:
         "except ValueError as err:\n"
         "    print(err)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = run_python(["-c", code], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "work has 3 entries but arrival has 1000000" in done.stdout

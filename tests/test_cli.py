@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +11,8 @@ import pytest
 
 import learnsched as ls
 from learnsched.cli import main
+
+from conftest import run_python
 
 GOLDEN = Path(__file__).parent / "golden"
 POLICY_NAMES = ["never", "window", "static_roi", "costed_window", "rollout", "dp"]
@@ -171,14 +171,7 @@ def test_malformed_scenario_files(
 
 
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
-    # Run outside the source tree: its flat layout would shadow the installed package.
-    done = subprocess.run(
-        [sys.executable, "-m", "learnsched", "explain", "S0348"],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=tmp_path,
-    )
+    done = run_python(["-m", "learnsched", "explain", "S0348"], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (GOLDEN / "explain_S0348.txt").read_text()
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -18,6 +16,8 @@ from learnsched.handoff import (
     TornRecordWarning,
     read_ledger,
 )
+
+from conftest import run_python
 
 GIB = 2**30
 
@@ -96,16 +96,7 @@ def test_bad_record_values() -> None:
 
 def test_writer_killed_mid_append_loses_nothing_committed(tmp_path: Path) -> None:
     path = tmp_path / "ledger.jsonl"
-    # cwd outside the source tree: the flat layout's unbuilt package would shadow the
-    # installed one in the child.
-    child = subprocess.run(
-        [sys.executable, "-c", WRITER, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,  # it is meant to die of SIGKILL
-        cwd=tmp_path,
-    )
+    child = run_python(["-c", WRITER, str(path)], cwd=tmp_path)  # it dies of SIGKILL
     assert child.returncode == -signal.SIGKILL, child.stderr
     assert child.stdout.split() == [str(i) for i in range(COMMITTED)]
     data = path.read_bytes()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,8 @@ from learnsched.handoff import (
     Measurement,
     load_cost_profile,
 )
+
+from conftest import run_python
 
 
 def test_paper_profile_is_the_solvers_paper_costs() -> None:
@@ -179,16 +179,7 @@ def test_package_imports_without_the_gpu_extra(tmp_path: Path) -> None:
         "except h.HandoffProbeError as err:\n"
         "    print(err)\n"
     )
-    # cwd outside the source tree: the flat layout's unbuilt package would shadow the
-    # installed one ("learnsched's C++ core is not built").
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        cwd=tmp_path,
-    )
+    result = run_python(["-c", code], cwd=tmp_path, check=True)
     lines = result.stdout.splitlines()
     assert lines[0] == "69.988"
     assert lines[1].startswith("torch is not installed")
