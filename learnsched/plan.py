@@ -141,10 +141,10 @@ class Plan:
     steps: tuple[Step, ...]
 
     @classmethod
-    def from_core(cls, policy: str, plan: _core.Plan) -> Plan:
+    def from_core(cls, plan: _core.Plan) -> Plan:
         """Copy the core's plan."""
         return cls(
-            policy=policy,
+            policy=plan.policy.name.lower(),  # the core's names are the policies' in capitals
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),

@@ -127,8 +127,7 @@ class Model:
 
     def solve(self, policy: str | Policy = Policy.ROLLOUT) -> Plan:
         """The policy's whole plan from the initial state (GIL released while solving)."""
-        name = Policy.parse(policy)
-        return Plan.from_core(name.value, self._model.solve(core_policy(name)))
+        return Plan.from_core(self._model.solve(core_policy(policy)))
 
     def solve_all(self, policies: Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
         """Plans of several policies, keyed by policy name."""

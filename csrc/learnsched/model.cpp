@@ -1,6 +1,5 @@
 #include "model.hpp"
 
-#include <algorithm>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -92,12 +91,8 @@ double Model::reference_value(const State& state) const {
 
 double Model::optimal_value(const State& state) const {
     validate_state(scenario(), state);
-    if (!state.active) return optimal_values_(state.window, state.durable);
-    double best = -std::numeric_limits<double>::infinity();
-    acc_.for_each_action(state, [&](const Action& a) {
-        best = std::max(best, action_value(acc_, optimal_values_, state, a));
-    });
-    return best;
+    return state_value(acc_, optimal_values_, state,
+                       [&](const State& s) { return choose(s, Policy::Dp); });
 }
 
 }  // namespace learnsched
