@@ -27,6 +27,7 @@ from learnsched.handoff import (
     BASE_SHAPES,
     NvmlDevice,
     NvmlUnavailable,
+    ReleaseResult,
     benchmark_lora,
     open_device,
     synthesise_adapter,
@@ -34,10 +35,10 @@ from learnsched.handoff import (
     time_host,
     wait_for_release,
 )
+from learnsched.handoff._cli_tables import print_rows
 from learnsched.handoff.errors import HandoffProbeError
 from learnsched.handoff.nvml import driver_version
-
-GIB = 2**30
+from learnsched.handoff.profile import GIB
 
 # Holds N GiB on the GPU; frees the cache on its first stdin line, exits on the second.
 CHILD = """
@@ -81,6 +82,55 @@ def lora(device: NvmlDevice, runs: int) -> list[tuple[str, str]]:
     return rows
 
 
+def _send(child: subprocess.Popen[str], line: str) -> None:
+    assert child.stdin is not None
+    child.stdin.write(line)
+    child.stdin.flush()
+
+
+def _latency(result: ReleaseResult) -> str:
+    return f"{result.latency_s * 1e3:.1f} ms +- {result.resolution_s * 1e3:.1f} ms"
+
+
+def _freed_to_driver(
+    device: NvmlDevice, child: subprocess.Popen[str], gib: float
+) -> tuple[str, str]:
+    """The child's ``empty_cache()``, seen as device ``free`` rising."""
+    assert child.stdout is not None
+    baseline = device.memory().free
+    since = time.perf_counter_ns()
+    _send(child, "free\n")
+    freed = wait_for_release(
+        device,
+        free_rise_bytes=int(gib * GIB * 0.9),  # slack for other processes' allocations
+        baseline_free_bytes=baseline,
+        since_ns=since,
+        timeout_s=60,
+        poll_s=0.01,
+    )
+    child.stdout.readline()
+    return f"release {gib:g} GiB (empty_cache)", f"{_latency(freed)} ({freed.polls} polls)"
+
+
+def _left_on_exit(
+    device: NvmlDevice, child: subprocess.Popen[str], visible: bool
+) -> tuple[str, str]:
+    """The child's exit, seen as its process leaving the device's list."""
+    listed = device.processes()  # the child keeps its context after empty_cache
+    visible = visible and any(p.pid == child.pid for p in listed)
+    since = time.perf_counter_ns()
+    _send(child, "exit\n")
+    if not visible:
+        return (
+            "process leaves the GPU",
+            "not measured: PID not visible to NVML (another PID namespace)",
+        )
+    gone = wait_for_release(
+        device, pid=child.pid, baseline_processes=listed, since_ns=since, timeout_s=60, poll_s=0.01
+    )
+    return "process leaves the GPU", _latency(gone)
+
+
 def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
     """Item 2: a child frees ``gib`` GiB, first to the driver, then by exiting."""
     child = subprocess.Popen(
@@ -92,59 +142,16 @@ def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
     )
     assert child.stdin is not None
     assert child.stdout is not None
-    rows = []
     try:
         if child.stdout.readline().strip() != "held":
             raise HandoffProbeError("the allocating child did not start")
-        listed = device.processes()
-        visible = any(p.pid == child.pid for p in listed)
-        baseline = device.memory().free
-        since = time.perf_counter_ns()
-        child.stdin.write("free\n")
-        child.stdin.flush()
-        freed = wait_for_release(
-            device,
-            free_rise_bytes=int(gib * GIB * 0.9),  # slack for other processes' allocations
-            baseline_free_bytes=baseline,
-            since_ns=since,
-            timeout_s=60,
-            poll_s=0.01,
-        )
-        child.stdout.readline()
-        latency = f"{freed.latency_s * 1e3:.1f} ms +- {freed.resolution_s * 1e3:.1f} ms"
-        rows.append((f"release {gib:g} GiB (empty_cache)", f"{latency} ({freed.polls} polls)"))
-        listed = device.processes()  # the child keeps its context after empty_cache
-        visible = visible and any(p.pid == child.pid for p in listed)
-        since = time.perf_counter_ns()
-        child.stdin.write("exit\n")
-        child.stdin.flush()
-        if visible:
-            gone = wait_for_release(
-                device,
-                pid=child.pid,
-                baseline_processes=listed,
-                since_ns=since,
-                timeout_s=60,
-                poll_s=0.01,
-            )
-            rows.append(
-                (
-                    "process leaves the GPU",
-                    f"{gone.latency_s * 1e3:.1f} ms +- {gone.resolution_s * 1e3:.1f} ms",
-                )
-            )
-        else:
-            rows.append(
-                (
-                    "process leaves the GPU",
-                    "not measured: PID not visible to NVML (another PID namespace)",
-                )
-            )
+        visible = any(p.pid == child.pid for p in device.processes())
+        freed = _freed_to_driver(device, child, gib)
+        return [freed, _left_on_exit(device, child, visible)]
     finally:
         child.stdin.close()
         child.wait(timeout=60)
         child.stdout.close()
-    return rows
 
 
 def nvml_costs(device: NvmlDevice) -> list[tuple[str, str]]:
@@ -214,9 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = dict(rows)
         print(json.dumps(report, indent=2))
     else:
-        width = max(len(k) for k, _ in rows)
-        for key, value in rows:
-            print(f"{key:<{width}}  {value}")
+        print_rows(rows)
     return 0
 
 

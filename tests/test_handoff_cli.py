@@ -6,9 +6,7 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,8 @@ from test_handoff_fake_engine import SCRIPT, free_port
 from learnsched.handoff import cli, load_cost_profile, read_ledger
 from learnsched.handoff.errors import NvmlUnavailable
 from learnsched.handoff.nvml import device_count
+
+from conftest import run_python
 
 
 def run_probe(*argv: str) -> int:
@@ -241,12 +241,13 @@ def test_all_keeps_what_ran_when_the_server_is_unreachable(
     assert "warm_recovery_s" not in profile.measurements
 
 
-def test_all_checks_its_input_before_running(capsys: pytest.CaptureFixture[str]) -> None:
-    dead = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tempfile.gettempdir())
-    dead.wait(timeout=10)
-    assert run_probe("all", *ALL_QUICK, f"--pid={dead.pid}") == 2
+def test_all_checks_its_input_before_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dead = int(run_python(["-c", "import os; print(os.getpid())"], cwd=tmp_path).stdout)
+    assert run_probe("all", *ALL_QUICK, f"--pid={dead}") == 2
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing ran
-    assert f"pid {dead.pid}: no such process" in captured.err
+    assert f"pid {dead}: no such process" in captured.err
     assert run_probe("all", *ALL_QUICK, "--engine=vllm") == 2
     assert "needs both --engine and --url" in capsys.readouterr().err

@@ -13,6 +13,8 @@ import pytest
 from learnsched.handoff import PhaseSampler, process_tree, read_host_memory
 from learnsched.handoff.host_memory import _parse_rollup
 
+from conftest import run_python
+
 MIB = 2**20
 HAS_ROLLUP = Path(f"/proc/{os.getpid()}/smaps_rollup").exists()
 pytestmark = pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux /proc")
@@ -96,7 +98,6 @@ def test_bad_pid_types(pid: object) -> None:
 
 
 def test_missing_pid(tmp_path: Path) -> None:
-    child = subprocess.Popen([sys.executable, "-c", "pass"], cwd=tmp_path)
-    child.wait(timeout=10)
-    with pytest.raises(ProcessLookupError, match=f"pid {child.pid}: no such process"):
-        read_host_memory(child.pid)
+    exited = int(run_python(["-c", "import os; print(os.getpid())"], cwd=tmp_path).stdout)
+    with pytest.raises(ProcessLookupError, match=f"pid {exited}: no such process"):
+        read_host_memory(exited)

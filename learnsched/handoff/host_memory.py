@@ -19,8 +19,13 @@ from .errors import missing_extra
 __all__ = ["HostMemory", "PhaseSample", "PhaseSampler", "process_tree", "read_host_memory"]
 
 PROC = Path("/proc")
-SPLIT_KEYS = {"Pss:": "pss", "Pss_Anon:": "pss_anon", "Pss_File:": "pss_file"}
-SHMEM_KEY = "Pss_Shmem:"
+# smaps_rollup lines read, to HostMemory fields.
+SPLIT_KEYS = {
+    "Pss:": "pss",
+    "Pss_Anon:": "pss_anon",
+    "Pss_File:": "pss_file",
+    "Pss_Shmem:": "pss_shmem",
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ def _parse_rollup(text: str, pid: int) -> HostMemory:
     values: dict[str, int] = {}
     for line in text.splitlines():
         key, _, rest = line.partition(" ")
-        name = SPLIT_KEYS.get(key) or ("pss_shmem" if key == SHMEM_KEY else None)
+        name = SPLIT_KEYS.get(key)
         if name is not None:
             number, unit = rest.split()
             if unit != "kB":

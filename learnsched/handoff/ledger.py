@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import fsync_folder
+from .._checks import integer
 from .host_memory import HostMemory
 from .nvml import DeviceMemory
 
@@ -75,10 +76,11 @@ class HandoffRecord:
             raise ValueError(f"kind must be a non-empty string, got {self.kind!r}")
         for name in ("durable_progress", "unsaved_lost"):
             value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name} must be an integer or None, got {value!r}")
-            if value is not None and value < 0:
-                raise ValueError(f"{name} must be >= 0, got {value!r}")
+            integer(name, value, low=0)
         object.__setattr__(self, "stamps_ns", dict(self.stamps_ns))
 
     def to_json(self) -> dict[str, Any]:

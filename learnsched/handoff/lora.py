@@ -44,7 +44,6 @@ __all__ = [
 ADAPTER_FILE = "adapter_model.safetensors"  # PEFT's file name
 DTYPES = ("float32", "bfloat16", "float16")
 ATTENTION = ("q_proj", "k_proj", "v_proj", "o_proj")
-MLP = ("gate_proj", "up_proj", "down_proj")
 
 
 @dataclass(frozen=True)

@@ -104,17 +104,17 @@ class _FunctionMissing(NvmlError):
     """The installed bindings lack an entry point or struct (bindings older than the call)."""
 
 
-def _binding(name: str) -> Any:
+def _binding(name: str, pynvml: ModuleType | None = None) -> Any:
     """An attribute of the bindings; a missing one counts as NVML's "function not found"."""
     try:
-        return getattr(_nvml(), name)
+        return getattr(_nvml() if pynvml is None else pynvml, name)
     except AttributeError as err:
         raise _FunctionMissing(f"{name}: not in the installed nvidia-ml-py bindings") from err
 
 
 def _call(name: str, *args: Any) -> Any:
-    function = _binding(name)
     pynvml = _nvml()
+    function = _binding(name, pynvml)
     try:
         return function(*args)
     except pynvml.NVMLError as err:

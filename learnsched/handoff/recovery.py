@@ -113,6 +113,16 @@ def _check_warm_arguments(
         integer("release_bytes", release_bytes, low=1)
 
 
+def _reported(endpoint: ServingEndpoint, sleeping: bool, timeout_s: float, poll_s: float) -> int:
+    """vLLM: poll ``/is_sleeping`` until it reports ``sleeping``; the stamp it did."""
+    return poll_until(
+        lambda: True if endpoint.is_sleeping(timeout_s) == sleeping else None,
+        what=f"{endpoint.url}/is_sleeping {str(sleeping).lower()}",
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+    ).t_ns
+
+
 def _park(
     endpoint: ServingEndpoint,
     stamps: dict[str, int],
@@ -126,12 +136,7 @@ def _park(
     endpoint.release(level=level, tags=tags, timeout_s=timeout_s)
     stamps["release_ack"] = time.perf_counter_ns()
     if endpoint.engine == "vllm":
-        stamps["asleep_reported"] = poll_until(
-            lambda: True if endpoint.is_sleeping(timeout_s) else None,
-            what=f"{endpoint.url}/is_sleeping true",
-            timeout_s=timeout_s,
-            poll_s=poll_s,
-        ).t_ns
+        stamps["asleep_reported"] = _reported(endpoint, True, timeout_s, poll_s)
 
 
 def _unpark(
@@ -146,12 +151,7 @@ def _unpark(
     endpoint.resume(tags=tags, timeout_s=timeout_s)
     stamps["resume_ack"] = time.perf_counter_ns()
     if endpoint.engine == "vllm":
-        stamps["awake_reported"] = poll_until(
-            lambda: True if not endpoint.is_sleeping(timeout_s) else None,
-            what=f"{endpoint.url}/is_sleeping false",
-            timeout_s=timeout_s,
-            poll_s=poll_s,
-        ).t_ns
+        stamps["awake_reported"] = _reported(endpoint, False, timeout_s, poll_s)
 
 
 def _resume_after_failure(
