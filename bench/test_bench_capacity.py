@@ -13,6 +13,7 @@ from __future__ import annotations
 import capacity_reference as ref
 import numpy as np
 import pytest
+from capacity_support import poisson_trace
 from pytest_benchmark.fixture import BenchmarkFixture
 
 from learnsched.capacity import (
@@ -49,17 +50,6 @@ def steady_trace(n: int) -> Trace:
     work = np.ones(n)
     work[n // 2] = OVERSIZED
     return Trace(arrival, work, arrival + BUDGET_S)
-
-
-def poisson_trace(n: int, tokens: bool = False) -> Trace:
-    """Poisson arrivals at 40 req/s, work ~ U(0.5, 1.5), 1.2 s budgets."""
-    rng = np.random.default_rng(0)
-    arrival = np.cumsum(rng.exponential(1 / 40, n))
-    work = rng.uniform(0.5, 1.5, n)
-    if not tokens:
-        return Trace(arrival, work, arrival + BUDGET_S)
-    prompts = rng.integers(0, 2048, n).astype(np.float64)
-    return Trace(arrival, work, arrival + BUDGET_S, prompts, np.full(n, 64.0))
 
 
 def assert_scan(slack: np.ndarray, first: int | None, n: int) -> None:

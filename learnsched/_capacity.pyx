@@ -104,6 +104,29 @@ cdef inline double _service_inverse(
                starts[lo] if lo < m else INFINITY)
 
 
+cdef inline double _scan(
+    const double[::1] arrival, const double[::1] work, const double[::1] deadline,
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double before, double best, double tolerance, double[::1] slack, Py_ssize_t *first,
+) noexcept nogil:
+    """The Eq. 6 loop of both scans: fill slack from W_{lo-1} = before and the running
+    minimum best, record in first[0] the first i with slack[i] < -tolerance (if first[0]
+    is still -1), and return the running minimum after the last request."""
+    cdef Py_ssize_t i
+    cdef double through, s
+    for i in range(arrival.shape[0]):
+        # sum_{j=k..i} w_j <= G(d_i) - G(a_k)  <=>  W_i - G(d_i) <= W_{k-1} - G(a_k),
+        # so a running minimum of the right side over k replaces the inner loop.
+        best = min(best, before - _service(starts, rates, cum, arrival[i]))
+        through = before + work[i]
+        s = _service(starts, rates, cum, deadline[i]) - through + best
+        slack[i] = s
+        if first[0] < 0 and s < -tolerance:
+            first[0] = i
+        before = through
+    return best
+
+
 def feasibility_scan(
     const double[::1] arrival not None, const double[::1] work not None,
     const double[::1] deadline not None, const double[::1] starts not None,
@@ -115,20 +138,11 @@ def feasibility_scan(
     _check_requests(arrival, work, deadline, slack)
     _check_profile(starts, rates, cum)
     _check_at_least("tolerance", tolerance, 0.0)
-    cdef Py_ssize_t i, first = -1
-    cdef double before = 0.0, best = INFINITY, through, s
+    cdef Py_ssize_t first = -1
     # Lengths checked above; pure C from here on.
     with nogil:
-        for i in range(arrival.shape[0]):
-            # sum_{j=k..i} w_j <= G(d_i) - G(a_k)  <=>  W_i - G(d_i) <= W_{k-1} - G(a_k),
-            # so a running minimum of the right side over k replaces the inner loop.
-            best = min(best, before - _service(starts, rates, cum, arrival[i]))
-            through = before + work[i]
-            s = _service(starts, rates, cum, deadline[i]) - through + best
-            slack[i] = s
-            if first < 0 and s < -tolerance:
-                first = i
-            before = through
+        _scan(arrival, work, deadline, starts, rates, cum, 0.0, INFINITY, tolerance, slack,
+              &first)
     return first
 
 
@@ -151,15 +165,11 @@ def scan_window(
         raise ValueError(f"before must be finite, got {before!r}")
     if best != best:
         raise ValueError("best must not be NaN")
-    cdef Py_ssize_t i
-    cdef double through
+    cdef Py_ssize_t first = -1  # unused: a window reports no violation
     # Lengths checked above; pure C from here on.
     with nogil:
-        for i in range(arrival.shape[0]):
-            best = min(best, before - _service(starts, rates, cum, arrival[i]))  # Eq. 6
-            through = before + work[i]
-            slack[i] = _service(starts, rates, cum, deadline[i]) - through + best
-            before = through
+        best = _scan(arrival, work, deadline, starts, rates, cum, before, best, INFINITY,
+                     slack, &first)
     return best
 
 

@@ -104,11 +104,9 @@ def test_check_table(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> No
 
 
 def test_lend_json_with_rate_file_and_return(
-    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    trace_file: Path, rate_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rates = tmp_path / "rate.csv"
-    rates.write_text("start,rate\n0,45\n10,45\n20,45\n30,45\n")
-    argv = ["capacity", "lend", str(trace_file), "--rate-file", str(rates), "--per-interval"]
+    argv = ["capacity", "lend", str(trace_file), "--rate-file", str(rate_file), "--per-interval"]
     argv += ["--share", "0.9", "--ready", "0.487", "--json"]
     status, out = run(argv, capsys)
     result = json.loads(out)

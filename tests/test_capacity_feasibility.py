@@ -8,34 +8,20 @@ import tracemalloc
 import capacity_reference as ref
 import numpy as np
 import pytest
-from capacity_support import MILLION, million_request_trace, run_bounded
+from capacity_support import MILLION, eighths_cases, million_request_trace, run_bounded
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from learnsched.capacity import RateProfile, Trace, check_feasibility
 
 # Multiples of 1/8 keep every sum and product exact in float64, so the scan and the
 # reference must agree bit for bit, including on which request is first to miss.
-eighths = st.integers(0, 160).map(lambda k: k / 8)
-
-
-@st.composite
-def traces(draw: st.DrawFn) -> tuple[Trace, RateProfile]:
-    n = draw(st.integers(1, 25))
-    gaps = draw(st.lists(eighths, min_size=n, max_size=n))
-    arrival = np.cumsum(gaps)
-    work = [draw(st.integers(1, 40)) / 8 for _ in range(n)]
-    deadline = arrival + draw(st.lists(eighths, min_size=n, max_size=n))
-    m = draw(st.integers(1, 4))
-    starts = np.cumsum(
-        [draw(st.integers(-20, 20)) / 8] + [draw(st.integers(1, 80)) / 8 for _ in range(m - 1)]
-    )
-    rates = [draw(st.integers(0, 16)) / 4 for _ in range(m)]
-    return Trace(arrival, work, deadline), RateProfile(starts, np.array(rates))
+traces = eighths_cases(
+    requests=25, gap=160, work=40, budget=160, segments=4, first_start=20, segment=80, rate=16
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(traces())
+@given(traces)
 def test_scan_matches_quadratic_reference(case: tuple[Trace, RateProfile]) -> None:
     trace, capacity = case
     expected = ref.slack(

@@ -20,34 +20,31 @@ def f64(*values: float) -> np.ndarray:
     return np.array(values, dtype=np.float64)
 
 
-def profile() -> dict[str, np.ndarray]:
-    return {"starts": f64(0.0), "rates": f64(1.0), "cum": f64(0.0)}
+def requests(**arrays: np.ndarray) -> dict[str, np.ndarray]:
+    """Two requests of unit work at 0 and 1 on a unit rate, plus per-request ``arrays``."""
+    return {
+        "arrival": f64(0.0, 1.0),
+        "work": f64(1.0, 1.0),
+        **arrays,
+        "starts": f64(0.0),
+        "rates": f64(1.0),
+        "cum": f64(0.0),
+    }
 
 
 def scan_args(**change: Any) -> dict[str, Any]:
-    args: dict[str, Any] = {
-        "arrival": f64(0.0, 1.0),
-        "work": f64(1.0, 1.0),
-        "deadline": f64(2.0, 3.0),
-        **profile(),
-        "tolerance": 0.0,
-        "slack": np.empty(2),
-    }
-    return {**args, **change}
+    args = requests(deadline=f64(2.0, 3.0), slack=np.empty(2))
+    return {**args, "tolerance": 0.0, **change}
 
 
 def window_args(**change: Any) -> dict[str, Any]:
-    args = scan_args()
-    del args["tolerance"]
+    args = requests(deadline=f64(2.0, 3.0), slack=np.empty(2))
     return {**args, "before": 0.0, "best": np.inf, **change}
 
 
 def replay_args(**change: Any) -> dict[str, Any]:
     args: dict[str, Any] = {
-        "arrival": f64(0.0, 1.0),
-        "work": f64(1.0, 1.0),
-        "estimate": f64(0.0, 0.0),
-        **profile(),
+        **requests(estimate=f64(0.0, 0.0)),
         "start_s": 0.0,
         "period_s": 0.5,
         "rate_window_s": 1.0,
@@ -67,19 +64,33 @@ def replay_args(**change: Any) -> dict[str, Any]:
     return {**args, **change}
 
 
-def call(kernel: Callable[..., Any], args: dict[str, Any]) -> Any:
-    return kernel(**args)
+ARGS: dict[Callable[..., Any], Callable[..., dict[str, Any]]] = {
+    _capacity.feasibility_scan: scan_args,
+    _capacity.scan_window: window_args,
+    _capacity.replay: replay_args,
+}
+"""Each kernel's well-formed arguments, with keyword changes."""
+
+
+def call(kernel: Callable[..., Any], **change: Any) -> Any:
+    """``kernel`` on its well-formed arguments with ``change`` applied."""
+    return kernel(**ARGS[kernel](**change))
+
+
+def assert_rejects(kernel: Callable[..., Any], change: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        call(kernel, **change)
 
 
 def test_well_formed_calls_run() -> None:
     args = scan_args()
-    assert call(_capacity.feasibility_scan, args) == -1
+    assert _capacity.feasibility_scan(**args) == -1
     assert args["slack"].tolist() == [1.0, 1.0]
     window = window_args(arrival=f64(1.0), work=f64(1.0), deadline=f64(3.0), slack=np.empty(1))
     window["before"], window["best"] = 1.0, 0.0  # continues after request 0 of the above
-    assert call(_capacity.scan_window, window) == 0.0
+    assert _capacity.scan_window(**window) == 0.0
     assert window["slack"].tolist() == [1.0]
-    progress = call(_capacity.replay, replay_args())
+    progress = call(_capacity.replay)
     assert progress > 0
     out = np.empty(2, dtype=np.intp)
     _capacity.tail_counts(f64(0.5, 1.5), f64(0.0, 1.0), out)
@@ -96,16 +107,12 @@ BAD_SIZES = [
 ]
 
 
+@pytest.mark.parametrize("kernel", [_capacity.feasibility_scan, _capacity.scan_window])
 @pytest.mark.parametrize(("change", "message"), BAD_SIZES)
-def test_feasibility_scan_checks_sizes(change: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        call(_capacity.feasibility_scan, scan_args(**change))
-
-
-@pytest.mark.parametrize(("change", "message"), BAD_SIZES)
-def test_scan_window_checks_sizes(change: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        call(_capacity.scan_window, window_args(**change))
+def test_scans_check_sizes(
+    kernel: Callable[..., Any], change: dict[str, Any], message: str
+) -> None:
+    assert_rejects(kernel, change, message)
 
 
 @pytest.mark.parametrize(
@@ -116,8 +123,7 @@ def test_scan_window_checks_sizes(change: dict[str, Any], message: str) -> None:
     ],
 )
 def test_feasibility_scan_checks_scalars(change: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        call(_capacity.feasibility_scan, scan_args(**change))
+    assert_rejects(_capacity.feasibility_scan, change, message)
 
 
 @pytest.mark.parametrize(
@@ -125,8 +131,7 @@ def test_feasibility_scan_checks_scalars(change: dict[str, Any], message: str) -
     [({"before": np.nan}, "before must be finite"), ({"best": np.nan}, "best must not be NaN")],
 )
 def test_scan_window_checks_scalars(change: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        call(_capacity.scan_window, window_args(**change))
+    assert_rejects(_capacity.scan_window, change, message)
 
 
 @pytest.mark.parametrize(
@@ -153,8 +158,7 @@ def test_scan_window_checks_scalars(change: dict[str, Any], message: str) -> Non
     ],
 )
 def test_replay_checks_sizes_and_scalars(change: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        call(_capacity.replay, replay_args(**change))
+    assert_rejects(_capacity.replay, change, message)
 
 
 def test_tail_counts_checks_sizes() -> None:
@@ -162,22 +166,15 @@ def test_tail_counts_checks_sizes() -> None:
         _capacity.tail_counts(f64(1.0), f64(0.0, 1.0), np.empty(1, dtype=np.intp))
 
 
-@pytest.mark.parametrize(
-    "kernel", [_capacity.feasibility_scan, _capacity.scan_window, _capacity.replay]
-)
+@pytest.mark.parametrize("kernel", list(ARGS))
 def test_none_arrays_are_rejected(kernel: Callable[..., Any]) -> None:
-    args = {
-        _capacity.feasibility_scan: scan_args,
-        _capacity.scan_window: window_args,
-        _capacity.replay: replay_args,
-    }[kernel](work=None)
     with pytest.raises(TypeError):
-        call(kernel, args)
+        call(kernel, work=None)
 
 
 def test_empty_request_arrays_are_fine() -> None:
-    args = scan_args(arrival=f64(), work=f64(), deadline=f64(), slack=np.empty(0))
-    assert call(_capacity.feasibility_scan, args) == -1
+    empty = {"arrival": f64(), "work": f64(), "deadline": f64(), "slack": np.empty(0)}
+    assert call(_capacity.feasibility_scan, **empty) == -1
 
 
 def test_reported_crash_now_raises(tmp_path: Path) -> None:

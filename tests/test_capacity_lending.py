@@ -7,7 +7,7 @@ import math
 import capacity_reference as ref
 import numpy as np
 import pytest
-from capacity_support import million_request_trace, run_bounded
+from capacity_support import eighths_cases, million_request_trace, run_bounded
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,23 +146,14 @@ def test_bad_lending_arguments(call: object, message: str) -> None:
         call(trace, RateProfile.constant(1.0))  # type: ignore[operator]
 
 
-@st.composite
-def schedule_cases(draw: st.DrawFn) -> tuple[Trace, RateProfile]:
-    """Traces on a grid of eighths, so exact fits (the hardest rounding cases) are common."""
-    n = draw(st.integers(1, 30))
-    arrival = np.cumsum([draw(st.integers(0, 8)) / 8 for _ in range(n)])
-    work = [draw(st.integers(1, 16)) / 8 for _ in range(n)]
-    deadline = arrival + [draw(st.integers(0, 40)) / 8 for _ in range(n)]
-    m = draw(st.integers(1, 6))
-    starts = np.cumsum(
-        [draw(st.integers(-16, 16)) / 8] + [draw(st.integers(1, 32)) / 8 for _ in range(m - 1)]
-    )
-    rates = [draw(st.integers(0, 24)) / 4 for _ in range(m)]
-    return Trace(arrival, work, deadline), RateProfile(starts, np.array(rates))
+# Traces on a grid of eighths, so exact fits (the hardest rounding cases) are common.
+schedule_cases = eighths_cases(
+    requests=30, gap=8, work=16, budget=40, segments=6, first_start=16, segment=32, rate=24
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(schedule_cases(), st.sampled_from([0.0, 1e-9]))
+@given(schedule_cases, st.sampled_from([0.0, 1e-9]))
 def test_schedule_matches_full_rescan_reference(
     case: tuple[Trace, RateProfile], tolerance: float
 ) -> None:

@@ -8,14 +8,20 @@ import numpy.typing as npt
 from .._checks import FloatArray
 
 
-def float_array(name: str, values: object) -> FloatArray:
-    """A finite, one-dimensional, C-contiguous float64 copy of ``values``."""
+def vector(name: str, values: object) -> FloatArray:
+    """A one-dimensional, C-contiguous float64 copy of ``values`` (NaN and inf allowed)."""
     try:
         array = np.array(values, dtype=np.float64, order="C")
     except (TypeError, ValueError) as err:
         raise ValueError(f"{name} must be a sequence of numbers: {err}") from err
     if array.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    return array
+
+
+def float_array(name: str, values: object) -> FloatArray:
+    """A finite, one-dimensional, C-contiguous float64 copy of ``values``."""
+    array = vector(name, values)
     bad = np.flatnonzero(~np.isfinite(array))
     if bad.size:
         raise ValueError(f"{name}[{bad[0]}] must be finite, got {array[bad[0]]!r}")

@@ -16,7 +16,7 @@ from typing import overload
 
 import numpy as np
 
-from .._checks import FloatArray, at_least, integer, number
+from .._checks import FloatArray, integer, nonnegative, number
 from ._checks import nonnegative_array, same_length
 
 __all__ = [
@@ -60,8 +60,8 @@ def estimate_work(
         output = nonnegative_array("max_output_tokens", max_output_tokens)
         same_length("max_output_tokens", output, "prompt_tokens", prompt.shape[0])
         return output + PROMPT_WEIGHT * prompt
-    prompt_one = at_least("prompt_tokens", prompt_tokens, 0.0)
-    return at_least("max_output_tokens", max_output_tokens, 0.0) + PROMPT_WEIGHT * prompt_one
+    prompt_one = nonnegative("prompt_tokens", prompt_tokens)
+    return nonnegative("max_output_tokens", max_output_tokens) + PROMPT_WEIGHT * prompt_one
 
 
 def _stage_work(prompt_tokens: float, max_output_tokens: float) -> float:
@@ -170,7 +170,7 @@ class WorkBudgetAdmission(_InFlight):
 
     def __init__(self, budget: float = TOOL_BUDGET) -> None:
         super().__init__()
-        self.budget = at_least("budget", budget, 0.0)
+        self.budget = nonnegative("budget", budget)
 
     def _fits(self, work: float) -> bool:
         return self._work + work <= self.budget

@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._checks import at_least, fraction
+from .._checks import fraction, nonnegative
 
 __all__ = ["AIMDConfig", "AIMDController", "next_share"]
+
+
+_FIELD_CHECKS: tuple[tuple[str, Callable[[str, object], float]], ...] = (
+    ("step", nonnegative),
+    ("factor", fraction),
+    ("min_share", fraction),
+    ("max_share", fraction),
+    ("initial_share", fraction),
+    ("burst_rate", nonnegative),
+    ("pressure_limit_s", nonnegative),
+)
+"""Each field of :class:`AIMDConfig` and its check, in the order they are checked."""
 
 
 @dataclass(frozen=True)
@@ -45,13 +58,8 @@ class AIMDConfig:
     initial_share: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "step", at_least("step", self.step, 0.0))
-        for name in ("factor", "min_share", "max_share", "initial_share"):
-            object.__setattr__(self, name, fraction(name, getattr(self, name)))
-        object.__setattr__(self, "burst_rate", at_least("burst_rate", self.burst_rate, 0.0))
-        object.__setattr__(
-            self, "pressure_limit_s", at_least("pressure_limit_s", self.pressure_limit_s, 0.0)
-        )
+        for name, check in _FIELD_CHECKS:
+            object.__setattr__(self, name, check(name, getattr(self, name)))
         if self.min_share > self.max_share:
             raise ValueError(
                 f"min_share must be <= max_share, got {self.min_share!r} > {self.max_share!r}"
@@ -92,9 +100,9 @@ def next_share(config: AIMDConfig, share: float, arrival_rate: float, backlog_s:
     if not isinstance(config, AIMDConfig):
         raise TypeError(f"config must be an AIMDConfig, got {type(config).__name__}")
     share = fraction("share", share)
-    arrival_rate = at_least("arrival_rate", arrival_rate, 0.0)
+    arrival_rate = nonnegative("arrival_rate", arrival_rate)
     # inf is a valid pressure: work waits while no service is offered
-    backlog_s = math.inf if backlog_s == math.inf else at_least("backlog_s", backlog_s, 0.0)
+    backlog_s = math.inf if backlog_s == math.inf else nonnegative("backlog_s", backlog_s)
     if arrival_rate > config.burst_rate or backlog_s > config.pressure_limit_s:
         share *= config.factor
     else:

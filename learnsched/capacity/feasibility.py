@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _capacity
-from .._checks import FloatArray, at_least
+from .._checks import FloatArray, nonnegative
 from .profile import RateProfile, require_profile
 from .traces import Trace
 
@@ -66,7 +66,7 @@ def check_types(trace: object, capacity: object) -> None:
 
 def absolute_tolerance(trace: Trace, tolerance: float) -> float:
     """The absolute tolerance of the deadline test, work units."""
-    return at_least("tolerance", tolerance, 0.0) * float(trace.work.sum())
+    return nonnegative("tolerance", tolerance) * float(trace.work.sum())
 
 
 def scan(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _capacity
-from .._checks import FloatArray, at_least, fraction, positive
+from .._checks import FloatArray, fraction, nonnegative, positive
 from ._checks import first_index, float_array, same_length
 from .feasibility import DEFAULT_TOLERANCE, absolute_tolerance, check_types, scan
 from .profile import RateProfile, require_profile
@@ -63,7 +63,7 @@ class ReturnPath:
 
     def __post_init__(self) -> None:
         for name in ("actuation_s", "release_s", "ready_s"):
-            object.__setattr__(self, name, at_least(name, getattr(self, name), 0.0))
+            object.__setattr__(self, name, nonnegative(name, getattr(self, name)))
 
     @property
     def total_s(self) -> float:
@@ -104,7 +104,7 @@ def lend(capacity: RateProfile, shares: Sequence[float] | FloatArray | float) ->
     """
     require_profile(capacity)
     if np.ndim(shares) == 0:
-        return capacity.scaled(1.0 - fraction("share", shares))
+        return _lent(capacity, fraction("share", shares))
     per_segment = float_array("shares", shares)
     same_length("shares", per_segment, "capacity.starts", capacity.starts.shape[0])
     outside = first_index((per_segment < 0) | (per_segment > 1))
@@ -112,7 +112,13 @@ def lend(capacity: RateProfile, shares: Sequence[float] | FloatArray | float) ->
         raise ValueError(
             f"shares[{outside}] must be in [0, 1], got {float(per_segment[outside])!r}"
         )
-    return capacity.scaled(1.0 - per_segment)
+    return _lent(capacity, per_segment)
+
+
+def _lent(capacity: RateProfile, shares: FloatArray | float) -> RateProfile:
+    """:func:`lend` for shares already in ``[0, 1]`` (one, or one per segment), unchecked:
+    the bisections below call it at every step."""
+    return RateProfile._trusted(capacity.starts, capacity.rates * (1.0 - shares))
 
 
 def _largest(
@@ -150,6 +156,12 @@ class _Checker:
         return scan(self.trace, capacity, self.tolerance, self.slack) is None
 
 
+def _checker(trace: Trace, capacity: RateProfile, tolerance: float) -> _Checker | None:
+    """The Eq. 6 test of ``trace``, or None if ``capacity`` misses deadlines unlent."""
+    check = _Checker(trace, capacity, tolerance)
+    return check if check(capacity) else None
+
+
 def max_share(
     trace: Trace,
     capacity: RateProfile,
@@ -178,10 +190,10 @@ def max_share(
         The share in ``[0, 1]``, or None if deadlines are missed even without lending.
     """
     resolution = positive("resolution", resolution)
-    feasible = _Checker(trace, capacity, tolerance)
-    if not feasible(capacity):
+    feasible = _checker(trace, capacity, tolerance)
+    if feasible is None:
         return None
-    return _largest(lambda share: feasible(lend(capacity, share)), 0.0, 1.0, resolution)
+    return _largest(lambda share: feasible(_lent(capacity, share)), 0.0, 1.0, resolution)
 
 
 def max_share_schedule(
@@ -217,15 +229,15 @@ def max_share_schedule(
         One share per segment, or None if deadlines are missed even without lending.
     """
     resolution = positive("resolution", resolution)
-    check = _Checker(trace, capacity, tolerance)
-    if not check(capacity):
+    check = _checker(trace, capacity, tolerance)
+    if check is None:
         return None
     shares = _Schedule(check, capacity).solve(resolution)
     # The split tests round differently from one full scan; should the whole schedule
     # fail that scan by a rounding error, lend less everywhere until it passes (all
     # zeros passed above, so this ends).
     cut = resolution
-    while not check(lend(capacity, shares)):
+    while not check(_lent(capacity, shares)):
         shares = np.maximum(shares - cut, 0.0)
         cut *= 2.0
     return shares
@@ -270,7 +282,7 @@ class _Schedule:
         shares = np.zeros(self.capacity.starts.shape[0])
         settled, best_settled = 0, math.inf  # min of W_{k-1} - G(a_k) over k < settled
         for j in range(shares.shape[0]):
-            fixed = lend(self.capacity, shares)  # shares[j:] are still zero
+            fixed = _lent(self.capacity, shares)  # shares[j:] are still zero
             reach = int(self.reach[j])
             if reach > settled:  # these arrived and were due before segment j: final now
                 k = slice(settled, reach)
@@ -324,7 +336,7 @@ class _Schedule:
 
         def feasible(share: float) -> bool:
             shares[j] = share
-            trial = lend(self.capacity, shares)
+            trial = _lent(self.capacity, shares)
             end = best
             if hi > lo:
                 slack = self.slack[k]
@@ -354,9 +366,8 @@ class _Schedule:
 def _lent_until(capacity: RateProfile, share: float, ready_by_s: float) -> RateProfile:
     """``capacity`` with ``share`` lent before ``ready_by_s`` and everything after it."""
     starts = np.union1d(capacity.starts, [ready_by_s])
-    segment = np.maximum(np.searchsorted(capacity.starts, starts, side="right") - 1, 0)
     keep = np.where(starts < ready_by_s, 1.0 - share, 1.0)
-    return RateProfile(starts, capacity.rates[segment] * keep)
+    return RateProfile(starts, capacity.rates[capacity.segment_of(starts)] * keep)
 
 
 def return_deadline(
@@ -391,8 +402,8 @@ def return_deadline(
     share = fraction("share", share)
     resolution = positive("resolution", resolution)
     path = ReturnPath() if path is None else path
-    feasible = _Checker(trace, capacity, tolerance)
-    if not feasible(capacity):
+    feasible = _checker(trace, capacity, tolerance)
+    if feasible is None:
         return None
     first = float(min(capacity.starts[0], trace.arrival[0]))
     last = float(trace.deadline.max())

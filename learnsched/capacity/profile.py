@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import FloatArray, positive
 from ._checks import first_index, float_array, same_length
@@ -51,6 +52,16 @@ class RateProfile:
         object.__setattr__(self, "rates", rates)
 
     @classmethod
+    def _trusted(cls, starts: FloatArray, rates: FloatArray) -> RateProfile:
+        """A profile from a valid profile's read-only ``starts`` and fresh ``rates`` known to
+        be finite and ``>= 0``: no copies and no checks, for bisection loops."""
+        profile = object.__new__(cls)
+        rates.flags.writeable = False
+        object.__setattr__(profile, "starts", starts)
+        object.__setattr__(profile, "rates", rates)
+        return profile
+
+    @classmethod
     def constant(cls, rate: float) -> RateProfile:
         """A constant ``rate`` (work per second, > 0) at all times."""
         return cls(np.zeros(1), np.array([positive("rate", rate)]))
@@ -66,10 +77,14 @@ class RateProfile:
         """The profile with each rate multiplied by ``keep`` (per segment or one factor)."""
         return RateProfile(self.starts, self.rates * keep)
 
+    def segment_of(self, times: FloatArray) -> npt.NDArray[np.intp]:
+        """The index of the segment holding each of ``times`` (0 before ``starts[0]``)."""
+        return np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
+
     def cumulative_at(self, times: FloatArray) -> FloatArray:
         """``G(t)`` at each of ``times``, work: the service offered from ``starts[0]``
         (negative before it), computed as the Cython kernels compute it."""
-        segment = np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
+        segment = self.segment_of(times)
         return np.asarray(
             self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment]),
             dtype=np.float64,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _capacity
-from .._checks import FloatArray, at_least, positive
+from .._checks import FloatArray, nonnegative, positive
 from .admission import CountThresholdAdmission, WorkBudgetAdmission
 from .aimd import AIMDConfig
 from .feasibility import check_types
@@ -133,7 +133,7 @@ def replay(
     config = policy if isinstance(policy, AIMDConfig) else AIMDConfig.static(policy)
     kind, limit = _admission_rule(admission)
     estimate = trace.estimated_work() if admission is not None else np.zeros(len(trace))
-    stage = at_least("stage_estimate", stage_estimate, 0.0)
+    stage = nonnegative("stage_estimate", stage_estimate)
     period_s = positive("period_s", period_s)
     rate_window_s = positive("rate_window_s", rate_window_s)
     start_s = float(trace.arrival[0])

@@ -17,7 +17,7 @@ import numpy.typing as npt
 
 from .. import _capacity
 from .._checks import FloatArray, integer
-from ._checks import deadlines_after_arrivals, first_index, float_array, same_length
+from ._checks import deadlines_after_arrivals, first_index, float_array, same_length, vector
 
 __all__ = [
     "RiskSummary",
@@ -29,29 +29,17 @@ __all__ = [
 ]
 
 
-def _finish_array(finish: object, length: int) -> FloatArray:
-    """Completion times as a float64 array of ``length`` entries (NaN still allowed)."""
-    try:
-        f = np.array(finish, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"finish must be a sequence of numbers: {err}") from err
-    if f.ndim != 1:
-        raise ValueError(f"finish must be one-dimensional, got shape {f.shape}")
-    same_length("finish", f, "arrival", length)
-    return f
-
-
 def _request_times(
-    arrival: object, finish: object, deadline: object, failed: npt.NDArray[np.bool_] | None
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Validated arrivals, completion times and deadlines of every request.
+    a: FloatArray, finish: object, deadline: object, failed: npt.NDArray[np.bool_] | None
+) -> tuple[FloatArray, FloatArray]:
+    """Validated completion times and deadlines for the validated arrivals ``a``.
 
     Every check runs over the full arrays, so an error names the caller's index. Deadlines
     may equal arrivals, as in :class:`Trace`; a ``finish`` must be a time or ``inf``
     except where ``failed`` holds.
     """
-    a = float_array("arrival", arrival)
-    f = _finish_array(finish, a.shape[0])
+    f = vector("finish", finish)
+    same_length("finish", f, "arrival", a.shape[0])
     d = float_array("deadline", deadline)
     same_length("deadline", d, "arrival", a.shape[0])
     bad = np.isnan(f) | (f == -np.inf)
@@ -61,7 +49,7 @@ def _request_times(
     if nan is not None:
         raise ValueError(f"finish[{nan}] must be a time or inf, got {float(f[nan])!r}")
     deadlines_after_arrivals(a, d)
-    return a, f, d
+    return f, d
 
 
 def normalized_latency(arrival: object, finish: object, deadline: object) -> FloatArray:
@@ -81,7 +69,8 @@ def normalized_latency(arrival: object, finish: object, deadline: object) -> Flo
     deadline
         Deadlines ``d_i > a_i``, seconds.
     """
-    a, f, d = _request_times(arrival, finish, deadline, None)
+    a = float_array("arrival", arrival)
+    f, d = _request_times(a, finish, deadline, None)
     budget = d - a
     flat = first_index(budget <= 0)
     if flat is not None:
@@ -191,7 +180,7 @@ def run_risk(
     fail = np.zeros(a.shape[0], dtype=bool) if failed is None else np.asarray(failed)
     if fail.dtype != np.bool_ or fail.shape != a.shape:
         raise ValueError(f"failed must be {a.shape[0]} booleans, got {fail.dtype} {fail.shape}")
-    _, f, d = _request_times(a, finish, deadline, fail)
+    f, d = _request_times(a, finish, deadline, fail)
     late = np.count_nonzero(~fail & (f > d))
     return RunRisk(requests=f.shape[0], failures=int(fail.sum()), late=int(late))
 

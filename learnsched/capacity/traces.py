@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 
 from .._atomic import atomic_write
-from .._checks import FloatArray, at_least, positive
+from .._checks import FloatArray, nonnegative, positive
 from ._checks import (
     deadlines_after_arrivals,
     first_index,
@@ -166,8 +166,8 @@ def burst_trace(
         arrival=arrival,
         work=np.full(n, positive("work", work)),
         deadline=arrival + positive("slo_s", slo_s),
-        prompt_tokens=np.full(n, at_least("prompt_tokens", prompt_tokens, 0.0)),
-        max_output_tokens=np.full(n, at_least("max_output_tokens", max_output_tokens, 0.0)),
+        prompt_tokens=np.full(n, nonnegative("prompt_tokens", prompt_tokens)),
+        max_output_tokens=np.full(n, nonnegative("max_output_tokens", max_output_tokens)),
     )
 
 
