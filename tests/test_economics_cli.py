@@ -46,9 +46,14 @@ def test_paper_table(capsys: pytest.CaptureFixture[str]) -> None:
         assert text in out
 
 
+def breakeven_argv(unit_value: str) -> list[str]:
+    """``econ breakeven`` on one path (lambda*a = 1, H - tau_e = 900 s, C_e = 300)."""
+    path = "--arrival-rate 2 --use-fraction 0.5 --horizon 1000 --build-time 100 --cost 300"
+    return ["econ", "breakeven", *path.split(), "--unit-value", unit_value]
+
+
 def test_breakeven(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["econ", "breakeven", "--arrival-rate", "2", "--use-fraction", "0.5"]
-    argv += ["--unit-value", "1", "--horizon", "1000", "--build-time", "100", "--cost", "300"]
+    argv = breakeven_argv("1")
     _, out = run([*argv, "--payback", "4294.2", "53.8", "--json"], capsys)
     data = json.loads(out)
     assert data["latest_start_s"] == pytest.approx(600.0)
@@ -59,9 +64,7 @@ def test_breakeven(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_breakeven_without_reuse_value_prints_never(capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["econ", "breakeven", "--arrival-rate", "2", "--use-fraction", "0.5"]
-    argv += ["--unit-value", "0", "--horizon", "1000", "--build-time", "100", "--cost", "300"]
-    _, out = run(argv, capsys)
+    _, out = run(breakeven_argv("0"), capsys)
     assert "never" in out
 
 

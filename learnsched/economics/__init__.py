@@ -8,18 +8,15 @@ paper's equation number. ``learnsched econ`` (:mod:`learnsched.economics.cli`) f
 from __future__ import annotations
 
 from .accumulation import accumulated_value
+from .alert_experiment import AlertExperiment, RuleStats, lead_time_sweep, run_alert_experiment
 from .alerts import (
     ALERT_RULES,
     PAPER_RECOVERY_S,
     AlertDraws,
-    AlertExperiment,
     AlertModel,
-    RuleStats,
     alert_losses,
     draw_alerts,
-    lead_time_sweep,
     return_boundary,
-    run_alert_experiment,
     simulate_alerts,
 )
 from .breakeven import PAPER_GPU_COSTS, ReusePath, UseCosts, expected_reuse_value, payback_uses

@@ -59,9 +59,8 @@ are not modelled. With these defaults the rules rank as in Fig. 10(a), each mean
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -76,14 +75,10 @@ __all__ = [
     "ALERT_RULES",
     "PAPER_RECOVERY_S",
     "AlertDraws",
-    "AlertExperiment",
     "AlertModel",
-    "RuleStats",
     "alert_losses",
     "draw_alerts",
-    "lead_time_sweep",
     "return_boundary",
-    "run_alert_experiment",
     "simulate_alerts",
 ]
 
@@ -271,7 +266,7 @@ def alert_losses(
         ``losses[engine][rule]``, one loss per alert.
     """
     model = AlertModel() if model is None else model
-    profile = _profile(PAPER_RECOVERY_S if recovery_samples is None else recovery_samples)
+    profile = _profile(recovery_samples)
     pooled = np.concatenate(list(profile.values()))
     grid = _lead_grid(draws.lead_s)
     # The pooled rule's decisions depend only on the draws: price them once for all engines.
@@ -320,15 +315,12 @@ def _expected_action_losses(
     ``r`` and ``R`` are integrated out: ``E[r]`` times the capacity missing, averaged
     exactly over the samples in ``O(log n_samples)`` per alert.
     """
-    h, rate, d, burst = model.handoff_loss, model.overflow_rate.mean, draws.duration_s, draws.event
+    d = draws.duration_s
     ordered = np.sort(samples)
     prefix = np.concatenate(([0.0], np.cumsum(ordered)))
     late = _mean_excess(ordered, prefix, draws.lead_s, d)  # E_R[min(D, (R - L)^+)]
     onset = _mean_excess(ordered, prefix, np.zeros_like(d), d)  # E_R[min(D, R)]
-    early = np.where(burst, h + rate * late, h)
-    reactive = np.where(burst, h + rate * onset, 0.0)
-    no_scaling = np.where(burst, rate * d, 0.0)
-    return early, reactive, no_scaling
+    return _burst_losses(draws, model.overflow_rate.mean, late, onset, model.handoff_loss)
 
 
 def _mean_excess(
@@ -350,11 +342,30 @@ def _action_losses(
     draws: AlertDraws, recovery: FloatArray, model: AlertModel
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Realised losses of early return, reactive return and no scaling, per alert."""
-    h, r, d, burst = model.handoff_loss, draws.overflow_rate, draws.duration_s, draws.event
+    d = draws.duration_s
     late = np.maximum(recovery - draws.lead_s, 0.0)  # capacity still missing after onset
-    early = np.where(burst, h + r * np.minimum(d, late), h)
-    reactive = np.where(burst, h + r * np.minimum(d, recovery), 0.0)
-    no_scaling = np.where(burst, r * d, 0.0)
+    early_missing, onset_missing = np.minimum(d, late), np.minimum(d, recovery)
+    return _burst_losses(
+        draws, draws.overflow_rate, early_missing, onset_missing, model.handoff_loss
+    )
+
+
+def _burst_losses(
+    draws: AlertDraws,
+    rate: float | FloatArray,
+    early_missing: FloatArray,
+    onset_missing: FloatArray,
+    handoff: float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Losses of early return, reactive return and no scaling from the capacity each misses.
+
+    ``early_missing`` and ``onset_missing`` are the seconds of burst without capacity after
+    returning at the alert and at onset; a false alarm costs early return one handoff.
+    """
+    burst = draws.event
+    early = np.where(burst, handoff + rate * early_missing, handoff)
+    reactive = np.where(burst, handoff + rate * onset_missing, 0.0)
+    no_scaling = np.where(burst, rate * draws.duration_s, 0.0)
     return early, reactive, no_scaling
 
 
@@ -417,7 +428,15 @@ def simulate_alerts(
 
     ``lead_s`` fixes every lead time (Fig. 10(b)); see :func:`alert_losses` for the rest.
     """
-    draws = draw_alerts(n_alerts, seed, model, lead_s)
+    return _mean_losses(draw_alerts(n_alerts, seed, model, lead_s), recovery_samples, model)
+
+
+def _mean_losses(
+    draws: AlertDraws,
+    recovery_samples: Mapping[str, npt.ArrayLike] | None,
+    model: AlertModel | None,
+) -> dict[str, dict[str, float]]:
+    """``mean_losses[engine][rule]`` of :func:`alert_losses` on ``draws``, s-eq./alert."""
     return {
         engine: {rule: float(loss.mean()) for rule, loss in rules.items()}
         for engine, rules in alert_losses(draws, recovery_samples, model).items()
@@ -435,167 +454,9 @@ def return_boundary(
     return return_threshold(model.benefit(lead_s, recovery_samples), model.false_alarm_cost)
 
 
-@dataclass(frozen=True)
-class RuleStats:
-    """Mean loss per alert of one rule on one engine across seeds, s-eq./alert.
-
-    Attributes
-    ----------
-    mean
-        Mean of the per-seed means.
-    low, high
-        Percentiles of the per-seed means (the range shown in Fig. 10(a)).
-    per_seed
-        Each seed's mean loss per alert.
-    """
-
-    mean: float
-    low: float
-    high: float
-    per_seed: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class AlertExperiment:
-    """Results of :func:`run_alert_experiment`.
-
-    Attributes
-    ----------
-    n_alerts
-        Alerts per seed.
-    seeds
-        The seeds, in order.
-    percentiles
-        The (low, high) percentiles of seed means reported as ranges.
-    stats
-        ``stats[engine][rule]``.
-    lead_times_s
-        Lead times of the boundary and of the sweep, seconds.
-    boundary
-        ``boundary[engine]``: ``p*(L)`` at each lead time (Fig. 10(c)).
-    sweep
-        ``sweep[engine][rule]``: mean loss per alert at each fixed lead time, first seed
-        (Fig. 10(b)).
-    """
-
-    n_alerts: int
-    seeds: tuple[int, ...]
-    percentiles: tuple[float, float]
-    stats: dict[str, dict[str, RuleStats]]
-    lead_times_s: tuple[float, ...]
-    boundary: dict[str, tuple[float, ...]]
-    sweep: dict[str, dict[str, tuple[float, ...]]]
-
-    def to_json(self) -> dict[str, Any]:
-        """Plain JSON: every number in s-eq./alert, seconds, or probability."""
-        return {
-            "n_alerts": self.n_alerts,
-            "seeds": list(self.seeds),
-            "percentiles": list(self.percentiles),
-            "loss_per_alert": {
-                engine: {
-                    rule: {
-                        "mean": s.mean,
-                        "low": s.low,
-                        "high": s.high,
-                        "per_seed": list(s.per_seed),
-                    }
-                    for rule, s in rules.items()
-                }
-                for engine, rules in self.stats.items()
-            },
-            "lead_times_s": list(self.lead_times_s),
-            "return_boundary": {engine: list(p) for engine, p in self.boundary.items()},
-            "lead_time_sweep": {
-                engine: {rule: list(v) for rule, v in rules.items()}
-                for engine, rules in self.sweep.items()
-            },
-        }
-
-
-# Fig. 10(b) shows seven lead times on a 0-120 s axis without listing them; use even steps.
-DEFAULT_LEAD_TIMES_S = (0.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
-
-
-def run_alert_experiment(
-    n_alerts: int,
-    seeds: Iterable[int],
-    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
-    model: AlertModel | None = None,
-    percentiles: tuple[float, float] = (5.0, 95.0),
-    lead_times_s: Sequence[float] = DEFAULT_LEAD_TIMES_S,
-) -> AlertExperiment:
-    """Run every rule on ``n_alerts`` paired alerts per seed and engine (Fig. 10).
-
-    Parameters
-    ----------
-    n_alerts
-        Alerts per seed (>= 1).
-    seeds
-        One or more seeds; each gives an independent, reproducible sample.
-    recovery_samples
-        Recovery-time samples per engine, seconds (a cost profile); the paper's
-        :data:`PAPER_RECOVERY_S` by default.
-    model
-        Distributions and prices (Table C.1 by default).
-    percentiles
-        Low and high percentiles of the seed means, in [0, 100].
-    lead_times_s
-        Lead times for the return boundary and the fixed-lead sweep, seconds.
-    """
-    model = AlertModel() if model is None else model
-    profile = _profile(PAPER_RECOVERY_S if recovery_samples is None else recovery_samples)
-    seed_list = tuple(integer("seeds", s) for s in seeds)
-    if not seed_list:
-        raise ValueError("seeds must name at least one seed, got none")
-    bounds = values("percentiles", percentiles, low=0.0, high=100.0)
-    if bounds.shape != (2,) or bounds[0] > bounds[1]:
-        raise ValueError(f"percentiles must be (low, high) with low <= high, got {percentiles!r}")
-    low_q, high_q = float(bounds[0]), float(bounds[1])
-    leads = tuple(float(x) for x in array("lead_times_s", lead_times_s, low=0.0))
-
-    per_seed = [simulate_alerts(n_alerts, seed, profile, model) for seed in seed_list]
-    stats = {
-        engine: {
-            rule: _stats([means[engine][rule] for means in per_seed], low_q, high_q)
-            for rule in ALERT_RULES
-        }
-        for engine in profile
-    }
-    boundary = {
-        engine: tuple(float(p) for p in return_boundary(leads, samples, model))
-        for engine, samples in profile.items()
-    }
-    sweep = lead_time_sweep(n_alerts, seed_list[0], leads, profile, model)
-    return AlertExperiment(n_alerts, seed_list, (low_q, high_q), stats, leads, boundary, sweep)
-
-
-def lead_time_sweep(
-    n_alerts: int,
-    seed: int,
-    lead_times_s: Sequence[float] = DEFAULT_LEAD_TIMES_S,
-    recovery_samples: Mapping[str, npt.ArrayLike] | None = None,
-    model: AlertModel | None = None,
-) -> dict[str, dict[str, tuple[float, ...]]]:
-    """Mean loss per alert of every rule with all lead times fixed to each value (Fig. 10(b)).
-
-    Returns ``sweep[engine][rule]``, one mean per lead time, s-eq./alert.
-    """
-    leads = array("lead_times_s", lead_times_s, low=0.0)
-    runs = [simulate_alerts(n_alerts, seed, recovery_samples, model, float(x)) for x in leads]
-    return {
-        engine: {rule: tuple(run[engine][rule] for run in runs) for rule in ALERT_RULES}
-        for engine in runs[0]
-    }
-
-
-def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:
-    data = np.asarray(per_seed)
-    low, high = np.percentile(data, [low_q, high_q])
-    return RuleStats(float(data.mean()), float(low), float(high), tuple(per_seed))
-
-
 def _profile(samples: object) -> dict[str, FloatArray]:
+    """Checked recovery samples per engine; :data:`PAPER_RECOVERY_S` when ``samples`` is None."""
+    samples = PAPER_RECOVERY_S if samples is None else samples
     if not isinstance(samples, Mapping) or not samples:
         raise ValueError(f"recovery_samples must map engine names to samples, got {samples!r}")
     return {

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alerts import ALERT_RULES, AlertExperiment, run_alert_experiment
+from .alert_experiment import AlertExperiment, run_alert_experiment
+from .alerts import ALERT_RULES
 from .breakeven import ReusePath, payback_uses
 from .paper import paper_economics
 from .pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
@@ -39,18 +40,34 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_utility(sub)
     _add_alerts(sub)
     paper = sub.add_parser("paper", help="recompute the paper's economics figures")
-    paper.add_argument("--json", action="store_true", help="print JSON")
-    paper.set_defaults(func=run_paper)
+    _finish(paper, run_paper)
+
+
+def _required_floats(parser: argparse.ArgumentParser, options: Sequence[tuple[str, str]]) -> None:
+    """Add each ``(flag, help)`` of ``options`` as a required float option."""
+    for flag, text in options:
+        parser.add_argument(flag, type=float, required=True, help=text)
+
+
+def _finish(parser: argparse.ArgumentParser, handler: Callable[[argparse.Namespace], int]) -> None:
+    """Add the ``--json`` switch every sub-command has and route the command to ``handler``."""
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=handler)
 
 
 def _add_breakeven(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("breakeven", help="effective reuse and break-even start (Eqs. 3-4)")
-    parser.add_argument("--arrival-rate", type=float, required=True, help="lambda, requests/s")
-    parser.add_argument("--use-fraction", type=float, required=True, help="a, in [0, 1]")
-    parser.add_argument("--unit-value", type=float, required=True, help="u, s-eq. per use")
-    parser.add_argument("--horizon", type=float, required=True, help="H, seconds")
-    parser.add_argument("--build-time", type=float, required=True, help="tau_e, seconds")
-    parser.add_argument("--cost", type=float, required=True, help="C_e, s-eq.")
+    _required_floats(
+        parser,
+        [
+            ("--arrival-rate", "lambda, requests/s"),
+            ("--use-fraction", "a, in [0, 1]"),
+            ("--unit-value", "u, s-eq. per use"),
+            ("--horizon", "H, seconds"),
+            ("--build-time", "tau_e, seconds"),
+            ("--cost", "C_e, s-eq."),
+        ],
+    )
     parser.add_argument("--start", type=float, default=0.0, help="start time t, seconds")
     parser.add_argument(
         "--payback",
@@ -59,19 +76,22 @@ def _add_breakeven(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         metavar=("CONSTRUCTION", "USE"),
         help="also count the uses to pay back a construction cost at a per-use cost",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run_breakeven)
+    _finish(parser, run_breakeven)
 
 
 def _add_wait(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = sub.add_parser("wait", help="value of waiting to publish later (Eq. 13)")
-    parser.add_argument("--cost-now", type=float, required=True, help="C1, s-eq.")
-    parser.add_argument("--cost-wait", type=float, required=True, help="C2, s-eq.")
-    parser.add_argument("--publish-now", type=float, required=True, help="t1, seconds")
-    parser.add_argument("--publish-wait", type=float, required=True, help="t2, seconds")
-    parser.add_argument("--benefit-rate", type=float, required=True, help="g, s-eq. per second")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run_wait)
+    _required_floats(
+        parser,
+        [
+            ("--cost-now", "C1, s-eq."),
+            ("--cost-wait", "C2, s-eq."),
+            ("--publish-now", "t1, seconds"),
+            ("--publish-wait", "t2, seconds"),
+            ("--benefit-rate", "g, s-eq. per second"),
+        ],
+    )
+    _finish(parser, run_wait)
 
 
 def _add_utility(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,8 +113,7 @@ def _add_utility(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
         default=GUIDANCE_LEDGER.alpha0,
         help="service-price coefficient, with --guidance",
     )
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run_utility)
+    _finish(parser, run_utility)
 
 
 def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -108,8 +127,7 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         help='recovery samples as JSON {"engine": [seconds, ...]}; the paper\'s by default',
     )
     parser.add_argument("--plot", metavar="FILE", help="save Fig. 10 style panels (matplotlib)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=run_alerts)
+    _finish(parser, run_alerts)
 
 
 def format_table(rows: Sequence[Row]) -> str:
@@ -174,38 +192,46 @@ def run_wait(args: argparse.Namespace) -> int:
 
 def run_utility(args: argparse.Namespace) -> int:
     """``econ utility``: a Table B.1 comparison or the guidance ledger's price sensitivity."""
-    if args.guidance:
-        g = GUIDANCE_LEDGER
-        data: dict[str, Any] = {
-            "alpha": args.alpha,
-            "value": args.value,
-            "service_cost_ds": g.service_cost,
-            "saving": g.saving(args.alpha),
-            "service_offset_pct": 100 * g.service_offset(args.alpha),
-            "utility": g.utility(args.value, args.alpha),
-            "alpha_boundary": g.alpha_boundary(args.value),
-        }
-        rows = [
-            ("unscaled service cost D_s", f"{g.service_cost:.3f}"),
-            (f"saving S({args.alpha:g})", f"{data['saving']:.3f}"),
-            ("service offset", f"{data['service_offset_pct']:.2f}%"),
-            (f"dU(W={args.value:g}, alpha)", f"{data['utility']:.3f}"),
-            ("positive iff alpha <", f"{data['alpha_boundary']:.4f}"),
-        ]
-        return _emit(args, data, rows)
+    return _guidance_utility(args) if args.guidance else _table_b1_utility(args)
+
+
+def _guidance_utility(args: argparse.Namespace) -> int:
+    """``econ utility --guidance``: the Fig. 12(b) ledger at ``--alpha`` and ``--value``."""
+    g = GUIDANCE_LEDGER
+    data: dict[str, Any] = {
+        "alpha": args.alpha,
+        "value": args.value,
+        "service_cost_ds": g.service_cost,
+        "saving": g.saving(args.alpha),
+        "service_offset_pct": 100 * g.service_offset(args.alpha),
+        "utility": g.utility(args.value, args.alpha),
+        "alpha_boundary": g.alpha_boundary(args.value),
+    }
+    rows = [
+        ("unscaled service cost D_s", f"{g.service_cost:.3f}"),
+        (f"saving S({args.alpha:g})", f"{data['saving']:.3f}"),
+        ("service offset", f"{data['service_offset_pct']:.2f}%"),
+        (f"dU(W={args.value:g}, alpha)", f"{data['utility']:.3f}"),
+        ("positive iff alpha <", f"{data['alpha_boundary']:.4f}"),
+    ]
+    return _emit(args, data, rows)
+
+
+def _table_b1_utility(args: argparse.Namespace) -> int:
+    """``econ utility --demand``: ``--better`` over the baseline on a Table B.1 pattern."""
     baseline = DEFAULT_BASELINE[args.demand] if args.baseline is None else args.baseline
     line = table_b1_utility(args.demand, args.better, baseline)
-    data = {
+    breakeven = line.breakeven_value
+    data: dict[str, Any] = {
         "demand": args.demand,
         "better": args.better,
         "baseline": baseline,
         "dq": line.dq,
         "dc": line.dc,
         "utility": line.describe(),
-        "breakeven_w": line.breakeven_value,
+        "breakeven_w": breakeven,
         "utility_at_value": line.at(args.value),
     }
-    breakeven = line.breakeven_value
     rows = [
         ("comparison", f"{args.better} over {baseline} ({args.demand})"),
         ("extra timely correct dQ", f"{line.dq:g}"),

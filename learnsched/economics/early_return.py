@@ -98,9 +98,7 @@ def threshold_sensitivity(
 
     ``dp*/dB = -C_f/(B + C_f)^2 < 0`` and ``dp*/dC_f = B/(B + C_f)^2 > 0``, per s-eq.
     """
-    b = values("benefit", benefit)
-    if (b <= 0).any():
-        raise ValueError(f"benefit must be > 0, got {float(b[b <= 0].flat[0])!r}")
+    b = _positive("benefit", benefit)
     c_f = _false_alarm(false_alarm_cost)
     broadcastable(benefit=b, false_alarm_cost=c_f)
     square = (b + c_f) ** 2
@@ -138,7 +136,12 @@ def robust_returns_early(
 
 def _false_alarm(false_alarm_cost: npt.ArrayLike) -> FloatArray:
     """``C_f`` checked once for every function: finite and > 0 (App. C.1 requires it)."""
-    c_f = values("false_alarm_cost", false_alarm_cost)
-    if (c_f <= 0).any():
-        raise ValueError(f"false_alarm_cost must be > 0, got {float(c_f[c_f <= 0].flat[0])!r}")
-    return c_f
+    return _positive("false_alarm_cost", false_alarm_cost)
+
+
+def _positive(name: str, data: npt.ArrayLike) -> FloatArray:
+    """:func:`values` with every entry ``> 0``; the error names the first that is not."""
+    out = values(name, data)
+    if (out <= 0).any():
+        raise ValueError(f"{name} must be > 0, got {float(out[out <= 0].flat[0])!r}")
+    return out

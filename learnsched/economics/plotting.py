@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 
 from .._figures import pyplot, save_figure
-from .alerts import ALERT_RULES, AlertExperiment
+from .alert_experiment import AlertExperiment
+from .alerts import ALERT_RULES
 
 __all__ = ["plot_alert_experiment"]
 
