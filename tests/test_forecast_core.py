@@ -13,7 +13,9 @@ import learnsched as ls
 from learnsched import _core
 from learnsched.calendar import decide_under_forecast
 
+import forecast_reference
 from conftest import calendar
+from strategies import scenarios, to_reference
 
 POLICIES = [_core.Policy.WINDOW, _core.Policy.COSTED_WINDOW, _core.Policy.ROLLOUT, _core.Policy.DP]
 
@@ -181,3 +183,30 @@ def test_rollout_never_scores_below_the_reference_under_a_forecast(seed: int, n:
             return seg.benefit - seg.cost.total + (0.0 if terminal else mean_ref[seg.next.durable])
 
         assert score(chosen) >= score(base) - 1e-9
+
+
+@settings(max_examples=80, deadline=None)
+@given(scenario=scenarios(max_windows=4), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_decisions_match_the_pure_python_reference(scenario: ls.Scenario, seed: int, n: int) -> None:
+    rng = np.random.default_rng(seed)
+    current_window = scenario.windows[0]
+    samples = []
+    for _ in range(n):  # later windows of random lengths and gaps after the current one
+        t, sample = current_window[1], []
+        for _ in range(int(rng.integers(0, 4))):
+            t += float(rng.integers(0, 10))
+            length = float(rng.integers(1, 12))
+            sample.append((t, t + length))
+            t += length
+        samples.append(tuple(sample))
+    model = decide_under_forecast(scenario, current_window, samples)
+    base = to_reference(scenario)
+    init = scenario.initial
+    states = [(init.progress, init.durable, init.active)] + [
+        (q, q, False) for q in range(scenario.work_quanta + 1)
+    ]
+    for p, pbar, active in states:
+        for policy in ("window", "costed_window", "rollout", "dp"):
+            got = model.decide(p, pbar, active, ls.solver.core_policy(policy))
+            want = forecast_reference.decide(base, current_window, samples, policy, (0, p, pbar, active))
+            assert (got.name, got.quanta, got.checkpoint) == want

@@ -18,6 +18,7 @@ Every forecaster is deterministic given its ``rng``. Samples stop before ``until
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -57,22 +58,33 @@ def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
     if not windows and not allow_empty:
         raise ValueError(f"{name} must hold at least one [start, end] window, got []")
     out: list[tuple[float, float]] = []
+    previous_end = -math.inf
     for j, pair in enumerate(windows):
-        field = f"{name}[{j}]"
-        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
-            raise ValueError(f"{field} must be a [start, end] pair, got {pair!r}")
-        try:
-            start, end = number(f"{field} start", pair[0]), number(f"{field} end", pair[1])
-        except TypeError as err:
-            raise ValueError(str(err)) from None
+        # Messages are formatted only on failure: forecasts hold millions of windows.
+        if type(pair) not in (list, tuple) and (
+            isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence)
+        ):
+            raise ValueError(f"{name}[{j}] must be a [start, end] pair, got {pair!r}")
+        if len(pair) != 2:
+            raise ValueError(f"{name}[{j}] must be a [start, end] pair, got {pair!r}")
+        start, end = pair
+        if type(start) is not float or type(end) is not float:  # ints, numpy, bad types
+            try:
+                start, end = number(f"{name}[{j}] start", start), number(f"{name}[{j}] end", end)
+            except TypeError as err:
+                raise ValueError(str(err)) from None
+        if not (math.isfinite(start) and math.isfinite(end)):
+            bad, which = (start, "start") if not math.isfinite(start) else (end, "end")
+            raise ValueError(f"{name}[{j}] {which} must be finite, got {bad!r}")
         if not end > start:
-            raise ValueError(f"{field} must end after it starts, got [{start!r}, {end!r}]")
-        if out and start < out[-1][1]:
+            raise ValueError(f"{name}[{j}] must end after it starts, got [{start!r}, {end!r}]")
+        if start < previous_end:
             raise ValueError(
-                f"{field} starts at {start!r} before {name}[{j - 1}] ends at {out[-1][1]!r} "
-                "(windows must be sorted and non-overlapping)"
+                f"{name}[{j}] starts at {start!r} before {name}[{j - 1}] ends at "
+                f"{previous_end!r} (windows must be sorted and non-overlapping)"
             )
         out.append((start, end))
+        previous_end = end
     return tuple(out)
 
 
