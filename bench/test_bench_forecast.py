@@ -53,7 +53,9 @@ def sampled_calendars(
     return out
 
 
-def rollout_decision(samples: list[tuple[tuple[float, float], ...]], threads: int = 1) -> _core.Action:
+def rollout_decision(
+    samples: list[tuple[tuple[float, float], ...]], threads: int = 1
+) -> _core.Action:
     model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
     return model.decide(0, 0, False, _core.Policy.ROLLOUT)
 

@@ -16,7 +16,9 @@ from reference import Action, RefScenario, State
 Window = tuple[float, float]
 
 
-def _scenarios(base: RefScenario, current: Window, samples: Sequence[Sequence[Window]]) -> list[RefScenario]:
+def _scenarios(
+    base: RefScenario, current: Window, samples: Sequence[Sequence[Window]]
+) -> list[RefScenario]:
     return [replace(base, windows=(current, *sample)) for sample in samples]
 
 

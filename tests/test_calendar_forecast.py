@@ -36,7 +36,9 @@ def test_exact_gives_the_truth_after_the_frontier() -> None:
 
 
 def test_fixed_samples_keep_only_windows_after_the_current_end() -> None:
-    forecaster = SampleForecaster([((0.0, 80.0), (290.0, 310.0), (320.0, 400.0)), ((350.0, 360.0),)])
+    forecaster = SampleForecaster(
+        [((0.0, 80.0), (290.0, 310.0), (320.0, 400.0)), ((350.0, 360.0),)]
+    )
     out = forecaster.sample(HISTORY, 210.0, 1e9, 2, rng())
     # (290, 310) starts before the current window ends at 300, so it is not used.
     assert out == [((320.0, 400.0),), ((350.0, 360.0),)]

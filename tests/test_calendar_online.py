@@ -62,7 +62,9 @@ def test_truth_repeated_equals_exact_mode(scenario: ls.Scenario, n: int) -> None
         assert samples.policies[name].values == exact.policies[name].values
 
 
-def noisy_samples(scenario: ls.Scenario, rng: np.random.Generator, n: int) -> list[list[tuple[float, float]]]:
+def noisy_samples(
+    scenario: ls.Scenario, rng: np.random.Generator, n: int
+) -> list[list[tuple[float, float]]]:
     """Calendars near the truth: each window stretched or shrunk, some dropped."""
     out = []
     for _ in range(n):
@@ -155,7 +157,14 @@ def test_summary_json() -> None:
     assert set(out) == {"policies"}
     assert set(out["policies"]) == set(ONLINE_POLICIES)
     for name, summary in out["policies"].items():
-        assert set(summary) == {"values", "mean_value", "ci95", "mean_regret", "handoffs", "checkpoints"}
+        assert set(summary) == {
+            "values",
+            "mean_value",
+            "ci95",
+            "mean_regret",
+            "handoffs",
+            "checkpoints",
+        }
         assert len(summary["values"]) == 5
         assert summary["mean_value"] == pytest.approx(np.mean(summary["values"]))
         low, high = summary["ci95"]

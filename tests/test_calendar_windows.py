@@ -131,7 +131,10 @@ def test_a_trace_that_misses_deadlines_unlent_is_refused() -> None:
     [
         ("yesterday,1,2\n", r"line 2: TIMESTAMP must look like .* got 'yesterday'"),
         ("2023-11-16 18:17:03,1,2\n2023-13-16 18:17:04,1,2\n", r"line 3: TIMESTAMP"),
-        ("2023-11-16 18:17:03,-1,2\n", r"line 2: ContextTokens must be a finite count >= 0, got '-1'"),
+        (
+            "2023-11-16 18:17:03,-1,2\n",
+            r"line 2: ContextTokens must be a finite count >= 0, got '-1'",
+        ),
         ("2023-11-16 18:17:03,1,-2\n", r"line 2: GeneratedTokens must be a finite count >= 0"),
         ("2023-11-16 18:17:03,1,nan\n", r"line 2: GeneratedTokens must be a finite count >= 0"),
         ("2023-11-16 18:17:03,x,2\n", r"line 2: ContextTokens must be a number, got 'x'"),

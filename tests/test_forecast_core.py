@@ -22,7 +22,9 @@ POLICIES = [_core.Policy.WINDOW, _core.Policy.COSTED_WINDOW, _core.Policy.ROLLOU
 
 def current(window: tuple[float, float] = (0.0, 80.0), work_quanta: int = 6) -> _core.Scenario:
     costs = ls.PAPER_COLD.to_core()
-    return _core.Scenario([window], work_quanta, 5.0, 0.25, 1020.0, costs, _core.State(0, 0, 0, False))
+    return _core.Scenario(
+        [window], work_quanta, 5.0, 0.25, 1020.0, costs, _core.State(0, 0, 0, False)
+    )
 
 
 def packed(samples: list[list[tuple[float, float]]]) -> tuple[np.ndarray, np.ndarray]:
@@ -31,12 +33,16 @@ def packed(samples: list[list[tuple[float, float]]]) -> tuple[np.ndarray, np.nda
     return np.array(flat, dtype=np.float64).reshape(-1, 2), offsets
 
 
-def forecast(samples: list[list[tuple[float, float]]], threads: int = 1, **kw: object) -> _core.ForecastModel:
+def forecast(
+    samples: list[list[tuple[float, float]]], threads: int = 1, **kw: object
+) -> _core.ForecastModel:
     windows, offsets = packed(samples)
     return _core.ForecastModel(kw.get("cur", current()), windows, offsets, POLICIES, threads)
 
 
-def random_samples(rng: np.random.Generator, n: int, k: int, start: float) -> list[list[tuple[float, float]]]:
+def random_samples(
+    rng: np.random.Generator, n: int, k: int, start: float
+) -> list[list[tuple[float, float]]]:
     out = []
     for _ in range(n):
         t, s = start, []
@@ -126,12 +132,17 @@ def test_only_requested_tables_are_built() -> None:
         ([], "samples must hold at least one calendar"),
         ([[(100.0, 90.0)]], r"samples\[0\]: windows\[0\] must end after it starts"),
         ([[(100.0, 200.0), (150.0, 300.0)]], r"samples\[0\]: windows\[1\] starts at 150"),
-        ([[(100.0, 200.0)], [(50.0, 90.0)]], r"samples\[1\]: windows\[0\] starts at 50.* before the current window ends"),
+        (
+            [[(100.0, 200.0)], [(50.0, 90.0)]],
+            r"samples\[1\]: windows\[0\] starts at 50.* before the current window ends",
+        ),
         ([[(100.0, float("nan"))]], r"samples\[0\]: windows\[0\] must be finite"),
         ([[(100.0, float("inf"))]], r"samples\[0\]: windows\[0\] must be finite"),
     ],
 )
-def test_bad_samples_name_the_sample(samples: list[list[tuple[float, float]]], message: str) -> None:
+def test_bad_samples_name_the_sample(
+    samples: list[list[tuple[float, float]]], message: str
+) -> None:
     with pytest.raises(ValueError, match=message):
         forecast(samples)
 
@@ -140,8 +151,10 @@ def test_bad_arguments() -> None:
     windows, offsets = packed([[(100.0, 200.0)]])
     with pytest.raises(ValueError, match="threads must be >= 1"):
         _core.ForecastModel(current(), windows, offsets, POLICIES, 0)
+    two = _core.Scenario(
+        calendar(80, 80), 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False)
+    )
     with pytest.raises(ValueError, match="exactly one window"):
-        two = _core.Scenario(calendar(80, 80), 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False))
         _core.ForecastModel(two, windows, offsets, POLICIES, 1)
     with pytest.raises(ValueError, match="policies under a forecast must be"):
         _core.ForecastModel(current(), windows, offsets, [_core.Policy.NEVER], 1)
@@ -187,7 +200,9 @@ def test_rollout_never_scores_below_the_reference_under_a_forecast(seed: int, n:
 
 @settings(max_examples=80, deadline=None)
 @given(scenario=scenarios(max_windows=4), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
-def test_decisions_match_the_pure_python_reference(scenario: ls.Scenario, seed: int, n: int) -> None:
+def test_decisions_match_the_pure_python_reference(
+    scenario: ls.Scenario, seed: int, n: int
+) -> None:
     rng = np.random.default_rng(seed)
     current_window = scenario.windows[0]
     samples = []
@@ -208,5 +223,7 @@ def test_decisions_match_the_pure_python_reference(scenario: ls.Scenario, seed: 
     for p, pbar, active in states:
         for policy in ("window", "costed_window", "rollout", "dp"):
             got = model.decide(p, pbar, active, ls.solver.core_policy(policy))
-            want = forecast_reference.decide(base, current_window, samples, policy, (0, p, pbar, active))
+            want = forecast_reference.decide(
+                base, current_window, samples, policy, (0, p, pbar, active)
+            )
             assert (got.name, got.quanta, got.checkpoint) == want

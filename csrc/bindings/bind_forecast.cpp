@@ -38,7 +38,8 @@ std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) 
     for (py::ssize_t i = 0; i < n; ++i) {
         if (o(i + 1) < o(i)) {
             throw std::invalid_argument("offsets must be non-decreasing, got offsets[" +
-                                        std::to_string(i + 1) + "] < offsets[" + std::to_string(i) + "]");
+                                        std::to_string(i + 1) + "] < offsets[" +
+                                        std::to_string(i) + "]");
         }
         Calendar& c = out[static_cast<std::size_t>(i)];
         c.reserve(static_cast<std::size_t>(o(i + 1) - o(i)));
@@ -48,8 +49,8 @@ std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) 
 }
 
 std::unique_ptr<ForecastModel> make_forecast(const Scenario& current, const Windows& windows,
-                                             const Offsets& offsets, const std::vector<Policy>& policies,
-                                             int threads) {
+                                             const Offsets& offsets,
+                                             const std::vector<Policy>& policies, int threads) {
     const std::vector<Calendar> samples = calendars(windows, offsets);
     py::gil_scoped_release release;  // pure C++ from here: O(N*K*J) tables on threads
     return std::make_unique<ForecastModel>(current, samples, policies, threads);
@@ -74,7 +75,8 @@ void bind_forecast(py::module_& m) {
             "The policy's action in the current window; O(J).")
         .def(
             "take",
-            [](const ForecastModel& model, int progress, int durable, bool active, const Action& action) {
+            [](const ForecastModel& model, int progress, int durable, bool active,
+               const Action& action) {
                 return model.take(State{0, progress, durable, active}, action);
             },
             py::arg("progress"), py::arg("durable"), py::arg("active"), py::arg("action"),

@@ -44,8 +44,15 @@ Scenario sample_scenario(const Scenario& current, const Calendar& sample, std::s
 }
 
 // Row 0 of `table` (durable progress 0..J) appended to `out` at `offset`.
-void copy_row(const ValueTable& table, int work_quanta, std::vector<double>& out, std::size_t offset) {
+void copy_row(const ValueTable& table, int work_quanta, std::vector<double>& out,
+              std::size_t offset) {
     for (int q = 0; q <= work_quanta; ++q) out[offset + static_cast<std::size_t>(q)] = table(0, q);
+}
+
+[[noreturn]] void unsupported(Policy policy) {
+    throw std::invalid_argument(
+        "policies under a forecast must be window, costed_window, rollout or dp, got " +
+        std::string(name(policy)));
 }
 
 }  // namespace
@@ -58,10 +65,7 @@ ForecastModel::Needs ForecastModel::needs_of(const std::vector<Policy>& policies
             case Policy::CostedWindow: needs.window = true; break;
             case Policy::Rollout: needs.window = needs.reference = true; break;
             case Policy::Dp: needs.optimal = true; break;
-            default:
-                throw std::invalid_argument(
-                    "policies under a forecast must be window, costed_window, rollout or dp, got " +
-                    std::string(name(p)));
+            default: unsupported(p);
         }
     }
     return needs;
@@ -74,11 +78,14 @@ ForecastModel::ForecastModel(Scenario current, const std::vector<Calendar>& samp
       window_values_(1, acc_.work_quanta()),
       reference_values_(1, acc_.work_quanta()),
       optimal_values_(1, acc_.work_quanta()) {
-    if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+    if (threads < 1) {
+        throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+    }
     if (samples.empty()) throw std::invalid_argument("samples must hold at least one calendar");
     if (samples.size() > kMaxSamples) {
         throw std::invalid_argument("samples holds " + std::to_string(samples.size()) +
-                                    " calendars, more than the limit of " + std::to_string(kMaxSamples));
+                                    " calendars, more than the limit of " +
+                                    std::to_string(kMaxSamples));
     }
     samples_ = static_cast<int>(samples.size());
     fill_means(samples, threads);
@@ -117,7 +124,9 @@ void ForecastModel::fill_means(const std::vector<Calendar>& samples, int threads
     const auto mean_into = [&](const std::vector<double>& rows, ValueTable& table) {
         for (int q = 0; q <= J; ++q) {
             double sum = 0.0;
-            for (std::size_t i = 0; i < rows.size(); i += width) sum += rows[i + static_cast<std::size_t>(q)];
+            for (std::size_t i = 0; i < rows.size(); i += width) {
+                sum += rows[i + static_cast<std::size_t>(q)];  // in sample order, any threads
+            }
             table(1, q) = sum / static_cast<double>(n);
         }
     };
@@ -131,7 +140,8 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
     const auto require = [&](bool built) {
         if (!built) {
             throw std::invalid_argument("policy " + std::string(name(policy)) +
-                                        " was not among the policies this forecast was prepared for");
+                                        " was not among the policies this forecast was "
+                                        "prepared for");
         }
     };
     switch (policy) {
@@ -148,8 +158,7 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
             return best_action(acc_, optimal_values_, state, never_action(state));
         default: break;
     }
-    throw std::invalid_argument("policy under a forecast must be window, costed_window, rollout or dp, got " +
-                                std::string(name(policy)));
+    unsupported(policy);
 }
 
 Segment ForecastModel::take(const State& state, const Action& action) const {
@@ -164,7 +173,8 @@ Segment ForecastModel::take(const State& state, const Action& action) const {
     return acc_.take(state, action);
 }
 
-std::vector<double> ForecastModel::row(const ValueTable& table, bool built, const char* what) const {
+std::vector<double> ForecastModel::row(const ValueTable& table, bool built,
+                                       const char* what) const {
     if (!built) {
         throw std::invalid_argument(std::string(what) +
                                     " were not built: no requested policy needs them");

@@ -29,7 +29,14 @@ from .online import (
     evaluate_online,
     run_calendar,
 )
-from .traces import AZURE_COLUMNS, AZURE_TRACE, ServiceModel, TokenTrace, load_trace, read_azure_trace
+from .traces import (
+    AZURE_COLUMNS,
+    AZURE_TRACE,
+    ServiceModel,
+    TokenTrace,
+    load_trace,
+    read_azure_trace,
+)
 from .windows import DEFAULT_MIN_USEFUL_S, IdleWindow, IdleWindows, idle_windows
 
 __all__ = [

@@ -54,7 +54,8 @@ def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
         window, unsorted or overlapping windows, or (unless ``allow_empty``) no window.
     """
     if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
-        raise ValueError(f"{name} must be a list of [start, end] pairs, got {windows!r}")
+        # Calendars come from JSON: a wrong type is a bad value (ValueError), as for samples.
+        raise ValueError(f"{name} must be a list of [start, end] pairs, got {windows!r}")  # noqa: TRY004
     if not windows and not allow_empty:
         raise ValueError(f"{name} must hold at least one [start, end] window, got []")
     out: list[tuple[float, float]] = []
@@ -166,13 +167,12 @@ class SampleForecaster(Forecaster):
     """
 
     def __init__(self, samples: Sequence[Calendar]) -> None:
-        if isinstance(samples, (str, bytes)) or not isinstance(samples, Sequence):
-            raise ValueError(f"forecast.samples must be a list of calendars, got {samples!r}")
+        given: object = samples  # checked at run time: JSON may hold anything
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self.samples = tuple(
-            calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples)
-        )
+        self.samples = tuple(calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples))
 
     def sample(
         self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
@@ -180,9 +180,7 @@ class SampleForecaster(Forecaster):
         """The samples' windows in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
         start = frontier(observed, now_s)
-        chosen = (
-            range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
-        )
+        chosen = range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
         return [_after(self.samples[int(i)], start, until_s) for i in chosen]
 
 

@@ -132,15 +132,24 @@ def decide_under_forecast(
     """
     core = scenario.to_core()
     current = _core.Scenario(
-        [window], core.work_quanta, core.quantum_s, core.benefit_rate, core.horizon_s,
-        core.costs, _core.State(0, 0, 0, False),
+        [window],
+        core.work_quanta,
+        core.quantum_s,
+        core.benefit_rate,
+        core.horizon_s,
+        core.costs,
+        _core.State(0, 0, 0, False),
     )
     flat = [w for future in futures for w in future]
     windows = np.array(flat, dtype=np.float64).reshape(len(flat), 2)
     offsets = np.zeros(len(futures) + 1, dtype=np.int64)
     np.cumsum([len(f) for f in futures], out=offsets[1:])
     return _core.ForecastModel(
-        current, windows, offsets, [core_policy(p) for p in policies], integer("threads", threads, low=1)
+        current,
+        windows,
+        offsets,
+        [core_policy(p) for p in policies],
+        integer("threads", threads, low=1),
     )
 
 
@@ -257,9 +266,7 @@ class OnlineResult:
         return {"policies": {name: s.to_json() for name, s in self.policies.items()}}
 
 
-def evaluate_online(
-    cases: Sequence[OnlineCase], seed: int = 0, threads: int = 1
-) -> OnlineResult:
+def evaluate_online(cases: Sequence[OnlineCase], seed: int = 0, threads: int = 1) -> OnlineResult:
     """Run every policy online over every case (true calendar).
 
     Parameters

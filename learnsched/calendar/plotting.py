@@ -22,7 +22,9 @@ def plot_trace_study(study: TraceStudy, path: str | os.PathLike[str], title: str
         lows = [m - (s.ci95[0] if s.ci95 else m) for m, s in zip(means, summaries, strict=True)]
         highs = [(s.ci95[1] if s.ci95 else m) - m for m, s in zip(means, summaries, strict=True)]
         style = "--" if name == "clairvoyant" else "-"
-        ax.errorbar(ns, means, yerr=[lows, highs], label=name, linestyle=style, marker="o", capsize=3)
+        ax.errorbar(
+            ns, means, yerr=[lows, highs], label=name, linestyle=style, marker="o", capsize=3
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("forecast samples N")
     ax.set_ylabel("mean realised value (s-eq.)")

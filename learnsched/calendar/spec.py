@@ -21,7 +21,7 @@ __all__ = ["parse_online_spec"]
 
 def _case(obj: object) -> OnlineCase:
     if not isinstance(obj, Mapping):
-        raise ValueError(f"a SPEC entry must be a JSON object, got {type(obj).__name__}")
+        raise ValueError(f"a SPEC entry must be a JSON object, got {type(obj).__name__}")  # noqa: TRY004
     if "forecast" not in obj:
         raise ValueError('forecast is missing: give "exact" or {"samples": [...]}')
     rest: dict[str, Any] = {k: v for k, v in obj.items() if k != "forecast"}
@@ -30,9 +30,7 @@ def _case(obj: object) -> OnlineCase:
     if forecast == "exact":
         return OnlineCase.exact(scenario)
     if not isinstance(forecast, Mapping) or set(forecast) != {"samples"}:
-        raise ValueError(
-            f'forecast must be "exact" or {{"samples": [...]}}, got {forecast!r:.80}'
-        )
+        raise ValueError(f'forecast must be "exact" or {{"samples": [...]}}, got {forecast!r:.80}')
     forecaster = SampleForecaster(forecast["samples"])
     return OnlineCase(scenario, forecaster, samples=len(forecaster.samples))
 

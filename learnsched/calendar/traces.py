@@ -195,8 +195,10 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
                 )
             times.append(stamp)
             tokens.append(
-                (_tokens(path, line, AZURE_COLUMNS[1], cells[1]),
-                 _tokens(path, line, AZURE_COLUMNS[2], cells[2]))
+                (
+                    _tokens(path, line, AZURE_COLUMNS[1], cells[1]),
+                    _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
+                )
             )
     if not times:
         raise ValueError(f"{path}: the trace holds no requests")

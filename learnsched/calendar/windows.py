@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import nonnegative, positive
+from .._checks import positive
 from ..capacity import RateProfile, ReturnPath, Trace, check_feasibility, return_deadline
 
 __all__ = ["DEFAULT_MIN_USEFUL_S", "IdleWindow", "IdleWindows", "idle_windows"]
@@ -123,7 +123,11 @@ def idle_windows(
     for i in range(len(trace)):
         a = float(arrival[i])
         # The first request alone bounds t_b: it needs its service before its deadline.
-        if i > 0 and free < a and free + path.total_s + min_useful_s <= float(deadline[i] - service[i]):
+        if (
+            i > 0
+            and free < a
+            and free + path.total_s + min_useful_s <= float(deadline[i] - service[i])
+        ):
             window = _window(trace, i, free, rate, path)
             if window.useful_s >= min_useful_s:
                 windows.append(window)
