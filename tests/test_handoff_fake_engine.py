@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from typing_extensions import Self
 
 if TYPE_CHECKING:  # run as a server, this script imports nothing from learnsched
+    from typing_extensions import Self  # typing.Self needs Python 3.11; mypy ships it
+
     from learnsched.handoff import DeviceMemory, GpuProcess
 
 SCRIPT = Path(__file__).resolve()
