@@ -361,3 +361,40 @@ def test_progress_shows_rate_eta_and_a_note() -> None:
     assert "60/100 points 3/5, " in text
     assert "/s, ETA " in text
     assert text.endswith("\n")
+
+
+def test_parquet_holds_the_same_rows_as_csv(tmp_path: Path, cold_sweep: SweepResult) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="Parquet output needs pyarrow")
+    out = tmp_path / "cold.parquet"
+    result = sweep(COLD_SPEC, out, chunk_rows=3000, progress=False)
+    table = pq.read_table(out)
+    assert table.column_names == [
+        "point", "cold_recovery_s", "scenario", "status", "error",
+        "value_costed_window", "value_rollout",
+    ]  # fmt: skip
+    np.testing.assert_array_equal(
+        table.column("value_rollout").to_numpy(), cold_sweep.rows.value[:, 1]
+    )
+    assert tuple(table.column("error").to_pylist()) == cold_sweep.rows.error
+    assert table.column("status").to_pylist().count("invalid") == 160
+    again = sweep(COLD_SPEC, out, progress=False)
+    assert again.solved == 0
+    np.testing.assert_array_equal(again.rows.value, result.rows.value)
+
+
+def test_plot_draws_the_swept_field(tmp_path: Path, cold_sweep: SweepResult) -> None:
+    pytest.importorskip("matplotlib", reason="plots need the plot extra")
+    from learnsched.sweep.plot import plot_sweep
+
+    plot_sweep(cold_sweep.summaries, tmp_path / "cold.png")
+    assert (tmp_path / "cold.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    two = sweep(
+        {**COLD_SPEC, "vary": {"cold_recovery_s": [20, 69.988], "benefit_rate": [0.25, 1]}},
+        tmp_path / "two.csv",
+        progress=False,
+    )
+    plot_sweep(two.summaries, tmp_path / "two.svg")  # one line per benefit rate
+    assert b"benefit_rate=0.25" in (tmp_path / "two.svg").read_bytes()
+    flat = sweep({**COLD_SPEC, "vary": {}}, tmp_path / "flat.csv", progress=False)
+    with pytest.raises(ValueError, match="--plot needs a SPEC that varies at least one field"):
+        plot_sweep(flat.summaries, tmp_path / "flat.png")

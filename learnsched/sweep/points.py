@@ -76,6 +76,12 @@ def _costs(
     )
 
 
+@cache
+def _grid_costs(point: Point, recovery: str) -> _core.HandoffCosts:
+    """The handoff costs of a grid recovery path at a point (shared by 960 scenarios)."""
+    return _costs(GridConfig().costs(recovery), dict(point), f"{recovery}_recovery_s")
+
+
 def _with_fields(
     scenario: Scenario, params: Mapping[str, float], costs: _core.HandoffCosts
 ) -> _core.Scenario:
@@ -111,7 +117,6 @@ def core_scenario(spec: SweepSpec, point: Point, index: int) -> _core.Scenario:
         item, error = _grid_at(params.get("quantum_s", GridConfig.quantum_s))[index]
         if item is None:
             raise ValueError(error)
-        costs = _costs(item.scenario.costs, params, f"{item.recovery}_recovery_s")
-        return _with_fields(item.scenario, params, costs)
+        return _with_fields(item.scenario, params, _grid_costs(point, item.recovery))
     scenario = spec.base[index]
     return _with_fields(scenario, params, _costs(scenario.costs, params))

@@ -42,8 +42,8 @@ def columns(spec: SweepSpec) -> list[str]:
 
 def _pyarrow() -> tuple[Any, Any]:
     try:
-        import pyarrow as pa  # type: ignore[import-untyped]
-        import pyarrow.parquet as pq  # type: ignore[import-untyped]
+        import pyarrow as pa
+        import pyarrow.parquet as pq
     except ImportError as err:
         raise ValueError(
             "Parquet output needs pyarrow: pip install 'learnsched[ray]' (or use a .csv --out)"
