@@ -169,6 +169,31 @@ def test_bad_arguments() -> None:
         model.take(7, 7, False, _core.Action(_core.ActionKind.WAIT))
 
 
+def test_prebuilt_tables_give_the_rows_after_the_current_window() -> None:
+    full = random_samples(np.random.default_rng(4), 6, 5, 0.0)
+    windows, offsets = packed(full)
+    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 2)
+    assert tables.sample_count == 6
+    for k in range(3):  # the current window is the k-th of the first sample
+        window = full[0][k]
+        after = [[w for w in s if w[0] >= window[1]] for s in full]
+        direct = forecast(after, cur=current(window))
+        prebuilt = _core.ForecastModel(current(window), tables)
+        assert prebuilt.mean_reference_values() == direct.mean_reference_values()
+        assert prebuilt.mean_optimal_values() == direct.mean_optimal_values()
+        assert prebuilt.mean_window_plan_values() == direct.mean_window_plan_values()
+
+
+def test_prebuilt_tables_must_match_the_candidate() -> None:
+    windows, offsets = packed([[(100.0, 200.0)]])
+    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 1)
+    with pytest.raises(ValueError, match="tables were built for another candidate"):
+        _core.ForecastModel(current(work_quanta=7), tables)
+    bad, bad_offsets = packed([[(100.0, 200.0), (150.0, 300.0)]])
+    with pytest.raises(ValueError, match=r"samples\[0\]: windows\[1\] starts at 150"):
+        _core.SampleTables(current(), bad, bad_offsets, POLICIES, 1)
+
+
 def test_take_refuses_an_infeasible_action() -> None:
     model = forecast([[(100.0, 200.0)]], cur=current((0.0, 75.0)))
     # 75 s cannot hold the 69.988 s return plus 2 quanta of 5 s with a checkpoint.

@@ -108,6 +108,33 @@ class PolicyOutcome:
     steps: tuple[Step, ...]
 
 
+def _packed(calendars: Sequence[Calendar]) -> tuple[np.ndarray, np.ndarray]:
+    """Calendars as the core takes them: all windows (M, 2) and N + 1 offsets."""
+    flat = [w for c in calendars for w in c]
+    windows = np.array(flat, dtype=np.float64).reshape(len(flat), 2)
+    offsets = np.zeros(len(calendars) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in calendars], out=offsets[1:])
+    return windows, offsets
+
+
+def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
+    """The candidate with only the current window known."""
+    core = scenario.to_core()
+    return _core.Scenario(
+        [window],
+        core.work_quanta,
+        core.quantum_s,
+        core.benefit_rate,
+        core.horizon_s,
+        core.costs,
+        _core.State(0, 0, 0, False),
+    )
+
+
+def _core_policies(policies: Sequence[Policy]) -> list[_core.Policy]:
+    return [core_policy(p) for p in policies]
+
+
 def decide_under_forecast(
     scenario: Scenario,
     window: tuple[float, float],
@@ -129,27 +156,29 @@ def decide_under_forecast(
         The policies to prepare (only their tables are built).
     threads
         Threads over the samples (the result does not depend on it).
+
+    Returns
+    -------
+    learnsched._core.ForecastModel
+        ``decide(progress, durable, active, policy)`` gives the action in the current
+        window; ``take(...)`` the segment it makes of it.
     """
-    core = scenario.to_core()
-    current = _core.Scenario(
-        [window],
-        core.work_quanta,
-        core.quantum_s,
-        core.benefit_rate,
-        core.horizon_s,
-        core.costs,
-        _core.State(0, 0, 0, False),
-    )
-    flat = [w for future in futures for w in future]
-    windows = np.array(flat, dtype=np.float64).reshape(len(flat), 2)
-    offsets = np.zeros(len(futures) + 1, dtype=np.int64)
-    np.cumsum([len(f) for f in futures], out=offsets[1:])
+    windows, offsets = _packed(futures)
+    threads = integer("threads", threads, low=1)
     return _core.ForecastModel(
-        current,
-        windows,
-        offsets,
-        [core_policy(p) for p in policies],
-        integer("threads", threads, low=1),
+        _current(scenario, window), windows, offsets, _core_policies(policies), threads
+    )
+
+
+def _fixed_tables(case: OnlineCase, threads: int) -> _core.SampleTables | None:
+    """Tables of the forecaster's fixed samples, built once for every window, or None."""
+    fixed = case.forecaster.fixed(case.samples)
+    if fixed is None:
+        return None
+    truncated = [tuple(w for w in c if w[0] < case.until_s) for c in fixed]
+    windows, offsets = _packed(truncated)
+    return _core.SampleTables(
+        case.scenario.to_core(), windows, offsets, _core_policies(FORECAST_POLICIES), threads
     )
 
 
@@ -179,12 +208,16 @@ def run_calendar(
     states = dict.fromkeys(FORECAST_POLICIES, scenario.initial.to_core())
     steps: dict[Policy, list[Step]] = {p: [] for p in FORECAST_POLICIES}
     live = list(FORECAST_POLICIES)
+    tables = _fixed_tables(case, integer("threads", threads, low=1))
     for k, window in enumerate(scenario.windows):
         if not live:
             break
-        observed = case.history + scenario.windows[: k + 1]
-        futures = case.forecaster.sample(observed, window[0], case.until_s, case.samples, rng)
-        model = decide_under_forecast(scenario, window, futures, live, threads)
+        if tables is not None:  # the same samples at every window: rows of one build
+            model = _core.ForecastModel(_current(scenario, window), tables)
+        else:
+            observed = case.history + scenario.windows[: k + 1]
+            futures = case.forecaster.sample(observed, window[0], case.until_s, case.samples, rng)
+            model = decide_under_forecast(scenario, window, futures, live, threads)
         for policy in tuple(live):
             s = states[policy]
             action = model.decide(s.progress, s.durable, s.active, core_policy(policy))
@@ -230,9 +263,9 @@ class PolicySummary:
         n = len(self.values)
         if n < 2:
             return None
-        from scipy import stats
+        from scipy.special import stdtrit  # Student t quantile; scipy.stats loads far more
 
-        half = float(stats.t.ppf(0.975, n - 1) * np.std(self.values, ddof=1) / math.sqrt(n))
+        half = float(stdtrit(n - 1, 0.975) * np.std(self.values, ddof=1) / math.sqrt(n))
         return (self.mean_value - half, self.mean_value + half)
 
     @property
