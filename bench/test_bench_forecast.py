@@ -24,8 +24,7 @@ import numpy as np
 import pytest
 
 import learnsched as ls
-from learnsched import _core
-from learnsched.calendar import decide_under_forecast
+from learnsched.calendar import ForecastDecision
 from learnsched.cli import main
 
 import forecast_reference
@@ -52,9 +51,9 @@ def sampled_calendars(
 
 def rollout_decision(
     samples: list[tuple[tuple[float, float], ...]], threads: int = 1
-) -> _core.Action:
-    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
-    return model.decide(0, 0, False, _core.Policy.ROLLOUT)
+) -> ls.Action:
+    model = ForecastDecision(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
+    return model.decide(0, 0, False, "rollout")
 
 
 @pytest.mark.benchmark(group="expected-value rollout decision, 20 windows, J = 36")
@@ -64,7 +63,7 @@ def test_rollout_decision_cpp(benchmark: Benchmark, n: int) -> None:
     action = benchmark(rollout_decision, samples)
     assert action == rollout_decision(samples, threads=2)
     # The score it maximised is the mean of each sample's own V^pi0 (checked at pbar = 0).
-    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,))
+    model = ForecastDecision(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,))
     own = [ls.Model(ls.Scenario(s, QUANTA, 5.0, 0.25, 6000.0, ls.PAPER_COLD)) for s in samples]
     expected = np.mean([m.reference_value(0, 0, 0) for m in own])
     assert model.mean_reference_values()[0] == pytest.approx(expected, abs=1e-9)

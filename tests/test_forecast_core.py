@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched import _core
-from learnsched.calendar import decide_under_forecast
+from learnsched.calendar import ForecastDecision
 
 import forecast_reference
 from conftest import calendar
@@ -82,12 +82,10 @@ def test_one_true_sample_decides_as_the_paper(s0348: ls.Scenario) -> None:
     full = ls.Model(s0348)
     windows = list(s0348.windows)
     for k, window in enumerate(windows):
-        model = decide_under_forecast(s0348, window, [tuple(windows[k + 1 :])])
+        model = ForecastDecision(s0348, window, [tuple(windows[k + 1 :])])
         for q in range(s0348.work_quanta + 1):
             for policy in ("window", "costed_window", "rollout", "dp"):
-                assert model.decide(q, q, False, ls.solver.core_policy(policy)) == full.decide(
-                    k, q, q, False, policy
-                )
+                assert model.decide(q, q, False, policy) == full.decide(k, q, q, False, policy)
 
 
 def test_threads_give_identical_results() -> None:
@@ -239,7 +237,7 @@ def test_decisions_match_the_pure_python_reference(
             sample.append((t, t + length))
             t += length
         samples.append(tuple(sample))
-    model = decide_under_forecast(scenario, current_window, samples)
+    model = ForecastDecision(scenario, current_window, samples)
     base = to_reference(scenario)
     init = scenario.initial
     states = [(init.progress, init.durable, init.active)] + [
@@ -247,7 +245,7 @@ def test_decisions_match_the_pure_python_reference(
     ]
     for p, pbar, active in states:
         for policy in ("window", "costed_window", "rollout", "dp"):
-            got = model.decide(p, pbar, active, ls.solver.core_policy(policy))
+            got = model.decide(p, pbar, active, policy)
             want = forecast_reference.decide(
                 base, current_window, samples, policy, (0, p, pbar, active)
             )
