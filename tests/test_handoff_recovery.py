@@ -15,7 +15,7 @@ from learnsched.handoff import (
     launch_engine,
     measure_warm_recovery,
 )
-from learnsched.handoff.engines import HttpStatusError
+from learnsched.handoff.endpoint import HttpStatusError
 
 MIB = 2**20
 TIB = 2**40
