@@ -5,7 +5,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
-#include <utility>
+#include <optional>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -88,9 +88,9 @@ void bind_solver(py::module_& m) {
         .def(
             "decide",
             [](const Model& model, int window, int progress, int durable, bool active,
-               Policy policy, double epsilon, ScoreNoise score_noise) {
+               Policy policy, double epsilon, std::optional<ScoreNoise> score_noise) {
                 return model.decide(State{window, progress, durable, active}, policy,
-                                    Guard{epsilon, std::move(score_noise)});
+                                    Guard{epsilon, score_noise.value_or(ScoreNoise{})});
             },
             py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
@@ -98,10 +98,12 @@ void bind_solver(py::module_& m) {
             "(state, action) -> s-eq. are the guarded policy's.")
         .def(
             "solve",
-            [](const Model& model, Policy policy, double epsilon, ScoreNoise score_noise) {
-                // score_noise, if a Python callable, takes the GIL back for each call.
+            [](const Model& model, Policy policy, double epsilon,
+               std::optional<ScoreNoise> score_noise) {
+                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
+                // Pure C++ but for score_noise, which takes the GIL back for each call.
                 py::gil_scoped_release release;
-                return model.solve(policy, Guard{epsilon, std::move(score_noise)});
+                return model.solve(policy, guard);
             },
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
             "The policy's plan from the initial state.")
