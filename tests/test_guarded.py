@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import math
 import random
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +17,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched import _core
+from learnsched.cli import main
 
 import reference
 from strategies import scenarios, to_reference
@@ -157,3 +163,41 @@ def test_the_core_guards_itself() -> None:
         _core.solve_batch(
             [ls.scenario_by_id("S0348").scenario.to_core()], [_core.Policy.GUARDED], 1, -1.0
         )
+
+
+def _solve_cli(tmp_path: Path, *flags: str) -> tuple[int, dict[str, Any], str]:
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(ls.scenario_by_id("S0348").scenario.to_json()))
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["solve", str(path), *flags])
+    return status, json.loads(out.getvalue()) if status == 0 else {}, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("epsilon", "equals"), [("0", "rollout"), ("1e300", "costed_window"), ("inf", "costed_window")]
+)
+def test_cli_guarded_json_equals_its_limits(tmp_path: Path, epsilon: str, equals: str) -> None:
+    status, data, _ = _solve_cli(tmp_path, "--policy", "guarded", "--epsilon", epsilon, "--json")
+    assert status == 0
+    guarded = data["policies"]["guarded"]
+    _, other, _ = _solve_cli(tmp_path, "--policy", equals, "--json")
+    assert guarded == other["policies"][equals]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--policy", "rollout", "--epsilon", "1"), "--epsilon goes with --policy guarded"),
+        (("--epsilon", "1"), "--epsilon goes with --policy guarded"),
+        (("--policy", "guarded", "--epsilon", "-1"), "epsilon must be >= 0"),
+        (("--policy", "guarded", "--epsilon", "nan"), "epsilon must be finite"),
+    ],
+)
+def test_cli_guard_errors_are_one_line(
+    tmp_path: Path, flags: tuple[str, ...], message: str
+) -> None:
+    status, _, err = _solve_cli(tmp_path, *flags)
+    assert status == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from pathlib import Path
@@ -11,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import learnsched as ls
+from learnsched.cli import main
 from learnsched.recovery_choice import recovery_choice_rows, recovery_choice_table
 
 import reference
@@ -170,3 +173,20 @@ def test_the_readme_table_is_what_the_code_computes() -> None:
         assert row.scenarios == 160
     assert recovery_choice_table(rows) in README.read_text(encoding="utf-8")
     assert math.isfinite(sum(r.dp_gain_mean for r in rows))
+
+
+def test_solve_json_names_each_steps_path(tmp_path: Path) -> None:
+    costs = ls.HandoffCosts.choice(ls.PAPER_WARM, ls.PAPER_COLD)
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(ls.scenario_by_id("S0348").scenario.with_costs(costs).to_json()))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["solve", str(path), "--policy", "dp", "--json"]) == 0
+    steps = json.loads(out.getvalue())["policies"]["dp"]["steps"]
+    assert [s["path"] for s in steps] == ["warm"]  # publishes in window 0, warm
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(ls.scenario_by_id("S0348").scenario.to_json()))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["solve", str(one), "--policy", "dp", "--json"]) == 0
+    assert {s["path"] for s in json.loads(out.getvalue())["policies"]["dp"]["steps"]} == {None}
