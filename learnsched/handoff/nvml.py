@@ -35,6 +35,10 @@ T = TypeVar("T")
 # The deprecated ``pynvml`` PyPI package (and copies vendored by other tools) install a
 # module of the same name with different signatures; only nvidia-ml-py's file is trusted.
 OFFICIAL_DISTRIBUTION = "nvidia-ml-py"
+# The first release whose bindings have every call used here: 12.535.x define
+# nvmlDeviceGetComputeRunningProcesses_v3 but not the _v2 the fallback needs (read from
+# the 12.535.77-12.535.161 and 12.550.52 wheels' pynvml.py). Keep pyproject's pin equal.
+MIN_BINDINGS = "12.550.52"
 NVML_PSTATE_UNKNOWN = 32
 UUID_PREFIXES = ("GPU-", "MIG-")
 
@@ -60,7 +64,7 @@ def _official_pynvml() -> ModuleType:
         raise NvmlUnavailable(
             f"NVML is unavailable: the pynvml module at {module_file} is not the one from "
             f"{OFFICIAL_DISTRIBUTION} (uninstall the deprecated 'pynvml' package and "
-            f"pip install '{OFFICIAL_DISTRIBUTION}>=12.535.108')"
+            f"pip install '{OFFICIAL_DISTRIBUTION}>={MIN_BINDINGS}')"
         )
     module: ModuleType = pynvml
     return module
@@ -184,12 +188,13 @@ class DeviceMemory:
 
     @property
     def occupied(self) -> int:
-        """Bytes not free: ``used`` plus the reservation, the same under v1 and v2.
+        """Bytes not free: ``total - free``, the same under v1 and v2.
 
-        The v1 struct's ``used`` already includes the driver's reservation; the v2
-        struct reports it apart, so comparing raw ``used`` across versions is wrong.
+        The v1 struct's ``used`` includes the driver's reservation and the v2 struct's
+        does not, and drivers have differed in what they count in either; ``total`` and
+        ``free`` mean the same in both, so their difference is safe.
         """
-        return self.used + (self.reserved or 0) if self.version >= 2 else self.used
+        return self.total - self.free
 
 
 @dataclass(frozen=True)
@@ -283,7 +288,7 @@ class NvmlDevice:
         return _with_fallback(v2, v1)
 
     def processes(self) -> list[GpuProcess]:
-        """Compute processes on the device (v3 query, v2 on older drivers)."""
+        """Compute processes on the device (v3 query; v2 on drivers without the v3 entry)."""
         infos = _with_fallback(
             lambda: _call("nvmlDeviceGetComputeRunningProcesses_v3", self._handle),
             lambda: _call("nvmlDeviceGetComputeRunningProcesses_v2", self._handle),

@@ -196,7 +196,16 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 "enable_weights_cpu_backup": config.weights_backup,
                 "tp_size": 1,
                 "version": "sim",
-                "internal_states": [{"sleeping_tags": sorted(state.sleeping)}],
+                # Scheduler.get_internal_state: each pool's size in GiB, 2 decimals.
+                "internal_states": [
+                    {
+                        "memory_usage": {
+                            "weight": round(config.weights_mib / 1024, 2),
+                            "kvcache": round(config.kv_mib / 1024, 2),
+                            "token_capacity": int(config.kv_mib * 64),
+                        }
+                    }
+                ],  # fmt: skip
             }
 
         def _vllm_info(self, query: dict[str, list[str]]) -> dict[str, object]:
