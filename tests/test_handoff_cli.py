@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -11,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import cli, load_cost_profile, read_ledger
+from learnsched.cli import main
+from learnsched.handoff import load_cost_profile, read_ledger
 from learnsched.handoff.errors import NvmlUnavailable
 from learnsched.handoff.nvml import device_count
 from learnsched.testing import free_port
@@ -21,16 +21,8 @@ from engine_support import shell_command
 
 
 def run_probe(*argv: str) -> int:
-    """Parse and dispatch like ``learnsched.cli.main`` (bad input: status 2)."""
-    parser = argparse.ArgumentParser(prog="learnsched")
-    cli.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["probe", *argv])
-    try:
-        status: int = args.func(args)
-    except (ValueError, OSError) as err:
-        print(f"learnsched {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    return status
+    """Run ``learnsched probe ARGV`` through the real dispatcher; its exit status."""
+    return main(["probe", *argv])
 
 
 def has_gpu() -> bool:
