@@ -439,7 +439,7 @@ def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measureme
     note = (
         "the engine's processes' own device bytes (NVML per-process)"
         if basis == "engine-processes"
-        else "the whole device's used+reserved bytes (other processes included): NVML "
+        else "the whole device's occupied bytes, total - free (other processes included): NVML "
         "does not list the engine's processes with their memory"
     )
     return _measured(values, "GiB", device, note)
