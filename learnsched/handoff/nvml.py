@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .errors import NvmlError, NvmlUnavailable
+from .errors import DeviceMismatch, NvmlError, NvmlUnavailable
 
 __all__ = [
     "ClockReading",
@@ -395,8 +395,8 @@ def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
 
     Raises
     ------
-    ValueError
-        NVML has no device with that UUID.
+    DeviceMismatch
+        NVML has no device with that UUID (not bad input: the two see different GPUs).
     """
     text = torch_uuid.strip()
     candidates = [text] if text.startswith(UUID_PREFIXES) else [p + text for p in UUID_PREFIXES]
@@ -405,7 +405,10 @@ def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
             return open_device(candidate)
         except ValueError:
             continue
-    raise ValueError(f"cuda:{index} (UUID {text}): NVML lists no GPU with this UUID")
+    raise DeviceMismatch(
+        f"NVML is unavailable for cuda:{index}: it lists no GPU with torch's UUID {text} "
+        f"(NVML sees {device_count()} GPU(s); a MIG slice or a container may hide it)"
+    )
 
 
 def device_info(device: NvmlDevice | None) -> dict[str, str | None] | None:

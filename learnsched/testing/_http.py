@@ -205,7 +205,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                             "token_capacity": int(config.kv_mib * 64),
                         }
                     }
-                ],  # fmt: skip
+                ],
             }
 
         def _vllm_info(self, query: dict[str, list[str]]) -> dict[str, object]:
