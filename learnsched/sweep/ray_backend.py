@@ -11,16 +11,13 @@ import importlib
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any
 
 from .._checks import integer
 from .rows import Rows, solve_rows
 from .spec import SweepSpec
 from .store import Chunk
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["RayBackend"]
 
@@ -72,15 +69,8 @@ class RayBackend:
         self.workers = workers if workers is not None else max(cpus, 1)
         self._solve = self.ray.remote(num_cpus=1)(solve_rows)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop the local Ray this backend started (a cluster it joined keeps running)."""
         if self._started:
             self.ray.shutdown()
 
