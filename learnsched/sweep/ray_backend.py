@@ -7,7 +7,6 @@ identical bit for bit; every node needs the same learnsched installed.
 
 from __future__ import annotations
 
-import importlib
 import json
 import statistics
 import time
@@ -17,6 +16,7 @@ from types import ModuleType
 from typing import Any
 
 from .._checks import integer
+from .._extras import require
 from .rows import Rows, solve_rows
 from .spec import SweepSpec, parse_spec
 from .store import Chunk
@@ -27,13 +27,6 @@ __all__ = ["RayBackend"]
 # enough that finished rows do not pile up in the object store.
 IN_FLIGHT_PER_WORKER = 2
 OVERHEAD_SAMPLES = 5
-
-
-def _ray() -> ModuleType:
-    try:
-        return importlib.import_module("ray")
-    except ImportError as err:
-        raise ImportError("--backend ray needs Ray: pip install 'learnsched[ray]'") from err
 
 
 def _noop() -> None:
@@ -68,7 +61,7 @@ class RayBackend:
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        self.ray = _ray()
+        self.ray: ModuleType = require("ray", "ray")
         if workers is not None:
             integer("workers", workers, low=1)
         self._started = False
