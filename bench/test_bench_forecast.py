@@ -49,9 +49,7 @@ def sampled_calendars(
     return [tuple((a, b) for a, b in calendar) for calendar in pairs]
 
 
-def rollout_decision(
-    samples: list[tuple[tuple[float, float], ...]], threads: int = 1
-) -> ls.Action:
+def rollout_decision(samples: list[tuple[tuple[float, float], ...]], threads: int = 1) -> ls.Action:
     model = ForecastDecision(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
     return model.decide(0, 0, False, "rollout")
 
@@ -82,7 +80,7 @@ def test_rollout_decision_python_reference(benchmark: Benchmark) -> None:
         iterations=1,
     )
     got = rollout_decision(samples)
-    assert (got.name, got.quanta, got.checkpoint) == want
+    assert (got.name, got.quanta, got.checkpoint, got.cold) == want
 
 
 def online_spec(calendars: int, n: int) -> list[dict[str, Any]]:

@@ -49,6 +49,15 @@ def test_exact_steps_are_the_papers_plan(s0348: ls.Scenario) -> None:
     assert outcome["costed_window"].checkpoints == 1
 
 
+@settings(max_examples=80, deadline=None)
+@given(scenario=scenarios(max_windows=5, two_path=True))
+def test_exact_forecast_is_the_paper_with_two_recovery_paths(scenario: ls.Scenario) -> None:
+    outcome = run_calendar(OnlineCase.exact(scenario), np.random.default_rng(0))
+    for name in FORECAST_NAMES:
+        assert outcome[name].steps == ls.solve(scenario, name).steps
+    assert outcome["clairvoyant"].value == ls.solve(scenario, "dp").value
+
+
 def repeated(scenario: ls.Scenario, n: int) -> OnlineCase:
     return OnlineCase(scenario, SampleForecaster([scenario.windows] * n), samples=n)
 

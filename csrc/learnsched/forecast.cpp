@@ -79,7 +79,7 @@ bool same_candidate(const Scenario& a, const Scenario& b) {
            a.benefit_rate == b.benefit_rate && a.horizon_s == b.horizon_s &&
            a.costs.recovery_s == b.costs.recovery_s &&
            a.costs.residency_rate == b.costs.residency_rate && a.costs.save_s == b.costs.save_s &&
-           a.costs.load_s == b.costs.load_s;
+           a.costs.load_s == b.costs.load_s && a.costs.cold_recovery_s == b.costs.cold_recovery_s;
 }
 
 }  // namespace
@@ -187,7 +187,7 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
                                costed_window_action(acc_, window_values_, state));
         case Policy::Dp:  // Eq. D.2 with the expected optimal continuation
             require(needs_.optimal);
-            return best_action(acc_, optimal_values_, state, never_action(state));
+            return best_action(acc_, optimal_values_, state, never_action(acc_, state));
         default: break;
     }
     unsupported(policy);

@@ -24,7 +24,7 @@ from .. import _core
 from .._checks import integer
 from ..plan import Step
 from ..scenario import Scenario
-from ..solver import Model, Policy
+from ..solver import ActionKind, Model, Policy
 from .decision import FORECAST_POLICIES, ForecastDecision, SampleTables, sample_tables
 from .forecast import Calendar, ExactForecaster, Forecaster, calendar
 
@@ -141,6 +141,7 @@ def run_calendar(
     steps: dict[Policy, list[Step]] = {p: [] for p in FORECAST_POLICIES}
     live = list(FORECAST_POLICIES)
     tables = _fixed_tables(case, integer("threads", threads, low=1))
+    two_path = scenario.costs.cold_recovery_s is not None  # steps name their return path
     for k, window in enumerate(scenario.windows):
         if not live:
             break
@@ -154,8 +155,8 @@ def run_calendar(
             s = states[policy]
             action = decision.decide(s.progress, s.durable, s.active, policy)
             segment = decision.take(s.progress, s.durable, s.active, action)
-            steps[policy].append(replace(Step.from_core(segment), window=k))
-            if action.kind in (_core.ActionKind.PUBLISH, _core.ActionKind.ABANDON):
+            steps[policy].append(replace(Step.from_core(segment, two_path), window=k))
+            if action.kind in (ActionKind.PUBLISH, ActionKind.ABANDON):
                 live.remove(policy)
             else:
                 states[policy] = segment.next
