@@ -110,8 +110,9 @@ def _fixed_tables(case: OnlineCase, threads: int) -> SampleTables | None:
     fixed = case.forecaster.fixed(case.samples)
     if fixed is None:
         return None
-    truncated = [tuple(w for w in c if w[0] < case.until_s) for c in fixed]
-    return sample_tables(case.scenario, truncated, FORECAST_POLICIES, threads)
+    if math.isfinite(case.until_s):  # as sample() would cut them
+        fixed = [tuple(w for w in c if w[0] < case.until_s) for c in fixed]
+    return sample_tables(case.scenario, fixed, FORECAST_POLICIES, threads)
 
 
 def _outcome(steps: list[Step]) -> PolicyOutcome:
