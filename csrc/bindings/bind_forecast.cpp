@@ -48,20 +48,14 @@ std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) 
     return out;
 }
 
-std::unique_ptr<ForecastModel> make_forecast(const Scenario& current, const Windows& windows,
-                                             const Offsets& offsets,
-                                             const std::vector<Policy>& policies, int threads) {
+// ForecastModel or SampleTables from the compressed samples, built without the GIL.
+template <class Built>
+std::unique_ptr<Built> from_samples(const Scenario& scenario, const Windows& windows,
+                                    const Offsets& offsets, const std::vector<Policy>& policies,
+                                    int threads) {
     const std::vector<Calendar> samples = calendars(windows, offsets);
     py::gil_scoped_release release;  // pure C++ from here: O(N*K*J) tables on threads
-    return std::make_unique<ForecastModel>(current, samples, policies, threads);
-}
-
-std::unique_ptr<SampleTables> make_tables(const Scenario& candidate, const Windows& windows,
-                                          const Offsets& offsets,
-                                          const std::vector<Policy>& policies, int threads) {
-    const std::vector<Calendar> samples = calendars(windows, offsets);
-    py::gil_scoped_release release;  // pure C++ from here: O(N*K*J) tables on threads
-    return std::make_unique<SampleTables>(candidate, samples, policies, threads);
+    return std::make_unique<Built>(scenario, samples, policies, threads);
 }
 
 }  // namespace
@@ -69,7 +63,7 @@ std::unique_ptr<SampleTables> make_tables(const Scenario& candidate, const Windo
 void bind_forecast(py::module_& m) {
     py::class_<SampleTables>(m, "SampleTables",
                              "Continuation tables of N sampled calendars, built once.")
-        .def(py::init(&make_tables), py::arg("candidate"), py::arg("windows"),
+        .def(py::init(&from_samples<SampleTables>), py::arg("candidate"), py::arg("windows"),
              py::arg("offsets"), py::arg("policies"), py::arg("threads") = 1,
              "candidate: the work, benefit and costs (its windows are not used); sample i is "
              "windows[offsets[i]:offsets[i+1]], a full calendar.")
@@ -77,8 +71,8 @@ void bind_forecast(py::module_& m) {
 
     py::class_<ForecastModel>(m, "ForecastModel",
                               "Decisions at the current window from N sampled continuations.")
-        .def(py::init(&make_forecast), py::arg("current"), py::arg("windows"), py::arg("offsets"),
-             py::arg("policies"), py::arg("threads") = 1,
+        .def(py::init(&from_samples<ForecastModel>), py::arg("current"), py::arg("windows"),
+             py::arg("offsets"), py::arg("policies"), py::arg("threads") = 1,
              "current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]], "
              "all after the current window.")
         .def(py::init<const Scenario&, const SampleTables&>(), py::arg("current"),

@@ -24,43 +24,23 @@ __all__ = ["register"]
 DEFAULT_SERVICE = ServiceModel()
 
 
+# (flag, default, metavar, help) of the seconds-and-rates options both commands share.
+_TRACE_OPTIONS: tuple[tuple[str, float | None, str, str], ...] = (
+    ("--prefill-rate", DEFAULT_SERVICE.prefill_tokens_per_s, "TOK/S", "prompt tokens per second"),
+    ("--decode-rate", DEFAULT_SERVICE.decode_tokens_per_s, "TOK/S", "output tokens/s, batched"),
+    ("--request-s", None, "S", "every request takes S seconds instead of the token rates"),
+    ("--slo-s", DEFAULT_SERVICE.slo_s, "S", "latency budget beyond a request's service time"),
+    ("--rate", 1.0, "WORK/S", "service rate, work units per second"),
+    ("--min-useful-s", DEFAULT_MIN_USEFUL_S, "S", "keep windows with S seconds before reclaim"),
+)
+
+
 def _add_trace_options(parser: argparse.ArgumentParser) -> None:
     """The service model and window options shared by both commands."""
     group = parser.add_argument_group("service model (Azure traces) and windows")
-    group.add_argument(
-        "--prefill-rate",
-        type=float,
-        default=DEFAULT_SERVICE.prefill_tokens_per_s,
-        metavar="TOK/S",
-        help="prompt tokens per second (default %(default)g)",
-    )
-    group.add_argument(
-        "--decode-rate",
-        type=float,
-        default=DEFAULT_SERVICE.decode_tokens_per_s,
-        metavar="TOK/S",
-        help="output tokens per second, batched (default %(default)g)",
-    )
-    group.add_argument(
-        "--request-s", type=float, metavar="S", help="every request takes S seconds instead"
-    )
-    group.add_argument(
-        "--slo-s",
-        type=float,
-        default=DEFAULT_SERVICE.slo_s,
-        metavar="S",
-        help="latency budget beyond a request's own service time (default %(default)g)",
-    )
-    group.add_argument(
-        "--rate", type=float, default=1.0, help="service rate, work units per second (default 1)"
-    )
-    group.add_argument(
-        "--min-useful-s",
-        type=float,
-        default=DEFAULT_MIN_USEFUL_S,
-        metavar="S",
-        help="keep windows with at least S seconds before the reclaim (default %(default)g)",
-    )
+    for flag, default, metavar, text in _TRACE_OPTIONS:
+        shown = "" if default is None else " (default %(default)g)"
+        group.add_argument(flag, type=float, default=default, metavar=metavar, help=text + shown)
     group.add_argument(
         "--sort", action="store_true", help="sort out-of-order trace rows instead of refusing"
     )
