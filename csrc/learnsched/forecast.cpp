@@ -108,22 +108,25 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
 void SampleTables::build(std::size_t i, const Calendar& calendar) {
     const int J = candidate_.work_quanta;
     Sample& out = samples_[i];
-    const int K = static_cast<int>(calendar.size());
     // An empty sample keeps one all-zero row: no later window, every continuation is 0.
     out.window = out.reference = out.optimal = ValueTable(0, J);
     if (calendar.empty()) return;
     const SegmentAccounting acc(sample_scenario(candidate_, calendar, i));
     out.starts.reserve(calendar.size());
     for (const Window& w : calendar) out.starts.push_back(w.start_s);
+    // Built in locals and moved in: Costed Window reads V_G while V^pi0 is filled.
+    const int K = acc.window_count();
+    ValueTable window(needs_.window ? K : 0, J);
     if (needs_.window) {
-        out.window = ValueTable(K, J);
-        evaluate_policy(acc, out.window, [&](const State& s) { return window_action(acc, s); });
+        evaluate_policy(acc, window, [&](const State& s) { return window_action(acc, s); });
     }
     if (needs_.reference) {
-        out.reference = ValueTable(K, J);
-        evaluate_policy(acc, out.reference,
-                        [&](const State& s) { return costed_window_action(acc, out.window, s); });
+        ValueTable reference(K, J);
+        evaluate_policy(acc, reference,
+                        [&](const State& s) { return costed_window_action(acc, window, s); });
+        out.reference = std::move(reference);
     }
+    out.window = std::move(window);
     if (needs_.optimal) out.optimal = optimal_values(acc);
 }
 

@@ -9,6 +9,7 @@ released, and scores the current window's actions by ``R(a) + mean_i V_i(s')``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -30,10 +31,13 @@ SampleTables = _core.SampleTables
 
 def _packed(calendars: Sequence[Calendar]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
     """Calendars as the core takes them: all windows (M, 2) and N + 1 offsets."""
-    flat = [w for c in calendars for w in c]
-    windows = np.array(flat, dtype=np.float64).reshape(len(flat), 2)
+    counts = [len(c) for c in calendars]
+    total = sum(counts)
+    # One pass over the numbers (a decision's packing would otherwise rival its tables).
+    numbers = chain.from_iterable(chain.from_iterable(calendars))
+    windows = np.fromiter(numbers, dtype=np.float64, count=2 * total).reshape(total, 2)
     offsets = np.zeros(len(calendars) + 1, dtype=np.int64)
-    np.cumsum([len(c) for c in calendars], out=offsets[1:])
+    np.cumsum(counts, out=offsets[1:])
     return windows, offsets
 
 
