@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ._figures import pyplot, save_figure
 from .plan import Plan
-from .scenario import Scenario
+from .scenario import Recovery, Scenario
 from .summary import GridSummary
 
 __all__ = ["plot_grid_summary", "plot_plans"]
@@ -88,7 +88,7 @@ def plot_grid_summary(summary: GridSummary, path: str | os.PathLike[str]) -> Non
         gaps.text(summary.mean_gap[n], y, f" {summary.mean_gap[n]:.3f}", va="center", fontsize=8)
 
     calendars = list(dict.fromkeys(k.split("/")[0] for k in summary.wins_by_calendar))
-    for offset, recovery in ((-0.2, "warm"), (0.2, "cold")):
+    for offset, recovery in ((-0.2, Recovery.WARM), (0.2, Recovery.COLD)):
         counts = [summary.wins_by_calendar.get(f"{c}/{recovery}", 0) for c in calendars]
         wins.bar([i + offset for i in range(len(calendars))], counts, width=0.4, label=recovery)
     wins.set_xticks(range(len(calendars)), [c.replace("_", "-") for c in calendars], rotation=20)

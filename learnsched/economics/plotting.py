@@ -31,7 +31,7 @@ def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str])
 
     Raises
     ------
-    ValueError
+    MissingExtra
         matplotlib is not installed.
     """
     plt = pyplot()
