@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._extras import MissingExtra
+from .._extras import MissingExtra, install_hint
 
-__all__ = ["DeviceMismatch", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = ["DeviceMismatch", "GpuExtraMissing", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
 
 
 class HandoffProbeError(RuntimeError):
@@ -27,8 +27,12 @@ class DeviceMismatch(NvmlUnavailable):
     """
 
 
-def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
+class GpuExtraMissing(HandoffProbeError, MissingExtra):
+    """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
+def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:
     """The error for an optional dependency that is not installed."""
-    return HandoffProbeError(
-        f"{module} is not installed ({err}); install the GPU extra: pip install 'learnsched[gpu]'"
+    return GpuExtraMissing(
+        f"{module} is not installed ({err}); install the GPU extra: {install_hint('gpu')}"
     )

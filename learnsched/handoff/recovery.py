@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 
 from .._checks import integer, nonnegative
+from ..scenario import Recovery
 from .endpoint import ServingEndpoint
 from .engines import VLLM_SLEEP_LEVELS
 from .errors import HandoffProbeError
@@ -239,4 +240,4 @@ def measure_warm_recovery(
         endpoint, stamps, Deadline(timeout_s, f"{endpoint.url} after resume"), poll_s, max_tokens
     )
     phases.mark("resumed")
-    return phases.run("warm", endpoint.engine, stamps, release)
+    return phases.run(Recovery.WARM, endpoint.engine, stamps, release)
