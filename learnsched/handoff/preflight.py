@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import nonnegative, positive
-from .engines import HttpStatusError, ServingEndpoint
+from .endpoint import HttpStatusError, ServingEndpoint
 from .errors import HandoffProbeError
 
 __all__ = [

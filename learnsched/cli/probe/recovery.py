@@ -11,7 +11,8 @@ from typing import Any
 from ..._checks import integer, nonnegative, positive
 from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
-from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS, ServingEndpoint
+from ...handoff.endpoint import ServingEndpoint
+from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS
 from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
