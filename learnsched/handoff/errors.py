@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from .._extras import MissingExtra
 
-__all__ = ["DeviceMismatch", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = [
+    "DeviceMismatch",
+    "EngineBusy",
+    "HandoffProbeError",
+    "NvmlError",
+    "NvmlUnavailable",
+    "RecoveryFailed",
+    "ServerConfigError",
+]
 
 
 class HandoffProbeError(RuntimeError):
@@ -25,6 +33,30 @@ class DeviceMismatch(NvmlUnavailable):
     Not bad input (the user named a valid device): the two libraries see different
     devices, e.g. a MIG slice or a container's view (CLI: exit 3, like NVML missing).
     """
+
+
+class ServerConfigError(HandoffProbeError):
+    """The server was started without a flag the park needs; the message names it."""
+
+
+class EngineBusy(HandoffProbeError):
+    """The engine still ran or queued requests when the park was due."""
+
+
+class RecoveryFailed(HandoffProbeError):
+    """A recovery that came back wrong (e.g. without its weights); it is still recorded.
+
+    Parameters
+    ----------
+    message
+        The reason, e.g. ``"weights not restored: ..."``.
+    run
+        The measured recovery, with :attr:`~.phases.RecoveryRun.failure` set.
+    """
+
+    def __init__(self, message: str, run: object) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
