@@ -362,13 +362,13 @@ class _Terminal(io.StringIO):
 
 def test_progress_shows_rate_eta_and_a_note() -> None:
     stream = _Terminal()
-    with Progress(100, "scenarios", delay_s=0.0, stream=stream, done=40) as bar:
+    with Progress(100, "sweep", 0.0, stream, done=40, unit="scenarios") as bar:
         time.sleep(0.01)
         bar.advance(20, "points 3/5")
     text = stream.getvalue()
-    assert "scenarios [" in text
+    assert "sweep [" in text
     assert "60/100 points 3/5, " in text
-    assert "/s, ETA " in text
+    assert " scenarios/s, ETA " in text
     assert text.endswith("\n")
 
 

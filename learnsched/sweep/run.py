@@ -252,7 +252,8 @@ def _solve(
     for chunk in todo:
         per_point -= np.bincount(np.arange(chunk.start, chunk.stop) // n, minlength=n_points)
     delay_s = 0.5 if progress else math.inf
-    with Progress(total, "scenarios", delay_s, done=total - sum(map(len, todo))) as bar:
+    before = total - sum(map(len, todo))
+    with Progress(total, "sweep", delay_s, done=before, unit="scenarios") as bar:
 
         def done(chunk: Chunk, rows: Rows) -> None:
             store.write(chunk, rows)
