@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _core
 from learnsched.cli import main
+from learnsched.solver import ScoreNoise
 
 import reference
 from strategies import scenarios, to_reference
@@ -25,7 +26,7 @@ from strategies import scenarios, to_reference
 TOL = 1e-9
 
 
-def bounded_noise(epsilon: float, seed: int) -> ls.ScoreNoise:
+def bounded_noise(epsilon: float, seed: int) -> ScoreNoise:
     """A deterministic score error in [-epsilon, epsilon] per (state, action)."""
 
     def noise(state: _core.State, action: _core.Action) -> float:

@@ -59,25 +59,6 @@ def test_core_equals_the_reference_on_two_path_scenarios(
         assert close(a.cost.residency, b.residency)
 
 
-@settings(max_examples=60, deadline=None)
-@given(scenarios(max_windows=4, max_quanta=30, two_path=True))
-def test_every_state_matches_the_reference_over_both_paths(scenario: ls.Scenario) -> None:
-    model = ls.Model(scenario)
-    ref = to_reference(scenario)
-    for k in range(len(scenario.windows)):
-        for pbar in range(scenario.work_quanta + 1):
-            state = (k, pbar, pbar, False)
-            assert close(model.optimal_value(*state), reference.state_value(ref, "dp", state))
-            assert close(
-                model.reference_value(*state), reference.state_value(ref, "costed_window", state)
-            )
-            for policy in ls.ALL_POLICIES:
-                a = model.decide(*state, policy=policy)
-                assert (a.name, a.quanta, a.checkpoint, a.cold) == reference.policy_action(
-                    ref, policy.value, state
-                ), (state, policy)
-
-
 @settings(max_examples=200, deadline=None)
 @given(scenarios(two_path=True))
 def test_the_choice_never_loses_to_either_fixed_path_under_dp(scenario: ls.Scenario) -> None:
