@@ -161,6 +161,11 @@ def test_the_core_guards_itself() -> None:
     with pytest.raises(ValueError, match="score noise must be finite"):
         model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: math.nan)
     with pytest.raises(ValueError, match="epsilon must be >= 0"):
+        model.decide_guarded(0, 0, 0, False, math.nan)
+    assert model.decide_guarded(0, 0, 0, False) == model.decide(
+        0, 0, 0, False, _core.Policy.ROLLOUT
+    )
+    with pytest.raises(ValueError, match="epsilon must be >= 0"):
         _core.solve_batch(
             [ls.scenario_by_id("S0348").scenario.to_core()], [_core.Policy.GUARDED], 1, -1.0
         )

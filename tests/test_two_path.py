@@ -6,8 +6,10 @@ import contextlib
 import io
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -171,3 +173,19 @@ def test_solve_json_names_each_steps_path(tmp_path: Path) -> None:
     with contextlib.redirect_stdout(out):
         assert main(["solve", str(one), "--policy", "dp", "--json"]) == 0
     assert {s["path"] for s in json.loads(out.getvalue())["policies"]["dp"]["steps"]} == {None}
+
+
+def test_an_unusable_cold_path_changes_nothing_bit_for_bit() -> None:
+    """A cold path too slow for every window leaves every grid value exactly as one path."""
+    grid = ls.paper_grid()
+    one = [g.scenario for g in grid.scenarios]
+    two = [
+        s.with_costs(
+            ls.HandoffCosts.choice(s.costs, replace(s.costs, recovery_s=1e4, residency_rate=0.0))
+        )
+        for s in one
+    ]
+    a = ls.solve_batch(one, ls.ALL_POLICIES, threads=2)
+    b = ls.solve_batch(two, ls.ALL_POLICIES, threads=2)
+    for field in ("value", "benefit", "publish_s", "cost"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
