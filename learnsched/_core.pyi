@@ -317,9 +317,13 @@ class Model:
     """
     def __init__(self, scenario: Scenario) -> None:
         ...
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
         """
-        The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise (state, action) -> s-eq. are the guarded policy's.
+        The policy's action in a validated state; O(J).
+        """
+    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+        """
+        The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.
         """
     def optimal_value(self, state: State) -> float:
         """
