@@ -38,11 +38,7 @@ Model::Model(Scenario scenario)
 }
 
 Action Model::costed_window_action(const State& s) const {
-    const double go = state_value(acc_, window_values_, s,
-                                  [&](const State& x) { return window_action(acc_, x); });
-    // V_ab: abandoning pays the cheapest return (never_action's path).
-    const double stop = s.active ? acc_.reward(s, never_action(acc_, s)) : 0.0;
-    return strictly_greater(go, stop) ? window_action(acc_, s) : decline_action(acc_, s);
+    return learnsched::costed_window_action(acc_, window_values_, s);
 }
 
 Action Model::guarded_action(const State& s, const Guard& guard) const {

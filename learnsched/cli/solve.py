@@ -79,6 +79,12 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
         metavar="PROFILE",
         help="plan with the handoff costs of a cost profile (learnsched probe ... --out)",
     )
+    parser.add_argument(
+        "--base",
+        metavar="NAME",
+        help="fill what --costs PROFILE lacks from a named profile ('paper': the paper's "
+        "A100 figures), saying which number came from where",
+    )
 
 
 def _profile_costs(
@@ -86,14 +92,31 @@ def _profile_costs(
 ) -> dict[str, HandoffCosts] | None:
     """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
 
-    Only those paths are read, so a profile that measured only one of them still serves.
+    Only those paths are read, so a profile that measured only one of them still serves;
+    with ``--base NAME`` what the profile lacks comes from that named profile, and one line
+    on stderr says which quantity came from where (``args.costs_from`` keeps it).
     """
+    args.costs_from = None
     if args.costs is None:
+        if args.base is not None:
+            raise ValueError("--base NAME fills a partial --costs PROFILE; give --costs too")
         return None
     # The handoff wing loads only for --costs: plain `learnsched grid` never pays for it.
-    from ..handoff import load_cost_profile
+    from ..handoff.profile import base_profile, costs_quantities, load_cost_profile, provenance
 
     profile = load_cost_profile(args.costs)
+    if args.base is not None:
+        base = base_profile(args.base)
+        used = [q for r in recoveries for q in costs_quantities(r)]
+        args.costs_from = provenance(
+            profile, args.costs, base, args.base, list(dict.fromkeys(used))
+        )
+        profile = profile.filled_from(base)
+        by_source: dict[str, list[str]] = {}
+        for name, source in args.costs_from.items():
+            by_source.setdefault(source, []).append(name)
+        said = "; ".join(f"{', '.join(names)} from {src}" for src, names in by_source.items())
+        print(f"costs: {said}", file=sys.stderr)
     return {recovery: profile.handoff_costs(recovery) for recovery in recoveries}
 
 
@@ -189,7 +212,8 @@ def run_grid(args: argparse.Namespace) -> int:
 
         plot_grid_summary(summary, args.plot)
     if args.json:
-        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds})
+        extra = {} if args.costs_from is None else {"costs_from": args.costs_from}
+        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds, **extra})
     else:
         print(grid_table(summary, paper, seconds))
     return 0
