@@ -30,7 +30,7 @@ __all__ = [
 PAPER_PARKED_GIB = 6.383  # App. D.2: incremental host PSS of warm recovery, GiB
 STRICT_GAIN = 1e-9  # s-eq.: the solver's tie tolerance
 # The paper's price, then the prices at which the choice starts to matter.
-PRICES = (0.01, 0.1, 0.3, 1.0)
+PRICES = (0.01, 0.1, 0.2, 1.0)
 
 
 @dataclass(frozen=True)
