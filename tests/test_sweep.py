@@ -431,7 +431,6 @@ def test_a_local_sweep_imports_neither_ray_nor_pyarrow(tmp_path: Path) -> None:
 class _ModelBackend:
     """A backend whose tasks take exactly ``fixed_s + rows * row_s`` (no work is done)."""
 
-    name = "model"
     workers = 2
 
     def __init__(self, fixed_s: float, row_s: float) -> None:

@@ -46,7 +46,6 @@ WRITE_SAMPLES = 3
 class Backend(Protocol):
     """What :func:`sweep` needs of a backend (threads here, or Ray tasks)."""
 
-    name: str
     workers: int
 
     def time_task(self, spec: SweepSpec, start: int, stop: int) -> float: ...
