@@ -82,7 +82,7 @@ def _costs(
 
 
 @cache
-def _grid_costs(point: Point, recovery: str) -> _core.HandoffCosts:
+def _grid_costs(point: Point, recovery: Recovery) -> _core.HandoffCosts:
     """The handoff costs of a grid recovery path at a point (shared by 960 scenarios)."""
     return _costs(GridConfig().costs(recovery), dict(point), f"{recovery}_recovery_s")
 
