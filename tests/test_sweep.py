@@ -267,7 +267,7 @@ KILL_SPEC = {
     "vary": {"cold_recovery_s": [10.0 * i for i in range(8)]},
     "policies": ["costed_window", "rollout"],
 }
-KILL_CHUNK_ROWS = 32
+KILL_CHUNK_ROWS = 16  # 960 chunks: the kill lands long before the end
 
 
 def _chunk_files(out: Path) -> set[str]:
@@ -287,7 +287,7 @@ def test_kill_9_then_rerun_gives_the_uninterrupted_file(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while len(_chunk_files(out)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.005)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(timeout=60)
@@ -431,7 +431,6 @@ def test_a_local_sweep_imports_neither_ray_nor_pyarrow(tmp_path: Path) -> None:
 class _ModelBackend:
     """A backend whose tasks take exactly ``fixed_s + rows * row_s`` (no work is done)."""
 
-    name = "model"
     workers = 2
 
     def __init__(self, fixed_s: float, row_s: float) -> None:
@@ -444,21 +443,22 @@ class _ModelBackend:
 
 
 @pytest.mark.parametrize(
-    ("fixed_s", "row_s", "sizes"),
+    ("fixed_s", "row_s", "total", "sizes"),
     [
-        (3e-3, 25e-6, [1, 1, 1, 1, 4, 16, 64, 256, 1024, 4096]),  # small rows: up to 4096
-        (3e-3, 7e-3, [1, 1, 1, 1, 4, 16]),  # large rows: 16 rows pass 50 ms
+        (3e-3, 25e-6, 10**6, [1, 1, 1, 1, 4, 16, 64, 256, 1024, 4096, 4096]),  # up to 4096 rows
+        (3e-3, 25e-6, 9600, [1, 1, 1, 1, 4, 16, 64, 256, 300, 300]),  # at most 1/32 of the sweep
+        (3e-3, 7e-3, 9600, [1, 1, 1, 1, 4, 16, 16]),  # large rows: 16 rows pass 50 ms
     ],
 )
 def test_task_cost_is_measured_on_the_backend(
-    fixed_s: float, row_s: float, sizes: list[int]
+    fixed_s: float, row_s: float, total: int, sizes: list[int]
 ) -> None:
     from learnsched.sweep.run import _task_cost
 
     backend = _ModelBackend(fixed_s, row_s)
-    fixed, per_row = _task_cost(parse_spec(COLD_SPEC), backend, 9600)  # type: ignore[arg-type]
+    fixed, per_row = _task_cost(parse_spec(COLD_SPEC), backend, total)  # type: ignore[arg-type]
     assert backend.sizes == sizes
     assert fixed == pytest.approx(fixed_s)
     assert per_row == pytest.approx(row_s)
-    rows = choose_chunk_rows(per_row, fixed, 9600, backend.workers)
+    rows = choose_chunk_rows(per_row, fixed, total, backend.workers)
     assert fixed <= 0.1 * rows * per_row * (1 + 1e-9)

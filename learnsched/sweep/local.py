@@ -28,8 +28,6 @@ class LocalBackend:
         Threads (default: one per CPU).
     """
 
-    name = "local"
-
     def __init__(self, workers: int | None = None) -> None:
         self.workers = integer(
             "workers", workers if workers is not None else os.cpu_count() or 1, low=1

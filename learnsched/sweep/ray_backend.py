@@ -52,8 +52,6 @@ class RayBackend:
         unless given.
     """
 
-    name = "ray"
-
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         self.ray: ModuleType = require("ray", "ray")
         if workers is not None:

@@ -30,10 +30,12 @@ BACKENDS = ("local", "ray")
 # most this share of its solve time.
 MAX_OVERHEAD_SHARE = 0.1
 # Chunk sizing probes: repeats of the one-row task, the time a larger probe must reach,
-# and its largest size.
+# its largest size, and the share of the sweep's rows it may take at most (probe rows
+# are solved again in their chunks).
 PROBE_REPEATS = 3
 PROBE_S = 0.05
 MAX_PROBE_ROWS = 4096
+MAX_PROBE_SHARE = 1 / 32
 # Chunks per worker when the sweep is small enough to split finer than the overhead
 # bound needs: keeps every worker busy to the end and a kill costs little.
 CHUNKS_PER_WORKER = 4
@@ -44,7 +46,6 @@ WRITE_SAMPLES = 3
 class Backend(Protocol):
     """What :func:`sweep` needs of a backend (threads here, or Ray tasks)."""
 
-    name: str
     workers: int
 
     def time_task(self, spec: SweepSpec, start: int, stop: int) -> float: ...
@@ -145,16 +146,19 @@ def _task_cost(spec: SweepSpec, backend: Backend, total_rows: int) -> tuple[floa
 
     A one-row task (warmed once, quickest of a few) gives the fixed cost plus one row; a
     task four times larger each round until it takes ``PROBE_S`` (or holds
-    ``MAX_PROBE_ROWS`` rows) gives the per-row slope, transfer of its rows included.
+    ``MAX_PROBE_ROWS`` rows, or ``MAX_PROBE_SHARE`` of the sweep), the quicker of two
+    runs, gives the per-row slope, transfer of its rows included.
     """
     backend.time_task(spec, 0, 1)  # starts workers and fills their caches
     one = min(backend.time_task(spec, 0, 1) for _ in range(PROBE_REPEATS))
+    largest = max(1, min(MAX_PROBE_ROWS, int(total_rows * MAX_PROBE_SHARE)))
     rows, elapsed = 1, one
-    while elapsed - one < PROBE_S and rows < min(total_rows, MAX_PROBE_ROWS):
-        rows = min(rows * 4, total_rows, MAX_PROBE_ROWS)
+    while elapsed - one < PROBE_S and rows < largest:
+        rows = min(rows * 4, largest)
         elapsed = backend.time_task(spec, 0, rows)
     if rows == 1:
         return 0.0, one
+    elapsed = min(elapsed, backend.time_task(spec, 0, rows))  # once more: a busy machine
     row_s = max(elapsed - one, 0.0) / (rows - 1)
     return max(one - row_s, 0.0), row_s
 
