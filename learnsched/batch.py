@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._checks import integer
 from .scenario import Scenario
-from .solver import ALL_POLICIES, Policy, core_policy
+from .solver import ALL_POLICIES, Policy, core_policy, guard_epsilon, parse_policies
 
 __all__ = ["BatchResult", "solve_batch"]
 
@@ -48,9 +48,10 @@ class BatchResult:
 
 def solve_batch(
     scenarios: Sequence[Scenario],
-    policies: Iterable[str | Policy] = ALL_POLICIES,
+    policies: str | Iterable[str | Policy] = ALL_POLICIES,
     threads: int = 1,
     progress: Callable[[int], None] | None = None,
+    epsilon: float = 0.0,
 ) -> BatchResult:
     """Solve every scenario under every policy in C++ with the GIL released.
 
@@ -59,13 +60,22 @@ def solve_batch(
     scenarios
         Scenarios to solve; all are validated before any work starts.
     policies
-        Policies (names or :class:`Policy`), all six by default.
+        One policy name (``"dp"``) or several (names or :class:`Policy`); all six by
+        default.
     threads
         Worker threads (at most one per scenario; each holds one model's tables at a
         time); results are identical for any count.
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
+    epsilon
+        Score-error bound of ``guarded`` (exact scores), s-eq.; ``>= 0``, ``inf`` allowed.
+
+    Returns
+    -------
+    BatchResult
+        Values, benefits and costs in s-eq. and publication times in seconds, one row per
+        scenario and one column per policy.
 
     Raises
     ------
@@ -75,7 +85,8 @@ def solve_batch(
         ``threads`` is not an integer.
     """
     threads = integer("threads", threads, low=1)
-    names = tuple(Policy.parse(p) for p in policies)
+    epsilon = guard_epsilon(epsilon)
+    names = parse_policies(policies)
     if not names:
         raise ValueError("policies must name at least one policy")
     core_policies = [core_policy(p) for p in names]
@@ -83,7 +94,9 @@ def solve_batch(
     step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
     chunks = []
     for start in range(0, max(len(core_scenarios), 1), step):
-        chunk = _core.solve_batch(core_scenarios[start : start + step], core_policies, threads)
+        chunk = _core.solve_batch(
+            core_scenarios[start : start + step], core_policies, threads, epsilon
+        )
         if progress is not None:
             progress(len(chunk["value"]))
         chunks.append(chunk)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from . import _core
+from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
 
@@ -75,6 +76,9 @@ class Step:
         ``Phi(t_p)`` in s-eq. if this step publishes, else 0.
     progress, durable
         Completed and durable quanta at the next window.
+    path
+        ``"warm"`` or ``"cold"``: the recovery path this step returned by, in a scenario
+        offering both; ``None`` for a wait or when the scenario offers one path.
     """
 
     window: int
@@ -88,6 +92,7 @@ class Step:
     benefit: float
     progress: int
     durable: int
+    path: Recovery | None = None
 
     @property
     def value(self) -> float:
@@ -95,8 +100,9 @@ class Step:
         return self.benefit - self.cost.total
 
     @classmethod
-    def from_core(cls, seg: _core.Segment) -> Step:
-        """Copy one of the core's segments."""
+    def from_core(cls, seg: _core.Segment, two_path: bool = False) -> Step:
+        """Copy one of the core's segments (``two_path``: its scenario offers both paths)."""
+        returned = two_path and seg.action.kind != _core.ActionKind.WAIT
         return cls(
             window=seg.window,
             action=seg.action.name,
@@ -109,6 +115,7 @@ class Step:
             benefit=seg.benefit,
             progress=seg.next.progress,
             durable=seg.next.durable,
+            path=(Recovery.COLD if seg.action.cold else Recovery.WARM) if returned else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -146,15 +153,15 @@ class Plan:
     steps: tuple[Step, ...]
 
     @classmethod
-    def from_core(cls, plan: _core.Plan) -> Plan:
-        """Copy the core's plan."""
+    def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
+        """Copy the core's plan (``two_path``: its scenario offers both recovery paths)."""
         return cls(
             policy=_core.policy_name(plan.policy),
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=tuple(Step.from_core(seg) for seg in plan.steps),
+            steps=tuple(Step.from_core(seg, two_path) for seg in plan.steps),
         )
 
     def to_json(self) -> dict[str, Any]:

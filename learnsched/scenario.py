@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 from . import _core
 from ._checks import integer, nonnegative, number
 
@@ -35,17 +37,29 @@ JSON_KEYS = (
     "load_s",
     "initial",
 )
+# A scenario offering both recovery paths names them instead of the one recovery_s.
+TWO_PATH_JSON_KEYS = (
+    *tuple(k for k in JSON_KEYS if k != "recovery_s"),
+    "warm_recovery_s",
+    "cold_recovery_s",
+)
 INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
 
 
 def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
-    return value
+    return bool(value)
+
+
+def _listed(value: object) -> object:
+    """A numpy array as nested Python lists of Python numbers; anything else as it is."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _window(index: int, pair: object) -> tuple[float, float]:
+    pair = _listed(pair)
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
     return (number(f"windows[{index}] start", pair[0]), number(f"windows[{index}] end", pair[1]))
@@ -102,16 +116,62 @@ class HandoffCosts:
         Checkpoint save (``t_ck``), seconds.
     load_s
         Checkpoint load when resuming from durable progress (``t_ld``), seconds.
+    cold_recovery_s
+        When given, the scenario offers both recovery paths and every action that returns
+        capacity chooses one: warm, ``(recovery_s, residency_rate)``, or cold,
+        ``(cold_recovery_s, 0)``, seconds. Parked state is held, and ``residency_rate``
+        charged, from the window start until capacity is ready, as for one warm path.
+        ``None`` (default): the one path ``(recovery_s, residency_rate)``, as before.
     """
 
     recovery_s: float
     residency_rate: float = 0.0
     save_s: float = 0.0
     load_s: float = 0.0
+    cold_recovery_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("recovery_s", "residency_rate", "save_s", "load_s"):
             object.__setattr__(self, name, nonnegative(name, getattr(self, name)))
+        if self.cold_recovery_s is not None:
+            cold = nonnegative("cold_recovery_s", self.cold_recovery_s)
+            object.__setattr__(self, "cold_recovery_s", cold)
+
+    @property
+    def offers_choice(self) -> bool:
+        """Whether both recovery paths are offered (each return chooses warm or cold)."""
+        return self.cold_recovery_s is not None
+
+    @classmethod
+    def choice(cls, warm: HandoffCosts, cold: HandoffCosts) -> HandoffCosts:
+        """Both paths offered: ``warm``'s return and residency, ``cold``'s return.
+
+        Raises
+        ------
+        ValueError
+            If either already offers a choice, ``cold`` parks state (``residency_rate > 0``)
+            or the two differ in save/load costs (those do not depend on the path).
+        """
+        if warm.offers_choice or cold.offers_choice:
+            raise ValueError("choice() takes two single-path costs")
+        if cold.residency_rate != 0.0:
+            raise ValueError(f"cold residency_rate must be 0, got {cold.residency_rate!r}")
+        for name in ("save_s", "load_s"):
+            if getattr(warm, name) != getattr(cold, name):
+                raise ValueError(
+                    f"{name} must be the same for both paths, got {getattr(warm, name)!r} "
+                    f"and {getattr(cold, name)!r}"
+                )
+        return replace(warm, cold_recovery_s=cold.recovery_s)
+
+    def path(self, recovery: str | Recovery) -> HandoffCosts:
+        """The single-path costs of ``"warm"`` or ``"cold"`` recovery of a two-path offer."""
+        cold_s = self.cold_recovery_s
+        if cold_s is None:
+            raise ValueError("path() needs costs that offer both recovery paths")
+        if Recovery.parse(recovery) is Recovery.WARM:
+            return replace(self, cold_recovery_s=None)
+        return replace(self, recovery_s=cold_s, residency_rate=0.0, cold_recovery_s=None)
 
     @classmethod
     def paper(cls, recovery: str | Recovery) -> HandoffCosts:
@@ -120,7 +180,38 @@ class HandoffCosts:
 
     def to_core(self) -> _core.HandoffCosts:
         """The C++ core's value type."""
-        return _core.HandoffCosts(self.recovery_s, self.residency_rate, self.save_s, self.load_s)
+        return _core.HandoffCosts(
+            self.recovery_s, self.residency_rate, self.save_s, self.load_s, self.cold_recovery_s
+        )
+
+    def to_json(self) -> dict[str, float]:
+        """The recovery and handoff keys of a scenario's JSON object (seconds, s-eq./s)."""
+        if self.cold_recovery_s is None:
+            return {
+                "recovery_s": self.recovery_s,
+                "residency_rate": self.residency_rate,
+                "save_s": self.save_s,
+                "load_s": self.load_s,
+            }
+        return {
+            "warm_recovery_s": self.recovery_s,
+            "cold_recovery_s": self.cold_recovery_s,
+            "residency_rate": self.residency_rate,
+            "save_s": self.save_s,
+            "load_s": self.load_s,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HandoffCosts:
+        """The costs named by a scenario's JSON object, in either form of :meth:`to_json`."""
+        two_path = "cold_recovery_s" in data
+        return cls(
+            recovery_s=data["warm_recovery_s" if two_path else "recovery_s"],
+            residency_rate=data["residency_rate"],
+            save_s=data["save_s"],
+            load_s=data["load_s"],
+            cold_recovery_s=data["cold_recovery_s"] if two_path else None,
+        )
 
 
 # Paper App. D.2: SGLang 3-run means; LoRA save/load 68.075 / 47.748 ms; warm residency
@@ -151,9 +242,11 @@ class InitialState:
 
     def __post_init__(self) -> None:
         # Range checks are the core's (they name work_quanta); these keep a C int.
-        integer("initial.progress", self.progress, low=-C_INT_MAX, high=C_INT_MAX)
-        integer("initial.durable", self.durable, low=-C_INT_MAX, high=C_INT_MAX)
-        _flag("initial.active", self.active)
+        # Stored as Python ints and bool, so numpy scalars round-trip through JSON.
+        for name in ("progress", "durable"):
+            value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "active", _flag("initial.active", self.active))
 
     def to_core(self) -> _core.State:
         """The C++ core's state at window 0."""
@@ -193,11 +286,13 @@ class Scenario:
     _core_scenario: _core.Scenario = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        windows: object = self.windows  # checked at run time: callers may pass anything
+        # Checked at run time: callers may pass anything, numpy arrays included.
+        windows = _listed(self.windows)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
-        integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
+        work_quanta = integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
+        object.__setattr__(self, "work_quanta", work_quanta)
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
             object.__setattr__(self, name, number(name, getattr(self, name)))
         if not isinstance(self.costs, HandoffCosts):
@@ -217,6 +312,22 @@ class Scenario:
         # Built once: the core object is immutable, and batches reuse it.
         object.__setattr__(self, "_core_scenario", core)
 
+    def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
+        # The core object does not pickle: rebuild it (and validate again) from the fields,
+        # so pickle, copy.deepcopy and multiprocessing work.
+        return (
+            Scenario,
+            (
+                self.windows,
+                self.work_quanta,
+                self.quantum_s,
+                self.benefit_rate,
+                self.horizon_s,
+                self.costs,
+                self.initial,
+            ),
+        )
+
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""
         return self._core_scenario
@@ -233,10 +344,7 @@ class Scenario:
             "quantum_s": self.quantum_s,
             "benefit_rate": self.benefit_rate,
             "horizon_s": self.horizon_s,
-            "recovery_s": self.costs.recovery_s,
-            "residency_rate": self.costs.residency_rate,
-            "save_s": self.costs.save_s,
-            "load_s": self.costs.load_s,
+            **self.costs.to_json(),
             "initial": {
                 "progress": self.initial.progress,
                 "durable": self.initial.durable,
@@ -248,13 +356,17 @@ class Scenario:
     def from_json(cls, obj: object) -> Scenario:
         """Build from the JSON object of :meth:`to_json`; every key is required.
 
+        A scenario offers both recovery paths when it names ``warm_recovery_s`` and
+        ``cold_recovery_s`` instead of ``recovery_s``.
+
         Raises
         ------
         ValueError
             Missing or unknown keys, or an invalid value (the message names the field).
         """
         try:
-            data = _exact_keys("scenario", obj, JSON_KEYS)
+            two_path = isinstance(obj, Mapping) and "cold_recovery_s" in obj
+            data = _exact_keys("scenario", obj, TWO_PATH_JSON_KEYS if two_path else JSON_KEYS)
             initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
             return cls(
                 windows=data["windows"],
@@ -262,12 +374,7 @@ class Scenario:
                 quantum_s=data["quantum_s"],
                 benefit_rate=data["benefit_rate"],
                 horizon_s=data["horizon_s"],
-                costs=HandoffCosts(
-                    recovery_s=data["recovery_s"],
-                    residency_rate=data["residency_rate"],
-                    save_s=data["save_s"],
-                    load_s=data["load_s"],
-                ),
+                costs=HandoffCosts.from_json(data),
                 initial=InitialState(initial["progress"], initial["durable"], initial["active"]),
             )
         except TypeError as err:  # JSON input: a wrong type is a bad value

@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "econ": "econ",
     "capacity": "capacity",
     "probe": "probe",
+    "sweep": "sweep",
 }
 
 
