@@ -119,9 +119,8 @@ void bind_solver(py::module_& m) {
 
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
-          "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict "
-          "of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of "
-          "cost_fields()).");
+          "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "
+          "arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).");
     m.def(
         "cost_fields",
         [] {

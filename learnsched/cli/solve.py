@@ -250,7 +250,7 @@ def run_solve(args: argparse.Namespace) -> int:
     scenarios, many = _read_scenarios(args.file)
     if (args.costs is None) != (args.recovery is None):
         raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
-    paths = tuple(Recovery) if args.recovery == "both" else (args.recovery,)
+    paths = (Recovery.WARM, Recovery.COLD) if args.recovery == "both" else (args.recovery,)
     costs = _profile_costs(args, paths)
     if costs is not None:
         scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
