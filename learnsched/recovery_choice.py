@@ -17,7 +17,7 @@ import numpy as np
 from ._checks import nonnegative
 from .batch import solve_batch
 from .grid import CALENDARS, GridScenario, paper_grid
-from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, Scenario
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, Recovery, Scenario
 
 __all__ = [
     "PAPER_PARKED_GIB",
@@ -66,14 +66,14 @@ def two_path_pairs(price: float = 0.01) -> list[tuple[GridScenario, GridScenario
     """``(warm, cold, both)`` per grid label set: the paper's two scenarios and the one that
     offers both paths, with parked state priced at ``price`` s-eq. per GiB-second."""
     warm = replace(PAPER_WARM, residency_rate=PAPER_PARKED_GIB * nonnegative("price", price))
-    grid = paper_grid(costs={"warm": warm, "cold": PAPER_COLD})
+    grid = paper_grid(costs={Recovery.WARM: warm, Recovery.COLD: PAPER_COLD})
     by_labels: dict[tuple[object, ...], dict[str, GridScenario]] = {}
     for g in grid.scenarios:
         key = (g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.initial_state)
         by_labels.setdefault(key, {})[g.recovery] = g
     return [
         (w, c, w.scenario.with_costs(HandoffCosts.choice(w.scenario.costs, c.scenario.costs)))
-        for w, c in ((pair["warm"], pair["cold"]) for pair in by_labels.values())
+        for w, c in ((pair[Recovery.WARM], pair[Recovery.COLD]) for pair in by_labels.values())
     ]
 
 

@@ -553,7 +553,8 @@ def base_profile(name: str) -> CostProfile:
 def costs_quantities(recovery: str | Recovery) -> tuple[str, ...]:
     """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
     recovery = Recovery.parse(recovery)
-    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery is Recovery.WARM else ()
+    warm = recovery is Recovery.WARM
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if warm else ()
     return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
 
 
