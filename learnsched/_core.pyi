@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -336,5 +336,7 @@ def validate(scenario: Scenario) -> None:
     Raise ValueError naming the first invalid field of the scenario.
     """
 MAX_STATES: int = 16777216
+MAX_THREADS: int = 1024
+MAX_WINDOWS: int = 131072
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

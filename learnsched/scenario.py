@@ -39,7 +39,8 @@ INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
 
 
-def _flag(name: str, value: object) -> bool:
+def flag(name: str, value: object) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (numpy's too), never a number."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
     return bool(value)
@@ -139,7 +140,7 @@ class InitialState:
         for name in ("progress", "durable"):
             value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "active", _flag("initial.active", self.active))
+        object.__setattr__(self, "active", flag("initial.active", self.active))
 
     def to_core(self) -> _core.State:
         """The C++ core's state at window 0."""

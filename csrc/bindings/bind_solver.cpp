@@ -89,8 +89,10 @@ void bind_solver(py::module_& m) {
                Policy policy) {
                 return model.decide(State{window, progress, durable, active}, policy);
             },
-            py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("policy"), "The policy's action in a validated state; O(J).")
+            // noconvert: an int, numpy integer or float is not taken as a flag.
+            py::arg("window"), py::arg("progress"), py::arg("durable"),
+            py::arg("active").noconvert(), py::arg("policy"),
+            "The policy's action in a validated state; O(J).")
         .def("solve", &Model::solve, py::arg("policy"), py::call_guard<py::gil_scoped_release>(),
              "The policy's plan from the initial state.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
@@ -104,6 +106,7 @@ void bind_solver(py::module_& m) {
           py::arg("threads") = 1,
           "Solve every scenario under every policy; dict of arrays value, benefit, publish_s "
           "(n, p) and cost (n, p, 5: work, save, load, recovery, residency).");
+    m.attr("MAX_THREADS") = kMaxThreads;
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
 }

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._json import parse as parse_json
 from ..scenario import Scenario
 from ..solver import Policy
 
@@ -161,8 +162,4 @@ def _spec(data: object) -> SweepSpec:
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read and check a SPEC JSON file (see :func:`parse_spec`)."""
     text = Path(path).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
-    return parse_spec(data)
+    return parse_spec(parse_json(text, str(path)))

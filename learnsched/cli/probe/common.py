@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ...handoff.errors import NvmlUnavailable
 from ...handoff.nvml import NvmlDevice, open_device
-from ...handoff.profile import GIB, CostProfile, load_cost_profile
+from ...handoff.profile import GIB, CostProfile, update_cost_profile
 
 __all__ = ["add_common", "gib", "ms", "optional_device", "write_profile"]
 
@@ -50,7 +50,5 @@ def write_profile(args: argparse.Namespace, profile: CostProfile) -> None:
     if getattr(args, "out", None) is None:
         return
     out = Path(args.out)
-    if out.exists():
-        profile = load_cost_profile(out).merged(profile)
-    profile.write(out)
+    update_cost_profile(out, profile)
     print(f"cost profile: {out}", file=sys.stderr)
