@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._checks import integer
 from .scenario import Scenario
-from .solver import ALL_POLICIES, Policy, core_policy, parse_policies
+from .solver import ALL_POLICIES, Policy, core_policy, guard_epsilon, parse_policies
 
 __all__ = ["MAX_THREADS", "BatchResult", "solve_batch"]
 
@@ -65,6 +65,7 @@ def solve_batch(
     policies: str | Iterable[str | Policy] = ALL_POLICIES,
     threads: int = 1,
     progress: Callable[[int], None] | None = None,
+    epsilon: float = 0.0,
 ) -> BatchResult:
     """Solve every scenario under every policy in C++ with the GIL released.
 
@@ -82,6 +83,8 @@ def solve_batch(
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
+    epsilon
+        Score-error bound of ``guarded`` (exact scores), s-eq.; ``>= 0``, ``inf`` allowed.
 
     Returns
     -------
@@ -99,6 +102,7 @@ def solve_batch(
         iterable of names, or ``threads`` is not an integer.
     """
     threads = integer("threads", threads, low=1, high=MAX_THREADS)
+    epsilon = guard_epsilon(epsilon)
     names = parse_policies(policies)
     if not names:
         raise ValueError("policies must name at least one policy")
@@ -107,7 +111,9 @@ def solve_batch(
     step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
     chunks = []
     for start in range(0, max(len(core_scenarios), 1), step):
-        chunk = _core.solve_batch(core_scenarios[start : start + step], core_policies, threads)
+        chunk = _core.solve_batch(
+            core_scenarios[start : start + step], core_policies, threads, epsilon
+        )
         if progress is not None:
             progress(len(chunk["value"]))
         chunks.append(chunk)

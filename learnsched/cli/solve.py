@@ -18,7 +18,7 @@ from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
 from ..grid import Grid, paper_grid, scenario_by_id
 from ..scenario import HandoffCosts, Scenario
-from ..solver import ALL_POLICIES, Model, Policy
+from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
 from .output import emit_json
 
@@ -43,13 +43,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     solve = commands.add_parser("solve", help="solve scenarios from a JSON file ('-' for stdin)")
     solve.add_argument("file", help="a scenario object or a list of them")
-    solve.add_argument("--policy", help="only this policy (default: all six)")
+    solve.add_argument("--policy", help="only this policy (default: the paper's six; or 'guarded')")
+    solve.add_argument(
+        "--epsilon",
+        type=float,
+        metavar="E",
+        help="score-error bound of --policy guarded, s-eq. (default 0: rollout; inf: costed_window)",
+    )
     solve.add_argument("--json", action="store_true", help="print plans as JSON")
     _add_costs(solve)
     solve.add_argument(
         "--recovery",
-        choices=("cold", "warm"),
-        help="which of the profile's recovery paths the scenarios use (with --costs)",
+        choices=("cold", "warm", "both"),
+        help="which of the profile's recovery paths the scenarios use (with --costs); "
+        "both: every return chooses",
     )
     solve.set_defaults(func=run_solve)
 
@@ -72,6 +79,12 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
         metavar="PROFILE",
         help="plan with the handoff costs of a cost profile (learnsched probe ... --out)",
     )
+    parser.add_argument(
+        "--base",
+        metavar="NAME",
+        help="fill what --costs PROFILE lacks from a named profile ('paper': the paper's "
+        "A100 figures), saying which number came from where",
+    )
 
 
 def _profile_costs(
@@ -79,14 +92,31 @@ def _profile_costs(
 ) -> dict[str, HandoffCosts] | None:
     """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
 
-    Only those paths are read, so a profile that measured only one of them still serves.
+    Only those paths are read, so a profile that measured only one of them still serves;
+    with ``--base NAME`` what the profile lacks comes from that named profile, and one line
+    on stderr says which quantity came from where (``args.costs_from`` keeps it).
     """
+    args.costs_from = None
     if args.costs is None:
+        if args.base is not None:
+            raise ValueError("--base NAME fills a partial --costs PROFILE; give --costs too")
         return None
     # The handoff wing loads only for --costs: plain `learnsched grid` never pays for it.
-    from ..handoff import load_cost_profile
+    from ..handoff.profile import base_profile, costs_quantities, load_cost_profile, provenance
 
     profile = load_cost_profile(args.costs)
+    if args.base is not None:
+        base = base_profile(args.base)
+        used = [q for r in recoveries for q in costs_quantities(r)]
+        args.costs_from = provenance(
+            profile, args.costs, base, args.base, list(dict.fromkeys(used))
+        )
+        profile = profile.filled_from(base)
+        by_source: dict[str, list[str]] = {}
+        for name, source in args.costs_from.items():
+            by_source.setdefault(source, []).append(name)
+        said = "; ".join(f"{', '.join(names)} from {src}" for src, names in by_source.items())
+        print(f"costs: {said}", file=sys.stderr)
     return {recovery: profile.handoff_costs(recovery) for recovery in recoveries}
 
 
@@ -182,7 +212,8 @@ def run_grid(args: argparse.Namespace) -> int:
 
         plot_grid_summary(summary, args.plot)
     if args.json:
-        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds})
+        extra = {} if args.costs_from is None else {"costs_from": args.costs_from}
+        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds, **extra})
     else:
         print(grid_table(summary, paper, seconds))
     return 0
@@ -205,13 +236,20 @@ def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
 def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
+    if args.epsilon is not None and policies != [Policy.GUARDED]:
+        raise ValueError(f"--epsilon goes with --policy guarded, got --epsilon {args.epsilon!r}")
+    epsilon = guard_epsilon(0.0 if args.epsilon is None else args.epsilon)
     scenarios, many = _read_scenarios(args.file)
     if (args.costs is None) != (args.recovery is None):
-        raise ValueError("--costs PROFILE and --recovery cold|warm go together")
-    costs = _profile_costs(args, (args.recovery,))
+        raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
+    paths = ("warm", "cold") if args.recovery == "both" else (args.recovery,)
+    costs = _profile_costs(args, paths)
     if costs is not None:
-        scenarios = [s.with_costs(costs[args.recovery]) for s in scenarios]
-    plans = [Model(s).solve_all(policies) for s in scenarios]
+        scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
+    plans = [
+        {p.value: model.solve(p, epsilon if p is Policy.GUARDED else 0.0) for p in policies}
+        for model in map(Model, scenarios)
+    ]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
         emit_json(objs if many else objs[0])
@@ -220,6 +258,13 @@ def run_solve(args: argparse.Namespace) -> int:
         header = f"scenario [{i}]: " if many else ""
         print(f"{header}{describe_scenario(scenario)}\n\n{format_plans(ps)}\n")
     return 0
+
+
+def _recovery_costs(costs: dict[str, HandoffCosts], recovery: str) -> HandoffCosts:
+    """The profile's costs of ``--recovery``: one path, or both offered (``"both"``)."""
+    if recovery == "both":
+        return HandoffCosts.choice(costs["warm"], costs["cold"])
+    return costs[recovery]
 
 
 def run_explain(args: argparse.Namespace) -> int:

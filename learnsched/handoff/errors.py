@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .._extras import MissingExtra
 
-__all__ = ["HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = ["DeviceMismatch", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
 
 
 class HandoffProbeError(RuntimeError):
@@ -17,6 +17,14 @@ class NvmlError(HandoffProbeError):
 
 class NvmlUnavailable(NvmlError, MissingExtra):
     """NVML cannot be used here: no ``nvidia-ml-py``, no driver, or no GPU (CLI: exit 3)."""
+
+
+class DeviceMismatch(NvmlUnavailable):
+    """NVML lists no GPU with the UUID torch reports: NVML cannot watch that GPU.
+
+    Not bad input (the user named a valid device): the two libraries see different
+    devices, e.g. a MIG slice or a container's view (CLI: exit 3, like NVML missing).
+    """
 
 
 def missing_extra(module: str, err: ImportError) -> HandoffProbeError:

@@ -11,15 +11,16 @@ from typing import Any
 from ..._checks import integer, nonnegative, positive
 from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
-from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS, ServingEndpoint
+from ...handoff.endpoint import ServingEndpoint
+from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS
 from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
-from ...handoff.profile import GIB, CostProfile
+from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.readiness import check_poll
 from ...handoff.recovery import measure_warm_recovery
 from ..output import Rows, emit_json, print_rows
-from .common import add_common, gib, optional_device, write_profile
+from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
 
 __all__ = [
@@ -134,6 +135,9 @@ def recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDevi
     """
     endpoint = check_recovery(args)
     device = optional_device(args)[0]
+    check_out(
+        args, dict.fromkeys(RECOVERY_QUANTITIES, None if device is None else device.name), device
+    )
     runs = _Runs(args.ledger)
     if args.launch is None:
         _warm_runs(args, endpoint, device, args.pid, runs)
