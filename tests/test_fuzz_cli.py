@@ -12,8 +12,8 @@ import sys
 from typing import Any
 
 import pytest
-from fuzzing import COUNTS, FUZZ
-from hypothesis import given, settings
+from fuzzing import COUNTS, fuzz
+from hypothesis import given
 from hypothesis import strategies as st
 
 from learnsched.cli import main
@@ -102,8 +102,7 @@ def check_run(status: int, out: str, err: str, wants_json: bool) -> None:
         json.loads(out, parse_constant=refuse)
 
 
-@FUZZ
-@settings(max_examples=200)
+@fuzz(200)
 @given(scenario_files(), st.booleans(), st.sampled_from([None, "dp", "rollout", "bogus"]))
 def test_fuzz_solve(
     tmp_path_factory: pytest.TempPathFactory, text: str, as_json: bool, policy: str | None
@@ -119,8 +118,7 @@ def test_fuzz_solve(
     check_run(*run_main(argv), as_json)
 
 
-@FUZZ
-@settings(max_examples=150)
+@fuzz(150)
 @given(
     trace_files(),
     st.sampled_from(["1", "0", "-1", "nan", "inf", "x", "1e400"]),
@@ -148,8 +146,7 @@ def test_fuzz_capacity_check(
     check_run(*run_main(argv), as_json)
 
 
-@FUZZ
-@settings(max_examples=40)
+@fuzz(40)
 @given(scenario_files())
 def test_fuzz_real_processes(tmp_path_factory: pytest.TempPathFactory, text: str) -> None:
     """Real ``learnsched`` processes: a crash would show as a signal, a hang as a timeout."""

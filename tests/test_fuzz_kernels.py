@@ -8,8 +8,8 @@ from typing import Any
 
 import capacity_reference as reference
 import numpy as np
-from fuzzing import COUNTS, FUZZ, junk, maybe, named
-from hypothesis import given, settings
+from fuzzing import COUNTS, fuzz, junk, maybe, named
+from hypothesis import given
 from hypothesis import strategies as st
 
 from learnsched import _capacity
@@ -57,7 +57,8 @@ def arrays(draw: st.DrawFn, n: int) -> Any:
     if kind == 6:
         dtype = draw(st.sampled_from(DTYPES))
         try:
-            return np.array(values, dtype=np.float64).astype(dtype)
+            with np.errstate(all="ignore"):  # NaN cast to an integer dtype
+                return np.array(values, dtype=np.float64).astype(dtype)
         except (TypeError, ValueError):
             return np.array(values, dtype=object)
     if kind == 7:
@@ -72,8 +73,7 @@ def outputs(n: int) -> st.SearchStrategy[Any]:
     return maybe(good, st.sampled_from([None, [0.0] * n, np.empty(n, "f4"), np.empty(n + 1)]))
 
 
-@FUZZ
-@settings(max_examples=250)
+@fuzz(250)
 @given(
     st.integers(0, 5).flatmap(
         lambda n: st.tuples(
@@ -86,8 +86,7 @@ def test_fuzz_feasibility_scan(args: tuple[Any, ...]) -> None:
     assert result is None or -1 <= result < max(len(args[0]), 1)
 
 
-@FUZZ
-@settings(max_examples=150)
+@fuzz(150)
 @given(
     st.integers(0, 5).flatmap(lambda n: st.tuples(*([arrays(n)] * 3), *([arrays(2)] * 3))),
     maybe(st.floats(-5, 5)),
@@ -99,8 +98,7 @@ def test_fuzz_scan_window(arrays6: tuple[Any, ...], before: Any, best: Any, slac
     assert result is None or not math.isnan(result)
 
 
-@FUZZ
-@settings(max_examples=150)
+@fuzz(150)
 @given(
     st.integers(0, 4).flatmap(lambda n: st.tuples(*([arrays(n)] * 3), *([arrays(2)] * 3))),
     st.tuples(*[maybe(st.floats(0.1, 2)) for _ in range(3)]),
@@ -110,15 +108,21 @@ def test_fuzz_scan_window(arrays6: tuple[Any, ...], before: Any, best: Any, slac
     st.integers(0, 4).flatmap(outputs),
     st.integers(1, 40).flatmap(outputs),
 )
-def test_fuzz_replay(*parts: Any) -> None:
-    *scalars, finish, shares = parts
-    args = [value for part in scalars for value in part] + [finish, shares]
+def test_fuzz_replay(
+    profile: tuple[Any, ...],
+    timing: tuple[Any, ...],
+    rule: tuple[Any, ...],
+    pressure: tuple[Any, ...],
+    admission: tuple[Any, ...],
+    finish: Any,
+    shares: Any,
+) -> None:
+    args = [*profile, *timing, *rule, *pressure, *admission, finish, shares]
     result = named("kernels", REPLAY_NAMES, _capacity.replay, *args)
     assert result is None or not math.isnan(result)
 
 
-@FUZZ
-@settings(max_examples=100)
+@fuzz(100)
 @given(
     arrays(3),
     arrays(2),
@@ -133,8 +137,7 @@ def test_fuzz_tail_counts(ascending: Any, points: Any, out: Any) -> None:
 sorted_times = st.lists(st.floats(0, 100), min_size=1, max_size=6).map(sorted)
 
 
-@FUZZ
-@settings(max_examples=200)
+@fuzz(200)
 @given(
     sorted_times,
     st.sampled_from([0.0, 1.7e9, 1e12]),
@@ -166,8 +169,7 @@ def test_fuzz_feasibility_matches_reference(
         assert abs(ours - theirs) <= 1e-6 * max(1.0, abs(theirs)) + scale
 
 
-@FUZZ
-@settings(max_examples=150)
+@fuzz(150)
 @given(
     maybe(st.lists(st.floats(0, 10), min_size=1, max_size=4)),
     st.one_of(junk, st.floats(0, 1), st.lists(maybe(st.floats(0, 1)), min_size=1, max_size=4)),
