@@ -266,7 +266,13 @@ class Scenario:
 
     def __post_init__(self) -> None:
         # Checked at run time: callers may pass anything, numpy arrays included.
-        windows = _listed(self.windows)
+        windows = self.windows
+        if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
+            # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
+            raise ValueError(
+                f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
+            )
+        windows = _listed(windows)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
