@@ -266,7 +266,7 @@ class Scenario:
 
     def __post_init__(self) -> None:
         # Checked at run time: callers may pass anything, numpy arrays included.
-        windows = self.windows
+        windows: object = self.windows
         if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
             # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
             raise ValueError(
