@@ -204,26 +204,36 @@ cdef inline double _scan(
     return best
 
 
+cdef class _Scan:
+    """The arrays of a scan: converted by name, lengths checked."""
+    cdef const double[::1] arrival, work, deadline, starts, rates, cum
+    cdef double[::1] slack
+
+    def __cinit__(self, arrival, work, deadline, starts, rates, cum, slack):
+        self.arrival = _input("arrival", arrival)
+        self.work = _input("work", work)
+        self.deadline = _input("deadline", deadline)
+        self.starts = _input("starts", starts)
+        self.rates = _input("rates", rates)
+        self.cum = _input("cum", cum)
+        self.slack = _output("slack", slack)
+        _check_requests(self.arrival, self.work, self.deadline, self.slack)
+        _check_profile(self.starts, self.rates, self.cum)
+
+
 def feasibility_scan(
     arrival, work, deadline, starts, rates, cum, tolerance, slack,
 ) -> int:
     """Eq. 6 in O(n log m): fill slack[i] = min over k <= i of the spare service on
     [a_k, d_i]; return the first i with slack[i] < -tolerance, or -1."""
-    cdef const double[::1] a = _input("arrival", arrival)
-    cdef const double[::1] w = _input("work", work)
-    cdef const double[::1] d = _input("deadline", deadline)
-    cdef const double[::1] st = _input("starts", starts)
-    cdef const double[::1] r = _input("rates", rates)
-    cdef const double[::1] c = _input("cum", cum)
-    cdef double[::1] out = _output("slack", slack)
+    cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
     cdef double tol = real("tolerance", tolerance)
-    _check_requests(a, w, d, out)
-    _check_profile(st, r, c)
     _check_at_least("tolerance", tol, 0.0)
     cdef Py_ssize_t first
     # Lengths checked above; pure C from here on.
     with nogil:
-        first = _relative_scan(a, w, d, st, r, c, tol, out)
+        first = _relative_scan(a.arrival, a.work, a.deadline, a.starts, a.rates, a.cum, tol,
+                               a.slack)
     return first
 
 
@@ -237,17 +247,9 @@ def scan_window(
     the window's requests as the full scan does (in cumulative terms, so to rounding
     relative to G and W), and returns the running minimum after the window's last request.
     """
-    cdef const double[::1] a = _input("arrival", arrival)
-    cdef const double[::1] w = _input("work", work)
-    cdef const double[::1] d = _input("deadline", deadline)
-    cdef const double[::1] st = _input("starts", starts)
-    cdef const double[::1] r = _input("rates", rates)
-    cdef const double[::1] c = _input("cum", cum)
-    cdef double[::1] out = _output("slack", slack)
+    cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
     cdef double ahead = real("before", before)
     cdef double minimum = real("best", best)
-    _check_requests(a, w, d, out)
-    _check_profile(st, r, c)
     if not isfinite(ahead):
         raise ValueError(f"before must be finite, got {ahead!r}")
     if minimum != minimum:
@@ -255,7 +257,8 @@ def scan_window(
     cdef Py_ssize_t first = -1  # unused: a window reports no violation
     # Lengths checked above; pure C from here on.
     with nogil:
-        minimum = _scan(a, w, d, st, r, c, ahead, minimum, INFINITY, out, &first)
+        minimum = _scan(a.arrival, a.work, a.deadline, a.starts, a.rates, a.cum, ahead, minimum,
+                        INFINITY, a.slack, &first)
     return minimum
 
 

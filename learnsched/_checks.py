@@ -6,7 +6,8 @@ A value of the wrong type raises ``TypeError``; a number out of range ``ValueErr
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +17,7 @@ __all__ = [
     "at_least",
     "float64_vector",
     "fraction",
+    "indexed",
     "integer",
     "nonnegative",
     "number",
@@ -24,6 +26,7 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
+T = TypeVar("T")
 
 
 def _is_integer(value: object) -> bool:
@@ -91,6 +94,17 @@ def integer(name: str, value: object, low: int | None = 0, high: int | None = No
     if high is not None and result > high:
         raise ValueError(f"{name} must be <= {high}, got {_short(result)}")
     return result
+
+
+def indexed(name: str, items: Iterable[object], parse: Callable[[Any], T]) -> list[T]:
+    """``parse`` of every item; a ``ValueError`` is re-raised as ``name[i]: message``."""
+    parsed = []
+    for i, item in enumerate(items):
+        try:
+            parsed.append(parse(item))
+        except ValueError as err:
+            raise ValueError(f"{name}[{i}]: {err}") from None
+    return parsed
 
 
 def _short(value: int) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 
 from . import _core
-from ._checks import integer, number
+from ._checks import indexed, integer, number
 from .plan import Plan
 from .scenario import C_INT_MAX, Scenario, flag
 
@@ -72,13 +72,7 @@ def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]
         return (Policy.parse(policies),)
     if not isinstance(policies, Iterable):
         raise TypeError(f"policies must be a policy name or an iterable of them, got {policies!r}")
-    parsed = []
-    for i, policy in enumerate(policies):
-        try:
-            parsed.append(Policy.parse(policy))
-        except ValueError as err:
-            raise ValueError(f"policies[{i}]: {err}") from None
-    return tuple(parsed)
+    return tuple(indexed("policies", policies, Policy.parse))
 
 
 # Keyed by the enum members, which hash and compare like their strings, so a plain

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._checks import indexed
 from .._json import parse as parse_json
 from ..scenario import Scenario, _exact_keys
 from ..solver import Policy
@@ -77,13 +78,7 @@ def _base(value: object) -> str | tuple[Scenario, ...]:
         raise TypeError(f"base must be {PAPER_GRID!r} or a list of scenario objects, got {value!r}")
     if not value:
         raise ValueError("base must hold at least one scenario, got []")
-    scenarios = []
-    for i, obj in enumerate(value):
-        try:
-            scenarios.append(Scenario.from_json(obj))
-        except ValueError as err:
-            raise ValueError(f"base[{i}]: {err}") from None
-    return tuple(scenarios)
+    return tuple(indexed("base", value, Scenario.from_json))
 
 
 def _values(name: str, values: object) -> tuple[float, ...]:
