@@ -476,7 +476,8 @@ def test_temp_names_carry_the_pid_and_stale_ones_go(tmp_path: Path) -> None:
 def test_kill_9_leftovers_are_removed_by_the_next_write(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
-                from learnsched._atomic import atomic_write
+        import time
+        from learnsched._atomic import atomic_write
         def slow(f):
             f.write(b"x" * 4096)
             print("writing", flush=True)

@@ -67,7 +67,7 @@ class SweepSpec:
     @property
     def hash(self) -> str:
         """SHA-256 of the canonical JSON SPEC: a rerun resumes only the same sweep."""
-        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
