@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "PAPER_WARM",
     "HandoffCosts",
     "InitialState",
+    "Recovery",
     "Scenario",
 ]
 
@@ -45,7 +47,8 @@ INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
 
 
-def _flag(name: str, value: object) -> bool:
+def flag(name: str, value: object) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (numpy's too), never a number."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
     return bool(value)
@@ -73,6 +76,30 @@ def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any
     if unknown:
         raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
     return obj
+
+
+class Recovery(str, Enum):
+    """How serving capacity comes back after a handoff (the return path, App. D.2)."""
+
+    WARM = "warm"
+    """Resume a parked engine that kept its state in host memory."""
+    COLD = "cold"
+    """Relaunch the engine."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, value: str | Recovery) -> Recovery:
+        """The recovery named ``value``; ``ValueError`` naming both otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = " or ".join(repr(r.value) for r in sorted(cls, key=lambda r: r.value))
+            raise ValueError(f"recovery must be {names}, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -138,23 +165,19 @@ class HandoffCosts:
                 )
         return replace(warm, cold_recovery_s=cold.recovery_s)
 
-    def path(self, recovery: str) -> HandoffCosts:
+    def path(self, recovery: str | Recovery) -> HandoffCosts:
         """The single-path costs of ``"warm"`` or ``"cold"`` recovery of a two-path offer."""
         cold_s = self.cold_recovery_s
         if cold_s is None:
             raise ValueError("path() needs costs that offer both recovery paths")
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-        if recovery == "warm":
+        if Recovery.parse(recovery) is Recovery.WARM:
             return replace(self, cold_recovery_s=None)
         return replace(self, recovery_s=cold_s, residency_rate=0.0, cold_recovery_s=None)
 
     @classmethod
-    def paper(cls, recovery: str) -> HandoffCosts:
+    def paper(cls, recovery: str | Recovery) -> HandoffCosts:
         """The paper's A100/SGLang costs for ``"cold"`` or ``"warm"`` recovery."""
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-        return PAPER_COLD if recovery == "cold" else PAPER_WARM
+        return PAPER_COLD if Recovery.parse(recovery) is Recovery.COLD else PAPER_WARM
 
     def to_core(self) -> _core.HandoffCosts:
         """The C++ core's value type."""
@@ -224,7 +247,7 @@ class InitialState:
         for name in ("progress", "durable"):
             value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "active", _flag("initial.active", self.active))
+        object.__setattr__(self, "active", flag("initial.active", self.active))
 
     def to_core(self) -> _core.State:
         """The C++ core's state at window 0."""
@@ -265,7 +288,13 @@ class Scenario:
 
     def __post_init__(self) -> None:
         # Checked at run time: callers may pass anything, numpy arrays included.
-        windows = _listed(self.windows)
+        windows: object = self.windows
+        if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
+            # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
+            raise ValueError(
+                f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
+            )
+        windows = _listed(windows)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))

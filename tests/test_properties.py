@@ -45,7 +45,9 @@ def test_policy_ordering(scenario: ls.Scenario) -> None:
     assert rollout >= costed - TOL * max(1.0, abs(costed))  # Proposition 1 (Eq. 12)
 
 
-@settings(max_examples=400, deadline=None)
+# Derandomized: the same 400 examples in every run, so CI never sees a seed that passes
+# here and fails there (publish_s <= ready_s is exact now, and stays strictly checked).
+@settings(max_examples=400, deadline=None, derandomize=True)
 @given(scenarios())
 def test_every_step_meets_its_return_deadline(scenario: ls.Scenario) -> None:
     for plan in ls.solve_all(scenario).values():
@@ -84,11 +86,12 @@ def test_core_equals_python_reference(scenario: ls.Scenario, policy: ls.Policy) 
         assert close(a.cost.total, b.cost)
 
 
-@settings(max_examples=60, deadline=None)
-@given(scenarios(max_windows=4, max_quanta=40))
+@settings(max_examples=80, deadline=None)
+@given(st.booleans().flatmap(lambda two: scenarios(max_windows=4, max_quanta=40, two_path=two)))
 def test_every_state_matches_the_reference(scenario: ls.Scenario) -> None:
-    """V*, V^pi0 and every policy's action at every service state (k, pbar): this
-    exercises the monotone-deque DP over long sliding ranges, not only the initial state."""
+    """V*, V^pi0 and every policy's action at every service state (k, pbar), with one
+    recovery path or two: this exercises the monotone-deque DP (per path) over long
+    sliding ranges, not only the initial state."""
     model = ls.Model(scenario)
     ref = to_reference(scenario)
     for k in range(len(scenario.windows)):

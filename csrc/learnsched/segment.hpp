@@ -21,6 +21,10 @@ struct CostSplit {
     double recovery = 0.0;
     double residency = 0.0;
 
+    // The causes' names in the order of as_array(): the one home of the column order.
+    static constexpr std::array<const char*, 5> kFields = {"work", "save", "load", "recovery",
+                                                           "residency"};
+    std::array<double, 5> as_array() const { return {work, save, load, recovery, residency}; }
     double total() const { return work + save + load + recovery + residency; }
     CostSplit& operator+=(const CostSplit& other);
 };
@@ -137,13 +141,15 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
     seg.cost.save = a.checkpoint ? c.save_s : 0.0;
     seg.cost.load = works && pays_load(s) ? c.load_s : 0.0;  // rule 1: paid only when working
     seg.cost.recovery = path.recovery_s;
-    const double busy_s = seg.cost.work + seg.cost.save + seg.cost.load + seg.cost.recovery;
+    const double busy_s = seg.cost.load + seg.cost.work + seg.cost.save + seg.cost.recovery;
     seg.cost.residency = path.residency_rate * busy_s;  // rule 4: (1 + rho) * duration
     seg.ready_s = w.start_s + busy_s;                   // rule 3
 
     if (a.kind == ActionKind::Publish) {
         seg.next.progress = seg.next.durable = scenario_.work_quanta;  // complete (plan ends)
-        seg.publish_s = w.start_s + seg.cost.load + seg.cost.work;   // rule 3
+        // Rule 3. Summed as busy_s sums (load + work first, then the rest): with every
+        // term >= 0 and rounding monotone, publish_s <= ready_s holds exactly.
+        seg.publish_s = w.start_s + (seg.cost.load + seg.cost.work);
         seg.benefit = scenario_.benefit_rate * std::max(0.0, scenario_.horizon_s - seg.publish_s);
     } else if (a.checkpoint) {
         const int saved = base(s) + a.quanta;
@@ -173,8 +179,15 @@ void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
     const int rest = remaining(s);
     by_paths(Action{ActionKind::Publish, rest, false});
     for (const bool checkpoint : {true, false}) {
-        for (int u = std::min(max_quanta_any(s, checkpoint), rest - 1); u >= 1; --u) {
-            by_paths(Action{ActionKind::Advance, u, checkpoint});
+        // Eq. 10 per path, looked up once: the hot loop compares u with each path's reach.
+        const std::array<int, 2> reach{max_quanta(s, checkpoint, false),
+                                       paths == 2 ? max_quanta(s, checkpoint, true) : -1};
+        for (int u = std::min(std::max(reach[0], reach[1]), rest - 1); u >= 1; --u) {
+            for (int p = 0; p < paths; ++p) {
+                if (u <= reach[static_cast<std::size_t>(p)]) {
+                    visit(Action{ActionKind::Advance, u, checkpoint, p == 1});
+                }
+            }
         }
     }
 }

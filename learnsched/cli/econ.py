@@ -7,11 +7,11 @@ returns the exit status; bad input raises ``ValueError`` for the top-level dispa
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._json import parse as parse_json
 from .._table import format_rows
 from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
 from ..economics.alerts import ALERT_RULES
@@ -19,7 +19,7 @@ from ..economics.breakeven import ReusePath, payback_uses
 from ..economics.paper import paper_economics
 from ..economics.pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
 from ..economics.waiting import WaitingComparison
-from .output import Rows, emit_json, print_rows
+from .output import PLOT_EXTRA, Rows, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -126,7 +126,7 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="FILE",
         help='recovery samples as JSON {"engine": [seconds, ...]}; the paper\'s by default',
     )
-    parser.add_argument("--plot", metavar="FILE", help="save Fig. 10 style panels (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE", help=f"save Fig. 10 style panels ({PLOT_EXTRA})")
     _finish(parser, run_alerts)
 
 
@@ -251,10 +251,7 @@ def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
 
 
 def _read_profile(path: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--profile {path}: not valid JSON ({err})") from err
+    data = parse_json(Path(path).read_text(), f"--profile {path}")
     if not isinstance(data, dict) or not data:
         raise ValueError(f"--profile {path}: must hold a non-empty JSON object, got {data!r}")
     return data

@@ -19,9 +19,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write_text, locked
 from .._checks import nonnegative, number
-from ..scenario import HandoffCosts
+from .._json import parse as parse_json
+from ..scenario import HandoffCosts, Recovery
 from .nvml import NvmlDevice, device_info
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "load_cost_profile",
     "package_versions",
     "provenance",
+    "update_cost_profile",
 ]
 
 FORMAT = "learnsched-cost-profile"
@@ -228,7 +230,7 @@ class CostProfile:
         )
 
     def handoff_costs(
-        self, recovery: str, residency_price: float = PAPER_RESIDENCY_PRICE
+        self, recovery: str | Recovery, residency_price: float = PAPER_RESIDENCY_PRICE
     ) -> HandoffCosts:
         """The solver's costs for ``"cold"`` or ``"warm"`` recovery (App. D.2).
 
@@ -242,11 +244,10 @@ class CostProfile:
         residency_price
             s-eq. per GiB-second (App. D.2 assumes 0.01).
         """
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
         residency = 0.0
-        if recovery == "warm":
+        if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
             residency = max(added, 0.0) * price
         return HandoffCosts(
@@ -350,10 +351,12 @@ class CostProfile:
             ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
             that ``runs`` measured.
         """
-        warm = [r for r in runs if r.kind == "warm"]
+        warm = [r for r in runs if r.kind is Recovery.WARM]
         name = None if device is None else device.name
         candidates = {
-            "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+            "cold_recovery_s": _measured(
+                [r.ready_s for r in runs if r.kind is Recovery.COLD], "s", name
+            ),
             "warm_recovery_s": _measured(
                 [r.resume_s for r in warm],
                 "s",
@@ -458,7 +461,7 @@ class CostProfile:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the document atomically (fsynced, then renamed into place)."""
-        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
 
 
 def _measured(
@@ -508,9 +511,27 @@ def load_cost_profile(path: str | os.PathLike[str]) -> CostProfile:
     """
     text = Path(path).read_text()
     try:
-        return CostProfile.from_json(json.loads(text))
-    except ValueError as err:  # json.JSONDecodeError is a ValueError too
+        return CostProfile.from_json(parse_json(text, str(path)))
+    except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
+
+
+def update_cost_profile(path: str | os.PathLike[str], profile: CostProfile) -> CostProfile:
+    """Merge ``profile`` into the profile file at ``path`` (created if missing).
+
+    The read, merge and write happen under an exclusive lock on ``.NAME.lock`` beside
+    the file, so probes updating one profile at the same time keep every measurement.
+
+    Returns
+    -------
+    CostProfile
+        The merged profile, as written.
+    """
+    with locked(path):
+        if Path(path).exists():
+            profile = load_cost_profile(path).merged(profile)
+        profile.write(path)
+    return profile
 
 
 # Paper App. D.2, Sections 3.1 and 6.3 (one A100-80GB, SGLang, rank-8 LoRA): means only.
@@ -549,11 +570,11 @@ def base_profile(name: str) -> CostProfile:
     return BASE_PROFILES[name]
 
 
-def costs_quantities(recovery: str) -> tuple[str, ...]:
+def costs_quantities(recovery: str | Recovery) -> tuple[str, ...]:
     """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
-    if recovery not in ("cold", "warm"):
-        raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery == "warm" else ()
+    recovery = Recovery.parse(recovery)
+    warm = recovery is Recovery.WARM
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if warm else ()
     return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
 
 
