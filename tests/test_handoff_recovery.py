@@ -160,6 +160,7 @@ def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
             **common,  # type: ignore[arg-type]
         )
     assert unconfirmed.release.startswith("unconfirmed: the device does not list")
+    assert any("are not among those the watched GPU lists" in n for n in unconfirmed.notes)
     assert "release_confirmed" not in unconfirmed.stamps_ns
     assert unconfirmed.device_basis == "device-occupied"
     assert confirmed.release == "free-rose"
