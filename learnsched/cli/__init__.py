@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "econ": "econ",
     "capacity": "capacity",
     "probe": "probe",
+    "sweep": "sweep",
 }
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a reader closing the pipe early leaves

@@ -18,7 +18,7 @@ from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
 from ..grid import Grid, paper_grid, scenario_by_id
 from ..scenario import HandoffCosts, Scenario
-from ..solver import ALL_POLICIES, Model, Policy
+from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
 from .output import emit_json
 
@@ -43,13 +43,20 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 
     solve = commands.add_parser("solve", help="solve scenarios from a JSON file ('-' for stdin)")
     solve.add_argument("file", help="a scenario object or a list of them")
-    solve.add_argument("--policy", help="only this policy (default: all six)")
+    solve.add_argument("--policy", help="only this policy (default: the paper's six; or 'guarded')")
+    solve.add_argument(
+        "--epsilon",
+        type=float,
+        metavar="E",
+        help="score-error bound of --policy guarded, s-eq. (default 0: rollout; inf: costed_window)",
+    )
     solve.add_argument("--json", action="store_true", help="print plans as JSON")
     _add_costs(solve)
     solve.add_argument(
         "--recovery",
-        choices=("cold", "warm"),
-        help="which of the profile's recovery paths the scenarios use (with --costs)",
+        choices=("cold", "warm", "both"),
+        help="which of the profile's recovery paths the scenarios use (with --costs); "
+        "both: every return chooses",
     )
     solve.set_defaults(func=run_solve)
 
@@ -232,13 +239,20 @@ def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
 def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
+    if args.epsilon is not None and policies != [Policy.GUARDED]:
+        raise ValueError(f"--epsilon goes with --policy guarded, got --epsilon {args.epsilon!r}")
+    epsilon = guard_epsilon(0.0 if args.epsilon is None else args.epsilon)
     scenarios, many = _read_scenarios(args.file)
     if (args.costs is None) != (args.recovery is None):
-        raise ValueError("--costs PROFILE and --recovery cold|warm go together")
-    costs = _profile_costs(args, (args.recovery,))
+        raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
+    paths = ("warm", "cold") if args.recovery == "both" else (args.recovery,)
+    costs = _profile_costs(args, paths)
     if costs is not None:
-        scenarios = [s.with_costs(costs[args.recovery]) for s in scenarios]
-    plans = [Model(s).solve_all(policies) for s in scenarios]
+        scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
+    plans = [
+        {p.value: model.solve(p, epsilon if p is Policy.GUARDED else 0.0) for p in policies}
+        for model in map(Model, scenarios)
+    ]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
         emit_json(objs if many else objs[0])
@@ -247,6 +261,13 @@ def run_solve(args: argparse.Namespace) -> int:
         header = f"scenario [{i}]: " if many else ""
         print(f"{header}{describe_scenario(scenario)}\n\n{format_plans(ps)}\n")
     return 0
+
+
+def _recovery_costs(costs: dict[str, HandoffCosts], recovery: str) -> HandoffCosts:
+    """The profile's costs of ``--recovery``: one path, or both offered (``"both"``)."""
+    if recovery == "both":
+        return HandoffCosts.choice(costs["warm"], costs["cold"])
+    return costs[recovery]
 
 
 def run_explain(args: argparse.Namespace) -> int:
