@@ -21,6 +21,10 @@ struct CostSplit {
     double recovery = 0.0;
     double residency = 0.0;
 
+    // The causes' names in the order of as_array(): the one home of the column order.
+    static constexpr std::array<const char*, 5> kFields = {"work", "save", "load", "recovery",
+                                                           "residency"};
+    std::array<double, 5> as_array() const { return {work, save, load, recovery, residency}; }
     double total() const { return work + save + load + recovery + residency; }
     CostSplit& operator+=(const CostSplit& other);
 };

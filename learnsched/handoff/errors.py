@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from .._extras import MissingExtra
+from .._extras import MissingExtra, install_hint
 
 __all__ = [
     "DeviceMismatch",
     "EngineBusy",
+    "GpuExtraMissing",
     "HandoffProbeError",
     "NvmlError",
     "NvmlUnavailable",
@@ -59,8 +60,12 @@ class RecoveryFailed(HandoffProbeError):
         self.run = run
 
 
-def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
+class GpuExtraMissing(HandoffProbeError, MissingExtra):
+    """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
+def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:
     """The error for an optional dependency that is not installed."""
-    return HandoffProbeError(
-        f"{module} is not installed ({err}); install the GPU extra: pip install 'learnsched[gpu]'"
+    return GpuExtraMissing(
+        f"{module} is not installed ({err}); install the GPU extra: {install_hint('gpu')}"
     )

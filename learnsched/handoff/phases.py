@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..scenario import Recovery
 from .host_memory import HostMemory, PhaseSampler, process_tree
 from .ledger import HandoffRecord
 from .nvml import DeviceMemory, GpuProcess
@@ -54,7 +55,7 @@ class RecoveryRun:
         restored: ..."``), or ``None``: a failed recovery is recorded, never counted.
     """
 
-    kind: str
+    kind: Recovery
     engine: str
     stamps_ns: dict[str, int]
     host: dict[str, HostMemory]
@@ -67,7 +68,7 @@ class RecoveryRun:
     @property
     def start_stamp(self) -> str:
         """Where readiness is counted from."""
-        return "launched" if self.kind == "cold" else "resume_sent"
+        return "launched" if self.kind is Recovery.COLD else "resume_sent"
 
     @property
     def ready_s(self) -> float:
@@ -82,7 +83,7 @@ class RecoveryRun:
         call's answer, vLLM's ``is_sleeping`` false and device memory seen re-occupied
         (where a device was watched). :attr:`ready_s` adds the first request.
         """
-        if self.kind != "warm":
+        if self.kind is not Recovery.WARM:
             raise ValueError("resume_s is defined for warm recoveries only")
         ends = [self.stamps_ns[k] for k in RESUMED_STAMPS if k in self.stamps_ns]
         return (max(ends) - self.stamps_ns["resume_sent"]) / 1e9
@@ -123,7 +124,9 @@ class RecoveryRun:
 
     def to_record(self) -> HandoffRecord:
         """The ledger record of this recovery."""
-        before, after = ("awake", "resumed") if self.kind == "warm" else ("launched", "ready")
+        before, after = (
+            ("awake", "resumed") if self.kind is Recovery.WARM else ("launched", "ready")
+        )
         return HandoffRecord(
             kind=f"{self.kind}-recovery" + ("-failed" if self.failure else ""),
             failure=self.failure,
@@ -205,7 +208,7 @@ class Phases:
 
     def run(
         self,
-        kind: str,
+        kind: Recovery,
         engine: str,
         stamps: dict[str, int],
         release: str,

@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 
 from .._checks import integer, nonnegative, positive
+from ..scenario import Recovery
 from .endpoint import ServingEndpoint
 from .engines import MEMORY_TAGS, VLLM_SLEEP_LEVELS
 from .errors import HandoffProbeError, RecoveryFailed
@@ -349,7 +350,7 @@ def measure_warm_recovery(
     answer = wait_first_request(endpoint, stamps, after, poll_s, max_tokens, health=False)
     phases.mark("resumed")
     failure = _same_model(reference, answer.text)
-    run = phases.run("warm", endpoint.engine, stamps, release, failure)
+    run = phases.run(Recovery.WARM, endpoint.engine, stamps, release, failure)
     if failure is not None:
         raise RecoveryFailed(f"{endpoint.url}: {failure}", run)
     return run

@@ -21,6 +21,7 @@ from ...handoff.phases import RecoveryRun
 from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.readiness import check_poll
 from ...handoff.recovery import DEFAULT_RELEASE_TIMEOUT_S, measure_warm_recovery
+from ...scenario import Recovery
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
@@ -216,7 +217,7 @@ def run_json(run: RecoveryRun) -> dict[str, Any]:
             if (bytes_ := run.device_bytes(phase)) is not None
         },
     }
-    if run.kind == "warm":
+    if run.kind is Recovery.WARM:
         report["resume_s"] = run.resume_s
         report["release"] = run.release
         report["release_s"] = run.release_s
@@ -232,7 +233,7 @@ def recovery_rows(runs: Sequence[RecoveryRun]) -> Rows:
         start = run.stamps_ns[run.start_stamp]
         stamps = ", ".join(f"{name} {(t - start) / 1e9:+.3f}" for name, t in run.stamps_ns.items())
         head = f"ready {run.ready_s:.3f} s"
-        if run.kind == "warm":
+        if run.kind is Recovery.WARM:
             released = "" if run.release_s is None else f" after {run.release_s:.3f} s"
             head = f"resume {run.resume_s:.3f} s, {head}, release {run.release}{released}"
         rows.append((f"{run.kind} #{number}", f"{head}  ({stamps} s)"))
