@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -67,6 +68,22 @@ def test_ctrl_c_in_a_command_is_one_line_and_130(
     assert one_line(err) == "learnsched grid: interrupted"
 
 
+def _wait_until_blocked(pid: int, timeout_s: float = 60.0) -> None:
+    """Wait until the child sleeps (blocked reading stdin, inside main's handlers).
+
+    Between "ready" and that read the child only runs, so its first sleep is the read;
+    on a loaded machine a signal sent at once could land before main is entered.
+    """
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.exists():  # not Linux: fall back to a pause
+        time.sleep(1.0)
+        return
+    deadline = time.monotonic() + timeout_s
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "S":
+        assert time.monotonic() < deadline, "the child never blocked on stdin"
+        time.sleep(0.01)
+
+
 def test_sigint_to_a_running_process(tmp_path: Path) -> None:
     # `solve -` blocks reading stdin; "ready" is printed once main's handlers are in place
     # for everything that follows (parsing included).
@@ -87,6 +104,7 @@ def test_sigint_to_a_running_process(tmp_path: Path) -> None:
         assert child.stdout is not None
         assert child.stderr is not None
         assert child.stdout.readline() == "ready\n"
+        _wait_until_blocked(child.pid)
         child.send_signal(signal.SIGINT)
         status = child.wait(timeout=60)
         err = child.stderr.read()
