@@ -153,9 +153,7 @@ def test_cuda_index_out_of_range_is_bad_input(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    with pytest.raises(
-        ValueError, match=r"'cuda:5': torch sees 2 CUDA device\(s\), cuda:0..cuda:1"
-    ):
+    with pytest.raises(ValueError, match=r"'cuda:5': torch sees 2 CUDA GPU\(s\), cuda:0..cuda:1"):
         target_gpu("cuda:5")
 
 
@@ -168,7 +166,7 @@ def test_cuda_index_out_of_range_is_one_line_exit_2(
     assert main(["probe", "lora", "--device=cuda:3", "--shape=tiny", "--runs=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert "torch sees 1 CUDA device(s)" in err[0]
+    assert "torch sees 1 CUDA GPU(s)" in err[0]
 
 
 def test_uuid_mismatch_is_missing_hardware_not_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
