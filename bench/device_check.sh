@@ -17,7 +17,9 @@
 #
 # Exit status: 0 all steps passed; 1 a step failed (the summary names it); 3 no usable
 # GPU or learnsched cannot be imported or built here (one line says which).
-# PYTHON picks the interpreter (default python3); GPU picks torch's device (default 0).
+# PYTHON picks the interpreter (default python3); GPU picks torch's device (default 0);
+# WHEELHOUSE, a folder of wheels (nvidia-ml-py, safetensors) to install offline first;
+# BUDGET_S, the seconds all steps may take together (default 450).
 set -u -o pipefail
 
 die() { echo "device_check: $2" >&2; exit "$1"; }
@@ -47,6 +49,12 @@ if ! (cd "$WORK" && "$PY" -c "import learnsched._core") 2>/dev/null; then
             || die 3 "learnsched cannot be built here (see $OUT/build.log: needs pybind11, Cython, a C++17 compiler)"
         export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
     fi
+fi
+
+# The gpu extra's other packages, from a local wheel folder if one is given (no network).
+if [ -n "${WHEELHOUSE:-}" ]; then
+    "$PY" -m pip install -q --no-index --find-links "$WHEELHOUSE" nvidia-ml-py safetensors \
+        >>"$OUT/build.log" 2>&1 || echo "device_check: some wheels missing in $WHEELHOUSE" >&2
 fi
 
 # torch's cuda:$GPU by UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES, UUIDs do not.
@@ -98,7 +106,7 @@ step lora-8b 75 "${CLI[@]}" probe lora --device "cuda:$GPU" --shape llama-3.1-8b
 step gpu-handoff 100 "$PY" "$REPO/bench/gpu_handoff.py" --gpu "$GPU" --gib "$GIB" \
     --runs "$RUNS" --json
 for dialect in vllm sglang; do
-    port=$("$PY" -c "from learnsched.testing import free_port; print(free_port())")
+    port=$(cd "$WORK" && "$PY" -c "from learnsched.testing import free_port; print(free_port())")
     tags=()
     [ "$dialect" = vllm ] && tags=(--tags weights kv_cache)
     step "sim-$dialect" 60 "${CLI[@]}" probe recovery --engine "$dialect" \

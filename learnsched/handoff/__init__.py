@@ -13,9 +13,16 @@ are imported only by the functions that need them (``pip install 'learnsched[gpu
 from __future__ import annotations
 
 from .cold_start import launch_engine
-from .endpoint import HttpStatusError, ServingEndpoint
+from .endpoint import Generation, HttpStatusError, ServingEndpoint
 from .engines import ENGINES
-from .errors import HandoffProbeError, NvmlError, NvmlUnavailable
+from .errors import (
+    EngineBusy,
+    HandoffProbeError,
+    NvmlError,
+    NvmlUnavailable,
+    RecoveryFailed,
+    ServerConfigError,
+)
 from .host_memory import HostMemory, PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .ledger import HandoffLedger, HandoffRecord, TornRecordWarning, read_ledger
 from .lora import (
@@ -66,6 +73,8 @@ __all__ = [
     "ControlSignal",
     "CostProfile",
     "DeviceMemory",
+    "EngineBusy",
+    "Generation",
     "GpuProcess",
     "HandoffLedger",
     "HandoffProbeError",
@@ -79,8 +88,10 @@ __all__ = [
     "NvmlUnavailable",
     "PhaseSample",
     "PhaseSampler",
+    "RecoveryFailed",
     "RecoveryRun",
     "ReleaseResult",
+    "ServerConfigError",
     "ServingEndpoint",
     "Timing",
     "TornRecordWarning",
