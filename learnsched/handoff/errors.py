@@ -36,6 +36,10 @@ class DeviceMismatch(NvmlUnavailable):
     """
 
 
+class GpuExtraMissing(HandoffProbeError, MissingExtra):
+    """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
 class ServerConfigError(HandoffProbeError):
     """The server was started without a flag the park needs; the message names it."""
 
@@ -58,10 +62,6 @@ class RecoveryFailed(HandoffProbeError):
     def __init__(self, message: str, run: object) -> None:
         super().__init__(message)
         self.run = run
-
-
-class GpuExtraMissing(HandoffProbeError, MissingExtra):
-    """A package of the GPU extra is not installed (CLI: exit 3)."""
 
 
 def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:
