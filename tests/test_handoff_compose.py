@@ -80,8 +80,20 @@ def test_explain_and_solve_take_the_base_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     costs = str(lora_only(tmp_path))
-    assert main(["explain", "S0348", "--costs", costs, "--base", "paper"]) == 0
-    assert "cold_recovery_s, checkpoint_save_s" not in capsys.readouterr().err  # per source
+    assert main(["explain", "S0348", "--costs", costs, "--base", "paper"]) == 0  # cold
+    err = capsys.readouterr().err
+    assert f"cold_recovery_s from paper; checkpoint_save_s, checkpoint_load_s from {costs}" in err
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        '{"windows": [[0, 80]], "work_quanta": 2, "quantum_s": 5, "benefit_rate": 0.25, '
+        '"horizon_s": 200, "recovery_s": 1, "residency_rate": 0, "save_s": 0, "load_s": 0, '
+        '"initial": {"progress": 0, "durable": 0, "active": false}}'
+    )
+    argv = ["solve", str(scenario), "--costs", costs, "--base", "paper", "--recovery", "warm"]
+    assert main([*argv, "--json"]) == 0
+    assert "warm_recovery_s, host_pss_awake_gib, host_pss_parked_gib from paper" in (
+        capsys.readouterr().err
+    )
 
 
 def test_out_onto_another_devices_profile_fails_before_measuring(
