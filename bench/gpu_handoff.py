@@ -23,6 +23,7 @@ import tempfile
 import time
 from typing import Any
 
+from learnsched._table import format_rows
 from learnsched.handoff import (
     BASE_SHAPES,
     NvmlDevice,
@@ -35,7 +36,6 @@ from learnsched.handoff import (
     time_host,
     wait_for_release,
 )
-from learnsched.handoff._cli_tables import print_rows
 from learnsched.handoff.errors import HandoffProbeError
 from learnsched.handoff.nvml import driver_version
 from learnsched.handoff.profile import GIB
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         report: dict[str, Any] = dict(rows)
         print(json.dumps(report, indent=2))
     else:
-        print_rows(rows)
+        print(format_rows(rows))
     return 0
 
 

@@ -42,10 +42,17 @@ def test_pss_read(benchmark: Callable[..., Any], children: bool) -> None:
     assert memory.pids[0] == os.getpid()
 
 
+def lora_torch() -> Any:
+    """torch, after skipping unless the LoRA probe's extras (torch, safetensors) are installed."""
+    pytest.importorskip("safetensors", reason="the LoRA probe needs safetensors (learnsched[gpu])")
+    return pytest.importorskip("torch", reason="the LoRA probe needs torch (learnsched[gpu])")
+
+
 @pytest.mark.benchmark(group="lora-save")
 @pytest.mark.parametrize("rank", [4, 8, 16])
 @pytest.mark.parametrize("durable", [False, True])
 def test_lora_save(benchmark: Callable[..., Any], tmp_path: Path, rank: int, durable: bool) -> None:
+    lora_torch()
     tensors = synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], rank)
     path = benchmark(save_adapter, tensors, tmp_path, durable=durable)
     assert path.stat().st_size > sum(t.numel() * 4 for t in tensors.values())
@@ -54,7 +61,7 @@ def test_lora_save(benchmark: Callable[..., Any], tmp_path: Path, rank: int, dur
 @pytest.mark.benchmark(group="lora-load")
 @pytest.mark.parametrize("rank", [4, 8, 16])
 def test_lora_load(benchmark: Callable[..., Any], tmp_path: Path, rank: int) -> None:
-    torch = pytest.importorskip("torch")
+    torch = lora_torch()
     tensors = synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], rank)
     path = save_adapter(tensors, tmp_path, durable=True)
     loaded = benchmark(load_adapter, path, "cpu")

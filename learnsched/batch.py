@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._checks import integer
 from .scenario import Scenario
-from .solver import ALL_POLICIES, Policy, core_policy
+from .solver import ALL_POLICIES, Policy, core_policy, parse_policies
 
 __all__ = ["BatchResult", "solve_batch"]
 
@@ -48,7 +48,7 @@ class BatchResult:
 
 def solve_batch(
     scenarios: Sequence[Scenario],
-    policies: Iterable[str | Policy] = ALL_POLICIES,
+    policies: str | Iterable[str | Policy] = ALL_POLICIES,
     threads: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> BatchResult:
@@ -59,13 +59,20 @@ def solve_batch(
     scenarios
         Scenarios to solve; all are validated before any work starts.
     policies
-        Policies (names or :class:`Policy`), all six by default.
+        One policy name (``"dp"``) or several (names or :class:`Policy`); all six by
+        default.
     threads
         Worker threads (at most one per scenario; each holds one model's tables at a
         time); results are identical for any count.
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
+
+    Returns
+    -------
+    BatchResult
+        Values, benefits and costs in s-eq. and publication times in seconds, one row per
+        scenario and one column per policy.
 
     Raises
     ------
@@ -75,7 +82,7 @@ def solve_batch(
         ``threads`` is not an integer.
     """
     threads = integer("threads", threads, low=1)
-    names = tuple(Policy.parse(p) for p in policies)
+    names = parse_policies(policies)
     if not names:
         raise ValueError("policies must name at least one policy")
     core_policies = [core_policy(p) for p in names]

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from . import _core
 from ._checks import integer, nonnegative, number
 
@@ -38,12 +40,18 @@ C_INT_MAX = 2**31 - 1
 
 
 def _flag(name: str, value: object) -> bool:
-    if not isinstance(value, bool):
+    if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
-    return value
+    return bool(value)
+
+
+def _listed(value: object) -> object:
+    """A numpy array as nested Python lists of Python numbers; anything else as it is."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _window(index: int, pair: object) -> tuple[float, float]:
+    pair = _listed(pair)
     if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
         raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
     return (number(f"windows[{index}] start", pair[0]), number(f"windows[{index}] end", pair[1]))
@@ -127,9 +135,11 @@ class InitialState:
 
     def __post_init__(self) -> None:
         # Range checks are the core's (they name work_quanta); these keep a C int.
-        integer("initial.progress", self.progress, low=-C_INT_MAX, high=C_INT_MAX)
-        integer("initial.durable", self.durable, low=-C_INT_MAX, high=C_INT_MAX)
-        _flag("initial.active", self.active)
+        # Stored as Python ints and bool, so numpy scalars round-trip through JSON.
+        for name in ("progress", "durable"):
+            value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "active", _flag("initial.active", self.active))
 
     def to_core(self) -> _core.State:
         """The C++ core's state at window 0."""
@@ -169,11 +179,13 @@ class Scenario:
     _core_scenario: _core.Scenario = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        windows: object = self.windows  # checked at run time: callers may pass anything
+        # Checked at run time: callers may pass anything, numpy arrays included.
+        windows = _listed(self.windows)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
-        integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
+        work_quanta = integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
+        object.__setattr__(self, "work_quanta", work_quanta)
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
             object.__setattr__(self, name, number(name, getattr(self, name)))
         if not isinstance(self.costs, HandoffCosts):
@@ -192,6 +204,22 @@ class Scenario:
         _core.validate(core)  # the core's own checks name the field and value
         # Built once: the core object is immutable, and batches reuse it.
         object.__setattr__(self, "_core_scenario", core)
+
+    def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
+        # The core object does not pickle: rebuild it (and validate again) from the fields,
+        # so pickle, copy.deepcopy and multiprocessing work.
+        return (
+            Scenario,
+            (
+                self.windows,
+                self.work_quanta,
+                self.quantum_s,
+                self.benefit_rate,
+                self.horizon_s,
+                self.costs,
+                self.initial,
+            ),
+        )
 
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""

@@ -43,6 +43,17 @@ class Policy(str, Enum):
 
 ALL_POLICIES: tuple[Policy, ...] = tuple(Policy)
 
+
+def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]:
+    """The policies named by ``policies``: one name (``"dp"``) or an iterable of names.
+
+    A lone string means one policy, never its letters (:class:`Policy` is a ``str`` too).
+    """
+    if isinstance(policies, str):
+        return (Policy.parse(policies),)
+    return tuple(Policy.parse(p) for p in policies)
+
+
 # Keyed by the enum members, which hash and compare like their strings, so a plain
 # "rollout" finds its entry too without a conversion on the decide() hot path.
 _CORE_POLICY: dict[str, _core.Policy] = {
@@ -83,6 +94,14 @@ class Model:
             raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
         self._scenario = scenario
         self._model = _core.Model(scenario.to_core())
+
+    def __repr__(self) -> str:
+        s = self._scenario
+        return (
+            f"<Model: {len(s.windows)} windows, {s.work_quanta} quanta of {s.quantum_s:g} s, "
+            f"benefit {s.benefit_rate:g} s-eq./s until {s.horizon_s:g} s, "
+            f"recovery {s.costs.recovery_s:g} s>"
+        )
 
     @property
     def scenario(self) -> Scenario:
@@ -126,12 +145,40 @@ class Model:
         return self._model.decide(window, progress, durable, active, core_policy(policy))
 
     def solve(self, policy: str | Policy = Policy.ROLLOUT) -> Plan:
-        """The policy's whole plan from the initial state (GIL released while solving)."""
+        """The policy's whole plan from the initial state (GIL released while solving).
+
+        Parameters
+        ----------
+        policy
+            Policy name or :class:`Policy`; LearnSched's rollout by default.
+
+        Returns
+        -------
+        Plan
+            Net value, benefit and cost split in s-eq., publication time in seconds (or
+            ``None``) and one step per window visited.
+
+        Raises
+        ------
+        ValueError
+            An unknown policy.
+        """
         return Plan.from_core(self._model.solve(core_policy(policy)))
 
-    def solve_all(self, policies: Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
-        """Plans of several policies, keyed by policy name."""
-        return {Policy.parse(p).value: self.solve(p) for p in policies}
+    def solve_all(self, policies: str | Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
+        """Plans of several policies, keyed by policy name.
+
+        Parameters
+        ----------
+        policies
+            One policy name or several (names or :class:`Policy`); all six by default.
+
+        Returns
+        -------
+        dict of str to Plan
+            One :class:`Plan` per policy, in the order given.
+        """
+        return {p.value: self.solve(p) for p in parse_policies(policies)}
 
     def window_plan_value(
         self, window: int, progress: int, durable: int, active: bool = False
@@ -153,12 +200,53 @@ class Model:
 
 
 def solve(scenario: Scenario, policy: str | Policy = Policy.ROLLOUT) -> Plan:
-    """Solve one scenario under one policy (default: LearnSched's rollout)."""
+    """Solve one scenario under one policy (default: LearnSched's rollout).
+
+    Parameters
+    ----------
+    scenario
+        The scenario: idle windows and work in seconds and quanta, benefit in s-eq./s.
+    policy
+        Policy name (``"never"``, ``"window"``, ``"static_roi"``, ``"costed_window"``,
+        ``"rollout"``, ``"dp"``) or :class:`Policy`.
+
+    Returns
+    -------
+    Plan
+        ``value`` (net, s-eq.), ``benefit`` (s-eq.), ``publish_s`` (seconds, or ``None``
+        if it never publishes), ``cost`` (:class:`CostSplit`, s-eq.) and ``steps`` (one
+        :class:`Step` per window visited).
+
+    Raises
+    ------
+    TypeError
+        ``scenario`` is not a :class:`Scenario`.
+    ValueError
+        An unknown policy.
+    """
     return Model(scenario).solve(policy)
 
 
 def solve_all(
-    scenario: Scenario, policies: Iterable[str | Policy] = ALL_POLICIES
+    scenario: Scenario, policies: str | Iterable[str | Policy] = ALL_POLICIES
 ) -> dict[str, Plan]:
-    """Plans of several policies (default: all six) for one scenario, keyed by name."""
+    """Plans of several policies for one scenario, keyed by name.
+
+    Parameters
+    ----------
+    scenario
+        The scenario to solve (prepared once for every policy).
+    policies
+        One policy name or several (names or :class:`Policy`); all six by default.
+
+    Returns
+    -------
+    dict of str to Plan
+        One :class:`Plan` per policy, in the order given.
+
+    Raises
+    ------
+    ValueError
+        An unknown policy.
+    """
     return Model(scenario).solve_all(policies)

@@ -51,6 +51,14 @@ def test_empty_batch_and_policy_subset() -> None:
     assert result.column("never")[0] == 0.0
 
 
+def test_one_policy_name_is_one_column() -> None:
+    scenario = ls.scenario_by_id("S0348").scenario
+    result = ls.solve_batch([scenario], policies="dp")
+    assert result.policies == (ls.Policy.DP,)
+    assert result.value.shape == (1, 1)
+    assert ls.solve_batch([scenario], ls.Policy.NEVER).policies == (ls.Policy.NEVER,)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [

@@ -126,7 +126,7 @@ HOLDER = (
 
 @pytest.mark.gpu
 def test_real_release_after_a_child_exits(tmp_path: Path) -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch (learnsched[gpu])")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     try:

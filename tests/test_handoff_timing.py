@@ -32,14 +32,14 @@ def test_runs_must_include_a_warm_run() -> None:
 
 
 def test_device_timer_needs_cuda() -> None:
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="needs torch (learnsched[gpu])")
     with pytest.raises(ValueError, match="cuda_device must be a CUDA device"):
         time_device(lambda: None, 2, cuda_device="cpu")
 
 
 @pytest.mark.gpu
 def test_event_timing_matches_the_wall_clock() -> None:
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="needs torch (learnsched[gpu])")
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA GPU")
     x = torch.randn(2048, 2048, device="cuda")

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import multiprocessing
+import pickle
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pytest
 
 import learnsched as ls
@@ -102,3 +107,48 @@ def test_numbers_beyond_any_double_or_c_int() -> None:
         ls.Scenario.from_json(
             scenario_json(initial={"progress": 2**40, "durable": 0, "active": True})
         )
+
+
+def test_objects_pickle_and_copy(s0348: ls.Scenario) -> None:
+    warm = s0348.with_costs(ls.PAPER_WARM)
+    for obj in (warm, warm.costs, ls.InitialState(3, 1, True), ls.solve(warm, "dp")):
+        for again in (pickle.loads(pickle.dumps(obj)), copy.deepcopy(obj), copy.copy(obj)):
+            assert again == obj
+            assert type(again) is type(obj)
+    again = pickle.loads(pickle.dumps(warm))
+    assert ls.solve(again, "dp") == ls.solve(warm, "dp")  # its core object was rebuilt
+
+
+def test_a_process_pool_solves_scenarios(s0348: ls.Scenario) -> None:
+    scenarios = [s0348, s0348.with_costs(ls.PAPER_WARM)]
+    # spawn: the scenarios and plans really cross a process boundary by pickle
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        plans = pool.map(ls.solve, scenarios)
+    assert plans == [ls.solve(s) for s in scenarios]
+
+
+def test_numpy_numbers_and_arrays_are_accepted(s0348: ls.Scenario) -> None:
+    built = ls.Scenario(
+        windows=np.array(s0348.windows),
+        work_quanta=np.int64(6),
+        quantum_s=np.float64(5.0),
+        benefit_rate=np.float32(0.25),
+        horizon_s=np.int32(1020),
+        costs=ls.HandoffCosts(np.float64(69.988), 0, np.float64(0.068075), 0.047748),
+        initial=ls.InitialState(np.int64(0), np.int16(0), np.bool_(False)),
+    )
+    assert built == s0348
+    text = json.dumps(built.to_json())  # plain ints and floats: json accepts them
+    assert json.loads(text)["work_quanta"] == 6
+    assert type(built.work_quanta) is int
+    assert type(built.initial.durable) is int
+    assert type(built.initial.active) is bool
+    listed = [np.array(w) for w in s0348.windows]
+    assert replace(s0348, windows=listed).windows == s0348.windows
+
+
+def test_numpy_windows_of_the_wrong_shape_name_the_field(s0348: ls.Scenario) -> None:
+    with pytest.raises(ValueError, match=r"windows\[0\] must be a \[start, end\] pair"):
+        replace(s0348, windows=np.array([0.0, 80.0]))
+    with pytest.raises(ValueError, match=r"windows\[0\] must be a \[start, end\] pair"):
+        replace(s0348, windows=np.zeros((2, 3)))

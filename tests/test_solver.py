@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -130,3 +131,23 @@ def test_model_api_types(s0348: ls.Scenario) -> None:
     with pytest.raises(AttributeError):
         model.scenario = s0348  # type: ignore[misc]
     assert model.window_plan_value(0, 0, 0) == pytest.approx(ls.solve(s0348, "window").value)
+
+
+def test_model_repr_names_the_scenario(s0348: ls.Scenario) -> None:
+    text = repr(ls.Model(s0348))
+    assert text == (
+        "<Model: 4 windows, 6 quanta of 5 s, benefit 0.25 s-eq./s until 1020 s, recovery 69.988 s>"
+    )
+
+
+def test_one_policy_name_is_one_policy(s0348: ls.Scenario) -> None:
+    assert list(ls.solve_all(s0348, "dp")) == ["dp"]
+    assert list(ls.Model(s0348).solve_all(ls.Policy.ROLLOUT)) == ["rollout"]
+
+
+def test_solve_documents_its_arguments_and_returns() -> None:
+    for function in (ls.solve, ls.solve_all, ls.solve_batch, ls.Model.solve):
+        doc = inspect.getdoc(function) or ""
+        for section in ("Parameters\n----------", "Returns\n-------"):
+            assert section in doc, (function.__qualname__, section)
+    assert "policy\n    Policy name" in (inspect.getdoc(ls.solve) or "")

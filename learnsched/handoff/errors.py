@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .._extras import MissingExtra
+
 __all__ = ["HandoffProbeError", "NvmlError", "NvmlUnavailable"]
 
 
@@ -13,8 +15,8 @@ class NvmlError(HandoffProbeError):
     """An NVML call failed; the message names the call and NVML's reason."""
 
 
-class NvmlUnavailable(NvmlError):
-    """NVML cannot be used here: no ``nvidia-ml-py``, no driver, or no GPU."""
+class NvmlUnavailable(NvmlError, MissingExtra):
+    """NVML cannot be used here: no ``nvidia-ml-py``, no driver, or no GPU (CLI: exit 3)."""
 
 
 def missing_extra(module: str, err: ImportError) -> HandoffProbeError:

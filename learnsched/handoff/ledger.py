@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import fsync_folder
+from .._atomic import FILE_MODE, fsync_folder
 from .._checks import integer
 from .host_memory import HostMemory
 from .nvml import DeviceMemory
@@ -140,7 +140,7 @@ class HandoffLedger:
         """Write one record durably (flushed and fsynced before returning)."""
         line = (json.dumps(record.to_json(), sort_keys=True, allow_nan=False) + "\n").encode()
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             # One writer at a time: the torn-tail cut must not race another append.
             fcntl.flock(fd, fcntl.LOCK_EX)

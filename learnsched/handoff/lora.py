@@ -23,8 +23,9 @@ from typing import Any
 from .._atomic import atomic_write
 from .._checks import integer
 from ._util import torch_module
-from .errors import HandoffProbeError, missing_extra
-from .nvml import NvmlDevice
+from .errors import HandoffProbeError, NvmlUnavailable, missing_extra
+from .nvml import NvmlDevice, device_for_torch
+from .profile import CPU
 from .timing import Timing, time_device, time_host
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "read_adapter",
     "save_adapter",
     "synthesise_adapter",
+    "target_gpu",
 ]
 
 ADAPTER_FILE = "adapter_model.safetensors"  # PEFT's file name
@@ -130,6 +132,34 @@ def _peft() -> Any:
 def default_device() -> str:
     """``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
     return "cuda" if torch_module().cuda.is_available() else "cpu"
+
+
+def target_gpu(device: str) -> tuple[NvmlDevice | None, str]:
+    """The GPU torch loads onto for ``device``: its NVML device and its name.
+
+    Parameters
+    ----------
+    device
+        A torch device string: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Returns
+    -------
+    tuple
+        The NVML device (matched by UUID, not index; ``None`` on CPU, without CUDA, or
+        where NVML is unavailable) and the device's name (``"cpu"`` off the GPU).
+    """
+    if not device.startswith("cuda"):
+        return None, CPU
+    torch = torch_module()
+    if not torch.cuda.is_available():
+        return None, CPU
+    target = torch.device(device)
+    index = target.index if target.index is not None else torch.cuda.current_device()
+    properties = torch.cuda.get_device_properties(index)
+    try:
+        return device_for_torch(index, str(properties.uuid)), str(properties.name)
+    except NvmlUnavailable:
+        return None, str(properties.name)
 
 
 def synthesise_adapter(

@@ -12,7 +12,7 @@ import atexit
 import importlib.metadata
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
@@ -26,6 +26,8 @@ __all__ = [
     "NvmlDevice",
     "device_count",
     "device_for_torch",
+    "device_info",
+    "device_report",
     "driver_version",
     "open_device",
 ]
@@ -399,3 +401,39 @@ def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
         except ValueError:
             continue
     raise ValueError(f"cuda:{index} (UUID {text}): NVML lists no GPU with this UUID")
+
+
+def device_info(device: NvmlDevice | None) -> dict[str, str | None] | None:
+    """The identity of the GPU a cost profile was measured on (``None`` without one).
+
+    Returns
+    -------
+    dict or None
+        ``{"name": ..., "uuid": ..., "driver": ...}`` (driver: NVML's version string).
+    """
+    if device is None:
+        return None
+    return {"name": device.name, "uuid": device.uuid, "driver": driver_version()}
+
+
+def device_report(device: NvmlDevice) -> dict[str, Any]:
+    """One GPU's NVML readings now, as plain JSON.
+
+    Returns
+    -------
+    dict
+        ``index``, ``uuid``, ``name``, ``driver``; ``memory`` (bytes, as
+        :class:`DeviceMemory`), ``processes`` (pid, bytes), ``utilisation_percent``
+        (``{"gpu", "memory"}`` or ``None``) and ``clocks`` (MHz, as :class:`ClockReading`).
+    """
+    util = device.utilisation()
+    return {
+        "index": device.index,
+        "uuid": device.uuid,
+        "name": device.name,
+        "driver": driver_version(),
+        "memory": asdict(device.memory()),
+        "processes": [asdict(p) for p in device.processes()],
+        "utilisation_percent": None if util is None else {"gpu": util[0], "memory": util[1]},
+        "clocks": asdict(device.clocks()),
+    }

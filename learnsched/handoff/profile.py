@@ -13,15 +13,20 @@ import json
 import math
 import os
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._atomic import atomic_write_text
 from .._checks import nonnegative, number
 from ..scenario import HandoffCosts
+from .nvml import NvmlDevice, device_info
+
+if TYPE_CHECKING:
+    from .lora import LoraBenchmark
+    from .phases import RecoveryRun
 
 __all__ = [
     "PAPER_PROFILE",
@@ -238,6 +243,96 @@ class CostProfile:
             source="; ".join(s for s in (self.source, newer.source) if s),
         )
 
+    @classmethod
+    def from_lora(
+        cls, result: LoraBenchmark, device: NvmlDevice | None = None, device_name: str = CPU
+    ) -> CostProfile:
+        """The checkpoint costs a LoRA benchmark measured, as a profile.
+
+        Parameters
+        ----------
+        result
+            What :func:`~learnsched.handoff.benchmark_lora` measured (times in ms).
+        device
+            The NVML device of the GPU it loaded onto (``None``: CPU, or NVML unavailable).
+        device_name
+            Where it was measured: ``"cpu"`` or the GPU's name.
+
+        Returns
+        -------
+        CostProfile
+            ``checkpoint_save_s`` (durable), ``checkpoint_save_buffered_s``,
+            ``checkpoint_load_s`` (seconds) and ``adapter_bytes`` (bytes).
+        """
+
+        def seconds(timing: Any) -> Measurement:
+            warm = tuple(t / 1e3 for t in timing.warm_ms)
+            return Measurement.of(warm, "s", timing.first_ms / 1e3, device=device_name)
+
+        return cls(
+            measurements={
+                "checkpoint_save_s": seconds(result.save_durable),
+                "checkpoint_save_buffered_s": seconds(result.save),
+                "checkpoint_load_s": seconds(result.load),
+                "adapter_bytes": Measurement.of(
+                    (float(result.adapter_bytes),), "B", device=device_name
+                ),
+            },
+            device=device_info(device),
+            packages=package_versions(),
+            created=now_iso(),
+            source=f"learnsched probe lora (load onto {result.device})",
+        )
+
+    @classmethod
+    def from_recoveries(
+        cls, runs: Sequence[RecoveryRun], device: NvmlDevice | None = None
+    ) -> CostProfile:
+        """The recovery costs ``runs`` measured, as a profile.
+
+        Parameters
+        ----------
+        runs
+            Cold starts and warm park/resume cycles of one engine.
+        device
+            The NVML device they ran on (``None``: not read).
+
+        Returns
+        -------
+        CostProfile
+            Those of ``cold_recovery_s``, ``warm_recovery_s``, ``warm_ready_s`` (seconds),
+            ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
+            that ``runs`` measured.
+        """
+        warm = [r for r in runs if r.kind == "warm"]
+        name = None if device is None else device.name
+        candidates = {
+            "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+            "warm_recovery_s": _measured(
+                [r.resume_s for r in warm],
+                "s",
+                name,
+                "resume sent to acknowledged with the device memory back"
+                if all("memory_back" in r.stamps_ns for r in warm)
+                else "resume sent to acknowledged (device memory not watched)",
+            ),
+            "warm_ready_s": _measured([r.ready_s for r in warm], "s", name),
+            "host_pss_awake_gib": _measured(
+                [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB", name
+            ),
+            "host_pss_parked_gib": _measured(
+                [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB", name
+            ),
+            "device_parked_gib": _parked_device(warm, name),
+        }
+        return cls(
+            measurements={k: m for k, m in candidates.items() if m is not None},
+            device=device_info(device),
+            packages=package_versions(),
+            created=now_iso(),
+            source=f"learnsched probe recovery ({runs[0].engine})" if runs else "",
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The versioned JSON document."""
         return {
@@ -318,6 +413,36 @@ class CostProfile:
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the document atomically (fsynced, then renamed into place)."""
         atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+
+
+def _measured(
+    values: Sequence[float], unit: str, device: str | None, note: str = ""
+) -> Measurement | None:
+    return Measurement.of(tuple(values), unit, device=device, note=note) if values else None
+
+
+def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measurement | None:
+    """Device memory held while parked, on one basis for all runs (the note says which)."""
+    bases = {r.device_basis for r in warm if "parked" in r.device}
+    if not bases:
+        return None
+    # Mixed bases (the engine listed in some runs only) fall back to the whole device.
+    basis = bases.pop() if len(bases) == 1 else "device-occupied"
+    values = []
+    for run in warm:
+        if "parked" not in run.device:
+            continue
+        if basis == "engine-processes":
+            values.append(run.engine_device["parked"] / GIB)
+        else:
+            values.append(run.device["parked"].occupied / GIB)
+    note = (
+        "the engine's processes' own device bytes (NVML per-process)"
+        if basis == "engine-processes"
+        else "the whole device's used+reserved bytes (other processes included): NVML "
+        "does not list the engine's processes with their memory"
+    )
+    return _measured(values, "GiB", device, note)
 
 
 def now_iso() -> str:

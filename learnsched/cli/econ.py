@@ -12,16 +12,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .alert_experiment import AlertExperiment, run_alert_experiment
-from .alerts import ALERT_RULES
-from .breakeven import ReusePath, payback_uses
-from .paper import paper_economics
-from .pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
-from .waiting import WaitingComparison
+from .._table import format_rows
+from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
+from ..economics.alerts import ALERT_RULES
+from ..economics.breakeven import ReusePath, payback_uses
+from ..economics.paper import paper_economics
+from ..economics.pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
+from ..economics.waiting import WaitingComparison
+from .output import Rows, emit_json, print_rows
 
 __all__ = ["register"]
-
-Row = tuple[str, str]
 
 # Policy Q of ``econ utility --demand`` when --baseline is not given. The paper compares
 # LearnSched with Window under sustained demand (App. B.1: 847 tokens, 7 answers), where
@@ -130,14 +130,11 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     _finish(parser, run_alerts)
 
 
-def format_table(rows: Sequence[Row]) -> str:
-    """Two left-aligned columns: a label and its value."""
-    width = max(len(label) for label, _ in rows)
-    return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
-
-
-def _emit(args: argparse.Namespace, data: dict[str, Any], rows: Sequence[Row]) -> int:
-    print(json.dumps(data, indent=2) if args.json else format_table(rows))
+def _emit(args: argparse.Namespace, data: dict[str, Any], rows: Rows) -> int:
+    if args.json:
+        emit_json(data)
+    else:
+        print_rows(rows)
     return 0
 
 
@@ -266,7 +263,7 @@ def _read_profile(path: str) -> dict[str, Any]:
 def alerts_table(result: AlertExperiment) -> str:
     """Mean loss per alert with seed percentile ranges, then the return boundary."""
     low, high = result.percentiles
-    rows: list[Row] = [
+    rows: Rows = [
         ("loss/alert (s-eq.)", f"mean [p{low:g}, p{high:g}] over {len(result.seeds)} seed(s)")
     ]
     for engine, stats in result.stats.items():
@@ -277,7 +274,7 @@ def alerts_table(result: AlertExperiment) -> str:
     rows.append(("lead time (s)", "  ".join(f"{x:6.0f}" for x in result.lead_times_s)))
     for engine, threshold in result.boundary.items():
         rows.append((f"{engine} min. confidence", "  ".join(f"{p:6.3f}" for p in threshold)))
-    return format_table(rows)
+    return format_rows(rows)
 
 
 def _range(mean: float, low: float, high: float) -> str:
@@ -291,10 +288,13 @@ def run_alerts(args: argparse.Namespace) -> int:
     profile = None if args.profile is None else _read_profile(args.profile)
     result = run_alert_experiment(args.n, range(args.seed, args.seed + args.repeats), profile)
     if args.plot:
-        from .plotting import plot_alert_experiment
+        from ..economics.plotting import plot_alert_experiment
 
         plot_alert_experiment(result, args.plot)
-    print(json.dumps(result.to_json(), indent=2) if args.json else alerts_table(result))
+    if args.json:
+        emit_json(result.to_json())
+    else:
+        print(alerts_table(result))
     return 0
 
 

@@ -7,22 +7,40 @@ own row while the others still run.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from ._cli_lora import check_lora, lora_benchmark, lora_profile, lora_rows
-from ._cli_readings import check_pid, nvml_report
-from ._cli_recovery import check_recovery, recovery_profile, recovery_rows, recovery_runs, run_json
-from ._cli_tables import EXIT_FAILED, Rows, gib, optional_device, print_rows, write_profile
-from ._cli_waits import check_waits, waits, waits_rows
-from .errors import HandoffProbeError
-from .host_memory import read_host_memory
-from .profile import CostProfile
+from ...handoff.errors import HandoffProbeError
+from ...handoff.host_memory import read_host_memory
+from ...handoff.nvml import device_report
+from ...handoff.profile import CostProfile
+from ..output import EXIT_VIOLATION, Rows, emit_json, print_rows
+from .common import add_common, gib, optional_device, write_profile
+from .lora import add_lora_arguments, check_lora, lora_benchmark, lora_rows
+from .memory import check_pid
+from .recovery import (
+    add_recovery_arguments,
+    check_recovery,
+    recovery_rows,
+    recovery_runs,
+    run_json,
+)
+from .waits import add_waits_arguments, check_waits, waits, waits_rows
 
-__all__ = ["run_all"]
+__all__ = ["register"]
+
+
+def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``probe all``."""
+    parser = probes.add_parser("all", help="every probe this machine can run")
+    add_lora_arguments(parser)
+    add_waits_arguments(parser)
+    add_recovery_arguments(parser, required=False)
+    add_common(parser, out=True)
+    parser.set_defaults(func=run_all)
+
 
 # What a part of `probe all` may fail with at run time (bad input is checked up front):
 # a failed measurement, an unreachable server, a timeout (both OSError), a vanished PID.
@@ -70,7 +88,7 @@ def _all_nvml(args: argparse.Namespace, report: _AllReport) -> None:
         report.rows.append(("nvml", f"skipped: {why}"))
         report.json["nvml"] = None
         return
-    report.json["nvml"] = nvml_report(device)
+    report.json["nvml"] = device_report(device)
     report.rows.append(("nvml", f"{device.name} ({device.uuid})"))
 
 
@@ -78,7 +96,7 @@ def _all_lora(args: argparse.Namespace, report: _AllReport) -> None:
     lora, nvml, name = lora_benchmark(args)
     report.json["lora"] = lora.summary()
     report.rows += lora_rows(lora)
-    report.add_profile("lora", lora_profile(lora, nvml, name))
+    report.add_profile("lora", CostProfile.from_lora(lora, nvml, name))
 
 
 def _all_waits(args: argparse.Namespace, report: _AllReport) -> None:
@@ -99,7 +117,7 @@ def _all_recovery(args: argparse.Namespace, report: _AllReport) -> None:
     runs, device = recovery_runs(args)
     report.json["recovery"] = [run_json(r) for r in runs]
     report.rows += recovery_rows(runs)
-    report.add_profile("recovery", recovery_profile(runs, device))
+    report.add_profile("recovery", CostProfile.from_recoveries(runs, device))
 
 
 def run_all(args: argparse.Namespace) -> int:
@@ -127,7 +145,7 @@ def run_all(args: argparse.Namespace) -> int:
         except PART_ERRORS as err:
             report.fail(part, err)
     if args.json:
-        print(json.dumps(report.json, indent=2))
+        emit_json(report.json)
     else:
         print_rows(report.rows)
     if report.profile.measurements:
@@ -135,5 +153,5 @@ def run_all(args: argparse.Namespace) -> int:
             write_profile(args, report.profile)
         except (ValueError, OSError) as err:  # e.g. an existing --out from another device
             print(f"learnsched probe all: profile not written: {err}", file=sys.stderr)
-            return EXIT_FAILED
-    return EXIT_FAILED if report.failed else 0
+            return EXIT_VIOLATION
+    return EXIT_VIOLATION if report.failed else 0

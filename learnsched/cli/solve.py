@@ -12,15 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ._atomic import atomic_write_text
-from ._progress import Progress
-from .batch import BatchResult, solve_batch
-from .explain import describe_scenario, format_plans
-from .grid import Grid, paper_grid, scenario_by_id
-from .handoff import load_cost_profile
-from .scenario import HandoffCosts, Scenario
-from .solver import ALL_POLICIES, Model, Policy
-from .summary import PAPER_FIGURES, GridSummary, summarize
+from .._atomic import atomic_write_text
+from .._progress import Progress
+from ..batch import BatchResult, solve_batch
+from ..explain import describe_scenario, format_plans
+from ..grid import Grid, paper_grid, scenario_by_id
+from ..scenario import HandoffCosts, Scenario
+from ..solver import ALL_POLICIES, Model, Policy
+from ..summary import PAPER_FIGURES, GridSummary, summarize
+from .output import emit_json
 
 __all__ = ["register"]
 
@@ -83,6 +83,9 @@ def _profile_costs(
     """
     if args.costs is None:
         return None
+    # The handoff wing loads only for --costs: plain `learnsched grid` never pays for it.
+    from ..handoff import load_cost_profile
+
     profile = load_cost_profile(args.costs)
     return {recovery: profile.handoff_costs(recovery) for recovery in recoveries}
 
@@ -175,11 +178,11 @@ def run_grid(args: argparse.Namespace) -> int:
     if args.csv:
         atomic_write_text(args.csv, _grid_csv(grid, result))
     if args.plot:
-        from .plotting import plot_grid_summary
+        from ..plotting import plot_grid_summary
 
         plot_grid_summary(summary, args.plot)
     if args.json:
-        print(json.dumps({**summary.to_json(), "paper": paper, "seconds": seconds}, indent=2))
+        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds})
     else:
         print(grid_table(summary, paper, seconds))
     return 0
@@ -214,7 +217,7 @@ def run_solve(args: argparse.Namespace) -> int:
     plans = [Model(s).solve_all(policies) for s in scenarios]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
-        print(json.dumps(objs if many else objs[0], indent=2))
+        emit_json(objs if many else objs[0])
         return 0
     for i, (scenario, ps) in enumerate(zip(scenarios, plans, strict=True)):
         header = f"scenario [{i}]: " if many else ""
@@ -235,7 +238,7 @@ def run_explain(args: argparse.Namespace) -> int:
     )
     print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
     if args.plot:
-        from .plotting import plot_plans
+        from ..plotting import plot_plans
 
         plot_plans(plans, scenario, args.plot, title)
     return 0

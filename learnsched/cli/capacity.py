@@ -8,22 +8,18 @@ the top-level command turns into status 2.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 from typing import Any
 
-from .admission import CountThresholdAdmission, WorkBudgetAdmission
-from .aimd import AIMDConfig
-from .feasibility import DEFAULT_TOLERANCE, check_feasibility
-from .lending import ReturnPath, max_share, max_share_schedule, return_deadline
-from .profile import RateProfile
-from .replay import ReplayResult, replay
-from .traces import Trace, read_rate_csv, read_trace_csv, write_csv
+from ..capacity.admission import CountThresholdAdmission, WorkBudgetAdmission
+from ..capacity.aimd import AIMDConfig
+from ..capacity.feasibility import DEFAULT_TOLERANCE, check_feasibility
+from ..capacity.lending import ReturnPath, max_share, max_share_schedule, return_deadline
+from ..capacity.profile import RateProfile
+from ..capacity.replay import ReplayResult, replay
+from ..capacity.traces import Trace, read_rate_csv, read_trace_csv, write_csv
+from .output import EXIT_OK, EXIT_VIOLATION, Rows, emit_json, finite, print_rows
 
 __all__ = ["register"]
-
-EXIT_OK = 0
-EXIT_INFEASIBLE = 1
 
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,23 +107,23 @@ def _inputs(args: argparse.Namespace) -> tuple[Trace, RateProfile]:
     return trace, read_rate_csv(args.rate_file)
 
 
-def _finite(value: float | None) -> float | None:
-    """JSON has no infinity: an unbounded time prints as null."""
-    return None if value is None or math.isinf(value) else value
+def _shown(value: Any) -> str:
+    """A result value as the table shows it."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, list):
+        return " ".join(f"{v:.6g}" for v in value)
+    return str(value)
 
 
 def _emit(args: argparse.Namespace, result: dict[str, Any]) -> None:
     if args.json:
-        print(json.dumps(result, indent=2, allow_nan=False))
+        emit_json(result)
         return
-    width = max(map(len, result))
-    for key, value in result.items():
-        shown = "-" if value is None else value
-        if isinstance(value, float):
-            shown = f"{value:.6g}"
-        elif isinstance(value, list):
-            shown = " ".join(f"{v:.6g}" for v in value)
-        print(f"{key:<{width}}  {shown}")
+    rows: Rows = [(key, _shown(value)) for key, value in result.items()]
+    print_rows(rows)
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -144,7 +140,7 @@ def run_check(args: argparse.Namespace) -> int:
             "violations": result.violations,
         },
     )
-    return EXIT_OK if result.feasible else EXIT_INFEASIBLE
+    return EXIT_OK if result.feasible else EXIT_VIOLATION
 
 
 def run_lend(args: argparse.Namespace) -> int:
@@ -161,10 +157,10 @@ def run_lend(args: argparse.Namespace) -> int:
         deadline = return_deadline(trace, capacity, args.share, path, args.tolerance)
         result["share"] = args.share
         result["return_path_s"] = path.total_s
-        result["ready_by_s"] = None if deadline is None else _finite(deadline.ready_by_s)
-        result["reclaim_by_s"] = None if deadline is None else _finite(deadline.reclaim_by_s)
+        result["ready_by_s"] = None if deadline is None else finite(deadline.ready_by_s)
+        result["reclaim_by_s"] = None if deadline is None else finite(deadline.reclaim_by_s)
     _emit(args, result)
-    return EXIT_OK if share is not None else EXIT_INFEASIBLE
+    return EXIT_OK if share is not None else EXIT_VIOLATION
 
 
 def _policy(args: argparse.Namespace) -> AIMDConfig | float:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from .._checks import integer, positive
-from .._progress import Progress
-from ._cli_tables import Rows, ms, print_rows
-from .waits import measure_ack_delay
+from ..._checks import integer, positive
+from ..._progress import Progress
+from ...handoff.waits import measure_ack_delay
+from ..output import Rows, emit_json, print_rows
+from .common import add_common, ms
 
-__all__ = ["add_waits_arguments", "check_waits", "run_waits", "waits", "waits_rows"]
+__all__ = ["add_waits_arguments", "check_waits", "register", "waits", "waits_rows"]
+
+
+def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``probe waits``."""
+    parser = probes.add_parser("waits", help="command acknowledgment delay: coarse vs pollable")
+    add_waits_arguments(parser)
+    add_common(parser, out=False, gpu=False)
+    parser.set_defaults(func=run_waits)
 
 
 def add_waits_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +71,7 @@ def run_waits(args: argparse.Namespace) -> int:
     """Compare command acknowledgment delays of coarse and pollable waits."""
     results = waits(args)
     if args.json:
-        print(json.dumps(results, indent=2))
+        emit_json(results)
     else:
         print_rows(waits_rows(results))
     return 0

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
-from typing import Any
 
-from .._checks import integer
-from ._cli_tables import Rows, device_info, ms, print_rows, write_profile
-from ._util import torch_module
-from .errors import NvmlUnavailable
-from .lora import (
+from ..._checks import integer
+from ...handoff.lora import (
     ATTENTION,
     BASE_SHAPES,
     DTYPES,
@@ -20,18 +15,22 @@ from .lora import (
     default_device,
     read_adapter,
     synthesise_adapter,
+    target_gpu,
 )
-from .nvml import NvmlDevice, device_for_torch
-from .profile import CPU, CostProfile, Measurement, now_iso, package_versions
+from ...handoff.nvml import NvmlDevice
+from ...handoff.profile import CostProfile
+from ..output import Rows, emit_json, print_rows
+from .common import add_common, ms, write_profile
 
-__all__ = [
-    "add_lora_arguments",
-    "check_lora",
-    "lora_benchmark",
-    "lora_profile",
-    "lora_rows",
-    "run_lora",
-]
+__all__ = ["add_lora_arguments", "check_lora", "lora_benchmark", "lora_rows", "register"]
+
+
+def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``probe lora``."""
+    parser = probes.add_parser("lora", help="LoRA adapter save/load microbenchmark")
+    add_lora_arguments(parser)
+    add_common(parser, out=True)
+    parser.set_defaults(func=run_lora)
 
 
 def add_lora_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,18 +78,6 @@ def _targets(args: argparse.Namespace) -> list[str]:
     return [t.strip() for t in args.targets.split(",") if t.strip()]
 
 
-def _torch_gpu(device: str) -> tuple[NvmlDevice | None, str]:
-    """The NVML device torch loads onto (matched by UUID, not index) and its name."""
-    torch = torch_module()
-    target = torch.device(device)
-    index = target.index if target.index is not None else torch.cuda.current_device()
-    properties = torch.cuda.get_device_properties(index)
-    try:
-        return device_for_torch(index, str(properties.uuid)), str(properties.name)
-    except NvmlUnavailable:
-        return None, str(properties.name)
-
-
 def lora_benchmark(args: argparse.Namespace) -> tuple[LoraBenchmark, NvmlDevice | None, str]:
     """The benchmark, the NVML device of the GPU it ran on, and that device's name."""
     check_lora(args)
@@ -99,34 +86,11 @@ def lora_benchmark(args: argparse.Namespace) -> tuple[LoraBenchmark, NvmlDevice 
     else:
         tensors = synthesise_adapter(BASE_SHAPES[args.shape], args.rank, _targets(args), args.dtype)
     device = default_device() if args.device is None else str(args.device)
-    nvml, name = None, CPU
-    if device.startswith("cuda") and torch_module().cuda.is_available():
-        nvml, name = _torch_gpu(device)
+    nvml, name = target_gpu(device)
     result = benchmark_lora(
         tensors, device=device, runs=args.runs, folder=args.folder, nvml_device=nvml
     )
     return result, nvml, name
-
-
-def lora_profile(result: LoraBenchmark, nvml: NvmlDevice | None, name: str) -> CostProfile:
-    """The checkpoint costs ``result`` measured on device ``name``, as a cost profile."""
-
-    def seconds(timing: Any) -> Measurement:
-        warm = tuple(t / 1e3 for t in timing.warm_ms)
-        return Measurement.of(warm, "s", timing.first_ms / 1e3, device=name)
-
-    return CostProfile(
-        measurements={
-            "checkpoint_save_s": seconds(result.save_durable),
-            "checkpoint_save_buffered_s": seconds(result.save),
-            "checkpoint_load_s": seconds(result.load),
-            "adapter_bytes": Measurement.of((float(result.adapter_bytes),), "B", device=name),
-        },
-        device=device_info(nvml),
-        packages=package_versions(),
-        created=now_iso(),
-        source=f"learnsched probe lora (load onto {result.device})",
-    )
 
 
 def lora_rows(result: LoraBenchmark) -> Rows:
@@ -147,8 +111,8 @@ def run_lora(args: argparse.Namespace) -> int:
     """Run the LoRA save/load microbenchmark."""
     result, nvml, name = lora_benchmark(args)
     if args.json:
-        print(json.dumps(result.summary(), indent=2))
+        emit_json(result.summary())
     else:
         print_rows(lora_rows(result))
-    write_profile(args, lora_profile(result, nvml, name))
+    write_profile(args, CostProfile.from_lora(result, nvml, name))
     return 0

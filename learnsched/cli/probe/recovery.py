@@ -3,34 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .._checks import integer, nonnegative, positive
-from .._progress import Progress
-from ._cli_readings import check_pid
-from ._cli_tables import Rows, device_info, gib, optional_device, print_rows, write_profile
-from .cold_start import launch_engine
-from .engines import ENGINES, VLLM_SLEEP_LEVELS, ServingEndpoint
-from .ledger import HandoffLedger
-from .nvml import NvmlDevice
-from .phases import RecoveryRun
-from .profile import GIB, CostProfile, Measurement, now_iso, package_versions
-from .readiness import check_poll
-from .recovery import measure_warm_recovery
+from ..._checks import integer, nonnegative, positive
+from ..._progress import Progress
+from ...handoff.cold_start import launch_engine
+from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS, ServingEndpoint
+from ...handoff.ledger import HandoffLedger
+from ...handoff.nvml import NvmlDevice
+from ...handoff.phases import RecoveryRun
+from ...handoff.profile import GIB, CostProfile
+from ...handoff.readiness import check_poll
+from ...handoff.recovery import measure_warm_recovery
+from ..output import Rows, emit_json, print_rows
+from .common import add_common, gib, optional_device, write_profile
+from .memory import check_pid
 
 __all__ = [
     "add_recovery_arguments",
     "check_recovery",
-    "recovery_profile",
     "recovery_rows",
     "recovery_runs",
+    "register",
     "run_json",
-    "run_recovery",
 ]
+
+
+def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``probe recovery``."""
+    parser = probes.add_parser("recovery", help="cold start and warm resume of vLLM/SGLang")
+    add_recovery_arguments(parser, required=True)
+    add_common(parser, out=True)
+    parser.set_defaults(func=run_recovery)
 
 
 def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
@@ -147,68 +154,6 @@ def recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDevi
     return runs.runs, device
 
 
-def _measured(
-    values: Sequence[float], unit: str, device: str | None, note: str = ""
-) -> Measurement | None:
-    return Measurement.of(tuple(values), unit, device=device, note=note) if values else None
-
-
-def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measurement | None:
-    """Device memory held while parked, on one basis for all runs (the note says which)."""
-    bases = {r.device_basis for r in warm if "parked" in r.device}
-    if not bases:
-        return None
-    # Mixed bases (the engine listed in some runs only) fall back to the whole device.
-    basis = bases.pop() if len(bases) == 1 else "device-occupied"
-    values = []
-    for run in warm:
-        if "parked" not in run.device:
-            continue
-        if basis == "engine-processes":
-            values.append(run.engine_device["parked"] / GIB)
-        else:
-            values.append(run.device["parked"].occupied / GIB)
-    note = (
-        "the engine's processes' own device bytes (NVML per-process)"
-        if basis == "engine-processes"
-        else "the whole device's used+reserved bytes (other processes included): NVML "
-        "does not list the engine's processes with their memory"
-    )
-    return _measured(values, "GiB", device, note)
-
-
-def recovery_profile(runs: Sequence[RecoveryRun], device: NvmlDevice | None) -> CostProfile:
-    """The recovery costs ``runs`` measured, as a cost profile."""
-    warm = [r for r in runs if r.kind == "warm"]
-    name = None if device is None else device.name
-    candidates = {
-        "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
-        "warm_recovery_s": _measured(
-            [r.resume_s for r in warm],
-            "s",
-            name,
-            "resume sent to acknowledged with the device memory back"
-            if all("memory_back" in r.stamps_ns for r in warm)
-            else "resume sent to acknowledged (device memory not watched)",
-        ),
-        "warm_ready_s": _measured([r.ready_s for r in warm], "s", name),
-        "host_pss_awake_gib": _measured(
-            [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB", name
-        ),
-        "host_pss_parked_gib": _measured(
-            [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB", name
-        ),
-        "device_parked_gib": _parked_device(warm, name),
-    }
-    return CostProfile(
-        measurements={k: m for k, m in candidates.items() if m is not None},
-        device=device_info(device),
-        packages=package_versions(),
-        created=now_iso(),
-        source=f"learnsched probe recovery ({runs[0].engine})" if runs else "",
-    )
-
-
 def run_json(run: RecoveryRun) -> dict[str, Any]:
     """One recovery as plain JSON (stamps in ms from the first)."""
     base = min(run.stamps_ns.values())
@@ -253,8 +198,8 @@ def run_recovery(args: argparse.Namespace) -> int:
     """Time cold starts (with ``--launch``) and warm park/resume cycles."""
     runs, device = recovery_runs(args)
     if args.json:
-        print(json.dumps([run_json(r) for r in runs], indent=2))
+        emit_json([run_json(r) for r in runs])
     else:
         print_rows(recovery_rows(runs))
-    write_profile(args, recovery_profile(runs, device))
+    write_profile(args, CostProfile.from_recoveries(runs, device))
     return 0

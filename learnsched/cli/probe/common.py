@@ -1,4 +1,4 @@
-"""What the ``learnsched probe`` sub-commands share: exit statuses, tables, profiles."""
+"""What the ``learnsched probe`` sub-commands share: options, units in tables, profiles."""
 
 from __future__ import annotations
 
@@ -6,32 +6,25 @@ import argparse
 import sys
 from pathlib import Path
 
-from .errors import NvmlUnavailable
-from .nvml import NvmlDevice, driver_version, open_device
-from .profile import GIB, CostProfile, load_cost_profile
+from ...handoff.errors import NvmlUnavailable
+from ...handoff.nvml import NvmlDevice, open_device
+from ...handoff.profile import GIB, CostProfile, load_cost_profile
 
-__all__ = [
-    "EXIT_FAILED",
-    "EXIT_NO_NVML",
-    "Rows",
-    "device_info",
-    "gib",
-    "ms",
-    "optional_device",
-    "print_rows",
-    "write_profile",
-]
-
-EXIT_FAILED = 1
-EXIT_NO_NVML = 3
-Rows = list[tuple[str, str]]
+__all__ = ["add_common", "gib", "ms", "optional_device", "write_profile"]
 
 
-def print_rows(rows: Rows) -> None:
-    """Print ``(key, value)`` rows as a two-column table (a row without value: its key)."""
-    width = max((len(k) for k, _ in rows), default=0)
-    for key, value in rows:
-        print(f"{key:<{width}}  {value}" if value else key)
+def add_common(parser: argparse.ArgumentParser, *, out: bool, gpu: bool = True) -> None:
+    """The options every probe has: ``--gpu`` (where a GPU is read), ``--json``, ``--out``."""
+    if gpu:
+        parser.add_argument(
+            "--gpu",
+            default="0",
+            metavar="INDEX|UUID",
+            help="NVML device to read (default 0; the LoRA probe reads the GPU torch loads onto)",
+        )
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    if out:
+        parser.add_argument("--out", metavar="FILE", help="write (or update) a cost profile")
 
 
 def ms(value: float) -> str:
@@ -50,13 +43,6 @@ def optional_device(args: argparse.Namespace) -> tuple[NvmlDevice | None, str | 
         return open_device(args.gpu), None
     except NvmlUnavailable as err:
         return None, str(err)
-
-
-def device_info(device: NvmlDevice | None) -> dict[str, str | None] | None:
-    """The device a cost profile was measured on (``None`` without one)."""
-    if device is None:
-        return None
-    return {"name": device.name, "uuid": device.uuid, "driver": driver_version()}
 
 
 def write_profile(args: argparse.Namespace, profile: CostProfile) -> None:
