@@ -36,6 +36,8 @@ COMMANDS: dict[str, str] = {
     "econ": "econ",
     "capacity": "capacity",
     "probe": "probe",
+    "run": "control",
+    "demo": "control",
 }
 
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a reader closing the pipe early leaves

@@ -184,9 +184,12 @@ class ControlLoop:
     options
         Polling and stopping.
     clock_start
-        ``time.monotonic()`` at the loop clock's zero (default: now).
+        ``time.monotonic()`` at the loop clock's zero (default: when the trainer is
+        ready and any recovery is done, so start-up time is not taken from windows).
     progress
         Called with one line describing the state after each event.
+    on_ready
+        Called with ``clock_start`` once the loop is ready (e.g. to start a replay).
     """
 
     def __init__(
@@ -201,6 +204,7 @@ class ControlLoop:
         options: LoopOptions | None = None,
         clock_start: float | None = None,
         progress: Callable[[str], None] | None = None,
+        on_ready: Callable[[float], None] | None = None,
     ) -> None:
         self.engine = engine
         self.trainer = trainer
@@ -209,9 +213,11 @@ class ControlLoop:
         self.ledger = HandoffLedger(ledger)
         self.options = options or LoopOptions()
         self.recovery_s = nonnegative("recovery_s", recovery_s)
+        self._fixed_start = clock_start
         self.clock_start = time.monotonic() if clock_start is None else clock_start
         self.unix_start = time.time() - (time.monotonic() - self.clock_start)
         self.report = progress
+        self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
         self.totals = Totals()
         self.overhead = Overhead(decision_s=[])
@@ -280,6 +286,11 @@ class ControlLoop:
         parked = open_park(records)
         if parked is not None:
             self._recover_parked(parked, max(progress_seen(records) - durable, 0))
+        if self._fixed_start is None:
+            self.clock_start = time.monotonic()
+            self.unix_start = time.time()
+        if self.on_ready is not None:
+            self.on_ready(self.clock_start)
         self._say("started")
 
     def _trainer_durable(self) -> int:
@@ -302,9 +313,9 @@ class ControlLoop:
         :meth:`stop`; the run's totals (also in the ``run-end`` record)."""
         wall = time.perf_counter()
         cpu = time.thread_time()
-        self.watcher.start()
         try:
             self._start()
+            self.watcher.start()
             while not self._stop.is_set() and not self.totals.published:
                 window = self._next_window()
                 if window is None:

@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
 from .._atomic import atomic_write, atomic_write_text
 from .._checks import integer, positive
+from .._extras import require
 from ..handoff._util import torch_module
-from ..handoff.errors import missing_extra
 from ..handoff.lora import ATTENTION, BASE_SHAPES, adapter_from_peft, apply_adapter, save_adapter
 from .trainer import Advanced, Trainer, TrainerCosts
 
@@ -41,10 +42,7 @@ _CALIBRATION_QUANTA = 2
 
 
 def _import(name: str) -> Any:
-    try:
-        return __import__(name, fromlist=["_"])
-    except ImportError as err:
-        raise missing_extra(name.partition(".")[0], err) from err
+    return require(name, "gpu")
 
 
 def read_checkpoint_quanta(state_dir: str | Path) -> int:
@@ -137,7 +135,10 @@ class LoraTrainer(Trainer):
         lora = peft.LoraConfig(
             r=self.rank, lora_alpha=2 * self.rank, lora_dropout=0.0, target_modules=list(ATTENTION)
         )
-        model = peft.get_peft_model(base, lora)
+        with warnings.catch_warnings():
+            # peft asks transformers a deprecated question; the answer is the same.
+            warnings.simplefilter("ignore", FutureWarning)
+            model = peft.get_peft_model(base, lora)
         model.train()
         return model
 
