@@ -55,7 +55,33 @@ _NAMES = {
     "read_calendar": "windows",
 }
 
-__all__ = sorted(_NAMES)
+__all__ = [
+    "SUMMARY_KEYS",
+    "Advanced",
+    "ControlLoop",
+    "Decider",
+    "EngineControl",
+    "KnownCalendar",
+    "Load",
+    "LoadGenerator",
+    "LoopOptions",
+    "ModelDecider",
+    "RequestResult",
+    "ServingEngine",
+    "Totals",
+    "TraceRequest",
+    "Trainer",
+    "TrainerCosts",
+    "TrainerError",
+    "TrainerLost",
+    "TrainerProcess",
+    "Window",
+    "parse_load",
+    "read_calendar",
+    "read_load",
+    "read_requests",
+    "replay",
+]
 
 
 def __getattr__(name: str) -> object:
