@@ -144,7 +144,9 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
         elif kind == "publish":
             totals.published = True
             totals.durable_quanta = int(record.durable_progress or totals.durable_quanta)
-        if record.unsaved_lost:
+        # A return repeats its segment's loss; only a recovered return (of a killed
+        # run's window) is where that loss is first counted.
+        if record.unsaved_lost and (kind != "return" or detail.get("recovered")):
             totals.unsaved_lost += record.unsaved_lost
     if not started:
         raise ValueError(f"the ledger has no run-start record for run {run}")

@@ -305,6 +305,7 @@ class ControlLoop:
         ready_unix = time.time()
         deadline_unix = float(parked.detail.get("deadline_unix", math.inf))
         late = ready_unix > deadline_unix
+        self.totals.unsaved_lost += lost
         self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
 
     # --- the loop ---------------------------------------------------------------------------
@@ -338,14 +339,15 @@ class ControlLoop:
         return self.totals
 
     def _next_window(self) -> list[Window] | None:
-        """The windows ahead, the next unhandled one first (``None``: no more)."""
-        until = self.options.until_s
+        """The windows ahead, the next unhandled one first (``None``: none to act in)."""
         ahead = [w for w in self.calendar.upcoming(self.now()) if w.end_s > self._handled_end]
         if ahead and ahead[0].start_s < self._handled_end:
             ahead[0] = Window(self._handled_end, ahead[0].end_s)
-        if until is not None:
-            ahead = [w for w in ahead if w.start_s < until]
-        return ahead or None
+        # Windows after ``until_s`` stay in the model's view: the plan continues there.
+        until = self.options.until_s
+        if not ahead or (until is not None and ahead[0].start_s >= until):
+            return None
+        return ahead
 
     def _wait_until(self, t_s: float) -> bool:
         """Sleep until ``t_s`` on the loop clock; ``False`` if stopped first."""
