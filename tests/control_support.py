@@ -107,3 +107,15 @@ def make_loop(
         options=LoopOptions(until_s=until_s),
         on_ready=on_ready,
     )
+
+
+def unix_calendar(path: Path, start_unix: float, count: int, length_s: float, gap_s: float) -> None:
+    """``count`` windows of ``length_s`` every ``length_s + gap_s`` from ``start_unix``,
+    then one long window an hour later (so the job is always worth advancing)."""
+    windows = [
+        [start_unix + i * (length_s + gap_s), start_unix + i * (length_s + gap_s) + length_s]
+        for i in range(count)
+    ]
+    last = windows[-1][1]
+    windows.append([last + 3600.0, last + 7200.0])
+    path.write_text(json.dumps({"windows": windows, "clock": "unix"}))

@@ -9,6 +9,7 @@ when a real generation request completes after the resume
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -36,6 +37,10 @@ class EngineControl(Protocol):
 
     def unpark(self) -> dict[str, int]:
         """Resume it and wait for a completed request; stamps incl. ``request_done``."""
+        ...
+
+    def ready(self) -> dict[str, int]:
+        """Wait for a completed request only (nothing to resume); stamps."""
         ...
 
 
@@ -90,6 +95,13 @@ class ServingEngine:
         """Resume, then send real requests until one completes; stamps to ``request_done``."""
         stamps: dict[str, int] = {}
         _unpark(self.endpoint, stamps, self.tags, self.timeout_s, self.poll_s)
+        return self._ready(stamps)
+
+    def ready(self) -> dict[str, int]:
+        """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
+        return self._ready({"resume_sent": time.perf_counter_ns()})
+
+    def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")
         wait_first_request(self.endpoint, stamps, deadline, self.poll_s, self.max_tokens)
         return stamps

@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
+from ..handoff.engines import HttpStatusError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -230,8 +231,8 @@ class ControlLoop:
         self.return_s = self.recovery_s
         self._stop = threading.Event()
         self._handled_end = -math.inf
-        self._window: Window | None = None
         self._decider: Decider | None = None
+        self._park_stamps: dict[str, int] = {}
 
     # --- clock, ledger, progress ----------------------------------------------------------
     def now(self) -> float:
@@ -300,8 +301,18 @@ class ControlLoop:
         return self.trainer.discard(timeout)
 
     def _recover_parked(self, parked: HandoffRecord, lost: int) -> None:
-        """A killed run left the engine parked: return it now, count its unsaved work."""
-        stamps = self.engine.unpark()
+        """A killed run left the engine parked: return it now, count its unsaved work.
+
+        The run may have died before its release reached the engine: an SGLang engine
+        then refuses the resume of memory it never released (400), and only readiness
+        is left to confirm.
+        """
+        try:
+            stamps = self.engine.unpark()
+        except HttpStatusError as err:
+            if err.status != 400:
+                raise
+            stamps = self.engine.ready()
         ready_unix = time.time()
         deadline_unix = float(parked.detail.get("deadline_unix", math.inf))
         late = ready_unix > deadline_unix
@@ -412,14 +423,18 @@ class ControlLoop:
     # --- one lent window ------------------------------------------------------------------
     def _lend(self, window: Window, windows: list[Window], action: Action) -> None:
         self.watcher.arrived.clear()
-        stamps = self.engine.park()
-        deadline_unix = self.unix_start + window.end_s
+        # Recorded before the release is sent: a run killed at any point after this
+        # line leaves an open park, and the next run returns the engine.
         self._record(
             "park",
-            stamps_ns=stamps,
             durable_progress=self.durable,
-            detail={"window": [window.start_s, window.end_s], "deadline_unix": deadline_unix},
+            detail={
+                "window": [window.start_s, window.end_s],
+                "deadline_unix": self.unix_start + window.end_s,
+                "trainer_pid": self.trainer.pid,
+            },
         )
+        self._park_stamps = self.engine.park()
         self._say("parked")
         early = False
         lost = 0
@@ -560,7 +575,7 @@ class ControlLoop:
         self.totals.early_returns += early
         self._record(
             "return",
-            stamps_ns=stamps,
+            stamps_ns={**self._park_stamps, **stamps},
             readiness_s=readiness,
             durable_progress=self.durable,
             unsaved_lost=lost,
@@ -571,4 +586,5 @@ class ControlLoop:
                 "recovered": recovered,
             },
         )
+        self._park_stamps = {}
         self._say("returned late" if late else "returned")
