@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -327,6 +327,40 @@ class Model:
     @property
     def scenario(self) -> Scenario:
         ...
+class ForecastModel:
+    """
+    Decisions at the current window from N sampled continuations.
+    """
+    def __init__(self, current: Scenario, windows: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        """
+        current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]].
+        """
+    def decide(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+        """
+        The policy's action in the current window; O(J).
+        """
+    def mean_optimal_values(self) -> list[float]:
+        """
+        mean_i V_i* after the current window, per durable progress 0..J (s-eq.).
+        """
+    def mean_reference_values(self) -> list[float]:
+        """
+        mean_i V_i^pi0 after the current window, per durable progress 0..J (s-eq.).
+        """
+    def mean_window_plan_values(self) -> list[float]:
+        """
+        mean_i V_G,i after the current window, per durable progress 0..J (s-eq.).
+        """
+    def take(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, action: Action) -> Segment:
+        """
+        The segment a feasible action makes of the current window.
+        """
+    @property
+    def sample_count(self) -> int:
+        ...
+    @property
+    def scenario(self) -> Scenario:
+        ...
 def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
     """
     Solve every scenario under every policy; dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
@@ -335,6 +369,7 @@ def validate(scenario: Scenario) -> None:
     """
     Raise ValueError naming the first invalid field of the scenario.
     """
+MAX_SAMPLES: int = 65536
 MAX_STATES: int = 16777216
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

@@ -1,11 +1,10 @@
 #include "batch.hpp"
 
-#include <algorithm>
-#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
+
+#include "parallel.hpp"
 
 namespace learnsched {
 namespace {
@@ -41,37 +40,10 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
         }
     }
     std::vector<PlanSummary> out(scenarios.size() * policies.size());
-    const std::size_t workers =
-        std::min<std::size_t>(static_cast<std::size_t>(threads), std::max<std::size_t>(scenarios.size(), 1));
-    if (workers == 1) {
-        solve_range(scenarios, policies, 0, scenarios.size(), out);
-        return out;
-    }
     // Contiguous blocks: each worker writes only its own rows of `out`.
-    std::vector<std::exception_ptr> errors(workers);
-    std::vector<std::thread> pool;
-    pool.reserve(workers);
-    const std::size_t block = (scenarios.size() + workers - 1) / workers;
-    try {
-        for (std::size_t w = 0; w < workers; ++w) {
-            const std::size_t begin = std::min(scenarios.size(), w * block);
-            const std::size_t end = std::min(scenarios.size(), begin + block);
-            pool.emplace_back([&, w, begin, end] {
-                try {
-                    solve_range(scenarios, policies, begin, end, out);
-                } catch (...) {
-                    errors[w] = std::current_exception();
-                }
-            });
-        }
-    } catch (...) {  // a thread could not start: let the started ones finish, then report
-        for (std::thread& t : pool) t.join();
-        throw;
-    }
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& e : errors) {
-        if (e) std::rethrow_exception(e);
-    }
+    run_blocks(scenarios.size(), threads, [&](std::size_t begin, std::size_t end) {
+        solve_range(scenarios, policies, begin, end, out);
+    });
     return out;
 }
 

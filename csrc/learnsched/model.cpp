@@ -29,10 +29,7 @@ Model::Model(Scenario scenario)
 }
 
 Action Model::costed_window_action(const State& s) const {
-    const double go = state_value(acc_, window_values_, s,
-                                  [&](const State& x) { return window_action(acc_, x); });
-    const double stop = s.active ? acc_.reward(s, Action{ActionKind::Abandon, 0, false}) : 0.0;
-    return strictly_greater(go, stop) ? window_action(acc_, s) : decline_action(s);
+    return learnsched::costed_window_action(acc_, window_values_, s);
 }
 
 Action Model::choose(const State& s, Policy policy) const {

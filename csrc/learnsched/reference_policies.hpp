@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "segment.hpp"
+#include "tolerance.hpp"
+#include "value_table.hpp"
 
 namespace learnsched {
 
@@ -36,6 +38,17 @@ inline double static_roi(const SegmentAccounting& acc, const State& s) {
     const double rest_s = acc.remaining(s) * sc.quantum_s;
     const double start_s = sc.windows[static_cast<std::size_t>(s.window)].start_s;
     return sc.benefit_rate * std::max(0.0, sc.horizon_s - start_s - rest_s) - rest_s;
+}
+
+// Costed Window (pi0): Window's action if the Window plan, priced by `window_values`
+// (V_G), beats abandoning now strictly; otherwise decline. Under a forecast the table
+// holds the mean of V_G over the samples' continuations.
+inline Action costed_window_action(const SegmentAccounting& acc, const ValueTable& window_values,
+                                   const State& s) {
+    const double go =
+        state_value(acc, window_values, s, [&](const State& x) { return window_action(acc, x); });
+    const double stop = s.active ? acc.reward(s, Action{ActionKind::Abandon, 0, false}) : 0.0;
+    return strictly_greater(go, stop) ? window_action(acc, s) : decline_action(s);
 }
 
 }  // namespace learnsched
