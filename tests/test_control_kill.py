@@ -20,11 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-from control_support import COUNTING, LORA, unix_calendar
 
 from learnsched.control.journal import replay, run_of
 from learnsched.handoff.ledger import HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
+
+from control_support import COUNTING, LORA, unix_calendar
 
 TESTS = Path(__file__).resolve().parent
 KILLS = 20
@@ -104,7 +105,7 @@ def check(ledger: Path, tmp_path: Path) -> None:
     records = _records(ledger)
     durable = 0  # the last checkpoint recorded so far
     runs, trainer_losses, recovered = 0, 0, 0
-    open_park = False
+    parked = owed = False  # an engine left parked / a restart that must return it
     for record in records:
         if record.kind == "checkpoint":
             assert (record.durable_progress or 0) >= durable, "a checkpoint went back"
@@ -113,18 +114,21 @@ def check(ledger: Path, tmp_path: Path) -> None:
             runs += 1
             assert (record.durable_progress or 0) >= durable, "a restart lost durable quanta"
             durable = record.durable_progress or 0
+            owed = parked
         elif record.kind == "trainer-lost":
             trainer_losses += 1
-            assert record.unsaved_lost is not None and record.unsaved_lost >= 0
+            assert record.unsaved_lost is not None
+            assert record.unsaved_lost >= 0
         elif record.kind == "park":
+            assert not owed, "a run lent the engine before returning the one left parked"
             assert (record.durable_progress or 0) >= durable, "a resumed trainer lost quanta"
-            open_park = True
+            parked = True
         elif record.kind == "return":
-            recovered += bool(record.detail.get("recovered"))
-            open_park = False
-        if record.kind == "run-start" and open_park:
-            open_park = False  # the restart returns the engine: checked next record
-    assert runs >= 2 and trainer_losses >= 1, (runs, trainer_losses)
+            assert record.detail["recovered"] == owed
+            recovered += owed
+            parked = owed = False
+    assert runs >= 2
+    assert trainer_losses >= 1
     assert recovered >= 1
     summary = json.loads((tmp_path / "summary.json").read_text())
     last = max(r for x in records if (r := run_of(x)) is not None)

@@ -13,13 +13,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from control_support import make_loop
 
 from learnsched.control.journal import replay
 from learnsched.control.loadgen import LoadGenerator, TraceRequest
 from learnsched.handoff.engines import ServingEndpoint
 from learnsched.handoff.ledger import read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
+
+from control_support import make_loop
 
 FAST = {"token_s": 0.001}
 
@@ -46,8 +47,10 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
     assert totals.published
     assert totals.late_returns == 0
     assert totals.early_returns == 0
-    assert totals.handoffs == 2 and totals.windows == 2
-    assert totals.quanta_done == 30 and totals.durable_quanta == 30
+    assert totals.handoffs == 2
+    assert totals.windows == 2
+    assert totals.quanta_done == 30
+    assert totals.durable_quanta == 30
     records = read_ledger(tmp_path / "ledger.jsonl")
     assert replay(records, loop.run_id) == totals
     order = [r.kind for r in records if r.kind != "work"]
@@ -58,8 +61,10 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
     returns = [r for r in records if r.kind == "return"]
     for record in returns:  # ready (a completed request) before the window's deadline
         assert record.detail["t_s"] <= record.detail["window"][1]
-        assert record.readiness_s is not None and record.readiness_s < 1.0
-    assert not engine.state.sleeping and engine.state.weights_intact()
+        assert record.readiness_s is not None
+        assert record.readiness_s < 1.0
+    assert not engine.state.sleeping
+    assert engine.state.weights_intact()
     assert (tmp_path / "state" / "published.json").exists()
 
 
@@ -81,13 +86,16 @@ def test_an_arrival_inside_a_lent_window_returns_at_once(
     totals = loop.run()
     for timer in timers:
         timer.join()
-    assert totals.early_returns == 1 and totals.late_returns == 0
+    assert totals.early_returns == 1
+    assert totals.late_returns == 0
     records = read_ledger(tmp_path / "ledger.jsonl")
     back = next(r for r in records if r.kind == "return")
     # One quantum, the save the model chose and the return: well under a second.
-    assert back.detail["early"] and back.detail["t_s"] - arrival_s < 0.5
+    assert back.detail["early"]
+    assert back.detail["t_s"] - arrival_s < 0.5
     early = [r for r in records if r.kind == "decision" and r.detail["phase"] == "early-return"]
-    assert len(early) == 1 and early[0].detail["action"] == "checkpoint_return"
+    assert len(early) == 1
+    assert early[0].detail["action"] == "checkpoint_return"
     assert totals.durable_quanta == early[0].detail["progress"] > 0
     assert replay(records, loop.run_id) == totals
 
@@ -111,13 +119,16 @@ def test_a_killed_trainer_loses_only_unsaved_work(tmp_path: Path) -> None:
         totals = loop.run()
     records = read_ledger(tmp_path / "ledger.jsonl")
     lost = [r for r in records if r.kind == "trainer-lost"]
-    assert len(lost) == 1 and lost[0].unsaved_lost is not None and lost[0].unsaved_lost > 0
+    assert len(lost) == 1
+    assert lost[0].unsaved_lost is not None
+    assert lost[0].unsaved_lost > 0
     durable = [r.durable_progress for r in records if r.kind == "checkpoint"]
     assert durable == sorted(durable)  # never went back
     # The second window's unsaved work is lost; the third resumes from the first's save.
     after = [r for r in records if r.kind == "park"]
     assert after[2].durable_progress == durable[0]
-    assert totals.handoffs == 3 and totals.late_returns == 0
+    assert totals.handoffs == 3
+    assert totals.late_returns == 0
     assert totals.unsaved_lost == lost[0].unsaved_lost
     assert replay(records, loop.run_id) == totals
 
@@ -151,9 +162,11 @@ def test_busy_engine_at_a_window_start_is_not_lent(tmp_path: Path) -> None:
         loop = make_loop(engine.url, "vllm", [(0.5, 1.5)], tmp_path, on_ready=busy)
         totals = loop.run()
         stream.join()
-    assert totals.handoffs == 0 and totals.windows == 1
+    assert totals.handoffs == 0
+    assert totals.windows == 1
     decision = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "decision")
-    assert decision.detail["policy"] == "load" and decision.detail["action"] == "wait"
+    assert decision.detail["policy"] == "load"
+    assert decision.detail["action"] == "wait"
 
 
 def test_load_generator_replays_open_loop_and_counts_misses() -> None:
@@ -176,6 +189,10 @@ def test_load_generator_replays_open_loop_and_counts_misses() -> None:
         threading.Timer(1.0, endpoint.resume, kwargs={"tags": (), "timeout_s": 5.0}).start()
         late.join(10.0)
     results = sorted(late.results, key=lambda r: r.slo_s)
-    assert results[0].missed and results[0].latency_s is None and results[0].retries > 0
-    assert not results[1].missed and results[1].latency_s is not None
-    assert results[1].latency_s >= 1.0 and results[1].retries > 0
+    assert results[0].missed
+    assert results[0].latency_s is None
+    assert results[0].retries > 0
+    assert not results[1].missed
+    assert results[1].latency_s is not None
+    assert results[1].latency_s >= 1.0
+    assert results[1].retries > 0

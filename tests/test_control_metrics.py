@@ -53,7 +53,7 @@ def test_missing_gauges_name_the_sglang_flag() -> None:
 
 @pytest.mark.parametrize("value", ["abc", "NaN", "+Inf"])
 def test_bad_values_are_refused(value: str) -> None:
-    with pytest.raises(ValueError, match="vllm:num_requests_running|non-numeric"):
+    with pytest.raises(ValueError, match=r"vllm:num_requests_running|non-numeric"):
         parse_load(f"vllm:num_requests_running {value}\n", "vllm")
 
 

@@ -38,6 +38,7 @@ TRAINER = "learnsched.control.lora_trainer:LoraTrainer"
 # Decode time per token of the simulated engine, and tokens per replayed request.
 TOKEN_S = 0.002
 MAX_TOKENS = 8
+MAX_RUNNING = 16
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,12 @@ def _trace_offset(records: list[HandoffRecord]) -> float:
 def _windows(
     requests_s: list[float], service_s: float, options: DemoOptions, return_s: float
 ) -> list[Window]:
-    """Lendable wall-clock windows of the replay (Eqs. 6-8), via the trace wing."""
+    """Lendable wall-clock windows of the replay (Eqs. 6-8), via the trace wing.
+
+    Each window is also cut at the next request's arrival: the demo's calendar is the
+    trace's quiet gaps, known in advance (the paper's setting), so with an exact
+    calendar no request finds the engine parked.
+    """
     import numpy as np
 
     from ..calendar.traces import ServiceModel, TokenTrace
@@ -98,17 +104,23 @@ def _windows(
     speedup = options.speedup
     arrival = np.asarray(requests_s, dtype=np.float64)
     tokens = np.zeros_like(arrival)
-    # Trace time runs `speedup` times faster than the engine: a request's wall service
-    # time is `speedup` trace seconds. A zero budget puts each deadline at the next
-    # arrival's service: capacity is back before that request comes.
-    service = ServiceModel(request_s=service_s * speedup, slo_s=0.0)
+    # Trace time runs `speedup` times faster than the engine: a wall second of service
+    # or of latency budget is `speedup` trace seconds.
+    service = ServiceModel(request_s=service_s * speedup, slo_s=options.slo_s * speedup)
     trace = TokenTrace(arrival, tokens, tokens).to_trace(service)
     found = idle_windows(
         trace,
+        rate=float(MAX_RUNNING),  # the engine decodes this many requests at once
         path=ReturnPath(ready_s=return_s * speedup),
         min_useful_s=options.min_window_s * speedup,
     )
-    return [Window(start / speedup, end / speedup) for start, end in found.pairs()]
+    windows = []
+    for start, end in found.pairs():
+        following = arrival[np.searchsorted(arrival, start, side="right") :]
+        cut = min(end, float(following[0])) if following.size else end
+        if (cut - start) / speedup >= options.min_window_s:
+            windows.append(Window(start / speedup, cut / speedup))
+    return windows
 
 
 def _measure_return(engine: ServingEngine) -> float:
@@ -138,25 +150,21 @@ def run_demo(
     span = options.seconds * options.speedup
     from ..calendar.traces import AZURE_TRACE
 
-    requests = read_requests(
-        AZURE_TRACE,
-        slo_s=options.slo_s,
-        max_tokens_cap=MAX_TOKENS,
-        start_s=offset,
-        duration_s=span,
-    )
-    if not requests:  # past the trace's end: start it over
+    # The calendar covers the rest of the trace (the job may finish in a later demo);
+    # this demo replays, and lends in, its first `span` seconds.
+    ahead = read_requests(AZURE_TRACE, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS,
+                          start_s=offset)  # fmt: skip
+    if not ahead:  # past the trace's end: start it over
         offset = 0.0
-        requests = read_requests(
-            AZURE_TRACE, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS, duration_s=span
-        )
-    config = EngineConfig(options.engine, token_s=TOKEN_S, max_running=16)
+        ahead = read_requests(AZURE_TRACE, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS)
+    requests = [r for r in ahead if r.arrival_s < span]
+    config = EngineConfig(options.engine, token_s=TOKEN_S, max_running=MAX_RUNNING)
     with EngineProcess(config) as process:
         endpoint = ServingEndpoint(process.url, options.engine)
         engine = ServingEngine(endpoint)
         return_s = _measure_return(engine)
         service_s = 0.02 + MAX_TOKENS * TOKEN_S
-        windows = _windows([r.arrival_s for r in requests], service_s, options, return_s)
+        windows = _windows([r.arrival_s for r in ahead], service_s, options, return_s)
         recovery_s = 2.0 * return_s + 0.05  # the guard: twice what was measured
         loadgen = LoadGenerator(process.url, requests, speedup=options.speedup)
 

@@ -63,7 +63,8 @@ def plot_timeline(
     durable_t: list[float] = []
     durable_q: list[int] = []
     for record in records:
-        t_s = float(record.detail.get("t_s", 0.0))
+        # A run starts before its clock's zero (the trainer's start-up): draw it at 0.
+        t_s = 0.0 if record.kind == "run-start" else float(record.detail.get("t_s", 0.0))
         if record.kind == "work":
             progress_t.append(t_s)
             progress_q.append(int(record.detail["progress"]))
