@@ -9,6 +9,7 @@ from typing import Any
 
 from learnsched._atomic import atomic_write_text
 from learnsched.control.actuation import ServingEngine
+from learnsched.control.forecast import ForecastDecider
 from learnsched.control.loop import ControlLoop, LoopOptions, ModelDecider
 from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerProcess
 from learnsched.control.windows import KnownCalendar, Window
@@ -90,12 +91,19 @@ def make_loop(
     until_s: float | None = None,
     horizon_s: float = 3600.0,
     on_ready: Any = None,
+    forecast: str | None = None,
 ) -> ControlLoop:
-    """A loop on a known calendar (relative seconds), ledger and state under ``folder``."""
+    """A loop on a known calendar (relative seconds), ledger and state under ``folder``;
+    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars."""
 
-    def decider(work_quanta: int, costs: TrainerCosts) -> ModelDecider:
+    def decider(work_quanta: int, costs: TrainerCosts) -> Any:
         handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
-        return ModelDecider(work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon_s)
+        if forecast is None:
+            return ModelDecider(work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon_s)
+        return ForecastDecider(
+            work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon_s, forecaster=forecast,
+            samples=16, truth=[Window(a, b) for a, b in windows],
+        )  # fmt: skip
 
     return ControlLoop(
         ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0),

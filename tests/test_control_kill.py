@@ -53,13 +53,19 @@ def _kill(loop: subprocess.Popen[str]) -> None:
         loop.stdout.close()
 
 
-def campaign(tmp_path: Path, trainer: str, options: dict[str, object], loop_share: float) -> Path:
-    """Run :data:`KILLS` kill rounds; the ledger."""
+def campaign(
+    tmp_path: Path,
+    trainer: str,
+    options: dict[str, object],
+    loop_share: float,
+    window_s: float,
+) -> Path:
+    """Run :data:`KILLS` kill rounds on windows of ``window_s``; the ledger."""
     rng = random.Random(20261201)
     ledger, state = tmp_path / "ledger.jsonl", tmp_path / "state"
     calendar = tmp_path / "calendar.json"
     with EngineProcess(EngineConfig("vllm", token_s=0.001), lifetime_s=900.0) as engine:
-        unix_calendar(calendar, time.time() + 1.0, 400, 0.8, 0.3)
+        unix_calendar(calendar, time.time() + 1.0, 400, window_s, 0.3)
         command = [
             sys.executable, "-m", "learnsched", "run", "--engine", "vllm", "--url", engine.url,
             "--trainer", trainer, "--trainer-options", json.dumps(options),
@@ -77,9 +83,9 @@ def campaign(tmp_path: Path, trainer: str, options: dict[str, object], loop_shar
                 )  # fmt: skip
                 assert _wait_for(ledger, "run-start", seen, 300.0) is not None
             seen = len(_records(ledger))
-            park = _wait_for(ledger, "park", seen, 30.0)  # lent: work is under way
+            park = _wait_for(ledger, "park", seen, 60.0)  # lent: work is under way
             assert park is not None
-            time.sleep(rng.uniform(0.0, 0.7))  # a random point of the segment (or after)
+            time.sleep(rng.uniform(0.0, window_s))  # a random point of the segment (or after)
             pid = park.detail.get("trainer_pid")
             if rng.random() < loop_share or not isinstance(pid, int):
                 _kill(loop)
@@ -138,12 +144,13 @@ def check(ledger: Path, tmp_path: Path) -> None:
 
 
 def test_kill_nine_loses_no_durable_quantum(tmp_path: Path) -> None:
-    ledger = campaign(tmp_path, COUNTING, {"work_quanta": 5000, "quantum_s": 0.02}, 0.5)
+    ledger = campaign(tmp_path, COUNTING, {"work_quanta": 5000, "quantum_s": 0.02}, 0.5, 0.8)
     check(ledger, tmp_path)
 
 
 def test_kill_nine_with_the_lora_trainer(tmp_path: Path) -> None:
     for module in ("torch", "peft", "safetensors"):
         pytest.importorskip(module, reason="the reference LoRA trainer needs the gpu extra")
-    ledger = campaign(tmp_path, LORA, {"work_quanta": 2000}, 0.25)
+    options = {"work_quanta": 2000, "steps_per_quantum": 1}
+    ledger = campaign(tmp_path, LORA, options, 0.25, 2.0)
     check(ledger, tmp_path)

@@ -14,13 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from learnsched.cli import main
+from learnsched.control.forecast import ForecastDecider
 from learnsched.control.journal import replay
 from learnsched.control.loadgen import LoadGenerator, TraceRequest
+from learnsched.control.loop import ModelDecider
+from learnsched.control.windows import Window
 from learnsched.handoff.engines import ServingEndpoint
 from learnsched.handoff.ledger import read_ledger
+from learnsched.scenario import HandoffCosts
 from learnsched.testing import EngineConfig, SimulatedEngine
 
-from control_support import make_loop
+from control_support import COUNTING, make_loop
 
 FAST = {"token_s": 0.001}
 
@@ -196,3 +201,65 @@ def test_load_generator_replays_open_loop_and_counts_misses() -> None:
     assert results[1].latency_s is not None
     assert results[1].latency_s >= 1.0
     assert results[1].retries > 0
+
+
+def test_exact_forecast_decides_as_the_model() -> None:
+    costs = HandoffCosts(recovery_s=0.3, save_s=0.05, load_s=0.04)
+    windows = [Window(0.0, 4.0), Window(5.0, 6.0), Window(8.0, 20.0)]
+    model = ModelDecider(60, 0.1, costs, 0.5, 200.0)
+    for progress in (0, 10, 30, 59):
+        exact = ForecastDecider(60, 0.1, costs, 0.5, 200.0, forecaster="exact", truth=windows)
+        assert exact.decide(windows, progress, progress, False) == model.decide(
+            windows, progress, progress, False
+        )
+    active = [Window(1.0, 1.36), *windows[1:]]
+    exact = ForecastDecider(60, 0.1, costs, 0.5, 200.0, forecaster="exact", truth=windows)
+    assert exact.decide(active, 12, 4, True) == model.decide(active, 12, 4, True)
+
+
+def test_forecast_bad_names() -> None:
+    costs = HandoffCosts(recovery_s=0.3)
+    with pytest.raises(ValueError, match="forecast must be"):
+        ForecastDecider(6, 1.0, costs, 1.0, 100.0, forecaster="oracle")
+    with pytest.raises(ValueError, match="under a forecast"):
+        ForecastDecider(6, 1.0, costs, 1.0, 100.0, policy="static_roi")
+
+
+def test_empirical_forecast_loop_returns_on_time(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("sglang", **FAST)) as engine:
+        windows = [(0.2, 1.0), (1.3, 2.0), (2.3, 3.0), (3.3, 60.0)]
+        loop = make_loop(
+            engine.url, "sglang", windows, tmp_path, forecast="empirical", until_s=3.2,
+            trainer_options={"work_quanta": 2000, "quantum_s": 0.02},
+        )  # fmt: skip
+        totals = loop.run()
+    assert totals.windows == 3
+    assert totals.late_returns == 0
+    assert replay(read_ledger(tmp_path / "ledger.jsonl"), loop.run_id) == totals
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--trainer": "nomodule:Nothing"}, "cannot import nomodule"),
+        ({"--trainer": "learnsched.control.loop:ControlLoop"}, "not a learnsched Trainer"),
+        ({"--trainer-options": "[1]"}, "must be a JSON object"),
+        ({"--calendar": "missing.json"}, "missing.json"),
+        ({"--url": "ftp://x"}, "url must be"),
+    ],
+)
+def test_run_bad_input_is_one_line_and_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, str], message: str
+) -> None:
+    (tmp_path / "cal.json").write_text('{"windows": [[1, 2]]}')
+    argv = {
+        "--engine": "vllm", "--url": "http://127.0.0.1:9", "--trainer": COUNTING,
+        "--calendar": str(tmp_path / "cal.json"), "--ledger": str(tmp_path / "l.jsonl"),
+        "--state-dir": str(tmp_path / "state"), **change,
+    }  # fmt: skip
+    if change.get("--calendar") == "missing.json":
+        argv["--calendar"] = str(tmp_path / "missing.json")
+    assert main(["run", *(x for kv in argv.items() for x in kv)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1

@@ -11,9 +11,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from .output import EXIT_OK, emit_json, print_rows
+from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
+
+
+def _run_errors() -> tuple[type[Exception], ...]:
+    from ..control.trainer import TrainerError
+    from ..handoff.errors import HandoffProbeError
+
+    return (TrainerError, HandoffProbeError)
 
 
 class _ProgressLine:
@@ -95,6 +102,24 @@ def _stop_on_signals(stop: Any) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
+def _check_demo_extras() -> None:
+    """The demo's trainer needs the gpu extra: say so before starting anything."""
+    from importlib.util import find_spec
+
+    from .._extras import MissingExtra, install_hint
+
+    for module in ("torch", "transformers", "peft", "safetensors"):
+        if find_spec(module) is None:
+            raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
+
+
+def _failed(prog: str, err: Exception) -> int:
+    """A trainer or engine that failed mid-run: one line, status 1."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    print(f"{prog}: error: {first}", file=sys.stderr)
+    return EXIT_VIOLATION
+
+
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
     from ..control.windows import read_calendar
 
@@ -158,6 +183,8 @@ def run_run(args: argparse.Namespace) -> int:
     _stop_on_signals(loop.stop)
     try:
         totals = loop.run()
+    except _run_errors() as err:
+        return _failed(args.command_prog, err)
     finally:
         line.close()
     result = {**totals.to_json(), "ledger": str(args.ledger), "overhead": loop.overhead.to_json()}
@@ -173,6 +200,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..control.demo import DemoOptions
     from ..control.demo import run_demo as demo
 
+    _check_demo_extras()
     if (args.ledger is None) != (args.state_dir is None):
         raise ValueError("give --ledger and --state-dir together (or neither)")
     if args.plot is not None:
@@ -190,6 +218,8 @@ def run_demo(args: argparse.Namespace) -> int:
     line = _ProgressLine()
     try:
         summary, timeline = demo(options, progress=line)
+    except _run_errors() as err:
+        return _failed(args.command_prog, err)
     finally:
         line.close()
     if args.plot is not None:

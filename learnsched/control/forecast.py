@@ -9,7 +9,6 @@ against the mean over the samples (:func:`learnsched.calendar.decide_under_forec
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,6 +44,9 @@ class ForecastDecider:
         ``window``, ``costed_window``, ``rollout`` or ``dp`` (under the forecast).
     seed
         Seeds the sampling.
+    future_windows
+        Windows of each sampled calendar the decision looks at (the first ones after
+        the current window): bounds a decision's cost, O(N * future_windows * J).
     """
 
     def __init__(
@@ -61,6 +63,7 @@ class ForecastDecider:
         truth: Sequence[Window] = (),
         policy: str | Policy = Policy.ROLLOUT,
         seed: int = 0,
+        future_windows: int = 20,
     ) -> None:
         from ..calendar.forecast import EmpiricalForecaster, ExactForecaster, Forecaster
         from ..calendar.online import FORECAST_POLICIES
@@ -85,6 +88,7 @@ class ForecastDecider:
             ExactForecaster(pairs) if forecaster == "exact" else EmpiricalForecaster()
         )
         self.rng = np.random.default_rng(seed)
+        self.future_windows = integer("future_windows", future_windows, low=1)
 
     def _observe(self, window: Window) -> None:
         """Add the current window to the history (once; a trimmed repeat replaces it)."""
@@ -93,6 +97,14 @@ class ForecastDecider:
             self.observed[-1] = (self.observed[-1][0], pair[1])
         elif not self.observed or pair[0] >= self.observed[-1][1]:
             self.observed.append(pair)
+
+    def _until(self, observed: Sequence[tuple[float, float]]) -> float:
+        """Where sampling may stop: twice the span of ``future_windows`` mean cycles
+        seen so far (sampling to the horizon would cost O(H / cycle) per sample)."""
+        if len(observed) < 2:
+            return self.horizon_s
+        cycle = (observed[-1][0] - observed[0][0]) / (len(observed) - 1)
+        return min(self.horizon_s, observed[-1][1] + 2.0 * self.future_windows * cycle)
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """See :class:`~.loop.Decider`; ``windows[1:]`` are not used (they are forecast)."""
@@ -106,10 +118,10 @@ class ForecastDecider:
             if not active
             else (*self.observed, (current.start_s, current.end_s))
         )
-        futures: Any = self.forecaster.sample(
-            observed, current.start_s, self.horizon_s if math.isfinite(self.horizon_s) else math.inf,
-            self.samples, self.rng,
-        )  # fmt: skip
+        sampled = self.forecaster.sample(
+            observed, current.start_s, self._until(observed), self.samples, self.rng
+        )
+        futures: Any = [future[: self.future_windows] for future in sampled]
         scenario = Scenario(
             windows=((current.start_s, current.end_s),),
             work_quanta=self.work_quanta,

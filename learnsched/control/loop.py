@@ -415,7 +415,13 @@ class ControlLoop:
             return
         action = self._decide(windows, self.progress, self.durable, False)
         self._decision("window", window, action, "model")
-        if action.kind in (ActionKind.ADVANCE, ActionKind.PUBLISH) and action.quanta > 0:
+        lend = action.kind in (ActionKind.ADVANCE, ActionKind.PUBLISH) and action.quanta > 0
+        if lend and not self._fits(window, 1, action.checkpoint):
+            # The decision itself took the time (a slow forecast): lending now would
+            # return late, so serving keeps the GPU.
+            self._record("skip", durable_progress=self.durable, detail={"reason": "no time left"})
+            self._say("no time left")
+        elif lend:
             self._lend(window, windows, action)
         else:
             self._say(action.kind.name.lower())
