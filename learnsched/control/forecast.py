@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import integer, nonnegative, positive
-from ..scenario import HandoffCosts, InitialState, Scenario
+from .._checks import integer
+from ..scenario import HandoffCosts
 from ..solver import Action, Policy, core_policy
+from .loop import ModelDecider
 from .windows import Window
 
 __all__ = ["FORECASTERS", "ForecastDecider"]
@@ -25,7 +26,7 @@ FORECASTERS = ("empirical", "exact")
 """``empirical``: a renewal model fitted on the windows seen; ``exact``: the calendar."""
 
 
-class ForecastDecider:
+class ForecastDecider(ModelDecider):
     """A :class:`~.loop.Decider` that sees the future only through sampled calendars.
 
     Parameters
@@ -72,23 +73,18 @@ class ForecastDecider:
             raise ValueError(
                 f"forecast must be one of {', '.join(FORECASTERS)}, got {forecaster!r}"
             )
-        self.policy = Policy.parse(policy)
+        super().__init__(work_quanta, quantum_s, costs, benefit_rate, horizon_s, policy)
         if self.policy not in FORECAST_POLICIES:
             names = ", ".join(p.value for p in FORECAST_POLICIES)
             raise ValueError(f"policy under a forecast must be one of {names}, got {policy!r}")
-        self.work_quanta = integer("work_quanta", work_quanta, low=1)
-        self.quantum_s = positive("quantum_s", quantum_s)
-        self.costs = costs
-        self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
-        self.horizon_s = horizon_s
         self.samples = integer("samples", samples, low=1)
+        self.future_windows = integer("future_windows", future_windows, low=1)
         self.observed: list[tuple[float, float]] = [(w.start_s, w.end_s) for w in history]
         pairs = tuple((w.start_s, w.end_s) for w in truth)
         self.forecaster: Forecaster = (
             ExactForecaster(pairs) if forecaster == "exact" else EmpiricalForecaster()
         )
         self.rng = np.random.default_rng(seed)
-        self.future_windows = integer("future_windows", future_windows, low=1)
 
     def _observe(self, window: Window) -> None:
         """Add the current window to the history (once; a trimmed repeat replaces it)."""
@@ -111,28 +107,15 @@ class ForecastDecider:
         from ..calendar.online import decide_under_forecast
 
         current = windows[0]
+        pair = (current.start_s, current.end_s)
         if not active:  # an early return's budget is not an idle window of the calendar
             self._observe(current)
-        observed = (
-            tuple(self.observed)
-            if not active
-            else (*self.observed, (current.start_s, current.end_s))
-        )
+        observed = (*self.observed, pair) if active else tuple(self.observed)
         sampled = self.forecaster.sample(
             observed, current.start_s, self._until(observed), self.samples, self.rng
         )
         futures: Any = [future[: self.future_windows] for future in sampled]
-        scenario = Scenario(
-            windows=((current.start_s, current.end_s),),
-            work_quanta=self.work_quanta,
-            quantum_s=self.quantum_s,
-            benefit_rate=self.benefit_rate,
-            horizon_s=self.horizon_s,
-            costs=self.costs,
-            initial=InitialState(progress, durable, active),
-        )
-        model = decide_under_forecast(
-            scenario, (current.start_s, current.end_s), futures, [self.policy]
-        )
+        scenario = self.scenario([current], progress, durable, active)
+        model = decide_under_forecast(scenario, pair, futures, [self.policy])
         action: Action = model.decide(progress, durable, active, core_policy(self.policy))
         return action

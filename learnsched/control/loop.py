@@ -28,7 +28,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -92,9 +92,11 @@ class ModelDecider:
         self.horizon_s = horizon_s
         self.policy = Policy.parse(policy)
 
-    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
-        """See :class:`Decider`."""
-        scenario = Scenario(
+    def scenario(
+        self, windows: Sequence[Window], progress: int, durable: int, active: bool
+    ) -> Scenario:
+        """The scenario of ``windows`` with the state ``(p, pbar, active)`` at the first."""
+        return Scenario(
             windows=tuple((w.start_s, w.end_s) for w in windows),
             work_quanta=self.work_quanta,
             quantum_s=self.quantum_s,
@@ -103,7 +105,11 @@ class ModelDecider:
             costs=self.costs,
             initial=InitialState(progress, durable, active),
         )
-        return Model(scenario).decide(0, progress, durable, active, self.policy)
+
+    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
+        """See :class:`Decider`."""
+        model = Model(self.scenario(windows, progress, durable, active))
+        return model.decide(0, progress, durable, active, self.policy)
 
 
 @dataclass(frozen=True)
