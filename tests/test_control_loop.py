@@ -19,6 +19,7 @@ from learnsched.control.forecast import ForecastDecider
 from learnsched.control.journal import replay
 from learnsched.control.loadgen import LoadGenerator, TraceRequest
 from learnsched.control.loop import ModelDecider
+from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
 from learnsched.handoff.engines import ServingEndpoint
 from learnsched.handoff.ledger import read_ledger
@@ -263,3 +264,16 @@ def test_run_bad_input_is_one_line_and_status_2(
     err = capsys.readouterr().err
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        loop = make_loop(
+            engine.url, "vllm", [(0.2, 2.0), (3.0, 60.0)], tmp_path,
+            trainer_options={"work_quanta": 100, "quantum_s": 0.02, "fail_at": 5},
+        )  # fmt: skip
+        with pytest.raises(TrainerError, match="failing at 5 as asked"):
+            loop.run()
+        assert not engine.state.sleeping  # returned before the error left the loop
+    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind != "work"]
+    assert kinds[-2:] == ["park", "return"]

@@ -469,10 +469,12 @@ class ControlLoop:
             lost = self._discard()
         except TrainerLost as err:
             lost = self._trainer_lost(str(err))
-        finally:
+        finally:  # capacity goes back whatever happened to the trainer
             stamps = self.engine.unpark()
-        late = self.now() > window.end_s
-        self._returned(stamps, late=late, early=early, lost=lost, window=window, recovered=False)
+            late = self.now() > window.end_s
+            self._returned(
+                stamps, late=late, early=early, lost=lost, window=window, recovered=False
+            )
 
     def _fits(self, window: Window, quanta: int, save: bool) -> bool:
         """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
