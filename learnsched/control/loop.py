@@ -333,6 +333,9 @@ class ControlLoop:
         cpu = time.thread_time()
         try:
             self._start()
+            # The overhead counts from here: the trainer's start-up is not the loop's.
+            wall = time.perf_counter()
+            cpu = time.thread_time()
             self.watcher.start()
             while not self._stop.is_set() and not self.totals.published:
                 window = self._next_window()
