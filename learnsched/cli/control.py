@@ -83,8 +83,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add = demo.add_argument
     add("--seconds", type=float, default=60.0, help="wall seconds of replay (default 60)")
     add("--speedup", type=float, default=10.0, help="trace time compression (default 10)")
-    add("--ledger", type=Path, help="ledger file (default: a new temporary folder)")
-    add("--state-dir", type=Path, help="the trainer's folder (give with --ledger to resume)")
+    add("--ledger", type=Path, help="ledger file (default: STATE_DIR/ledger.jsonl)")
+    add("--state-dir", type=Path, help="the trainer's folder (default: beside the ledger)")
     add("--engine", choices=("vllm", "sglang"), default="vllm", help="simulated dialect")
     add("--work-quanta", type=int, default=240, help="J of the LoRA job")
     add("--plot", type=Path, metavar="FILE.png", help="draw the timeline")
@@ -201,8 +201,6 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..control.demo import run_demo as demo
 
     _check_demo_extras()
-    if (args.ledger is None) != (args.state_dir is None):
-        raise ValueError("give --ledger and --state-dir together (or neither)")
     if args.plot is not None:
         from .._figures import pyplot
 

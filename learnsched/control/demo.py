@@ -52,8 +52,9 @@ class DemoOptions:
     speedup
         Time compression of the trace.
     ledger, state_dir
-        The ledger file and the trainer's folder (default: a new temporary folder
-        holding both; give both to resume a demo).
+        The ledger file and the trainer's folder (defaults: the ledger in the state
+        folder, the state folder beside the ledger, or both in a new temporary folder;
+        the same ones again resume a demo).
     engine
         The simulated engine's dialect, ``"vllm"`` or ``"sglang"``.
     work_quanta
@@ -142,9 +143,15 @@ def run_demo(
     """
     from ..testing.engine import EngineConfig, EngineProcess
 
-    folder = Path(tempfile.mkdtemp(prefix="learnsched-demo-"))
-    state_dir = options.state_dir or folder / "state"
-    ledger = options.ledger or folder / "ledger.jsonl"
+    state_dir, ledger = options.state_dir, options.ledger
+    if state_dir is None:
+        base = ledger.parent if ledger is not None else Path(tempfile.mkdtemp(prefix="learnsched-"))
+        state_dir = base / "state"
+    if ledger is None:
+        ledger = state_dir / "ledger.jsonl"
+    if not ledger.parent.is_dir() and ledger.parent != state_dir:
+        raise ValueError(f"ledger {ledger}: folder {ledger.parent} does not exist")
+    state_dir.mkdir(parents=True, exist_ok=True)
     records = read_ledger(ledger) if ledger.exists() else []
     offset = _trace_offset(records)
     span = options.seconds * options.speedup
