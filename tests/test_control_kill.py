@@ -152,5 +152,5 @@ def test_kill_nine_with_the_lora_trainer(tmp_path: Path) -> None:
     for module in ("torch", "peft", "safetensors"):
         pytest.importorskip(module, reason="the reference LoRA trainer needs the gpu extra")
     options = {"work_quanta": 2000, "steps_per_quantum": 1}
-    ledger = campaign(tmp_path, LORA, options, 0.25, 2.0)
+    ledger = campaign(tmp_path, LORA, options, 0.15, 2.0)  # loop restarts re-import torch
     check(ledger, tmp_path)
