@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'solve_batch', 'ties', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -68,7 +68,7 @@ class ActionKind:
         ...
 class Policy:
     """
-    The six policies of the finite model.
+    The six policies of the finite model and the guarded rollout.
     
     Members:
     
@@ -83,9 +83,12 @@ class Policy:
       ROLLOUT
     
       DP
+    
+      GUARDED
     """
     COSTED_WINDOW: typing.ClassVar[Policy]
     DP: typing.ClassVar[Policy]
+    GUARDED: typing.ClassVar[Policy]
     NEVER: typing.ClassVar[Policy]
     ROLLOUT: typing.ClassVar[Policy]
     STATIC_ROI: typing.ClassVar[Policy]
@@ -133,7 +136,7 @@ class Action:
         ...
     def __hash__(self) -> int:
         ...
-    def __init__(self, kind: ActionKind, quanta: typing.SupportsInt | typing.SupportsIndex = 0, checkpoint: bool = False) -> None:
+    def __init__(self, kind: ActionKind, quanta: typing.SupportsInt | typing.SupportsIndex = 0, checkpoint: bool = False, cold: bool = False) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -141,6 +144,11 @@ class Action:
     def checkpoint(self) -> bool:
         """
         Whether the segment saves a checkpoint.
+        """
+    @property
+    def cold(self) -> bool:
+        """
+        Whether it returns by the cold alternative path (two-path scenarios).
         """
     @property
     def kind(self) -> ActionKind:
@@ -159,8 +167,13 @@ class HandoffCosts:
     """
     Handoff costs in seconds and s-eq./s.
     """
-    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, cold_recovery_s: typing.SupportsFloat | typing.SupportsIndex | None = None) -> None:
         ...
+    @property
+    def cold_recovery_s(self) -> float | None:
+        """
+        t_ret of the cold alternative path, or None when only one path is offered.
+        """
     @property
     def load_s(self) -> float:
         ...
@@ -304,9 +317,9 @@ class Model:
     """
     def __init__(self, scenario: Scenario) -> None:
         ...
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
         """
-        The policy's action in a validated state; O(J).
+        The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise (state, action) -> s-eq. are the guarded policy's.
         """
     def optimal_value(self, state: State) -> float:
         """
@@ -316,7 +329,7 @@ class Model:
         """
         V^pi0: value of following Costed Window from the state, s-eq.
         """
-    def solve(self, policy: Policy) -> Plan:
+    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Plan:
         """
         The policy's plan from the initial state.
         """
@@ -361,9 +374,21 @@ class ForecastModel:
     @property
     def scenario(self) -> Scenario:
         ...
-def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
+def cost_fields() -> list[str]:
     """
-    Solve every scenario under every policy; dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
+    The cost causes in the order of solve_batch's cost columns.
+    """
+def policy_name(policy: Policy) -> str:
+    """
+    The policy's name in the Python API (e.g. 'costed_window').
+    """
+def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).
+    """
+def ties(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], b: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> typing.Any:
+    """
+    Elementwise: a and b equal up to rounding noise (the policies' tie rule).
     """
 def validate(scenario: Scenario) -> None:
     """

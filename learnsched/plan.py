@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from . import _core
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
 
-COST_FIELDS = ("work", "save", "load", "recovery", "residency")
+# The cost causes in the core's column order (solve_batch's cost[..., i]).
+COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
 
 
 def _optional(seconds: float) -> float | None:
@@ -30,16 +31,20 @@ class CostSplit:
     @property
     def total(self) -> float:
         """Sum of all causes, s-eq."""
-        return self.work + self.save + self.load + self.recovery + self.residency
+        return float(sum(getattr(self, name) for name in COST_FIELDS))  # left to right, as the core
 
     @classmethod
     def from_core(cls, cost: _core.CostSplit) -> CostSplit:
         """Copy the core's split."""
-        return cls(cost.work, cost.save, cost.load, cost.recovery, cost.residency)
+        return cls(**{name: getattr(cost, name) for name in COST_FIELDS})
 
     def to_json(self) -> dict[str, float]:
         """``{"work", "save", "load", "recovery", "residency"}`` in s-eq."""
         return asdict(self)
+
+
+if tuple(f.name for f in fields(CostSplit)) != COST_FIELDS:  # pragma: no cover - build mismatch
+    raise ImportError(f"CostSplit's fields do not match the core's cost causes {COST_FIELDS}")
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class Step:
         ``Phi(t_p)`` in s-eq. if this step publishes, else 0.
     progress, durable
         Completed and durable quanta at the next window.
+    path
+        ``"warm"`` or ``"cold"``: the recovery path this step returned by, in a scenario
+        offering both; ``None`` for a wait or when the scenario offers one path.
     """
 
     window: int
@@ -83,6 +91,7 @@ class Step:
     benefit: float
     progress: int
     durable: int
+    path: str | None = None
 
     @property
     def value(self) -> float:
@@ -90,8 +99,9 @@ class Step:
         return self.benefit - self.cost.total
 
     @classmethod
-    def from_core(cls, seg: _core.Segment) -> Step:
-        """Copy one of the core's segments."""
+    def from_core(cls, seg: _core.Segment, two_path: bool = False) -> Step:
+        """Copy one of the core's segments (``two_path``: its scenario offers both paths)."""
+        returned = two_path and seg.action.kind != _core.ActionKind.WAIT
         return cls(
             window=seg.window,
             action=seg.action.name,
@@ -104,6 +114,7 @@ class Step:
             benefit=seg.benefit,
             progress=seg.next.progress,
             durable=seg.next.durable,
+            path=("cold" if seg.action.cold else "warm") if returned else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -141,23 +152,23 @@ class Plan:
     steps: tuple[Step, ...]
 
     @classmethod
-    def from_core(cls, plan: _core.Plan) -> Plan:
-        """Copy the core's plan."""
+    def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
+        """Copy the core's plan (``two_path``: its scenario offers both recovery paths)."""
         return cls(
-            policy=plan.policy.name.lower(),  # the core's names are the policies' in capitals
+            policy=_core.policy_name(plan.policy),
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=tuple(Step.from_core(seg) for seg in plan.steps),
+            steps=tuple(Step.from_core(seg, two_path) for seg in plan.steps),
         )
 
     def to_json(self) -> dict[str, Any]:
-        """``{"value", "benefit", "publish_time", "cost", "steps"}`` as ``learnsched solve`` prints."""
+        """``{"value", "benefit", "publish_s", "cost", "steps"}`` as ``learnsched solve`` prints."""
         return {
             "value": self.value,
             "benefit": self.benefit,
-            "publish_time": self.publish_s,
+            "publish_s": self.publish_s,
             "cost": self.cost.to_json(),
             "steps": [step.to_json() for step in self.steps],
         }

@@ -226,4 +226,4 @@ def test_decisions_match_the_pure_python_reference(
             want = forecast_reference.decide(
                 base, current_window, samples, policy, (0, p, pbar, active)
             )
-            assert (got.name, got.quanta, got.checkpoint) == want
+            assert (got.name, got.quanta, got.checkpoint, got.cold) == want

@@ -14,7 +14,7 @@ from learnsched.handoff import (
     launch_engine,
     measure_warm_recovery,
 )
-from learnsched.handoff.engines import HttpStatusError
+from learnsched.handoff.endpoint import HttpStatusError
 from learnsched.testing import free_port
 from learnsched.testing.device import SimulatedDeviceReader
 

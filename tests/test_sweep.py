@@ -32,6 +32,8 @@ from learnsched.sweep import (
 )
 from learnsched.sweep.store import ChunkStore
 
+from conftest import run_python
+
 COLD = [0, 20, 40, 69.988, 120]
 COLD_SPEC: dict[str, Any] = {
     "base": "paper_grid",
@@ -275,12 +277,11 @@ def _chunk_files(out: Path) -> set[str]:
 
 def test_kill_9_then_rerun_gives_the_uninterrupted_file(tmp_path: Path) -> None:
     out = tmp_path / "killed.csv"
-    code = (
-        "import json, sys; from learnsched.sweep import sweep; "
-        f"sweep(json.loads(sys.argv[1]), sys.argv[2], workers=1, chunk_rows={KILL_CHUNK_ROWS})"
-    )
+    spec = tmp_path / "kill.json"
+    spec.write_text(json.dumps(KILL_SPEC))
+    argv = ["sweep", str(spec), "--out", str(out), "--workers", "1"]
     child = subprocess.Popen(
-        [sys.executable, "-c", code, json.dumps(KILL_SPEC), str(out)],
+        [sys.executable, "-m", "learnsched", *argv, "--chunk-rows", str(KILL_CHUNK_ROWS)],
         cwd=tmp_path,  # outside the source tree (see conftest.run_python)
     )
     try:
@@ -296,10 +297,18 @@ def test_kill_9_then_rerun_gives_the_uninterrupted_file(tmp_path: Path) -> None:
     total = -(-8 * 1920 // KILL_CHUNK_ROWS)
     assert 5 <= len(finished) < total
 
-    resumed = sweep(KILL_SPEC, out, workers=2, progress=False)
-    assert resumed.chunk_rows == KILL_CHUNK_ROWS  # the killed run's chunking is kept
-    assert (resumed.chunks, resumed.skipped) == (total, len(finished))
-    assert resumed.solved == total - len(finished)  # no finished chunk solved again
+    rerun = subprocess.run(
+        [sys.executable, "-m", "learnsched", *argv, "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    chunks = json.loads(rerun.stdout)["chunks"]
+    assert chunks["rows"] == KILL_CHUNK_ROWS  # the killed run's chunking is kept
+    assert (chunks["total"], chunks["skipped"]) == (total, len(finished))
+    assert chunks["solved"] == total - len(finished)  # no finished chunk solved again
     whole = sweep(KILL_SPEC, tmp_path / "whole.csv", progress=False)
     assert out.read_bytes() == (tmp_path / "whole.csv").read_bytes()
     assert [s.wins for s in whole.summaries][:1] == [0]
@@ -398,3 +407,14 @@ def test_plot_draws_the_swept_field(tmp_path: Path, cold_sweep: SweepResult) -> 
     flat = sweep({**COLD_SPEC, "vary": {}}, tmp_path / "flat.csv", progress=False)
     with pytest.raises(ValueError, match="--plot needs a SPEC that varies at least one field"):
         plot_sweep(flat.summaries, tmp_path / "flat.png")
+
+
+def test_a_local_sweep_imports_neither_ray_nor_pyarrow(tmp_path: Path) -> None:
+    code = (
+        "import sys; from learnsched.cli import main; "
+        f"main(['sweep', {str(tmp_path / 'spec.json')!r}, '--out', 'a.csv']); "
+        "print(sorted(m for m in ('ray', 'pyarrow') if m in sys.modules))"
+    )
+    (tmp_path / "spec.json").write_text(json.dumps({**COLD_SPEC, "vary": {"save_s": [1]}}))
+    result = run_python(["-c", code], cwd=tmp_path, check=True)
+    assert result.stdout.splitlines()[-1] == "[]"

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import learnsched as ls
 from learnsched.sweep import SweepResult, parse_spec, solve_rows, sweep
 from learnsched.sweep.store import ChunkStore
 
@@ -87,3 +88,17 @@ def test_ray_resumes_a_sweep_begun_on_threads(local_ray: None, tmp_path: Path) -
     assert (resumed.chunks, resumed.skipped, resumed.solved) == (10, 4, 6)
     sweep(COLD_SPEC, tmp_path / "whole.csv", progress=False)
     assert out.read_bytes() == (tmp_path / "whole.csv").read_bytes()
+
+
+def test_ray_runs_a_list_base(local_ray: None, tmp_path: Path) -> None:
+    scenario = ls.scenario_by_id("S0348").scenario
+    spec = {
+        "base": [scenario.to_json(), scenario.with_costs(ls.PAPER_WARM).to_json()],
+        "vary": {"benefit_rate": [0.1, 0.25, -1], "save_s": [0.068075, 5]},
+        "policies": ["costed_window", "rollout", "dp"],
+    }
+    on_ray = sweep(spec, tmp_path / "ray.csv", backend="ray", chunk_rows=3, progress=False)
+    sweep(spec, tmp_path / "local.csv", progress=False)
+    assert (tmp_path / "ray.csv").read_bytes() == (tmp_path / "local.csv").read_bytes()
+    assert on_ray.invalid == 4  # benefit_rate = -1
+    assert [s.wins for s in on_ray.summaries] == [0, 0, 1, 0, 0, 0]  # S0348 itself wins

@@ -10,11 +10,12 @@ namespace learnsched {
 namespace {
 
 void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
-                 std::size_t begin, std::size_t end, std::vector<PlanSummary>& out) {
+                 const Guard& guard, std::size_t begin, std::size_t end,
+                 std::vector<PlanSummary>& out) {
     for (std::size_t i = begin; i < end; ++i) {
         const Model model(scenarios[i]);
         for (std::size_t j = 0; j < policies.size(); ++j) {
-            const Plan plan = model.solve(policies[j]);
+            const Plan plan = model.solve(policies[j], guard);
             out[i * policies.size() + j] =
                 PlanSummary{plan.value, plan.benefit, plan.publish_s, plan.cost};
         }
@@ -24,7 +25,10 @@ void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Polic
 }  // namespace
 
 std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
-                                     const std::vector<Policy>& policies, int threads) {
+                                     const std::vector<Policy>& policies, int threads,
+                                     double epsilon) {
+    const Guard guard{epsilon, {}};
+    validate(guard);
     if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
     for (const Policy p : policies) {
         if (name(p) == "unknown") {
@@ -42,7 +46,7 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
     std::vector<PlanSummary> out(scenarios.size() * policies.size());
     // Contiguous blocks: each worker writes only its own rows of `out`.
     run_blocks(scenarios.size(), threads, [&](std::size_t begin, std::size_t end) {
-        solve_range(scenarios, policies, begin, end, out);
+        solve_range(scenarios, policies, guard, begin, end, out);
     });
     return out;
 }

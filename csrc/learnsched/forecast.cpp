@@ -155,7 +155,7 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
                                costed_window_action(acc_, window_values_, state));
         case Policy::Dp:  // Eq. D.2 with the expected optimal continuation
             require(needs_.optimal);
-            return best_action(acc_, optimal_values_, state, never_action(state));
+            return best_action(acc_, optimal_values_, state, never_action(acc_, state));
         default: break;
     }
     unsupported(policy);

@@ -19,7 +19,7 @@ from ..economics.breakeven import ReusePath, payback_uses
 from ..economics.paper import paper_economics
 from ..economics.pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
 from ..economics.waiting import WaitingComparison
-from .output import Rows, emit_json, print_rows
+from .output import PLOT_EXTRA, Rows, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -126,7 +126,7 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="FILE",
         help='recovery samples as JSON {"engine": [seconds, ...]}; the paper\'s by default',
     )
-    parser.add_argument("--plot", metavar="FILE", help="save Fig. 10 style panels (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE", help=f"save Fig. 10 style panels ({PLOT_EXTRA})")
     _finish(parser, run_alerts)
 
 
@@ -314,5 +314,52 @@ def run_paper(args: argparse.Namespace) -> int:
         ("saving S(0.561)", f"{figures['saving_at_alpha_0561']:.3f}"),
         ("service offset", f"{figures['service_offset_pct']:.2f}%"),
         ("alpha boundary at W = 0", f"{figures['alpha_boundary_w0']:.4f}"),
+        *_derived_rows(figures),
     ]
     return _emit(args, figures, rows)
+
+
+def _beside_print(figure: dict[str, Any], decimals: int, unit: str = "") -> str:
+    """``ours (paper X)``, flagging a print rounded from unrounded means."""
+    note = ", rounded from unrounded means" if figure["rounded_from_unrounded_means"] else ""
+    return f"{figure['value']:.{decimals}f}{unit} (paper {figure['paper']:g}{unit}{note})"
+
+
+def _derived_rows(figures: dict[str, Any]) -> Rows:
+    """Table rows of the figures derived from other printed numbers."""
+    rows: Rows = [
+        (f"Fig. 5 gain {system}", _beside_print(f, 3, "x"))
+        for system, f in figures["fig5_gains"].items()
+    ]
+    rows += [
+        (f"Fig. 8 break-even w, {name}", _beside_print(f, 4))
+        for name, f in figures["fig8_breakeven_w"].items()
+    ]
+    rows += [
+        (f"B.1 token saving over {base}", _beside_print(f, 3, "%"))
+        for base, f in figures["b1_token_saving_pct"].items()
+    ]
+    extra = figures["b1_extra_cost_pct"]
+    rows.append(
+        ("B.1 service share of Window's extra", f"{extra['value']:.2f}% ({extra['paper']})")
+    )
+    rows.append(("B.1 timely gain over Window", _beside_print(figures["b1_timely_pp"], 3, " pp")))
+    rows.append(
+        ("nonpositive-build saving", _beside_print(figures["nonpositive_build_saving_pct"], 3, "%"))
+    )
+    for group, (vllm, sglang) in figures["fig12a_use_ready_pct"].items():
+        rows.append(
+            (
+                f"Fig. 12(a) use/ready {group}",
+                f"{_beside_print(vllm, 2, '%')}, {_beside_print(sglang, 2, '%')}",
+            )
+        )
+    rows.append(
+        (
+            "Fig. C.1 saving over 3072 steps",
+            _beside_print(figures["c1_fixed_budget_saving_pct"], 3, "%"),
+        )
+    )
+    claim = figures["fig11_w_over_never"]
+    rows.append(("Fig. 11 sparse, LearnSched over Never", claim["claim"]))
+    return rows

@@ -8,7 +8,7 @@ import io
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,10 @@ from .._progress import Progress
 from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
 from ..grid import Grid, paper_grid, scenario_by_id
-from ..scenario import HandoffCosts, Scenario
-from ..solver import ALL_POLICIES, Model, Policy
+from ..scenario import HandoffCosts, Recovery, Scenario
+from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
-from .output import emit_json
+from .output import PLOT_EXTRA, emit_json
 
 __all__ = ["register"]
 
@@ -37,19 +37,28 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     grid.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
     grid.add_argument("--json", action="store_true", help="print the summary as JSON")
     grid.add_argument("--csv", metavar="FILE", help="write every scenario's value per policy")
-    grid.add_argument("--plot", metavar="FILE", help="draw Fig. 4(a, b) style panels (matplotlib)")
+    grid.add_argument(
+        "--plot", metavar="FILE", help=f"draw Fig. 4(a, b) style panels ({PLOT_EXTRA})"
+    )
     _add_costs(grid)
     grid.set_defaults(func=run_grid)
 
     solve = commands.add_parser("solve", help="solve scenarios from a JSON file ('-' for stdin)")
     solve.add_argument("file", help="a scenario object or a list of them")
-    solve.add_argument("--policy", help="only this policy (default: all six)")
+    solve.add_argument("--policy", help="only this policy (default: the paper's six; or 'guarded')")
+    solve.add_argument(
+        "--epsilon",
+        type=float,
+        metavar="E",
+        help="score-error bound of --policy guarded, s-eq. (default 0: rollout; inf: costed_window)",
+    )
     solve.add_argument("--json", action="store_true", help="print plans as JSON")
     _add_costs(solve)
     solve.add_argument(
         "--recovery",
-        choices=("cold", "warm"),
-        help="which of the profile's recovery paths the scenarios use (with --costs)",
+        choices=(*sorted(r.value for r in Recovery), "both"),
+        help="which of the profile's recovery paths the scenarios use (with --costs); "
+        "both: every return chooses",
     )
     solve.set_defaults(func=run_solve)
 
@@ -60,7 +69,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--all", action="store_true", help="all six policies, not only CW and Rollout"
     )
     explain.add_argument(
-        "--plot", metavar="FILE", help="draw the plans like Fig. 4(c) (matplotlib)"
+        "--plot", metavar="FILE", help=f"draw the plans like Fig. 4(c) ({PLOT_EXTRA})"
+    )
+    explain.add_argument(
+        "--json", action="store_true", help="print the scenario, its labels and plans as JSON"
     )
     _add_costs(explain)
     explain.set_defaults(func=run_explain)
@@ -72,21 +84,44 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
         metavar="PROFILE",
         help="plan with the handoff costs of a cost profile (learnsched probe ... --out)",
     )
+    parser.add_argument(
+        "--base",
+        metavar="NAME",
+        help="fill what --costs PROFILE lacks from a named profile ('paper': the paper's "
+        "A100 figures), saying which number came from where",
+    )
 
 
 def _profile_costs(
-    args: argparse.Namespace, recoveries: tuple[str, ...] = ("warm", "cold")
+    args: argparse.Namespace, recoveries: Sequence[str] = tuple(Recovery)
 ) -> dict[str, HandoffCosts] | None:
     """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
 
-    Only those paths are read, so a profile that measured only one of them still serves.
+    Only those paths are read, so a profile that measured only one of them still serves;
+    with ``--base NAME`` what the profile lacks comes from that named profile, and one line
+    on stderr says which quantity came from where (``args.costs_from`` keeps it).
     """
+    args.costs_from = None
     if args.costs is None:
+        if args.base is not None:
+            raise ValueError("--base NAME fills a partial --costs PROFILE; give --costs too")
         return None
     # The handoff wing loads only for --costs: plain `learnsched grid` never pays for it.
-    from ..handoff import load_cost_profile
+    from ..handoff.profile import base_profile, costs_quantities, load_cost_profile, provenance
 
     profile = load_cost_profile(args.costs)
+    if args.base is not None:
+        base = base_profile(args.base)
+        used = [q for r in recoveries for q in costs_quantities(r)]
+        args.costs_from = provenance(
+            profile, args.costs, base, args.base, list(dict.fromkeys(used))
+        )
+        profile = profile.filled_from(base)
+        by_source: dict[str, list[str]] = {}
+        for name, source in args.costs_from.items():
+            by_source.setdefault(source, []).append(name)
+        said = "; ".join(f"{', '.join(names)} from {src}" for src, names in by_source.items())
+        print(f"costs: {said}", file=sys.stderr)
     return {recovery: profile.handoff_costs(recovery) for recovery in recoveries}
 
 
@@ -182,7 +217,8 @@ def run_grid(args: argparse.Namespace) -> int:
 
         plot_grid_summary(summary, args.plot)
     if args.json:
-        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds})
+        extra = {} if args.costs_from is None else {"costs_from": args.costs_from}
+        emit_json({**summary.to_json(), "paper": paper, "seconds": seconds, **extra})
     else:
         print(grid_table(summary, paper, seconds))
     return 0
@@ -208,13 +244,20 @@ def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
 def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
+    if args.epsilon is not None and policies != [Policy.GUARDED]:
+        raise ValueError(f"--epsilon goes with --policy guarded, got --epsilon {args.epsilon!r}")
+    epsilon = guard_epsilon(0.0 if args.epsilon is None else args.epsilon)
     scenarios, many = _read_scenarios(args.file)
     if (args.costs is None) != (args.recovery is None):
-        raise ValueError("--costs PROFILE and --recovery cold|warm go together")
-    costs = _profile_costs(args, (args.recovery,))
+        raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
+    paths = (Recovery.WARM, Recovery.COLD) if args.recovery == "both" else (args.recovery,)
+    costs = _profile_costs(args, paths)
     if costs is not None:
-        scenarios = [s.with_costs(costs[args.recovery]) for s in scenarios]
-    plans = [Model(s).solve_all(policies) for s in scenarios]
+        scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
+    plans = [
+        {p.value: model.solve(p, epsilon if p is Policy.GUARDED else 0.0) for p in policies}
+        for model in map(Model, scenarios)
+    ]
     if args.json:
         objs = [{"policies": {n: p.to_json() for n, p in ps.items()}} for ps in plans]
         emit_json(objs if many else objs[0])
@@ -223,6 +266,13 @@ def run_solve(args: argparse.Namespace) -> int:
         header = f"scenario [{i}]: " if many else ""
         print(f"{header}{describe_scenario(scenario)}\n\n{format_plans(ps)}\n")
     return 0
+
+
+def _recovery_costs(costs: dict[str, HandoffCosts], recovery: str) -> HandoffCosts:
+    """The profile's costs of ``--recovery``: one path, or both offered (``"both"``)."""
+    if recovery == "both":
+        return HandoffCosts.choice(costs[Recovery.WARM], costs[Recovery.COLD])
+    return costs[recovery]
 
 
 def run_explain(args: argparse.Namespace) -> int:
@@ -236,7 +286,22 @@ def run_explain(args: argparse.Namespace) -> int:
         f"{item.sid}: {item.calendar}, work {item.work_s:g} s, g = {item.benefit_rate:g}, "
         f"tail {item.tail_s:g} s, {item.recovery} recovery, {item.initial_state}"
     )
-    print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
+    if args.json:
+        emit_json(
+            {
+                "sid": item.sid,
+                "calendar": item.calendar,
+                "work_s": item.work_s,
+                "benefit_rate": item.benefit_rate,
+                "tail_s": item.tail_s,
+                "recovery": item.recovery.value,
+                "initial_state": item.initial_state,
+                "scenario": scenario.to_json(),
+                "policies": {name: plan.to_json() for name, plan in plans.items()},
+            }
+        )
+    else:
+        print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
     if args.plot:
         from ..plotting import plot_plans
 

@@ -11,6 +11,7 @@ from .alerts import ALERT_RULES
 __all__ = ["plot_alert_experiment"]
 
 RULE_LABELS = {
+    "no_scaling": "No scaling",
     "reactive": "Reactive",
     "eager": "Eager",
     "shared": "Shared",
@@ -31,7 +32,7 @@ def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str])
 
     Raises
     ------
-    ValueError
+    MissingExtra
         matplotlib is not installed.
     """
     plt = pyplot()

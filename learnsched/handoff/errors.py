@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .._extras import MissingExtra
+from .._extras import MissingExtra, install_hint
 
-__all__ = ["HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = ["DeviceMismatch", "GpuExtraMissing", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
 
 
 class HandoffProbeError(RuntimeError):
@@ -19,8 +19,20 @@ class NvmlUnavailable(NvmlError, MissingExtra):
     """NVML cannot be used here: no ``nvidia-ml-py``, no driver, or no GPU (CLI: exit 3)."""
 
 
-def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
+class DeviceMismatch(NvmlUnavailable):
+    """NVML lists no GPU with the UUID torch reports: NVML cannot watch that GPU.
+
+    Not bad input (the user named a valid device): the two libraries see different
+    devices, e.g. a MIG slice or a container's view (CLI: exit 3, like NVML missing).
+    """
+
+
+class GpuExtraMissing(HandoffProbeError, MissingExtra):
+    """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
+def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:
     """The error for an optional dependency that is not installed."""
-    return HandoffProbeError(
-        f"{module} is not installed ({err}); install the GPU extra: pip install 'learnsched[gpu]'"
+    return GpuExtraMissing(
+        f"{module} is not installed ({err}); install the GPU extra: {install_hint('gpu')}"
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..scenario import Recovery
 from .host_memory import HostMemory, PhaseSampler, process_tree
 from .ledger import HandoffRecord
 from .nvml import DeviceMemory, GpuProcess
@@ -48,7 +49,7 @@ class RecoveryRun:
         ``"process-below-floor"``) or ``"unconfirmed: <why>"``; cold: ``""``.
     """
 
-    kind: str
+    kind: Recovery
     engine: str
     stamps_ns: dict[str, int]
     host: dict[str, HostMemory]
@@ -59,7 +60,7 @@ class RecoveryRun:
     @property
     def start_stamp(self) -> str:
         """Where readiness is counted from."""
-        return "launched" if self.kind == "cold" else "resume_sent"
+        return "launched" if self.kind is Recovery.COLD else "resume_sent"
 
     @property
     def ready_s(self) -> float:
@@ -74,7 +75,7 @@ class RecoveryRun:
         call's answer, vLLM's ``is_sleeping`` false and device memory seen re-occupied
         (where a device was watched). :attr:`ready_s` adds the first request.
         """
-        if self.kind != "warm":
+        if self.kind is not Recovery.WARM:
             raise ValueError("resume_s is defined for warm recoveries only")
         ends = [self.stamps_ns[k] for k in RESUMED_STAMPS if k in self.stamps_ns]
         return (max(ends) - self.stamps_ns["resume_sent"]) / 1e9
@@ -95,7 +96,7 @@ class RecoveryRun:
         """What the device figures count: the engine's processes, or the whole device.
 
         ``"engine-processes"`` (per-process bytes of the engine's tree),
-        ``"device-occupied"`` (used plus reserved: everything on the GPU, other
+        ``"device-occupied"`` (total minus free: everything on the GPU, other
         processes included) or ``None`` without a device.
         """
         if self.engine_device:
@@ -115,7 +116,9 @@ class RecoveryRun:
 
     def to_record(self) -> HandoffRecord:
         """The ledger record of this recovery."""
-        before, after = ("awake", "resumed") if self.kind == "warm" else ("launched", "ready")
+        before, after = (
+            ("awake", "resumed") if self.kind is Recovery.WARM else ("launched", "ready")
+        )
         return HandoffRecord(
             kind=f"{self.kind}-recovery",
             engine=self.engine,
@@ -181,7 +184,7 @@ class Phases:
         self.per_process = False
         self.engine_device.clear()
 
-    def run(self, kind: str, engine: str, stamps: dict[str, int], release: str) -> RecoveryRun:
+    def run(self, kind: Recovery, engine: str, stamps: dict[str, int], release: str) -> RecoveryRun:
         """The measured recovery: ``stamps`` and every phase read so far."""
         host = {} if self.host is None else {s.phase: s.memory for s in self.host.samples}
         return RecoveryRun(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._atomic import atomic_write_text
 from .._checks import nonnegative, number
-from ..scenario import HandoffCosts
+from ..scenario import HandoffCosts, Recovery
 from .nvml import NvmlDevice, device_info
 
 if TYPE_CHECKING:
@@ -29,13 +29,19 @@ if TYPE_CHECKING:
     from .phases import RecoveryRun
 
 __all__ = [
+    "BASE_PROFILES",
+    "LORA_QUANTITIES",
     "PAPER_PROFILE",
     "PAPER_RESIDENCY_PRICE",
     "QUANTITIES",
+    "RECOVERY_QUANTITIES",
     "CostProfile",
     "Measurement",
+    "base_profile",
+    "costs_quantities",
     "load_cost_profile",
     "package_versions",
+    "provenance",
 ]
 
 FORMAT = "learnsched-cost-profile"
@@ -62,6 +68,21 @@ QUANTITIES = {
     "host_pss_parked_gib": "GiB",  # engine tree PSS while parked (warm state kept)
     "device_parked_gib": "GiB",  # device memory held while parked (see the note)
 }
+# What each probe writes (the --out check is made with these before measuring).
+LORA_QUANTITIES = (
+    "checkpoint_save_s",
+    "checkpoint_save_buffered_s",
+    "checkpoint_load_s",
+    "adapter_bytes",
+)
+RECOVERY_QUANTITIES = (
+    "cold_recovery_s",
+    "warm_recovery_s",
+    "warm_ready_s",
+    "host_pss_awake_gib",
+    "host_pss_parked_gib",
+    "device_parked_gib",
+)
 PACKAGES = ("learnsched", "torch", "safetensors", "peft", "nvidia-ml-py", "psutil")
 
 
@@ -182,11 +203,32 @@ class CostProfile:
         """
         if name not in self.measurements:
             hint = "probe lora" if name.startswith(("checkpoint", "adapter")) else "probe recovery"
-            raise ValueError(f"cost profile has no {name}; measure it with `learnsched {hint}`")
+            raise ValueError(
+                f"cost profile has no {name}; measure it with `learnsched {hint}`, or fill "
+                f"it from a base profile ({', '.join(BASE_PROFILE_NAMES)}: --base NAME)"
+            )
         return self.measurements[name].mean
 
+    def filled_from(self, base: CostProfile) -> CostProfile:
+        """This profile with every quantity it lacks taken from ``base``.
+
+        Unlike :meth:`merged` the two may come from different machines: filling is the
+        caller's explicit choice, and :func:`provenance` says which number came from
+        where. The device and packages stay this profile's.
+        """
+        measurements = {**base.measurements, **self.measurements}
+        filled = sorted(set(base.measurements) - set(self.measurements))
+        note = f"filled from {base.source or 'a base profile'}: {', '.join(filled)}"
+        return CostProfile(
+            measurements=measurements,
+            device=self.device if self.device is not None else base.device,
+            packages=self.packages,
+            created=self.created,
+            source="; ".join(s for s in (self.source, note if filled else "") if s),
+        )
+
     def handoff_costs(
-        self, recovery: str, residency_price: float = PAPER_RESIDENCY_PRICE
+        self, recovery: str | Recovery, residency_price: float = PAPER_RESIDENCY_PRICE
     ) -> HandoffCosts:
         """The solver's costs for ``"cold"`` or ``"warm"`` recovery (App. D.2).
 
@@ -200,11 +242,10 @@ class CostProfile:
         residency_price
             s-eq. per GiB-second (App. D.2 assumes 0.01).
         """
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
         residency = 0.0
-        if recovery == "warm":
+        if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
             residency = max(added, 0.0) * price
         return HandoffCosts(
@@ -265,13 +306,17 @@ class CostProfile:
             ``checkpoint_load_s`` (seconds) and ``adapter_bytes`` (bytes).
         """
 
-        def seconds(timing: Any) -> Measurement:
+        def seconds(timing: Any, note: str = "") -> Measurement:
             warm = tuple(t / 1e3 for t in timing.warm_ms)
-            return Measurement.of(warm, "s", timing.first_ms / 1e3, device=device_name)
+            return Measurement.of(warm, "s", timing.first_ms / 1e3, device=device_name, note=note)
 
+        fs = result.filesystem
+        where = f"file and folder fsynced on {fs.fs_type} at {fs.mount_point}"
+        if fs.volatile:
+            where += " (memory-backed: not durable, and cheaper than a disk)"
         return cls(
             measurements={
-                "checkpoint_save_s": seconds(result.save_durable),
+                "checkpoint_save_s": seconds(result.save_durable, where),
                 "checkpoint_save_buffered_s": seconds(result.save),
                 "checkpoint_load_s": seconds(result.load),
                 "adapter_bytes": Measurement.of(
@@ -304,10 +349,12 @@ class CostProfile:
             ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
             that ``runs`` measured.
         """
-        warm = [r for r in runs if r.kind == "warm"]
+        warm = [r for r in runs if r.kind is Recovery.WARM]
         name = None if device is None else device.name
         candidates = {
-            "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+            "cold_recovery_s": _measured(
+                [r.ready_s for r in runs if r.kind is Recovery.COLD], "s", name
+            ),
             "warm_recovery_s": _measured(
                 [r.resume_s for r in warm],
                 "s",
@@ -439,7 +486,7 @@ def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measureme
     note = (
         "the engine's processes' own device bytes (NVML per-process)"
         if basis == "engine-processes"
-        else "the whole device's used+reserved bytes (other processes included): NVML "
+        else "the whole device's occupied bytes, total - free (other processes included): NVML "
         "does not list the engine's processes with their memory"
     )
     return _measured(values, "GiB", device, note)
@@ -490,3 +537,38 @@ PAPER_PROFILE = CostProfile(
     created=None,
     source="LearnSched paper, App. D.2 and Sections 3.1, 6.3 (3-run SGLang means, 20 LoRA runs)",
 )
+
+# Named profiles a partial one can be filled from (``--base NAME``).
+BASE_PROFILES = {"paper": PAPER_PROFILE}
+BASE_PROFILE_NAMES = tuple(BASE_PROFILES)
+
+
+def base_profile(name: str) -> CostProfile:
+    """The named base profile; ``ValueError`` naming the known ones."""
+    if name not in BASE_PROFILES:
+        raise ValueError(f"base must be one of {', '.join(BASE_PROFILE_NAMES)}, got {name!r}")
+    return BASE_PROFILES[name]
+
+
+def costs_quantities(recovery: str) -> tuple[str, ...]:
+    """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
+    if recovery not in ("cold", "warm"):
+        raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery == "warm" else ()
+    return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
+
+
+def provenance(
+    profile: CostProfile, label: str, base: CostProfile, base_label: str, quantities: Sequence[str]
+) -> dict[str, str]:
+    """Where each of ``quantities`` comes from once ``profile`` is filled from ``base``.
+
+    Returns ``{quantity: label or base_label}`` (quantities neither holds are left out).
+    """
+    origin = {}
+    for name in quantities:
+        if name in profile.measurements:
+            origin[name] = label
+        elif name in base.measurements:
+            origin[name] = base_label
+    return origin

@@ -10,16 +10,11 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from types import TracebackType
-from typing import TYPE_CHECKING
 
 from .._checks import integer
 from .rows import Rows, solve_rows
 from .spec import SweepSpec
 from .store import Chunk
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["LocalBackend"]
 
@@ -41,15 +36,8 @@ class LocalBackend:
         )
         self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="sweep")
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop the threads (unstarted chunks are dropped)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def task_overhead_s(self) -> float:

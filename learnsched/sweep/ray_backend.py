@@ -7,20 +7,19 @@ identical bit for bit; every node needs the same learnsched installed.
 
 from __future__ import annotations
 
-import importlib
+import json
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from types import ModuleType, TracebackType
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
 
 from .._checks import integer
+from .._extras import require
 from .rows import Rows, solve_rows
-from .spec import SweepSpec
+from .spec import SweepSpec, parse_spec
 from .store import Chunk
-
-if TYPE_CHECKING:
-    from typing_extensions import Self
 
 __all__ = ["RayBackend"]
 
@@ -30,15 +29,19 @@ IN_FLIGHT_PER_WORKER = 2
 OVERHEAD_SAMPLES = 5
 
 
-def _ray() -> ModuleType:
-    try:
-        return importlib.import_module("ray")
-    except ImportError as err:
-        raise ImportError("--backend ray needs Ray: pip install 'learnsched[ray]'") from err
-
-
 def _noop() -> None:
     return None
+
+
+@lru_cache(maxsize=4)
+def _parsed(spec_json: str) -> SweepSpec:
+    """The SPEC of a task, parsed once per worker process (its base holds core objects,
+    which do not pickle, so tasks carry the SPEC as JSON)."""
+    return parse_spec(json.loads(spec_json))
+
+
+def _solve_task(spec_json: str, start: int, stop: int) -> Rows:
+    return solve_rows(_parsed(spec_json), start, stop)
 
 
 class RayBackend:
@@ -58,7 +61,7 @@ class RayBackend:
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
-        self.ray = _ray()
+        self.ray: ModuleType = require("ray", "ray")
         if workers is not None:
             integer("workers", workers, low=1)
         self._started = False
@@ -70,17 +73,10 @@ class RayBackend:
             self._started = True
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
         self.workers = workers if workers is not None else max(cpus, 1)
-        self._solve = self.ray.remote(num_cpus=1)(solve_rows)
+        self._solve = self.ray.remote(num_cpus=1)(_solve_task)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def close(self) -> None:
+        """Stop the local Ray this backend started (a cluster it joined keeps running)."""
         if self._started:
             self.ray.shutdown()
 
@@ -99,7 +95,7 @@ class RayBackend:
         self, spec: SweepSpec, chunks: Sequence[Chunk], done: Callable[[Chunk, Rows], None]
     ) -> None:
         """Submit every chunk as a task; ``done`` is called here as each one finishes."""
-        spec_ref = self.ray.put(spec)  # shipped once, not with every task
+        spec_ref = self.ray.put(json.dumps(spec.to_json()))  # shipped once, not per task
         waiting = list(reversed(chunks))
         running: dict[Any, Chunk] = {}
         limit = IN_FLIGHT_PER_WORKER * self.workers

@@ -7,7 +7,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -43,6 +43,8 @@ class Backend(Protocol):
     workers: int
 
     def task_overhead_s(self) -> float: ...
+
+    def close(self) -> None: ...
 
     def run(
         self, spec: SweepSpec, chunks: Sequence[Chunk], done: Callable[[Chunk, Rows], None]
@@ -143,9 +145,7 @@ def _measured_chunk_rows(
     return choose_chunk_rows(row_s, overhead_s, total_rows, backend.workers)
 
 
-def _backend(
-    name: str, address: str | None, workers: int | None
-) -> AbstractContextManager[Backend]:
+def _backend(name: str, address: str | None, workers: int | None) -> Backend:
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
     if name == "local":
@@ -215,7 +215,7 @@ def sweep(
     store = ChunkStore(out, spec, total)
     solved = 0
     if not store.complete:
-        with _backend(backend, address, workers) as runner:
+        with closing(_backend(backend, address, workers)) as runner:
             store.open(lambda: chunk_rows or _measured_chunk_rows(spec, store, runner, total))
             finished = set(store.finished())
             todo = tuple(c for c in store.chunks() if c not in finished)

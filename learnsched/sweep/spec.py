@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..scenario import Scenario
+from ..scenario import Scenario, _exact_keys
 from ..solver import Policy
 
 __all__ = ["GRID_FIELDS", "PAPER_GRID", "SCENARIO_FIELDS", "SweepSpec", "load_spec", "parse_spec"]
@@ -145,15 +145,8 @@ def parse_spec(data: object) -> SweepSpec:
         raise ValueError(str(err)) from err
 
 
-def _spec(data: object) -> SweepSpec:
-    if not isinstance(data, Mapping):
-        raise TypeError(f"SPEC must be a JSON object, got {type(data).__name__}")
-    missing = [k for k in SPEC_KEYS if k not in data]
-    unknown = sorted(set(data) - set(SPEC_KEYS))
-    if missing:
-        raise ValueError(f"SPEC is missing key(s) {', '.join(missing)}")
-    if unknown:
-        raise ValueError(f"SPEC has unknown key(s) {', '.join(map(str, unknown))}")
+def _spec(obj: object) -> SweepSpec:
+    data = _exact_keys("SPEC", obj, SPEC_KEYS)
     base = _base(data["base"])
     return SweepSpec(base, _vary(data["vary"], base == PAPER_GRID), _policies(data["policies"]))
 

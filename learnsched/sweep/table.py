@@ -18,6 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from .._atomic import atomic_write
+from .._extras import require
 from .rows import Rows
 from .spec import SweepSpec
 
@@ -27,10 +28,16 @@ FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
 def file_format(path: str | os.PathLike[str]) -> str:
-    """``"csv"`` or ``"parquet"`` from the suffix; ``ValueError`` for any other."""
+    """``"csv"`` or ``"parquet"`` from the suffix; ``ValueError`` for any other.
+
+    Raises :class:`~learnsched._extras.MissingExtra` for Parquet without pyarrow, so that
+    a sweep fails before it starts rather than at its first chunk.
+    """
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
         raise ValueError(f"--out must end in .csv or .parquet, got {os.fspath(path)!r}")
+    if FORMATS[suffix] == "parquet":
+        _pyarrow()
     return FORMATS[suffix]
 
 
@@ -41,14 +48,8 @@ def columns(spec: SweepSpec) -> list[str]:
 
 
 def _pyarrow() -> tuple[Any, Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as err:
-        raise ValueError(
-            "Parquet output needs pyarrow: pip install 'learnsched[ray]' (or use a .csv --out)"
-        ) from err
-    return pa, pq
+    """pyarrow and pyarrow.parquet, or :class:`~learnsched._extras.MissingExtra` (exit 3)."""
+    return require("pyarrow", "ray"), require("pyarrow.parquet", "ray")
 
 
 def _float(value: float) -> str:

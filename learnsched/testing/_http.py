@@ -5,7 +5,8 @@ Both dialects: ``GET /health``, ``GET /v1/models``, ``GET /metrics`` (Prometheus
 ``"stream": true`` as server-sent events ending in ``data: [DONE]``), and the
 simulator's own ``GET /sim/state`` (memory held, tags asleep, load: what NVML and
 ``/proc`` would show a test). vLLM adds ``POST /sleep?level=N``, ``POST /wake_up?tags=..``,
-``GET /is_sleeping`` and ``POST /collective_rpc`` (``reload_weights``); SGLang adds
+``GET /is_sleeping``, ``GET /server_info`` and ``POST /collective_rpc``
+(``reload_weights``); SGLang adds
 ``POST /generate``, ``POST /release_memory_occupation``, ``POST
 /resume_memory_occupation``, ``GET /get_server_info``, ``GET /health_generate`` and
 ``POST /update_weights_from_disk``.
@@ -117,9 +118,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
 
         # --- routes ------------------------------------------------------------------
         def do_GET(self) -> None:
-            path = urlsplit(self.path).path
+            parts = urlsplit(self.path)
             try:
-                self._get(path)
+                self._get(parts.path, parse_qs(parts.query))
             except EngineError as err:
                 self._error(err)
 
@@ -130,7 +131,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             except EngineError as err:
                 self._error(err)
 
-        def _get(self, path: str) -> None:
+        def _get(self, path: str, query: dict[str, list[str]]) -> None:
             if path == "/health" or (path == "/health_generate" and not vllm):
                 self._health()
             elif path == "/v1/models":
@@ -144,6 +145,8 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 self._json(200, state.snapshot())
             elif vllm and path == "/is_sleeping":
                 self._json(200, {"is_sleeping": bool(state.sleeping)})
+            elif vllm and path == "/server_info":  # dev mode; ?config_format=json
+                self._json(200, self._vllm_info(query))
             elif not vllm and path in ("/get_server_info", "/server_info"):
                 self._json(200, self._server_info())
             else:
@@ -193,8 +196,24 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 "enable_weights_cpu_backup": config.weights_backup,
                 "tp_size": 1,
                 "version": "sim",
-                "internal_states": [{"sleeping_tags": sorted(state.sleeping)}],
+                # Scheduler.get_internal_state: each pool's size in GiB, 2 decimals.
+                "internal_states": [
+                    {
+                        "memory_usage": {
+                            "weight": round(config.weights_mib / 1024, 2),
+                            "kvcache": round(config.kv_mib / 1024, 2),
+                            "token_capacity": int(config.kv_mib * 64),
+                        }
+                    }
+                ],
             }
+
+        def _vllm_info(self, query: dict[str, list[str]]) -> dict[str, object]:
+            model_config = {"model": config.model, "enable_sleep_mode": config.memory_saver}
+            if query.get("config_format", ["text"])[0] == "json":
+                return {"vllm_config": {"model_config": model_config}}
+            text = ", ".join(f"{k}={v!r}" for k, v in model_config.items())
+            return {"vllm_config": text}
 
         def _metrics(self) -> str:
             label = f'{{model_name="{config.model}"}}'

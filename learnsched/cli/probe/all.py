@@ -15,10 +15,10 @@ from typing import Any
 from ...handoff.errors import HandoffProbeError
 from ...handoff.host_memory import read_host_memory
 from ...handoff.nvml import device_report
-from ...handoff.profile import CostProfile
+from ...handoff.profile import LORA_QUANTITIES, RECOVERY_QUANTITIES, CostProfile
 from ..output import EXIT_VIOLATION, Rows, emit_json, print_rows
-from .common import add_common, gib, optional_device, write_profile
-from .lora import add_lora_arguments, check_lora, lora_benchmark, lora_rows
+from .common import add_common, check_out, gib, optional_device, write_profile
+from .lora import add_lora_arguments, check_lora, lora_benchmark, lora_rows, lora_target
 from .memory import check_pid
 from .recovery import (
     add_recovery_arguments,
@@ -76,10 +76,27 @@ def _check_all(args: argparse.Namespace) -> bool:
         check_pid(args.pid)
     if (args.engine is None) != (args.url is None):
         raise ValueError("recovery needs both --engine and --url")
-    if args.engine is None:
-        return False
-    check_recovery(args)
-    return True
+    recovery = args.engine is not None
+    if recovery:
+        check_recovery(args)
+    _check_out_all(args, recovery)
+    return recovery
+
+
+def _check_out_all(args: argparse.Namespace, recovery: bool) -> None:
+    """``--out`` must take every part's results (checked before any part runs)."""
+    if args.out is None:
+        return
+    planned: dict[str, str | None] = {}
+    try:
+        _, device, name = lora_target(args)
+        planned.update(dict.fromkeys(LORA_QUANTITIES, name))
+    except PART_ERRORS:  # no torch: the LoRA part will say so and write nothing
+        device = None
+    if recovery:
+        device = optional_device(args)[0] or device
+        planned.update(dict.fromkeys(RECOVERY_QUANTITIES, None if device is None else device.name))
+    check_out(args, planned, device)
 
 
 def _all_nvml(args: argparse.Namespace, report: _AllReport) -> None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from ...handoff.errors import NvmlUnavailable
-from ...handoff.nvml import NvmlDevice, open_device
-from ...handoff.profile import GIB, CostProfile, load_cost_profile
+from ...handoff.nvml import NvmlDevice, device_info, open_device
+from ...handoff.profile import GIB, QUANTITIES, CostProfile, Measurement, load_cost_profile
 
-__all__ = ["add_common", "gib", "ms", "optional_device", "write_profile"]
+__all__ = ["add_common", "check_out", "gib", "ms", "optional_device", "write_profile"]
 
 
 def add_common(parser: argparse.ArgumentParser, *, out: bool, gpu: bool = True) -> None:
@@ -43,6 +44,31 @@ def optional_device(args: argparse.Namespace) -> tuple[NvmlDevice | None, str | 
         return open_device(args.gpu), None
     except NvmlUnavailable as err:
         return None, str(err)
+
+
+def check_out(
+    args: argparse.Namespace, planned: Mapping[str, str | None], device: NvmlDevice | None
+) -> None:
+    """Before measuring: ``ValueError`` if ``--out`` could not take this run's results.
+
+    ``planned`` maps each quantity this run will write to where it is measured (a GPU's
+    name, ``"cpu"``, or ``None``); ``device`` is the GPU it runs on. An existing
+    ``--out`` file must be a readable profile they merge into (the check
+    :meth:`CostProfile.merged` makes afterwards), so a long run is never measured and
+    then lost to an incompatible file.
+    """
+    if getattr(args, "out", None) is None:
+        return
+    out = Path(args.out)
+    if not out.parent.is_dir():
+        raise NotADirectoryError(f"--out {out}: its folder does not exist")
+    if not out.exists():
+        return
+    measurements = {q: Measurement(0.0, QUANTITIES[q], device=d) for q, d in planned.items()}
+    try:
+        load_cost_profile(out).merged(CostProfile(measurements, device=device_info(device)))
+    except ValueError as err:
+        raise ValueError(f"--out {out}: {err} (nothing was measured)") from None
 
 
 def write_profile(args: argparse.Namespace, profile: CostProfile) -> None:

@@ -52,6 +52,6 @@ def run_memory(args: argparse.Namespace) -> int:
         rows.append(("GPU", f"not read: {why}"))
     else:
         occupied = f"{gib(memory.occupied)} of {gib(memory.total)} ({device.name})"
-        rows.append(("GPU used+reserved", occupied))
+        rows.append(("GPU occupied (total - free)", occupied))
     print_rows(rows)
     return 0

@@ -11,15 +11,17 @@ from typing import Any
 from ..._checks import integer, nonnegative, positive
 from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
-from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS, ServingEndpoint
+from ...handoff.endpoint import ServingEndpoint
+from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS
 from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
-from ...handoff.profile import GIB, CostProfile
+from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.readiness import check_poll
 from ...handoff.recovery import measure_warm_recovery
+from ...scenario import Recovery
 from ..output import Rows, emit_json, print_rows
-from .common import add_common, gib, optional_device, write_profile
+from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
 
 __all__ = [
@@ -134,6 +136,9 @@ def recovery_runs(args: argparse.Namespace) -> tuple[list[RecoveryRun], NvmlDevi
     """
     endpoint = check_recovery(args)
     device = optional_device(args)[0]
+    check_out(
+        args, dict.fromkeys(RECOVERY_QUANTITIES, None if device is None else device.name), device
+    )
     runs = _Runs(args.ledger)
     if args.launch is None:
         _warm_runs(args, endpoint, device, args.pid, runs)
@@ -169,7 +174,7 @@ def run_json(run: RecoveryRun) -> dict[str, Any]:
             if (bytes_ := run.device_bytes(phase)) is not None
         },
     }
-    if run.kind == "warm":
+    if run.kind is Recovery.WARM:
         report["resume_s"] = run.resume_s
         report["release"] = run.release
         report["release_s"] = run.release_s
@@ -183,7 +188,7 @@ def recovery_rows(runs: Sequence[RecoveryRun]) -> Rows:
         start = run.stamps_ns[run.start_stamp]
         stamps = ", ".join(f"{name} {(t - start) / 1e9:+.3f}" for name, t in run.stamps_ns.items())
         head = f"ready {run.ready_s:.3f} s"
-        if run.kind == "warm":
+        if run.kind is Recovery.WARM:
             released = "" if run.release_s is None else f" after {run.release_s:.3f} s"
             head = f"resume {run.resume_s:.3f} s, {head}, release {run.release}{released}"
         rows.append((f"{run.kind} #{number}", f"{head}  ({stamps} s)"))

@@ -1,15 +1,9 @@
-"""The serving engines' HTTP dialects: release, resume and one real generation request.
+"""A serving engine's HTTP server: release, resume and one real generation request.
 
-- vLLM sleep mode (server started with ``--enable-sleep-mode`` and
-  ``VLLM_SERVER_DEV_MODE=1``): ``POST /sleep?level=N``, ``POST /wake_up``,
-  ``GET /is_sleeping``; generation through ``POST /v1/completions``.
-- SGLang (``--enable-memory-saver``): ``POST /release_memory_occupation`` and
-  ``POST /resume_memory_occupation`` with body ``{"tags": [...]}``; generation through
-  ``POST /generate``.
-
-vLLM's ``/health`` answers 200 while the engine sleeps: only a completed generation
-request shows capacity is ready (:mod:`.readiness`). Every stamp is
-``time.perf_counter_ns()`` of this process.
+The routes and bodies are the engine's dialect (:mod:`.engines`, one module per
+engine); this module does the exchanges. ``/health`` may answer 200 while an engine is
+parked (vLLM's does): only a completed generation request shows capacity is ready
+(:mod:`.readiness`). Every stamp is ``time.perf_counter_ns()`` of this process.
 """
 
 from __future__ import annotations
@@ -20,16 +14,13 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
+from .engines import engine as engine_dialect
 from .errors import HandoffProbeError
 
-__all__ = ["ENGINES", "HttpStatusError", "ServingEndpoint", "StreamError"]
+__all__ = ["HttpStatusError", "ServingEndpoint", "StreamError"]
 
-ENGINES = ("vllm", "sglang")
-VLLM_SLEEP_LEVELS = (1, 2)
-PROMPT = "The capital of France is"
 # Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
 RETRY_4XX = (408, 429)
 
@@ -59,13 +50,6 @@ class StreamError(HandoffProbeError):
     """A generation stream that answered 200 carried an error event."""
 
 
-def check_engine(engine: str) -> str:
-    """``engine``, or ``ValueError`` naming it unless vLLM or SGLang."""
-    if engine not in ENGINES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    return engine
-
-
 class ServingEndpoint:
     """An engine's HTTP server: ``http://host:port``.
 
@@ -74,11 +58,12 @@ class ServingEndpoint:
     url
         Base URL, e.g. ``http://127.0.0.1:8000``.
     engine
-        ``"vllm"`` or ``"sglang"``.
+        A registered engine's name (:data:`~.engines.ENGINES`: ``"vllm"``, ``"sglang"``).
     """
 
     def __init__(self, url: str, engine: str) -> None:
-        self.engine = check_engine(engine)
+        self.dialect = engine_dialect(engine)
+        self.engine = self.dialect.name
         parts = urlsplit(url)
         if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
             raise ValueError(f"url must be http://HOST:PORT, got {url!r}")
@@ -152,53 +137,25 @@ class ServingEndpoint:
             return False
 
     def served_model(self, timeout_s: float) -> str:
-        """The model name vLLM's completions need (first of ``GET /v1/models``)."""
+        """The model name generation requests need (the first the engine lists; cached)."""
         if self.model is None:
-            data = json.loads(self.call("GET", "/v1/models", None, timeout_s))
-            models = data.get("data") or []
+            models = self.dialect.models(self, timeout_s)
             if not models:
                 raise HandoffProbeError(f"{self.url}/v1/models lists no model")
-            self.model = str(models[0]["id"])
+            self.model = models[0]
         return self.model
 
     def release(self, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
         """Ask the engine to release its device memory (returns when acknowledged)."""
-        if self.engine == "vllm":
-            self.call("POST", f"/sleep?{urlencode({'level': level})}", None, timeout_s)
-        else:
-            body = {"tags": list(tags)} if tags else {}
-            self.call("POST", "/release_memory_occupation", body, timeout_s)
+        self.dialect.park(self, level=level, tags=tags, timeout_s=timeout_s)
 
     def resume(self, *, tags: Sequence[str], timeout_s: float) -> None:
         """Ask the engine to restore its device state (returns when acknowledged)."""
-        if self.engine == "vllm":
-            query = f"?{urlencode([('tags', t) for t in tags])}" if tags else ""
-            self.call("POST", f"/wake_up{query}", None, timeout_s)
-        else:
-            body = {"tags": list(tags)} if tags else {}
-            self.call("POST", "/resume_memory_occupation", body, timeout_s)
+        self.dialect.resume(self, tags=tags, timeout_s=timeout_s)
 
     def is_sleeping(self, timeout_s: float) -> bool:
-        """vLLM's own view (``GET /is_sleeping``); SGLang has no such route."""
-        data = json.loads(self.call("GET", "/is_sleeping", None, timeout_s))
-        return bool(data["is_sleeping"])
-
-    def _generation(self, max_tokens: int, timeout_s: float) -> tuple[str, dict[str, Any]]:
-        """The dialect's streaming generation request: ``(path, JSON body)``."""
-        if self.engine == "vllm":
-            return "/v1/completions", {
-                "model": self.served_model(timeout_s),
-                "prompt": PROMPT,
-                "max_tokens": max_tokens,
-                "temperature": 0,
-                "ignore_eos": True,  # a full-length answer: the request is comparable
-                "stream": True,
-            }
-        return "/generate", {
-            "text": PROMPT,
-            "sampling_params": {"max_new_tokens": max_tokens, "temperature": 0, "ignore_eos": True},
-            "stream": True,
-        }
+        """The engine's own view of whether it is parked (vLLM's ``GET /is_sleeping``)."""
+        return self.dialect.is_parked(self, timeout_s)
 
     def generate(self, max_tokens: int, timeout_s: float) -> tuple[int, int]:
         """Stream one real request; ``(first_token_ns, done_ns)`` stamps.
@@ -214,7 +171,7 @@ class ServingEndpoint:
         ConnectionError, TimeoutError
             The server cannot be reached or stalls.
         """
-        path, body = self._generation(max_tokens, timeout_s)
+        path, body = self.dialect.generation(self, max_tokens, timeout_s)
         what = f"POST {self.url}{path}"
         with self._connection("POST", path, timeout_s, f"stalled for {timeout_s:g} s") as conn:
             conn.request(
@@ -256,9 +213,8 @@ class ServingEndpoint:
         if "error" in event or event.get("object") == "error":
             raise StreamError(f"{what}: the stream carried an error: {shown}")
         try:
-            text = event["choices"][0]["text"] if self.engine == "vllm" else event["text"]
+            return self.dialect.event_text(event)
         except (KeyError, IndexError, TypeError) as err:
             raise HandoffProbeError(
                 f"{what}: stream event without generated text (no {err}): {shown}"
             ) from err
-        return str(text or "")
