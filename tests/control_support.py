@@ -13,7 +13,7 @@ from learnsched.control.forecast import ForecastDecider
 from learnsched.control.loop import ControlLoop, LoopOptions, ModelDecider
 from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerProcess
 from learnsched.control.windows import KnownCalendar, Window
-from learnsched.handoff.engines import ServingEndpoint
+from learnsched.handoff.endpoint import ServingEndpoint
 from learnsched.scenario import HandoffCosts
 
 COUNTING = "control_support:CountingTrainer"

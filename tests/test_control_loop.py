@@ -21,7 +21,7 @@ from learnsched.control.loadgen import LoadGenerator, TraceRequest
 from learnsched.control.loop import ModelDecider
 from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
-from learnsched.handoff.engines import ServingEndpoint
+from learnsched.handoff.endpoint import ServingEndpoint
 from learnsched.handoff.ledger import read_ledger
 from learnsched.scenario import HandoffCosts
 from learnsched.testing import EngineConfig, SimulatedEngine

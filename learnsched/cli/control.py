@@ -132,7 +132,7 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
     from ..control.windows import KnownCalendar
-    from ..handoff.engines import ServingEndpoint
+    from ..handoff.endpoint import ServingEndpoint
     from ..scenario import HandoffCosts
 
     options = json.loads(args.trainer_options)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from .._checks import integer, positive
-from ..handoff.engines import ServingEndpoint
+from ..handoff.endpoint import ServingEndpoint
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
 from ..handoff.recovery import _park, _unpark
 from .metrics import Load, read_load

@@ -23,7 +23,7 @@ from typing import Any
 
 from .._checks import integer, positive
 from ..capacity import ReturnPath
-from ..handoff.engines import ServingEndpoint
+from ..handoff.endpoint import ServingEndpoint
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts
 from .actuation import ServingEngine

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
-from ..handoff.engines import HttpStatusError
+from ..handoff.endpoint import HttpStatusError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -478,6 +478,8 @@ class ControlLoop:
             self._returned(
                 stamps, late=late, early=early, lost=lost, window=window, recovered=False
             )
+        if not self.trainer.running:  # restarted only now: serving came first
+            self._restart_trainer()
 
     def _fits(self, window: Window, quanta: int, save: bool) -> bool:
         """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
@@ -557,7 +559,7 @@ class ControlLoop:
             self._checkpoint()
 
     def _trainer_lost(self, why: str) -> int:
-        """The trainer died: its unsaved work is lost; start a fresh one for later windows."""
+        """The trainer died: its unsaved work is lost (recorded); the quanta lost."""
         lost = self.progress - self.durable
         self._record(
             "trainer-lost", durable_progress=self.durable, unsaved_lost=lost, detail={"why": why}
@@ -565,6 +567,10 @@ class ControlLoop:
         self.totals.unsaved_lost += lost
         self.progress = self.durable
         self._say("trainer lost")
+        return lost
+
+    def _restart_trainer(self) -> None:
+        """Start a fresh trainer for later windows, from its durable checkpoint."""
         try:
             self.trainer.start()
             # A checkpoint written just before the crash is durable even if unrecorded.
@@ -573,7 +579,6 @@ class ControlLoop:
         except TrainerError as err:
             self._record("trainer-lost", durable_progress=self.durable, detail={"why": str(err)})
             self.stop()
-        return lost
 
     def _returned(
         self,

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..handoff.engines import ServingEndpoint, check_engine
+from ..handoff.endpoint import ServingEndpoint
+from ..handoff.engines import engine as engine_dialect
 
 __all__ = ["LOAD_GAUGES", "Load", "parse_load", "read_load"]
 
@@ -84,7 +85,12 @@ def parse_load(text: str, engine: str) -> Load:
         Neither gauge is exported (SGLang without ``--enable-metrics``), or a value is
         not a finite number.
     """
-    names = LOAD_GAUGES[check_engine(engine)]
+    name = engine_dialect(engine).name
+    if name not in LOAD_GAUGES:
+        raise ValueError(
+            f"engine {name!r}: its load gauges are not known (add them to LOAD_GAUGES)"
+        )
+    names = LOAD_GAUGES[name]
     totals = dict.fromkeys(names, 0.0)
     seen = set()
     for line in text.splitlines():

@@ -229,6 +229,11 @@ class TrainerProcess:
         self.starts = 0
 
     @property
+    def running(self) -> bool:
+        """Whether a child is started and its pipe open (not known dead)."""
+        return self._conn is not None
+
+    @property
     def pid(self) -> int | None:
         """The child's process id (``None`` before :meth:`start`)."""
         return None if self._process is None else int(self._process.pid)

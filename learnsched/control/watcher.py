@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from .._checks import positive
-from ..handoff.engines import HttpStatusError
+from ..handoff.endpoint import HttpStatusError
 from .actuation import EngineControl
 
 __all__ = ["MAX_SAMPLES", "LoadWatcher"]
