@@ -1,6 +1,9 @@
 """GPU check of the handoff probes: one short run, one table (well under 5 minutes).
 
-    python bench/gpu_handoff.py [--gib 4] [--runs 20] [--json]
+    python bench/gpu_handoff.py [--gpu 0] [--gib 4] [--runs 20] [--json]
+
+``--gpu`` is torch's index (``cuda:N``, after ``CUDA_VISIBLE_DEVICES``); NVML reads the
+same GPU, found by its UUID (NVML's own indices ignore ``CUDA_VISIBLE_DEVICES``).
 
 1. LoRA save/load for a rank-8 adapter with Llama-3.2-3B shapes: saved from the GPU
    (the device-to-host copy included), loaded onto it, and a separate host-to-device
@@ -23,27 +26,26 @@ import tempfile
 import time
 from typing import Any
 
+from learnsched._table import format_rows
 from learnsched.handoff import (
     BASE_SHAPES,
     NvmlDevice,
     NvmlUnavailable,
     ReleaseResult,
     benchmark_lora,
-    open_device,
     synthesise_adapter,
     time_device,
     time_host,
     wait_for_release,
 )
-from learnsched.handoff._cli_tables import print_rows
 from learnsched.handoff.errors import HandoffProbeError
-from learnsched.handoff.nvml import driver_version
+from learnsched.handoff.nvml import device_for_torch, driver_version
 from learnsched.handoff.profile import GIB
 
-# Holds N GiB on the GPU; frees the cache on its first stdin line, exits on the second.
+# Holds N GiB on cuda:I; frees the cache on its first stdin line, exits on the second.
 CHILD = """
 import sys, torch
-block = torch.empty(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device="cuda")
+block = torch.empty(int(float(sys.argv[1]) * 2**30), dtype=torch.uint8, device=sys.argv[2])
 block.fill_(1)
 torch.cuda.synchronize()
 print("held", flush=True)
@@ -55,10 +57,10 @@ sys.stdin.readline()
 """
 
 
-def lora(device: NvmlDevice, runs: int) -> list[tuple[str, str]]:
+def lora(device: NvmlDevice, cuda: str, runs: int) -> list[tuple[str, str]]:
     """Item 1: the adapter's save/load series."""
     tensors = synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], rank=8)
-    result = benchmark_lora(tensors, device="cuda", runs=runs, nvml_device=device)
+    result = benchmark_lora(tensors, device=cuda, runs=runs, nvml_device=device)
     rows = [("LoRA r=8 llama-3.2-3b", f"{result.adapter_bytes / 1e6:.2f} MB, {runs} runs")]
     series = [
         ("  save (buffered)", result.save),
@@ -131,10 +133,10 @@ def _left_on_exit(
     return "process leaves the GPU", _latency(gone)
 
 
-def release(device: NvmlDevice, gib: float) -> list[tuple[str, str]]:
+def release(device: NvmlDevice, cuda: str, gib: float) -> list[tuple[str, str]]:
     """Item 2: a child frees ``gib`` GiB, first to the driver, then by exiting."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(gib)],
+        [sys.executable, "-c", CHILD, str(gib), cuda],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -170,16 +172,16 @@ def nvml_costs(device: NvmlDevice) -> list[tuple[str, str]]:
     return rows
 
 
-def event_vs_wall() -> list[tuple[str, str]]:
+def event_vs_wall(cuda: str) -> list[tuple[str, str]]:
     """Item 4: the same GPU work timed by CUDA events and by the host clock."""
     import torch
 
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    events = time_device(lambda: a @ a, 21, cuda_device="cuda")
+    a = torch.randn(8192, 8192, device=cuda, dtype=torch.bfloat16)
+    events = time_device(lambda: a @ a, 21, cuda_device=cuda)
 
     def synced() -> None:
         a @ a
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(cuda)
 
     wall = time_host(synced, 21)
     overhead = wall.median_ms - events.median_ms
@@ -194,17 +196,23 @@ def event_vs_wall() -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gpu", type=int, default=0, help="torch's CUDA index (default 0)")
     parser.add_argument("--gib", type=float, default=4.0, help="child allocation, GiB")
     parser.add_argument("--runs", type=int, default=20, help="LoRA runs per operation")
     parser.add_argument("--json", action="store_true", help="print the rows as JSON")
     args = parser.parse_args(argv)
+    cuda = f"cuda:{args.gpu}"
     try:
-        device = open_device(0)
         import torch
 
         if not torch.cuda.is_available():
             raise HandoffProbeError("torch sees no CUDA GPU (a CPU-only build?)")
-    except (NvmlUnavailable, HandoffProbeError, ImportError) as err:
+        if not 0 <= args.gpu < torch.cuda.device_count():
+            raise HandoffProbeError(f"--gpu {args.gpu}: torch sees {torch.cuda.device_count()}")
+        # The GPU torch times, found in NVML by UUID (never by NVML's index).
+        uuid = str(torch.cuda.get_device_properties(args.gpu).uuid)
+        device = device_for_torch(args.gpu, uuid)
+    except (NvmlUnavailable, HandoffProbeError, ImportError, ValueError) as err:
         print(f"gpu_handoff: skipped, no usable GPU: {err}")
         return 0
     started = time.monotonic()
@@ -212,16 +220,16 @@ def main(argv: list[str] | None = None) -> int:
         ("device", f"{device.name} {device.uuid}, driver {driver_version()}"),
         ("torch", f"{torch.__version__}, CUDA {torch.version.cuda}"),
     ]
-    rows += lora(device, args.runs)
-    rows += release(device, args.gib)
+    rows += lora(device, cuda, args.runs)
+    rows += release(device, cuda, args.gib)
     rows += nvml_costs(device)
-    rows += event_vs_wall()
+    rows += event_vs_wall(cuda)
     rows.append(("total", f"{time.monotonic() - started:.1f} s"))
     if args.json:
         report: dict[str, Any] = dict(rows)
         print(json.dumps(report, indent=2))
     else:
-        print_rows(rows)
+        print(format_rows(rows))
     return 0
 
 

@@ -2,13 +2,18 @@
 
 A C++ solver for the LearnSched finite window model: the reference policies (Never,
 Window, Static ROI, Costed Window), one-step rollout (LearnSched) and exact DP, with
-exact wall-clock handoff costs, plus the paper's 1920-scenario grid; and the investment
-economics around a plan (:mod:`learnsched.economics`) and capacity control for the
-serving loop (:mod:`learnsched.capacity`), and probes that measure handoff costs on your
-own GPUs (:mod:`learnsched.handoff`).
+exact wall-clock handoff costs, plus the paper's 1920-scenario grid. This front door
+holds the solver only; the wings are subpackages loaded on first use
+(``import learnsched.capacity`` or ``learnsched.capacity``): the investment economics
+around a plan (:mod:`learnsched.economics`), capacity control for the serving loop
+(:mod:`learnsched.capacity`) and probes that measure handoff costs on your own GPUs
+(:mod:`learnsched.handoff`).
 """
 
 from __future__ import annotations
+
+import importlib
+from types import ModuleType
 
 try:
     from . import _core  # noqa: F401  (fail early, with a build hint)
@@ -19,221 +24,64 @@ except ImportError as err:  # pragma: no cover - only without a built extension
     ) from err
 
 from .batch import BatchResult, solve_batch
-from .capacity import (
-    DEFAULT_RESOLUTION,
-    DEFAULT_TOLERANCE,
-    GUIDANCE_BUDGET,
-    MAX_PERIODS,
-    PROMPT_WEIGHT,
-    TOKEN_COLUMNS,
-    TOOL_BUDGET,
-    TRACE_COLUMNS,
-    AIMDConfig,
-    AIMDController,
-    CountThresholdAdmission,
-    Feasibility,
-    RateProfile,
-    ReplayResult,
-    ReturnDeadline,
-    ReturnPath,
-    RiskSummary,
-    RunRisk,
-    Ticket,
-    Trace,
-    WorkBudgetAdmission,
-    burst_trace,
-    check_feasibility,
-    empirical_tail,
-    estimate_work,
-    lend,
-    max_share,
-    max_share_schedule,
-    next_share,
-    normalized_latency,
-    read_rate_csv,
-    read_trace_csv,
-    replay,
-    return_deadline,
-    run_risk,
-    summarize_risk,
-    write_trace_csv,
-)
-from .economics import (
-    ALERT_RULES,
-    GUIDANCE_LEDGER,
-    PAPER_GPU_COSTS,
-    PAPER_RECOVERY_S,
-    PAPER_WAITING_SCENARIO,
-    TABLE_B1,
-    AlertDraws,
-    AlertExperiment,
-    AlertModel,
-    GuidanceLedger,
-    Ledger,
-    Lognormal,
-    ReusePath,
-    RuleStats,
-    UseCosts,
-    UtilityLine,
-    WaitingComparison,
-    accumulated_value,
-    alert_losses,
-    charged_cost,
-    continuation_advantage,
-    draw_alerts,
-    early_advantage,
-    expected_reuse_value,
-    incremental_utility,
-    lead_time_sweep,
-    lognormal_mu,
-    paper_economics,
-    paper_waiting_example,
-    payback_uses,
-    plot_alert_experiment,
-    return_boundary,
-    return_threshold,
-    returns_early,
-    robust_returns_early,
-    run_alert_experiment,
-    should_continue,
-    simulate_alerts,
-    table_b1_utility,
-    threshold_sensitivity,
-    wait_return_losses,
-    waiting_gain,
-)
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
-from .handoff import (
-    PAPER_PROFILE,
-    CostProfile,
-    HandoffLedger,
-    HandoffProbeError,
-    HandoffRecord,
-    NvmlUnavailable,
-    load_cost_profile,
-    read_ledger,
-)
 from .plan import COST_FIELDS, CostSplit, Plan, Step
 from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Scenario
 from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, solve, solve_all
 from .summary import PAPER_FIGURES, GridSummary, summarize
 
-__version__ = "0.1.0"
-
 __all__ = [
-    "ALERT_RULES",
     "ALL_POLICIES",
     "CALENDARS",
     "COST_FIELDS",
-    "DEFAULT_RESOLUTION",
-    "DEFAULT_TOLERANCE",
-    "GUIDANCE_BUDGET",
-    "GUIDANCE_LEDGER",
-    "MAX_PERIODS",
     "PAPER_COLD",
     "PAPER_FIGURES",
-    "PAPER_GPU_COSTS",
-    "PAPER_PROFILE",
-    "PAPER_RECOVERY_S",
-    "PAPER_WAITING_SCENARIO",
     "PAPER_WARM",
-    "PROMPT_WEIGHT",
-    "TABLE_B1",
-    "TOKEN_COLUMNS",
-    "TOOL_BUDGET",
-    "TRACE_COLUMNS",
-    "AIMDConfig",
-    "AIMDController",
     "Action",
     "ActionKind",
-    "AlertDraws",
-    "AlertExperiment",
-    "AlertModel",
     "BatchResult",
-    "CostProfile",
     "CostSplit",
-    "CountThresholdAdmission",
-    "Feasibility",
     "Grid",
     "GridConfig",
     "GridScenario",
     "GridSummary",
-    "GuidanceLedger",
     "HandoffCosts",
-    "HandoffLedger",
-    "HandoffProbeError",
-    "HandoffRecord",
     "InitialState",
-    "Ledger",
-    "Lognormal",
     "Model",
-    "NvmlUnavailable",
     "Plan",
     "Policy",
-    "RateProfile",
-    "ReplayResult",
-    "ReturnDeadline",
-    "ReturnPath",
-    "ReusePath",
-    "RiskSummary",
-    "RuleStats",
-    "RunRisk",
     "Scenario",
     "Step",
-    "Ticket",
-    "Trace",
-    "UseCosts",
-    "UtilityLine",
-    "WaitingComparison",
-    "WorkBudgetAdmission",
     "__version__",
-    "accumulated_value",
-    "alert_losses",
-    "burst_trace",
-    "charged_cost",
-    "check_feasibility",
-    "continuation_advantage",
-    "draw_alerts",
-    "early_advantage",
-    "empirical_tail",
-    "estimate_work",
-    "expected_reuse_value",
-    "incremental_utility",
-    "lead_time_sweep",
-    "lend",
-    "load_cost_profile",
-    "lognormal_mu",
-    "max_share",
-    "max_share_schedule",
-    "next_share",
-    "normalized_latency",
-    "paper_economics",
     "paper_grid",
-    "paper_waiting_example",
-    "payback_uses",
-    "plot_alert_experiment",
-    "read_ledger",
-    "read_rate_csv",
-    "read_trace_csv",
-    "replay",
-    "return_boundary",
-    "return_deadline",
-    "return_threshold",
-    "returns_early",
-    "robust_returns_early",
-    "run_alert_experiment",
-    "run_risk",
     "scenario_by_id",
-    "should_continue",
-    "simulate_alerts",
     "solve",
     "solve_all",
     "solve_batch",
     "summarize",
-    "summarize_risk",
-    "table_b1_utility",
-    "threshold_sensitivity",
-    "wait_return_losses",
-    "waiting_gain",
-    "write_trace_csv",
 ]
+
+
+def _version() -> str:
+    """The installed distribution's version: pyproject.toml is its one home."""
+    import importlib.metadata  # only when asked: it is slow to import
+
+    try:
+        return importlib.metadata.version("learnsched")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - not installed
+        return "0+unknown"
+
+
+def __getattr__(name: str) -> object:
+    """``__version__`` and the subpackages (the wings), loaded on first use."""
+    if name == "__version__":
+        return _version()
+    if not name.startswith("_"):
+        try:
+            module: ModuleType = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":  # the wing exists but needs something missing
+                raise
+        else:
+            return module
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

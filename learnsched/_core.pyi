@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'HandoffCosts', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -68,7 +68,7 @@ class ActionKind:
         ...
 class Policy:
     """
-    The six policies of the finite model.
+    The six policies of the finite model and the guarded rollout.
     
     Members:
     
@@ -83,9 +83,12 @@ class Policy:
       ROLLOUT
     
       DP
+    
+      GUARDED
     """
     COSTED_WINDOW: typing.ClassVar[Policy]
     DP: typing.ClassVar[Policy]
+    GUARDED: typing.ClassVar[Policy]
     NEVER: typing.ClassVar[Policy]
     ROLLOUT: typing.ClassVar[Policy]
     STATIC_ROI: typing.ClassVar[Policy]
@@ -133,7 +136,7 @@ class Action:
         ...
     def __hash__(self) -> int:
         ...
-    def __init__(self, kind: ActionKind, quanta: typing.SupportsInt | typing.SupportsIndex = 0, checkpoint: bool = False) -> None:
+    def __init__(self, kind: ActionKind, quanta: typing.SupportsInt | typing.SupportsIndex = 0, checkpoint: bool = False, cold: bool = False) -> None:
         ...
     def __repr__(self) -> str:
         ...
@@ -141,6 +144,11 @@ class Action:
     def checkpoint(self) -> bool:
         """
         Whether the segment saves a checkpoint.
+        """
+    @property
+    def cold(self) -> bool:
+        """
+        Whether it returns by the cold alternative path (two-path scenarios).
         """
     @property
     def kind(self) -> ActionKind:
@@ -159,8 +167,13 @@ class HandoffCosts:
     """
     Handoff costs in seconds and s-eq./s.
     """
-    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, cold_recovery_s: typing.SupportsFloat | typing.SupportsIndex | None = None) -> None:
         ...
+    @property
+    def cold_recovery_s(self) -> float | None:
+        """
+        t_ret of the cold alternative path, or None when only one path is offered.
+        """
     @property
     def load_s(self) -> float:
         ...
@@ -304,9 +317,9 @@ class Model:
     """
     def __init__(self, scenario: Scenario) -> None:
         ...
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
         """
-        The policy's action in a validated state; O(J).
+        The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise (state, action) -> s-eq. are the guarded policy's.
         """
     def optimal_value(self, state: State) -> float:
         """
@@ -316,7 +329,7 @@ class Model:
         """
         V^pi0: value of following Costed Window from the state, s-eq.
         """
-    def solve(self, policy: Policy) -> Plan:
+    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Plan:
         """
         The policy's plan from the initial state.
         """
@@ -327,14 +340,49 @@ class Model:
     @property
     def scenario(self) -> Scenario:
         ...
-def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
+class ForecastModel:
     """
-    Solve every scenario under every policy; dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
+    Decisions at the current window from N sampled continuations.
+    """
+    def __init__(self, current: Scenario, windows: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        """
+        current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]].
+        """
+    def decide(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+        """
+        The policy's action in the current window; O(J).
+        """
+    def mean_optimal_values(self) -> list[float]:
+        """
+        mean_i V_i* after the current window, per durable progress 0..J (s-eq.).
+        """
+    def mean_reference_values(self) -> list[float]:
+        """
+        mean_i V_i^pi0 after the current window, per durable progress 0..J (s-eq.).
+        """
+    def mean_window_plan_values(self) -> list[float]:
+        """
+        mean_i V_G,i after the current window, per durable progress 0..J (s-eq.).
+        """
+    def take(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, action: Action) -> Segment:
+        """
+        The segment a feasible action makes of the current window.
+        """
+    @property
+    def sample_count(self) -> int:
+        ...
+    @property
+    def scenario(self) -> Scenario:
+        ...
+def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
+    """
+    Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
     """
 def validate(scenario: Scenario) -> None:
     """
     Raise ValueError naming the first invalid field of the scenario.
     """
+MAX_SAMPLES: int = 65536
 MAX_STATES: int = 16777216
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

@@ -14,7 +14,7 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Report ``done/total`` on a terminal once ``delay_s`` seconds have passed.
+    """Report ``done/total``, the rate and an ETA on a terminal once ``delay_s`` seconds pass.
 
     Parameters
     ----------
@@ -26,28 +26,42 @@ class Progress:
         Stay silent for work that ends sooner, seconds.
     stream
         Where to draw (stderr by default; nothing is drawn unless it is a terminal).
+    done
+        Units already done before this run (a resumed job); the rate counts only new ones.
     """
 
     def __init__(
-        self, total: int, label: str, delay_s: float = 0.5, stream: TextIO | None = None
+        self,
+        total: int,
+        label: str,
+        delay_s: float = 0.5,
+        stream: TextIO | None = None,
+        done: int = 0,
     ) -> None:
         self.total = total
         self.label = label
         self.delay_s = delay_s
         self.stream = stream if stream is not None else sys.stderr
-        self.done = 0
+        self.done = done
+        self._done_before = done
         self._start = time.monotonic()
         self._drawn = False
 
-    def advance(self, units: int) -> None:
-        """Count ``units`` more done and redraw if the bar is due."""
+    def advance(self, units: int, note: str = "") -> None:
+        """Count ``units`` more done and redraw if the bar is due; ``note`` is shown after it."""
         self.done += units
-        if time.monotonic() - self._start < self.delay_s or not self.stream.isatty():
+        elapsed = time.monotonic() - self._start
+        if elapsed < self.delay_s or not self.stream.isatty():
             return
         width = 30
         filled = width * self.done // max(self.total, 1)
         bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total}")
+        rate = (self.done - self._done_before) / elapsed
+        eta = f"{(self.total - self.done) / rate:.0f} s" if rate > 0 else "?"
+        note = f" {note}" if note else ""
+        self.stream.write(
+            f"\r{self.label} [{bar}] {self.done}/{self.total}{note}, {rate:.0f}/s, ETA {eta} "
+        )
         self.stream.flush()
         self._drawn = True
 

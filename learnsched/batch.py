@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._checks import integer
 from .scenario import Scenario
-from .solver import ALL_POLICIES, Policy, core_policy, parse_policies
+from .solver import ALL_POLICIES, Policy, core_policy, guard_epsilon, parse_policies
 
 __all__ = ["BatchResult", "solve_batch"]
 
@@ -51,6 +51,7 @@ def solve_batch(
     policies: str | Iterable[str | Policy] = ALL_POLICIES,
     threads: int = 1,
     progress: Callable[[int], None] | None = None,
+    epsilon: float = 0.0,
 ) -> BatchResult:
     """Solve every scenario under every policy in C++ with the GIL released.
 
@@ -67,6 +68,8 @@ def solve_batch(
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
+    epsilon
+        Score-error bound of ``guarded`` (exact scores), s-eq.; ``>= 0``, ``inf`` allowed.
 
     Returns
     -------
@@ -82,6 +85,7 @@ def solve_batch(
         ``threads`` is not an integer.
     """
     threads = integer("threads", threads, low=1)
+    epsilon = guard_epsilon(epsilon)
     names = parse_policies(policies)
     if not names:
         raise ValueError("policies must name at least one policy")
@@ -90,7 +94,9 @@ def solve_batch(
     step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
     chunks = []
     for start in range(0, max(len(core_scenarios), 1), step):
-        chunk = _core.solve_batch(core_scenarios[start : start + step], core_policies, threads)
+        chunk = _core.solve_batch(
+            core_scenarios[start : start + step], core_policies, threads, epsilon
+        )
         if progress is not None:
             progress(len(chunk["value"]))
         chunks.append(chunk)

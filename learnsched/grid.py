@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
@@ -59,7 +59,7 @@ class GridConfig:
             "work_s": list(self.work_s),
             "benefit_rates": list(self.benefit_rates),
             "tails_s": list(self.tails_s),
-            "recoveries": {r: asdict(self.costs(r)) for r in self.recoveries},
+            "recoveries": {r: self.costs(r).to_json() for r in self.recoveries},
             "initial_states": list(INITIAL_STATES),
         }
 

@@ -70,6 +70,9 @@ class Step:
         ``Phi(t_p)`` in s-eq. if this step publishes, else 0.
     progress, durable
         Completed and durable quanta at the next window.
+    path
+        ``"warm"`` or ``"cold"``: the recovery path this step returned by, in a scenario
+        offering both; ``None`` for a wait or when the scenario offers one path.
     """
 
     window: int
@@ -83,6 +86,7 @@ class Step:
     benefit: float
     progress: int
     durable: int
+    path: str | None = None
 
     @property
     def value(self) -> float:
@@ -90,8 +94,9 @@ class Step:
         return self.benefit - self.cost.total
 
     @classmethod
-    def from_core(cls, seg: _core.Segment) -> Step:
-        """Copy one of the core's segments."""
+    def from_core(cls, seg: _core.Segment, two_path: bool = False) -> Step:
+        """Copy one of the core's segments (``two_path``: its scenario offers both paths)."""
+        returned = two_path and seg.action.kind != _core.ActionKind.WAIT
         return cls(
             window=seg.window,
             action=seg.action.name,
@@ -104,6 +109,7 @@ class Step:
             benefit=seg.benefit,
             progress=seg.next.progress,
             durable=seg.next.durable,
+            path=("cold" if seg.action.cold else "warm") if returned else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -141,15 +147,15 @@ class Plan:
     steps: tuple[Step, ...]
 
     @classmethod
-    def from_core(cls, plan: _core.Plan) -> Plan:
-        """Copy the core's plan."""
+    def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
+        """Copy the core's plan (``two_path``: its scenario offers both recovery paths)."""
         return cls(
             policy=plan.policy.name.lower(),  # the core's names are the policies' in capitals
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=tuple(Step.from_core(seg) for seg in plan.steps),
+            steps=tuple(Step.from_core(seg, two_path) for seg in plan.steps),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -35,6 +35,12 @@ JSON_KEYS = (
     "load_s",
     "initial",
 )
+# A scenario offering both recovery paths names them instead of the one recovery_s.
+TWO_PATH_JSON_KEYS = (
+    *tuple(k for k in JSON_KEYS if k != "recovery_s"),
+    "warm_recovery_s",
+    "cold_recovery_s",
+)
 INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
 
@@ -84,16 +90,64 @@ class HandoffCosts:
         Checkpoint save (``t_ck``), seconds.
     load_s
         Checkpoint load when resuming from durable progress (``t_ld``), seconds.
+    cold_recovery_s
+        When given, the scenario offers both recovery paths and every action that returns
+        capacity chooses one: warm, ``(recovery_s, residency_rate)``, or cold,
+        ``(cold_recovery_s, 0)``, seconds. Parked state is held, and ``residency_rate``
+        charged, from the window start until capacity is ready, as for one warm path.
+        ``None`` (default): the one path ``(recovery_s, residency_rate)``, as before.
     """
 
     recovery_s: float
     residency_rate: float = 0.0
     save_s: float = 0.0
     load_s: float = 0.0
+    cold_recovery_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("recovery_s", "residency_rate", "save_s", "load_s"):
             object.__setattr__(self, name, nonnegative(name, getattr(self, name)))
+        if self.cold_recovery_s is not None:
+            cold = nonnegative("cold_recovery_s", self.cold_recovery_s)
+            object.__setattr__(self, "cold_recovery_s", cold)
+
+    @property
+    def offers_choice(self) -> bool:
+        """Whether both recovery paths are offered (each return chooses warm or cold)."""
+        return self.cold_recovery_s is not None
+
+    @classmethod
+    def choice(cls, warm: HandoffCosts, cold: HandoffCosts) -> HandoffCosts:
+        """Both paths offered: ``warm``'s return and residency, ``cold``'s return.
+
+        Raises
+        ------
+        ValueError
+            If either already offers a choice, ``cold`` parks state (``residency_rate > 0``)
+            or the two differ in save/load costs (those do not depend on the path).
+        """
+        if warm.offers_choice or cold.offers_choice:
+            raise ValueError("choice() takes two single-path costs")
+        if cold.residency_rate != 0.0:
+            raise ValueError(f"cold residency_rate must be 0, got {cold.residency_rate!r}")
+        for name in ("save_s", "load_s"):
+            if getattr(warm, name) != getattr(cold, name):
+                raise ValueError(
+                    f"{name} must be the same for both paths, got {getattr(warm, name)!r} "
+                    f"and {getattr(cold, name)!r}"
+                )
+        return replace(warm, cold_recovery_s=cold.recovery_s)
+
+    def path(self, recovery: str) -> HandoffCosts:
+        """The single-path costs of ``"warm"`` or ``"cold"`` recovery of a two-path offer."""
+        cold_s = self.cold_recovery_s
+        if cold_s is None:
+            raise ValueError("path() needs costs that offer both recovery paths")
+        if recovery not in ("cold", "warm"):
+            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        if recovery == "warm":
+            return replace(self, cold_recovery_s=None)
+        return replace(self, recovery_s=cold_s, residency_rate=0.0, cold_recovery_s=None)
 
     @classmethod
     def paper(cls, recovery: str) -> HandoffCosts:
@@ -104,7 +158,38 @@ class HandoffCosts:
 
     def to_core(self) -> _core.HandoffCosts:
         """The C++ core's value type."""
-        return _core.HandoffCosts(self.recovery_s, self.residency_rate, self.save_s, self.load_s)
+        return _core.HandoffCosts(
+            self.recovery_s, self.residency_rate, self.save_s, self.load_s, self.cold_recovery_s
+        )
+
+    def to_json(self) -> dict[str, float]:
+        """The recovery and handoff keys of a scenario's JSON object (seconds, s-eq./s)."""
+        if self.cold_recovery_s is None:
+            return {
+                "recovery_s": self.recovery_s,
+                "residency_rate": self.residency_rate,
+                "save_s": self.save_s,
+                "load_s": self.load_s,
+            }
+        return {
+            "warm_recovery_s": self.recovery_s,
+            "cold_recovery_s": self.cold_recovery_s,
+            "residency_rate": self.residency_rate,
+            "save_s": self.save_s,
+            "load_s": self.load_s,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HandoffCosts:
+        """The costs named by a scenario's JSON object, in either form of :meth:`to_json`."""
+        two_path = "cold_recovery_s" in data
+        return cls(
+            recovery_s=data["warm_recovery_s" if two_path else "recovery_s"],
+            residency_rate=data["residency_rate"],
+            save_s=data["save_s"],
+            load_s=data["load_s"],
+            cold_recovery_s=data["cold_recovery_s"] if two_path else None,
+        )
 
 
 # Paper App. D.2: SGLang 3-run means; LoRA save/load 68.075 / 47.748 ms; warm residency
@@ -237,10 +322,7 @@ class Scenario:
             "quantum_s": self.quantum_s,
             "benefit_rate": self.benefit_rate,
             "horizon_s": self.horizon_s,
-            "recovery_s": self.costs.recovery_s,
-            "residency_rate": self.costs.residency_rate,
-            "save_s": self.costs.save_s,
-            "load_s": self.costs.load_s,
+            **self.costs.to_json(),
             "initial": {
                 "progress": self.initial.progress,
                 "durable": self.initial.durable,
@@ -252,13 +334,17 @@ class Scenario:
     def from_json(cls, obj: object) -> Scenario:
         """Build from the JSON object of :meth:`to_json`; every key is required.
 
+        A scenario offers both recovery paths when it names ``warm_recovery_s`` and
+        ``cold_recovery_s`` instead of ``recovery_s``.
+
         Raises
         ------
         ValueError
             Missing or unknown keys, or an invalid value (the message names the field).
         """
         try:
-            data = _exact_keys("scenario", obj, JSON_KEYS)
+            two_path = isinstance(obj, Mapping) and "cold_recovery_s" in obj
+            data = _exact_keys("scenario", obj, TWO_PATH_JSON_KEYS if two_path else JSON_KEYS)
             initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
             return cls(
                 windows=data["windows"],
@@ -266,12 +352,7 @@ class Scenario:
                 quantum_s=data["quantum_s"],
                 benefit_rate=data["benefit_rate"],
                 horizon_s=data["horizon_s"],
-                costs=HandoffCosts(
-                    recovery_s=data["recovery_s"],
-                    residency_rate=data["residency_rate"],
-                    save_s=data["save_s"],
-                    load_s=data["load_s"],
-                ),
+                costs=HandoffCosts.from_json(data),
                 initial=InitialState(initial["progress"], initial["durable"], initial["active"]),
             )
         except TypeError as err:  # JSON input: a wrong type is a bad value

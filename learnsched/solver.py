@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import math
+from collections.abc import Callable, Iterable
 from enum import Enum
 
 from . import _core
+from ._checks import number
 from .plan import Plan
 from .scenario import Scenario
 
-__all__ = ["ALL_POLICIES", "Action", "ActionKind", "Model", "Policy", "solve", "solve_all"]
+__all__ = [
+    "ALL_POLICIES",
+    "Action",
+    "ActionKind",
+    "Model",
+    "Policy",
+    "ScoreNoise",
+    "solve",
+    "solve_all",
+]
 
 Action = _core.Action
 ActionKind = _core.ActionKind
+# Error of an estimated score, s-eq., as a deterministic function of (state, action).
+ScoreNoise = Callable[[_core.State, _core.Action], float]
 
 
 class Policy(str, Enum):
-    """The six policies of the paper's finite experiment (Sections 4.1-4.2, App. D)."""
+    """The six policies of the paper's finite experiment (Sections 4.1-4.2, App. D), and
+    the guarded rollout that Section 4.2 names as the condition for online use."""
 
     NEVER = "never"
     """Wait every window; an active candidate abandons and pays its return."""
@@ -30,6 +44,10 @@ class Policy(str, Enum):
     """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
     DP = "dp"
     """The exact optimum by dynamic programming (Eq. D.2)."""
+    GUARDED = "guarded"
+    """Rollout that replaces pi0's action only if its (estimated) score beats pi0's by more
+    than ``2*epsilon`` (Eqs. D.5-D.6): never below Costed Window when scores err by at most
+    ``epsilon``. ``epsilon = 0`` with exact scores is Rollout; ``inf`` is Costed Window."""
 
     @classmethod
     def parse(cls, value: str | Policy) -> Policy:
@@ -41,7 +59,8 @@ class Policy(str, Enum):
             raise ValueError(f"policy must be one of {names}, got {value!r}") from None
 
 
-ALL_POLICIES: tuple[Policy, ...] = tuple(Policy)
+# The paper's six (the grid, its figures and solve_all's default); guarded is asked by name.
+ALL_POLICIES: tuple[Policy, ...] = tuple(p for p in Policy if p is not Policy.GUARDED)
 
 
 def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]:
@@ -63,6 +82,7 @@ _CORE_POLICY: dict[str, _core.Policy] = {
     Policy.COSTED_WINDOW: _core.Policy.COSTED_WINDOW,
     Policy.ROLLOUT: _core.Policy.ROLLOUT,
     Policy.DP: _core.Policy.DP,
+    Policy.GUARDED: _core.Policy.GUARDED,
 }
 
 
@@ -72,6 +92,37 @@ def core_policy(policy: str | Policy) -> _core.Policy:
         return _CORE_POLICY[policy]
     except (KeyError, TypeError):
         return _CORE_POLICY[Policy.parse(policy)]
+
+
+def guard_epsilon(epsilon: object) -> float:
+    """The score-error bound as a float ``>= 0`` (``inf`` allowed), s-eq."""
+    if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
+        return epsilon
+    value = number("epsilon", epsilon)
+    if value < 0:
+        raise ValueError(f"epsilon must be >= 0 s-eq., got {value!r}")
+    return value
+
+
+def _guard(
+    policy: str | Policy, epsilon: float, score_noise: ScoreNoise | None
+) -> tuple[float, ScoreNoise | None]:
+    """Checked guard arguments; only the guarded policy takes them."""
+    eps = guard_epsilon(epsilon)
+    if Policy.parse(policy) is not Policy.GUARDED and (eps != 0.0 or score_noise is not None):
+        raise ValueError(f"epsilon and score_noise apply only to policy 'guarded', got {policy!r}")
+    if score_noise is None:
+        return eps, None
+    if not callable(score_noise):
+        raise TypeError(
+            f"score_noise must be callable (state, action) -> s-eq., got {score_noise!r}"
+        )
+    noise = score_noise
+
+    def checked(state: _core.State, action: _core.Action) -> float:
+        return number("score_noise(state, action)", noise(state, action))
+
+    return eps, checked
 
 
 class Model:
@@ -115,6 +166,8 @@ class Model:
         durable: int,
         active: bool = False,
         policy: str | Policy = Policy.ROLLOUT,
+        epsilon: float = 0.0,
+        score_noise: ScoreNoise | None = None,
     ) -> _core.Action:
         """The policy's action for an observed state at the start of ``window``.
 
@@ -129,41 +182,63 @@ class Model:
             window's end).
         policy
             Policy name or :class:`Policy`; LearnSched's rollout by default.
+        epsilon
+            ``guarded`` only: the score-error bound, s-eq. (``>= 0``, ``inf`` allowed).
+        score_noise
+            ``guarded`` only: ``(state, action) -> e`` in s-eq., the error of each action's
+            estimated score ``Q^pi0(s, a) + e``; ``None`` scores exactly. The guarantee
+            (never below Costed Window) holds when ``|e| <= epsilon`` everywhere.
 
         Returns
         -------
         Action
             ``kind`` (:class:`ActionKind`), ``quanta`` (quanta to run in this window: the
-            remaining quanta for ``PUBLISH``, 0 for waits and returns) and ``checkpoint``
-            (save before returning). Capacity must be back by the window's end.
+            remaining quanta for ``PUBLISH``, 0 for waits and returns), ``checkpoint``
+            (save before returning) and ``cold`` (return by the cold path of a two-path
+            scenario). Capacity must be back by the window's end.
 
         Raises
         ------
         ValueError
-            An unknown policy or a state that is not valid for this scenario.
+            An unknown policy, a state that is not valid for this scenario, or a guard
+            argument for a policy other than ``guarded``.
         """
-        return self._model.decide(window, progress, durable, active, core_policy(policy))
+        eps, noise = _guard(policy, epsilon, score_noise)
+        return self._model.decide(
+            window, progress, durable, active, core_policy(policy), eps, noise
+        )
 
-    def solve(self, policy: str | Policy = Policy.ROLLOUT) -> Plan:
+    def solve(
+        self,
+        policy: str | Policy = Policy.ROLLOUT,
+        epsilon: float = 0.0,
+        score_noise: ScoreNoise | None = None,
+    ) -> Plan:
         """The policy's whole plan from the initial state (GIL released while solving).
 
         Parameters
         ----------
         policy
             Policy name or :class:`Policy`; LearnSched's rollout by default.
+        epsilon, score_noise
+            The guarded policy's score-error bound (s-eq.) and score errors, as in
+            :meth:`decide`.
 
         Returns
         -------
         Plan
             Net value, benefit and cost split in s-eq., publication time in seconds (or
-            ``None``) and one step per window visited.
+            ``None``) and one step per window visited (each naming its recovery path when
+            the scenario offers two).
 
         Raises
         ------
         ValueError
-            An unknown policy.
+            An unknown policy, or a guard argument for a policy other than ``guarded``.
         """
-        return Plan.from_core(self._model.solve(core_policy(policy)))
+        eps, noise = _guard(policy, epsilon, score_noise)
+        plan = self._model.solve(core_policy(policy), eps, noise)
+        return Plan.from_core(plan, self._scenario.costs.offers_choice)
 
     def solve_all(self, policies: str | Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
         """Plans of several policies, keyed by policy name.
@@ -171,7 +246,7 @@ class Model:
         Parameters
         ----------
         policies
-            One policy name or several (names or :class:`Policy`); all six by default.
+            One policy name or several (names or :class:`Policy`); the paper's six by default.
 
         Returns
         -------
@@ -199,7 +274,12 @@ class Model:
         return self._model.reference_value(_core.State(window, progress, durable, active))
 
 
-def solve(scenario: Scenario, policy: str | Policy = Policy.ROLLOUT) -> Plan:
+def solve(
+    scenario: Scenario,
+    policy: str | Policy = Policy.ROLLOUT,
+    epsilon: float = 0.0,
+    score_noise: ScoreNoise | None = None,
+) -> Plan:
     """Solve one scenario under one policy (default: LearnSched's rollout).
 
     Parameters
@@ -208,7 +288,10 @@ def solve(scenario: Scenario, policy: str | Policy = Policy.ROLLOUT) -> Plan:
         The scenario: idle windows and work in seconds and quanta, benefit in s-eq./s.
     policy
         Policy name (``"never"``, ``"window"``, ``"static_roi"``, ``"costed_window"``,
-        ``"rollout"``, ``"dp"``) or :class:`Policy`.
+        ``"rollout"``, ``"dp"``, ``"guarded"``) or :class:`Policy`.
+    epsilon, score_noise
+        The guarded policy's score-error bound (s-eq.) and score errors
+        (:meth:`Model.decide`).
 
     Returns
     -------
@@ -222,9 +305,9 @@ def solve(scenario: Scenario, policy: str | Policy = Policy.ROLLOUT) -> Plan:
     TypeError
         ``scenario`` is not a :class:`Scenario`.
     ValueError
-        An unknown policy.
+        An unknown policy, or a guard argument for a policy other than ``guarded``.
     """
-    return Model(scenario).solve(policy)
+    return Model(scenario).solve(policy, epsilon, score_noise)
 
 
 def solve_all(
@@ -237,7 +320,7 @@ def solve_all(
     scenario
         The scenario to solve (prepared once for every policy).
     policies
-        One policy name or several (names or :class:`Policy`); all six by default.
+        One policy name or several (names or :class:`Policy`); the paper's six by default.
 
     Returns
     -------

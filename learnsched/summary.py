@@ -11,7 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from .batch import BatchResult
 from .grid import CALENDARS, Grid
-from .solver import Policy
+from .solver import ALL_POLICIES, Policy
 
 __all__ = ["PAPER_FIGURES", "GridSummary", "summarize"]
 
@@ -111,7 +111,7 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
     ValueError
         If ``result`` does not hold every policy or does not match the grid's size.
     """
-    missing = [p.value for p in Policy if p not in result.policies]
+    missing = [p.value for p in ALL_POLICIES if p not in result.policies]
     if missing:
         raise ValueError(f"result lacks policies {', '.join(missing)}")
     if result.value.shape[0] != len(grid):
@@ -129,9 +129,9 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
     return GridSummary(
         scenarios=len(grid),
         config_hash=grid.config.hash,
-        mean_value={p.value: float(result.column(p).mean()) for p in Policy},
+        mean_value={p.value: float(result.column(p).mean()) for p in ALL_POLICIES},
         mean_gap={
-            p.value: float((dp - result.column(p)).mean()) for p in Policy if p is not Policy.DP
+            p.value: float((dp - result.column(p)).mean()) for p in ALL_POLICIES if p is not Policy.DP
         },
         wins=int(win.sum()),
         ties=int(tie.sum()),

@@ -4,6 +4,15 @@ An independent oracle for the solver tests. It follows ``finite-model.md`` (the
 paper's Sections 4.1-4.3, 6.1 and Appendix D) rule by rule, in floating point, memoising
 values per state. Ties are broken in the spec's canonical action order with a relative
 tolerance of 1e-9 s-eq., so that traces are reproducible across implementations.
+
+Two extensions beyond the paper. A scenario with ``cold_recovery_s`` offers two return
+paths: every returning action comes in a warm variant (``recovery_s``, ``residency_rate``
+charged on the whole segment, from the window start until capacity is ready) and a cold
+one (``cold_recovery_s``, no residency), warm first in canonical order; a variant is
+feasible only if its own return fits (Eq. 10). The reference policies take the most work
+any path fits and then the variant with the larger reward (the first on ties). And the
+guarded rollout (Eqs. D.5-D.6) replaces Costed Window's action only by an estimated score
+margin above ``2*epsilon``.
 """
 
 from __future__ import annotations
@@ -17,17 +26,15 @@ from typing import Any
 
 POLICIES = ("never", "window", "static_roi", "costed_window", "rollout", "dp")
 
-Action = tuple[str, int, bool]  # (name, quanta, checkpoint)
+Action = tuple[str, int, bool, bool]  # (name, quanta, checkpoint, cold)
 State = tuple[int, int, int, bool]  # (window k, progress p, durable pbar, active)
 ValueFn = Callable[["RefScenario", State], float]
+NoiseFn = Callable[[State, Action], float]
 
 TOLERANCE = 1e-9  # s-eq. and seconds, absolute
 RELATIVE_TOLERANCE = 1e-12  # of the larger value's magnitude
 TIME_ULPS = 16 * sys.float_info.epsilon  # a window is only as exact as its endpoints
-_WAIT: Action = ("wait", 0, False)
-_ABANDON: Action = ("abandon", 0, False)
-_CHECKPOINT_RETURN: Action = ("checkpoint_return", 0, True)
-_DISCARD_RETURN: Action = ("discard_return", 0, False)
+_WAIT: Action = ("wait", 0, False, False)
 
 
 def _exceeds(a: float, b: float) -> bool:
@@ -56,6 +63,7 @@ class RefScenario:
     progress: int
     durable: int
     active: bool
+    cold_recovery_s: float | None = None  # a second, cold return path (rho = 0)
 
     def __post_init__(self) -> None:
         """Reject initial states the model cannot represent."""
@@ -71,20 +79,34 @@ class RefScenario:
     def from_json(cls, obj: dict[str, Any]) -> RefScenario:
         """Build a scenario from its JSON object (``initial`` holds the start state)."""
         initial = obj["initial"]
+        two_path = "cold_recovery_s" in obj
         return cls(
             windows=tuple((float(a), float(b)) for a, b in obj["windows"]),
             work_quanta=int(obj["work_quanta"]),
             quantum_s=float(obj["quantum_s"]),
             benefit_rate=float(obj["benefit_rate"]),
             horizon_s=float(obj["horizon_s"]),
-            recovery_s=float(obj["recovery_s"]),
+            recovery_s=float(obj["warm_recovery_s" if two_path else "recovery_s"]),
             residency_rate=float(obj["residency_rate"]),
             save_s=float(obj["save_s"]),
             load_s=float(obj["load_s"]),
             progress=int(initial["progress"]),
             durable=int(initial["durable"]),
             active=bool(initial["active"]),
+            cold_recovery_s=float(obj["cold_recovery_s"]) if two_path else None,
         )
+
+    @property
+    def paths(self) -> tuple[bool, ...]:
+        """The ``cold`` flags of the offered return paths: (False,) or (False, True)."""
+        return (False,) if self.cold_recovery_s is None else (False, True)
+
+    def path(self, cold: bool) -> tuple[float, float]:
+        """(t_ret, rho) of the warm (or only) path, or of the cold one."""
+        if cold:
+            assert self.cold_recovery_s is not None
+            return self.cold_recovery_s, 0.0
+        return self.recovery_s, self.residency_rate
 
     @property
     def initial_state(self) -> State:
@@ -109,6 +131,7 @@ class RefStep:
     recovery: float
     residency: float
     benefit: float
+    cold: bool = False
 
     @property
     def cost(self) -> float:
@@ -163,18 +186,18 @@ def _benefit(s: RefScenario, publish_s: float) -> float:
 def _duration_s(s: RefScenario, state: State, action: Action) -> float:
     """Wall-clock time from the window start until capacity is ready (Eq. 10's LHS)."""
     _, _, pbar, active = state
-    name, quanta, checkpoint = action
+    name, quanta, checkpoint, cold = action
     if name == "wait":
         return 0.0
     load = _load_s(s, pbar, active) if name in ("publish", "advance") else 0.0
     save = s.save_s if checkpoint else 0.0
-    return load + quanta * s.quantum_s + save + s.recovery_s
+    return load + quanta * s.quantum_s + save + s.path(cold)[0]
 
 
 def _successor(state: State, action: Action) -> State | None:
     """Rules 5-8: the next window's state, or None once the plan has ended."""
     k, p, pbar, active = state
-    name, quanta, checkpoint = action
+    name, quanta, checkpoint, _ = action
     if name in ("publish", "abandon"):
         return None
     kept = _base(p, pbar, active) + quanta if checkpoint else pbar
@@ -184,7 +207,8 @@ def _successor(state: State, action: Action) -> State | None:
 def _transition(s: RefScenario, state: State, action: Action) -> tuple[RefStep, State | None]:
     """Apply one action: the step it records and the successor state."""
     k, _, pbar, active = state
-    name, quanta, checkpoint = action
+    name, quanta, checkpoint, cold = action
+    recovery_s, residency_rate = s.path(cold)
     start = s.windows[k][0]
     if name == "wait":  # Rule 7: free.
         step = RefStep(k, name, 0, False, start, None, None, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
@@ -204,9 +228,11 @@ def _transition(s: RefScenario, state: State, action: Action) -> tuple[RefStep, 
         work=work,
         save=s.save_s if checkpoint else 0.0,
         load=load,
-        recovery=s.recovery_s,
-        residency=s.residency_rate * duration,  # Rule 4: rho per charged second.
+        recovery=recovery_s,
+        # Rule 4: rho per charged second; parked state is held from l_k until ready.
+        residency=residency_rate * duration,
         benefit=0.0 if publish_s is None else _benefit(s, publish_s),
+        cold=cold,
     )
     return step, _successor(state, action)
 
@@ -214,8 +240,8 @@ def _transition(s: RefScenario, state: State, action: Action) -> tuple[RefStep, 
 def feasible_actions(s: RefScenario, k: int, p: int, pbar: int, active: bool) -> list[Action]:
     """Every feasible action at ``(k, p, pbar, active)``, in canonical order.
 
-    Abandoning and discarding are always allowed for an active candidate (its return is
-    forced); every other action that returns capacity must fit the window (Eq. 10).
+    Every action that returns capacity must fit the window by its own path (Eq. 10); an
+    active candidate's abandon and discard always fit by some path (validated scenarios).
     """
     return list(_feasible(s, (k, p, pbar, active)))
 
@@ -227,47 +253,69 @@ def _feasible(s: RefScenario, state: State) -> tuple[Action, ...]:
     start, end = s.windows[k]
     remaining = s.work_quanta - _base(p, pbar, active)
     advances = range(remaining - 1, 0, -1)  # u = remaining is publishing.
-    work: list[Action] = [("publish", remaining, False)]
-    work += [("advance", u, True) for u in advances]
-    work += [("advance", u, False) for u in advances]
-    head = [_ABANDON, _CHECKPOINT_RETURN, _DISCARD_RETURN] if active else [_WAIT]
+    kinds: list[tuple[str, int, bool]] = [("publish", remaining, False)]
+    kinds += [("advance", u, True) for u in advances]
+    kinds += [("advance", u, False) for u in advances]
+    head = [("abandon", 0, False), ("checkpoint_return", 0, True), ("discard_return", 0, False)]
+    returning = [(*kind, cold) for kind in (head if active else []) + kinds for cold in s.paths]
     return tuple(
         action
-        for action in head + work
-        if action in (_WAIT, _ABANDON, _DISCARD_RETURN)
+        for action in ([] if active else [_WAIT]) + returning
         # Eq. 10: load + u*delta + [save]*t_ck + t_ret <= d_k - l_k.
-        or _fits(_duration_s(s, state, action), start, end)
+        if action == _WAIT or _fits(_duration_s(s, state, action), start, end)
     )
 
 
 # --- policies -------------------------------------------------------------------------
 
 
-def _decline(state: State) -> Action:
-    """Not acting: wait, or, if active, discard unsaved work and return."""
-    return _DISCARD_RETURN if state[3] else _WAIT
+def _cheapest(s: RefScenario, state: State, variants: list[Action]) -> Action:
+    """The variant (feasible, canonical order) with the largest reward; ties keep the first."""
+    best = variants[0]
+    for action in variants[1:]:
+        if _exceeds(_transition(s, state, action)[0].reward, _transition(s, state, best)[0].reward):
+            best = action
+    return best
+
+
+def _variants(s: RefScenario, state: State, name: str) -> list[Action]:
+    """Every feasible variant (path) of the zero-quanta action ``name``."""
+    return [a for a in _feasible(s, state) if a[0] == name]
+
+
+def _decline(s: RefScenario, state: State) -> Action:
+    """Not acting: wait, or, if active, discard unsaved work and return (cheapest path)."""
+    return _cheapest(s, state, _variants(s, state, "discard_return")) if state[3] else _WAIT
 
 
 def _never_action(s: RefScenario, state: State) -> Action:
-    """Never: wait; an active candidate abandons."""
-    return _ABANDON if state[3] else _WAIT
+    """Never: wait; an active candidate abandons (cheapest path)."""
+    return _cheapest(s, state, _variants(s, state, "abandon")) if state[3] else _WAIT
 
 
 def _window_action(s: RefScenario, state: State) -> Action:
-    """Window: publish if it fits, else the largest checkpointed advance, else pass."""
+    """Window: publish if it fits, else the largest checkpointed advance, else pass; of the
+    variants that do this much work, the cheapest."""
     actions = _feasible(s, state)
-    # Canonical order lists publish first, then checkpointed advances by u descending.
-    for action in actions:
-        if action[0] == "publish" or (action[0] == "advance" and action[2]):
-            return action
-    if _CHECKPOINT_RETURN in actions:
-        return _CHECKPOINT_RETURN
-    return _decline(state)
+    publishes = [a for a in actions if a[0] == "publish"]
+    if publishes:
+        return _cheapest(s, state, publishes)
+    saved = [a for a in actions if a[0] == "advance" and a[2]]
+    if saved:
+        most = max(a[1] for a in saved)
+        return _cheapest(s, state, [a for a in saved if a[1] == most])
+    if not state[3]:
+        return _WAIT
+    if _variants(s, state, "checkpoint_return"):
+        return _cheapest(s, state, _variants(s, state, "checkpoint_return"))
+    return _decline(s, state)
 
 
 def _abandon_value(s: RefScenario, state: State) -> float:
-    """V_ab(s): an active candidate pays its return; a service one loses nothing."""
-    return -(1.0 + s.residency_rate) * s.recovery_s if state[3] else 0.0
+    """V_ab(s): an active candidate pays its cheapest return; a service one loses nothing."""
+    if not state[3]:
+        return 0.0
+    return max(-(1.0 + s.path(a[3])[1]) * s.path(a[3])[0] for a in _variants(s, state, "abandon"))
 
 
 def _costed_window_action(s: RefScenario, state: State) -> Action:
@@ -275,7 +323,7 @@ def _costed_window_action(s: RefScenario, state: State) -> Action:
     go_value = _policy_value(s, "window", state)
     if _exceeds(go_value, _abandon_value(s, state)):
         return _window_action(s, state)
-    return _decline(state)
+    return _decline(s, state)
 
 
 def _static_roi_action(s: RefScenario, state: State) -> Action:
@@ -283,7 +331,7 @@ def _static_roi_action(s: RefScenario, state: State) -> Action:
     k, p, pbar, active = state
     work_s = (s.work_quanta - _base(p, pbar, active)) * s.quantum_s
     roi = s.benefit_rate * max(0.0, s.horizon_s - s.windows[k][0] - work_s) - work_s
-    return _window_action(s, state) if _exceeds(roi, 0.0) else _decline(state)
+    return _window_action(s, state) if _exceeds(roi, 0.0) else _decline(s, state)
 
 
 def _q_value(s: RefScenario, state: State, action: Action, value: ValueFn) -> float:
@@ -310,6 +358,35 @@ def _reference_value(s: RefScenario, state: State) -> float:
 def _rollout_action(s: RefScenario, state: State) -> Action:
     """Rollout (Eq. 11): best Q under the pi0 continuation; ties keep pi0's action."""
     return _select(s, state, _costed_window_action(s, state), _reference_value)
+
+
+def guarded_action(
+    s: RefScenario, state: State, epsilon: float, noise: NoiseFn | None = None
+) -> Action:
+    """Guarded rollout (Eq. D.5): the best estimated score replaces Costed Window's action
+    only if it beats that action's estimated score by more than ``2*epsilon``."""
+    base = _costed_window_action(s, state)
+
+    def score(action: Action) -> float:
+        error = 0.0 if noise is None else noise(state, action)
+        return _q_value(s, state, action, _reference_value) + error
+
+    base_score = score(base)
+    best, best_score = base, base_score
+    for action in _feasible(s, state):
+        if action != base and _exceeds(score(action), best_score):
+            best, best_score = action, score(action)
+    return best if best != base and _exceeds(best_score, base_score + 2 * epsilon) else base
+
+
+def solve_guarded(s: RefScenario, epsilon: float, noise: NoiseFn | None = None) -> RefPlan:
+    """Follow the guarded rollout from the initial state."""
+    steps: list[RefStep] = []
+    state: State | None = s.initial_state
+    while state is not None and state[0] < len(s.windows):
+        step, state = _transition(s, state, guarded_action(s, state, epsilon, noise))
+        steps.append(step)
+    return _plan(steps)
 
 
 def _dp_action(s: RefScenario, state: State) -> Action:

@@ -15,8 +15,11 @@ lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8) -> ls.Scenario:
-    """A valid scenario with 1..max_windows windows and 1..max_quanta quanta."""
+def scenarios(
+    draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8, two_path: bool = False
+) -> ls.Scenario:
+    """A valid scenario with 1..max_windows windows and 1..max_quanta quanta; with
+    ``two_path`` it offers a cold return path beside the warm one."""
     windows, start = [], draw(seconds)
     for _ in range(draw(st.integers(1, max_windows))):
         length = draw(lengths)
@@ -24,10 +27,12 @@ def scenarios(draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8) -> ls.
         start += length + draw(seconds)
     work_quanta = draw(st.integers(1, max_quanta))
     recovery_s = draw(seconds)
+    cold_recovery_s = draw(seconds) if two_path else None
     progress = draw(st.integers(0, work_quanta))
     active = draw(st.booleans())
     durable = draw(st.integers(0, progress)) if active else progress
-    assume(not active or recovery_s <= windows[0][1] - windows[0][0])
+    fastest_s = min(recovery_s, cold_recovery_s if cold_recovery_s is not None else recovery_s)
+    assume(not active or fastest_s <= windows[0][1] - windows[0][0])
     return ls.Scenario(
         windows=tuple(windows),
         work_quanta=work_quanta,
@@ -39,6 +44,7 @@ def scenarios(draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8) -> ls.
             residency_rate=draw(st.sampled_from([0.0, 0.06383, 0.5])),
             save_s=draw(st.sampled_from([0.0, 0.068075, 0.5, 1.0])),
             load_s=draw(st.sampled_from([0.0, 0.047748, 0.5, 1.0])),
+            cold_recovery_s=cold_recovery_s,
         ),
         initial=ls.InitialState(progress, durable, active),
     )

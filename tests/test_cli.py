@@ -257,7 +257,7 @@ def test_costs_profile_feeds_solve(capsys: pytest.CaptureFixture[str], tmp_path:
     assert {s["cost"]["recovery"] for s in steps} <= {0.0, ls.PAPER_WARM.recovery_s}
     status, _, err = run(capsys, *argv)
     assert status == 2
-    assert "--costs PROFILE and --recovery cold|warm go together" in err
+    assert "--costs PROFILE and --recovery cold|warm|both go together" in err
     status, _, err = run(capsys, "solve", scenario, "--recovery", "warm")
     assert status == 2
-    assert "--costs PROFILE and --recovery cold|warm go together" in err
+    assert "--costs PROFILE and --recovery cold|warm|both go together" in err

@@ -102,7 +102,7 @@ def test_constants() -> None:
 def test_out_of_range_enums_are_rejected() -> None:
     model = _core.Model(make())
     bogus = _core.Policy(99)  # py::enum_ accepts any integer
-    with pytest.raises(ValueError, match="policy must be one of the six Policy values, got 99"):
+    with pytest.raises(ValueError, match="policy must be one of the seven Policy values, got 99"):
         model.decide(0, 0, 0, False, bogus)
     with pytest.raises(ValueError, match="got 99"):
         model.solve(bogus)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from learnsched.economics import (
     run_alert_experiment,
     simulate_alerts,
 )
+from learnsched.economics.alert_experiment import PAPER_FIG10
 from learnsched.economics.alerts import _lead_grid, _selective_returns
 
 MODEL = AlertModel()
@@ -60,6 +63,7 @@ def reference_losses(
     # The oracle knows E and D only: the least expected loss, scored like the others.
     oracle = actions[min(range(3), key=lambda a: expected[a])] if burst else 0.0
     return {
+        "no_scaling": no_scaling,
         "reactive": reactive,
         "eager": early,
         "learnsched": rule(engine),
@@ -205,25 +209,6 @@ def test_realised_scoring_is_unbiased_and_the_oracle_bounds_it_in_expectation() 
             assert rules["oracle"].mean() <= mean
 
 
-# Fig. 10(a) / Section 6.3, s-eq./alert; the paper's recovery samples are not published.
-PAPER_FIG10 = {
-    "vllm": {
-        "reactive": 28.16,
-        "eager": 15.76,
-        "learnsched": 14.61,
-        "shared": 14.63,
-        "oracle": 8.74,
-    },
-    "sglang": {
-        "reactive": 42.48,
-        "eager": 30.21,
-        "learnsched": 28.87,
-        "shared": 28.90,
-        "oracle": 22.16,
-    },
-}
-
-
 def test_paper_defaults_rank_and_approach_fig10() -> None:
     result = run_alert_experiment(200_000, range(3))
     for engine, stats in result.stats.items():
@@ -321,3 +306,30 @@ def test_experiment_reports_ranges_and_sweep() -> None:
 def test_rejects(call: object, error: type[Exception], match: str) -> None:
     with pytest.raises(error, match=match):
         call()  # type: ignore[operator]
+
+
+def test_no_scaling_is_the_sixth_rule() -> None:
+    draws = draw_alerts(50_000, seed=3)
+    rules = alert_losses(draws)["vllm"]
+    assert ALERT_RULES[0] == "no_scaling"
+    assert len(ALERT_RULES) == 6
+    expected = np.where(draws.event, MODEL.overflow_rate.mean * draws.duration_s, 0.0)
+    np.testing.assert_allclose(rules["no_scaling"], expected)
+    assert (rules["oracle"] <= rules["no_scaling"]).all()
+
+
+def test_readme_fig10_table_is_what_the_code_computes() -> None:
+    """README rows at the paper's scale (10 x 10^6 alerts), checked at a smaller one."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(
+        r"^\| (vllm|sglang) \| (\w+) \| ([\d.]+) \| ([\d.-]+) \| ([\d.+-]+) \|$", readme, re.MULTILINE
+    )
+    assert len(rows) == 2 * len(ALERT_RULES)
+    small = run_alert_experiment(200_000, range(2))
+    for engine, rule, ours, paper, diff in rows:
+        assert abs(small.stats[engine][rule].mean - float(ours)) < 0.2, (engine, rule)
+        printed = PAPER_FIG10[engine].get(rule)
+        assert paper == ("-" if printed is None else f"{printed:.2f}")
+        if printed is not None:
+            assert abs(float(ours) - printed - float(diff)) <= 0.011
+            assert -1.4 <= float(diff) <= -0.5

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from learnsched.cli.econ import DEFAULT_BASELINE
 from learnsched.economics import TABLE_B1
-from learnsched.economics.cli import DEFAULT_BASELINE
 
 from conftest import run_handler as run
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -55,39 +57,70 @@ def test_shadowing_module_is_rejected(fresh_nvml: None, monkeypatch: pytest.Monk
         nvml.open_device(0)
 
 
-class _OldBindings:
-    """nvidia-ml-py as an old release: no v3 process query, no v2 memory struct."""
+class _OldDriver:
+    """The bindings on a driver without the v3 process query and the v2 memory struct."""
 
     NVML_ERROR_NOT_SUPPORTED = 3
     NVML_ERROR_FUNCTION_NOT_FOUND = 13
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25
+    nvmlMemory_v2 = 0x02000028
 
     class NVMLError(Exception):
         def __init__(self, value: int) -> None:
             super().__init__(value)
             self.value = value
 
-    @staticmethod
-    def nvmlDeviceGetMemoryInfo(handle: object) -> types.SimpleNamespace:
+    @classmethod
+    def nvmlDeviceGetMemoryInfo(
+        cls, handle: object, version: int | None = None
+    ) -> types.SimpleNamespace:
+        if version is not None:
+            raise cls.NVMLError(cls.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         return types.SimpleNamespace(total=80, used=30, free=50)
+
+    @classmethod
+    def nvmlDeviceGetComputeRunningProcesses_v3(cls, handle: object) -> list[object]:
+        raise cls.NVMLError(cls.NVML_ERROR_FUNCTION_NOT_FOUND)
 
     @staticmethod
     def nvmlDeviceGetComputeRunningProcesses_v2(handle: object) -> list[types.SimpleNamespace]:
         return [types.SimpleNamespace(pid=7, usedGpuMemory=None)]
 
 
-def test_functions_missing_from_old_bindings_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A missing attribute is NVML's "function not found", so the fallbacks run.
-    monkeypatch.setattr(nvml, "_module", _OldBindings)
+def test_entry_points_missing_from_old_drivers_fall_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(nvml, "_module", _OldDriver)
     device = object.__new__(nvml.NvmlDevice)
     device._handle = "handle"
     assert device.memory() == nvml.DeviceMemory(80, None, 30, 50, 1)
-    assert device.memory().occupied == 30  # v1 "used" already includes the reservation
+    assert device.memory().occupied == 30
     assert device.processes() == [nvml.GpuProcess(7, None)]
 
 
-def test_occupied_is_the_same_quantity_under_v1_and_v2() -> None:
+def test_occupied_is_total_minus_free_under_v1_and_v2() -> None:
     assert nvml.DeviceMemory(80, 2, 28, 50, 2).occupied == 30
+    assert nvml.DeviceMemory(80, None, 30, 50, 1).occupied == 30
+
+
+def _names_used() -> set[str]:
+    """Every bindings attribute the NVML module calls or reads, from its source."""
+    source = Path(nvml.__file__).read_text()
+    return set(re.findall(r'_(?:call|binding)\(\s*"(\w+)"', source))
+
+
+def test_installed_bindings_have_every_call_used() -> None:
+    # The pin (nvml.MIN_BINDINGS) was chosen by reading each release's pynvml.py; this
+    # checks the installed one, including its fallbacks' entry points.
+    pynvml = pytest.importorskip("pynvml", reason="needs nvidia-ml-py")
+    used = _names_used()
+    assert {"nvmlDeviceGetComputeRunningProcesses_v2", "nvmlMemory_v2"} <= used
+    assert sorted(n for n in used if not hasattr(pynvml, n)) == []
+
+
+def test_pin_is_the_minimum_bindings_release() -> None:
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    if not pyproject.exists():
+        pytest.skip("not run from a source tree")
+    assert f'"nvidia-ml-py>={nvml.MIN_BINDINGS}"' in pyproject.read_text()
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,7 @@ def test_package_imports_without_the_gpu_extra(tmp_path: Path) -> None:
         "for name in ('torch', 'safetensors', 'peft', 'pynvml', 'psutil'):\n"
         "    sys.modules[name] = None\n"
         "import learnsched.handoff as h\n"
-        "from learnsched.handoff import cli\n"
+        "from learnsched.cli import probe\n"
         "print(h.PAPER_PROFILE.handoff_costs('cold').recovery_s)\n"
         "try:\n"
         "    h.synthesise_adapter(h.BASE_SHAPES['tiny'], 2)\n"

@@ -1,4 +1,4 @@
-"""Recovery measurement against a local fake engine, in both dialects."""
+"""Recovery measurement against the simulated engine, in both dialects."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 import pytest
-from test_handoff_fake_engine import SCRIPT, FakeEngine, HostBackedDevice, free_port
 
 from learnsched.handoff import (
     HandoffProbeError,
@@ -15,7 +14,11 @@ from learnsched.handoff import (
     launch_engine,
     measure_warm_recovery,
 )
-from learnsched.handoff.engines import HttpStatusError
+from learnsched.handoff.endpoint import HttpStatusError
+from learnsched.testing import free_port
+from learnsched.testing.device import SimulatedDeviceReader
+
+from engine_support import command, engine
 
 MIB = 2**20
 TIB = 2**40
@@ -27,31 +30,33 @@ def in_order(stamps: dict[str, int], names: list[str]) -> bool:
     return [stamps[n] for n in names] == sorted(stamps[n] for n in names)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_warm_recovery_stamps_and_parked_memory(engine: str) -> None:
-    options = ["--resume-delay", "0.15", "--release-delay", "0.05", "--hold-mib", "48"]
-    with FakeEngine(engine, *options) as fake:
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_warm_recovery_stamps_and_parked_memory(dialect: str) -> None:
+    options = {"resume_s": 0.15, "release_s": 0.05, "weights_mib": 48, "kv_mib": 16}
+    with engine(dialect, **options) as sim:
         run = measure_warm_recovery(
-            ServingEndpoint(fake.url, engine),
+            ServingEndpoint(sim.url, dialect),
             tags=["weights", "kv_cache"],
-            pid=fake.pid,
+            pid=sim.pid,
             parked_s=0.05,
             max_tokens=4,
             timeout_s=10,
             poll_s=0.01,
         )
     assert run.kind == "warm"
-    assert run.engine == engine
+    assert run.engine == dialect
     assert in_order(run.stamps_ns, [*WARM_ORDER, "first_token", "request_done"])
     assert run.interval_s("release_sent", "release_ack") >= 0.05
     # Ready only after the resume call returned and a real request completed.
     assert run.ready_s >= 0.15
     assert run.ready_s >= run.interval_s("resume_sent", "resume_ack")
-    if engine == "vllm":
+    if dialect == "vllm":
         assert run.stamps_ns["asleep_reported"] >= run.stamps_ns["release_ack"]
         assert run.stamps_ns["awake_reported"] >= run.stamps_ns["resume_ack"]
-    added = run.host["parked"].pss - run.host["awake"].pss
-    assert added >= 40 * MIB
+    # On cpu the simulated device is host memory: parked, the KV cache's pages are gone
+    # but the weights' are not (level 1 / the CPU backup keeps them in host memory).
+    dropped = run.host["awake"].pss - run.host["parked"].pss
+    assert 12 * MIB <= dropped <= 32 * MIB
     # No device to watch: the release is recorded as unconfirmed, never invented.
     assert run.release.startswith("unconfirmed: no device")
     assert "release_confirmed" not in run.stamps_ns
@@ -64,23 +69,12 @@ def test_warm_recovery_stamps_and_parked_memory(engine: str) -> None:
     assert record.host_before == run.host["awake"]
 
 
-@pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_cold_start_waits_for_a_real_request(engine: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_cold_start_waits_for_a_real_request(dialect: str, tmp_path: Path) -> None:
     port = free_port()
-    command = [
-        sys.executable,
-        str(SCRIPT),
-        "--engine",
-        engine,
-        "--port",
-        str(port),
-        "--startup-delay",
-        "0.2",
-        "--ready-delay",
-        "0.2",
-    ]
-    endpoint = ServingEndpoint(f"http://127.0.0.1:{port}", engine)
-    with launch_engine(command, endpoint, timeout_s=20, poll_s=0.01, cwd=tmp_path) as (
+    launch = [*command(dialect, port, ready_delay_s=0.2), "--startup-delay", "0.2"]
+    endpoint = ServingEndpoint(f"http://127.0.0.1:{port}", dialect)
+    with launch_engine(launch, endpoint, timeout_s=20, poll_s=0.01, cwd=tmp_path) as (
         process,
         run,
     ):
@@ -128,12 +122,11 @@ def test_engine_that_exits_is_reported_and_its_workers_stopped(tmp_path: Path) -
 
 
 def test_release_acknowledged_before_memory_is_freed() -> None:
-    options = ["--device-mib", "64", "--free-delay", "0.4"]
-    with FakeEngine("sglang", *options) as fake:
+    with engine("sglang", weights_mib=0, kv_mib=64, free_delay_s=0.4) as sim:
         run = measure_warm_recovery(
-            ServingEndpoint(fake.url, "sglang"),
-            pid=fake.pid,
-            device=HostBackedDevice(fake.pid),
+            ServingEndpoint(sim.url, "sglang"),
+            pid=sim.pid,
+            device=SimulatedDeviceReader(sim.url),
             parked_s=0,
             max_tokens=2,
             timeout_s=10,
@@ -155,11 +148,10 @@ def test_release_acknowledged_before_memory_is_freed() -> None:
 
 
 def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
-    options = ["--device-mib", "64", "--free-delay", "0.2"]
-    with FakeEngine("vllm", *options) as fake:
-        endpoint = ServingEndpoint(fake.url, "vllm")
-        hidden = HostBackedDevice(fake.pid, listed=False)  # another PID namespace
-        common = {"pid": fake.pid, "device": hidden, "parked_s": 0, "timeout_s": 10}
+    with engine("vllm", weights_mib=0, kv_mib=64, free_delay_s=0.2) as sim:
+        endpoint = ServingEndpoint(sim.url, "vllm")
+        hidden = SimulatedDeviceReader(sim.url, listed=False)  # another PID namespace
+        common = {"pid": sim.pid, "device": hidden, "parked_s": 0, "timeout_s": 10}
         unconfirmed = measure_warm_recovery(endpoint, poll_s=0.01, **common)  # type: ignore[arg-type]
         confirmed = measure_warm_recovery(
             endpoint,
@@ -175,13 +167,13 @@ def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
 
 
 def test_failure_while_parked_resumes_the_engine() -> None:
-    with FakeEngine("sglang", "--device-mib", "8") as fake:
-        endpoint = ServingEndpoint(fake.url, "sglang")
+    with engine("sglang") as sim:
+        endpoint = ServingEndpoint(sim.url, "sglang")
         with pytest.raises(TimeoutError, match="device memory release"):
             measure_warm_recovery(
                 endpoint,
-                pid=fake.pid,
-                device=HostBackedDevice(fake.pid),
+                pid=sim.pid,
+                device=SimulatedDeviceReader(sim.url),
                 release_bytes=TIB,  # never freed: the confirmation times out
                 parked_s=0,
                 timeout_s=0.5,
@@ -192,13 +184,13 @@ def test_failure_while_parked_resumes_the_engine() -> None:
 
 def test_failed_resume_after_a_failure_is_reported() -> None:
     with (
-        FakeEngine("sglang", "--resume-status", "500") as fake,
+        engine("sglang", resume_status=500) as sim,
         pytest.raises(HandoffProbeError, match=r"may still be parked: .*answered 500"),
     ):
         measure_warm_recovery(
-            ServingEndpoint(fake.url, "sglang"),
-            pid=fake.pid,
-            device=HostBackedDevice(fake.pid),
+            ServingEndpoint(sim.url, "sglang"),
+            pid=sim.pid,
+            device=SimulatedDeviceReader(sim.url),
             release_bytes=TIB,
             parked_s=0,
             timeout_s=0.5,
@@ -206,18 +198,17 @@ def test_failed_resume_after_a_failure_is_reported() -> None:
         )
 
 
-def _launch_fake(tmp_path: Path, *options: str) -> tuple[list[str], ServingEndpoint]:
+def _launch_sim(**options: object) -> tuple[list[str], ServingEndpoint]:
     port = free_port()
-    command = [sys.executable, str(SCRIPT), "--engine", "sglang", "--port", str(port), *options]
-    return command, ServingEndpoint(f"http://127.0.0.1:{port}", "sglang")
+    return command("sglang", port, **options), ServingEndpoint(f"http://127.0.0.1:{port}", "sglang")
 
 
 def test_permanent_client_error_fails_fast(tmp_path: Path) -> None:
-    command, endpoint = _launch_fake(tmp_path, "--generate-status", "400")
+    launch, endpoint = _launch_sim(generate_status=400)
     start = time.monotonic()
     with (
         pytest.raises(HttpStatusError, match="answered 400") as caught,
-        launch_engine(command, endpoint, timeout_s=20, poll_s=0.01, cwd=tmp_path),
+        launch_engine(launch, endpoint, timeout_s=20, poll_s=0.01, cwd=tmp_path),
     ):
         pass
     assert caught.value.status == 400
@@ -225,10 +216,10 @@ def test_permanent_client_error_fails_fast(tmp_path: Path) -> None:
 
 
 def test_timeout_names_the_last_error(tmp_path: Path) -> None:
-    command, endpoint = _launch_fake(tmp_path, "--generate-status", "503")
+    launch, endpoint = _launch_sim(generate_status=503)
     with (
         pytest.raises(TimeoutError, match=r"not ready within 2 s; last error: .*answered 503"),
-        launch_engine(command, endpoint, timeout_s=2, poll_s=0.01, cwd=tmp_path),
+        launch_engine(launch, endpoint, timeout_s=2, poll_s=0.01, cwd=tmp_path),
     ):
         pass
 
@@ -241,11 +232,11 @@ def test_unreachable_url_names_it() -> None:
 
 def test_timeout_is_bounded_and_named() -> None:
     with (
-        FakeEngine("sglang", "--resume-delay", "2") as fake,
+        engine("sglang", resume_s=2) as sim,
         pytest.raises(TimeoutError, match=r"no answer in 0\.5 s"),
     ):
         measure_warm_recovery(
-            ServingEndpoint(fake.url, "sglang"), parked_s=0, timeout_s=0.5, poll_s=0.01
+            ServingEndpoint(sim.url, "sglang"), parked_s=0, timeout_s=0.5, poll_s=0.01
         )
 
 

@@ -100,6 +100,6 @@ def test_every_state_matches_the_reference(scenario: ls.Scenario) -> None:
             )
             for policy in ls.ALL_POLICIES:
                 action = model.decide(*state, policy=policy)
-                assert (action.name, action.quanta, action.checkpoint) == (
+                assert (action.name, action.quanta, action.checkpoint, action.cold) == (
                     reference.policy_action(ref, policy.value, state)
                 ), (state, policy)

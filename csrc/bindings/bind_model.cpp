@@ -2,6 +2,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -49,16 +50,17 @@ void bind_model(py::module_& m) {
         .value("PUBLISH", ActionKind::Publish)
         .value("ADVANCE", ActionKind::Advance);
 
-    py::enum_<Policy>(m, "Policy", "The six policies of the finite model.")
+    py::enum_<Policy>(m, "Policy", "The six policies of the finite model and the guarded rollout.")
         .value("NEVER", Policy::Never)
         .value("WINDOW", Policy::Window)
         .value("STATIC_ROI", Policy::StaticRoi)
         .value("COSTED_WINDOW", Policy::CostedWindow)
         .value("ROLLOUT", Policy::Rollout)
-        .value("DP", Policy::Dp);
+        .value("DP", Policy::Dp)
+        .value("GUARDED", Policy::Guarded);
 
     py::class_<Action>(m, "Action", "One window's macro-action.")
-        .def(py::init([](ActionKind kind, int quanta, bool checkpoint) {
+        .def(py::init([](ActionKind kind, int quanta, bool checkpoint, bool cold) {
                  if (name(kind) == "unknown") {  // py::enum_ accepts any integer
                      throw std::invalid_argument("kind must be an ActionKind, got " +
                                                  std::to_string(static_cast<int>(kind)));
@@ -67,12 +69,15 @@ void bind_model(py::module_& m) {
                      throw std::invalid_argument("quanta must be >= 0, got " +
                                                  std::to_string(quanta));
                  }
-                 return Action{kind, quanta, checkpoint};
+                 return Action{kind, quanta, checkpoint, cold};
              }),
-             py::arg("kind"), py::arg("quanta") = 0, py::arg("checkpoint") = false)
+             py::arg("kind"), py::arg("quanta") = 0, py::arg("checkpoint") = false,
+             py::arg("cold") = false)
         .def_readonly("kind", &Action::kind)
         .def_readonly("quanta", &Action::quanta, "Quanta run in this window.")
         .def_readonly("checkpoint", &Action::checkpoint, "Whether the segment saves a checkpoint.")
+        .def_readonly("cold", &Action::cold,
+                      "Whether it returns by the cold alternative path (two-path scenarios).")
         .def_property_readonly("name", [](const Action& a) { return std::string(name(a.kind)); },
                                "The action kind as a lowercase name, e.g. 'advance'.")
         .def("__eq__",
@@ -81,20 +86,27 @@ void bind_model(py::module_& m) {
                  return py::bool_(a == other.cast<const Action&>());
              })
         .def("__hash__", [](const Action& a) {
-            return py::hash(py::make_tuple(static_cast<int>(a.kind), a.quanta, a.checkpoint));
+            return py::hash(py::make_tuple(static_cast<int>(a.kind), a.quanta, a.checkpoint, a.cold));
         })
         .def("__repr__", [](const Action& a) {
             return "Action(" + std::string(name(a.kind)) + ", quanta=" + std::to_string(a.quanta) +
-                   ", checkpoint=" + (a.checkpoint ? "True" : "False") + ")";
+                   ", checkpoint=" + (a.checkpoint ? "True" : "False") +
+                   (a.cold ? ", cold=True)" : ")");
         });
 
     py::class_<HandoffCosts>(m, "HandoffCosts", "Handoff costs in seconds and s-eq./s.")
-        .def(py::init<double, double, double, double>(), py::arg("recovery_s"),
-             py::arg("residency_rate"), py::arg("save_s"), py::arg("load_s"))
+        .def(py::init([](double recovery_s, double residency_rate, double save_s, double load_s,
+                         std::optional<double> cold_recovery_s) {
+                 return HandoffCosts{recovery_s, residency_rate, save_s, load_s, cold_recovery_s};
+             }),
+             py::arg("recovery_s"), py::arg("residency_rate"), py::arg("save_s"),
+             py::arg("load_s"), py::arg("cold_recovery_s") = py::none())
         .def_readonly("recovery_s", &HandoffCosts::recovery_s)
         .def_readonly("residency_rate", &HandoffCosts::residency_rate)
         .def_readonly("save_s", &HandoffCosts::save_s)
-        .def_readonly("load_s", &HandoffCosts::load_s);
+        .def_readonly("load_s", &HandoffCosts::load_s)
+        .def_readonly("cold_recovery_s", &HandoffCosts::cold_recovery_s,
+                      "t_ret of the cold alternative path, or None when only one path is offered.");
 
     py::class_<State>(m, "State", "Decision state (window, progress, durable, active).")
         .def(py::init<int, int, int, bool>(), py::arg("window"), py::arg("progress"),

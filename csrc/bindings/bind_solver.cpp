@@ -1,9 +1,11 @@
 // Model, plans and the batch solver of learnsched._core.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/functional.h>
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <optional>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -18,11 +20,11 @@ namespace {
 using BatchArrays = py::typing::Dict<py::str, py::array_t<double>>;
 
 BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
-                      int threads) {
+                      int threads, double epsilon) {
     std::vector<PlanSummary> rows;
     {
         py::gil_scoped_release release;  // pure C++ from here; arguments already converted
-        rows = solve_batch(scenarios, policies, threads);
+        rows = solve_batch(scenarios, policies, threads, epsilon);
     }
     const auto n = static_cast<py::ssize_t>(scenarios.size());
     const auto p = static_cast<py::ssize_t>(policies.size());
@@ -86,13 +88,25 @@ void bind_solver(py::module_& m) {
         .def(
             "decide",
             [](const Model& model, int window, int progress, int durable, bool active,
-               Policy policy) {
-                return model.decide(State{window, progress, durable, active}, policy);
+               Policy policy, double epsilon, std::optional<ScoreNoise> score_noise) {
+                return model.decide(State{window, progress, durable, active}, policy,
+                                    Guard{epsilon, score_noise.value_or(ScoreNoise{})});
             },
             py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("policy"), "The policy's action in a validated state; O(J).")
-        .def("solve", &Model::solve, py::arg("policy"), py::call_guard<py::gil_scoped_release>(),
-             "The policy's plan from the initial state.")
+            py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+            "The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise "
+            "(state, action) -> s-eq. are the guarded policy's.")
+        .def(
+            "solve",
+            [](const Model& model, Policy policy, double epsilon,
+               std::optional<ScoreNoise> score_noise) {
+                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
+                // Pure C++ but for score_noise, which takes the GIL back for each call.
+                py::gil_scoped_release release;
+                return model.solve(policy, guard);
+            },
+            py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+            "The policy's plan from the initial state.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
              "V_G: value of following Window from the state, s-eq.")
         .def("reference_value", &Model::reference_value, py::arg("state"),
@@ -101,8 +115,8 @@ void bind_solver(py::module_& m) {
              "V*: optimal value of the state (Eq. D.2), s-eq.");
 
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
-          py::arg("threads") = 1,
-          "Solve every scenario under every policy; dict of arrays value, benefit, publish_s "
+          py::arg("threads") = 1, py::arg("epsilon") = 0.0,
+          "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s "
           "(n, p) and cost (n, p, 5: work, save, load, recovery, residency).");
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;

@@ -1,21 +1,21 @@
 #include "batch.hpp"
 
-#include <algorithm>
-#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <thread>
+
+#include "parallel.hpp"
 
 namespace learnsched {
 namespace {
 
 void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
-                 std::size_t begin, std::size_t end, std::vector<PlanSummary>& out) {
+                 const Guard& guard, std::size_t begin, std::size_t end,
+                 std::vector<PlanSummary>& out) {
     for (std::size_t i = begin; i < end; ++i) {
         const Model model(scenarios[i]);
         for (std::size_t j = 0; j < policies.size(); ++j) {
-            const Plan plan = model.solve(policies[j]);
+            const Plan plan = model.solve(policies[j], guard);
             out[i * policies.size() + j] =
                 PlanSummary{plan.value, plan.benefit, plan.publish_s, plan.cost};
         }
@@ -25,7 +25,10 @@ void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Polic
 }  // namespace
 
 std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
-                                     const std::vector<Policy>& policies, int threads) {
+                                     const std::vector<Policy>& policies, int threads,
+                                     double epsilon) {
+    const Guard guard{epsilon, {}};
+    validate(guard);
     if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
     for (const Policy p : policies) {
         if (name(p) == "unknown") {
@@ -41,37 +44,10 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
         }
     }
     std::vector<PlanSummary> out(scenarios.size() * policies.size());
-    const std::size_t workers =
-        std::min<std::size_t>(static_cast<std::size_t>(threads), std::max<std::size_t>(scenarios.size(), 1));
-    if (workers == 1) {
-        solve_range(scenarios, policies, 0, scenarios.size(), out);
-        return out;
-    }
     // Contiguous blocks: each worker writes only its own rows of `out`.
-    std::vector<std::exception_ptr> errors(workers);
-    std::vector<std::thread> pool;
-    pool.reserve(workers);
-    const std::size_t block = (scenarios.size() + workers - 1) / workers;
-    try {
-        for (std::size_t w = 0; w < workers; ++w) {
-            const std::size_t begin = std::min(scenarios.size(), w * block);
-            const std::size_t end = std::min(scenarios.size(), begin + block);
-            pool.emplace_back([&, w, begin, end] {
-                try {
-                    solve_range(scenarios, policies, begin, end, out);
-                } catch (...) {
-                    errors[w] = std::current_exception();
-                }
-            });
-        }
-    } catch (...) {  // a thread could not start: let the started ones finish, then report
-        for (std::thread& t : pool) t.join();
-        throw;
-    }
-    for (std::thread& t : pool) t.join();
-    for (const std::exception_ptr& e : errors) {
-        if (e) std::rethrow_exception(e);
-    }
+    run_blocks(scenarios.size(), threads, [&](std::size_t begin, std::size_t end) {
+        solve_range(scenarios, policies, guard, begin, end, out);
+    });
     return out;
 }
 

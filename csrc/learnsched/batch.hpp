@@ -18,7 +18,9 @@ struct PlanSummary {
 // Row-major results: entry [i * policies.size() + j] is scenario i under policy j.
 // Every scenario is validated before any work starts (std::invalid_argument names
 // scenarios[i]). Results do not depend on `threads` (each scenario is independent).
+// Policy::Guarded uses exact scores and the score-error bound `epsilon` (s-eq.).
 std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
-                                     const std::vector<Policy>& policies, int threads);
+                                     const std::vector<Policy>& policies, int threads,
+                                     double epsilon = 0.0);
 
 }  // namespace learnsched

@@ -1,5 +1,6 @@
 #include "model.hpp"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -16,6 +17,14 @@ Scenario validated(Scenario scenario) {
     return scenario;
 }
 
+// The first feasible action in canonical order: DP's incumbent, so that ties keep it.
+Action first_action(const SegmentAccounting& acc, const State& s) {
+    if (!s.active) return Action{ActionKind::Wait, 0, false};
+    Action first{ActionKind::Abandon, 0, false};
+    if (!acc.fits(s, first)) first = first.by_path(true);  // validated: some path fits
+    return first;
+}
+
 }  // namespace
 
 Model::Model(Scenario scenario)
@@ -29,42 +38,67 @@ Model::Model(Scenario scenario)
 }
 
 Action Model::costed_window_action(const State& s) const {
-    const double go = state_value(acc_, window_values_, s,
-                                  [&](const State& x) { return window_action(acc_, x); });
-    const double stop = s.active ? acc_.reward(s, Action{ActionKind::Abandon, 0, false}) : 0.0;
-    return strictly_greater(go, stop) ? window_action(acc_, s) : decline_action(s);
+    return learnsched::costed_window_action(acc_, window_values_, s);
 }
 
-Action Model::choose(const State& s, Policy policy) const {
+Action Model::guarded_action(const State& s, const Guard& guard) const {
+    const Action a0 = costed_window_action(s);
+    // Qhat(s, a) = Q^pi0(s, a) + e_a; exact scores (no noise) make the search Rollout's.
+    auto score = [&](const Action& a) {
+        const double e = guard.noise ? guard.noise(s, a) : 0.0;
+        if (!std::isfinite(e)) {
+            throw std::invalid_argument("score noise must be finite, got " + std::to_string(e) +
+                                        " for action " + std::string(name(a.kind)));
+        }
+        return action_value(acc_, reference_values_, s, a) + e;
+    };
+    const double q0 = score(a0);
+    Action best = a0;
+    double best_q = q0;
+    acc_.for_each_action(s, [&](const Action& a) {
+        if (a == a0) return;
+        const double q = score(a);
+        if (strictly_greater(q, best_q)) {
+            best = a;
+            best_q = q;
+        }
+    });
+    return best != a0 && strictly_greater(best_q, q0 + 2.0 * guard.epsilon) ? best : a0;  // Eq. D.5
+}
+
+Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
     switch (policy) {
-        case Policy::Never: return never_action(s);
+        case Policy::Never: return never_action(acc_, s);
         case Policy::Window: return window_action(acc_, s);
         case Policy::StaticRoi:
             return strictly_greater(static_roi(acc_, s), 0.0) ? window_action(acc_, s)
-                                                               : decline_action(s);
+                                                               : decline_action(acc_, s);
         case Policy::CostedWindow: return costed_window_action(s);
         case Policy::Rollout:  // Eq. 11: keep pi0's action unless another scores strictly higher
             return best_action(acc_, reference_values_, s, costed_window_action(s));
         case Policy::Dp:  // from wait (or abandon), which leads the canonical order
-            return best_action(acc_, optimal_values_, s, never_action(s));
+            return best_action(acc_, optimal_values_, s, first_action(acc_, s));
+        case Policy::Guarded: return guarded_action(s, guard);
     }
-    throw std::invalid_argument("policy must be one of the six Policy values, got " +
+    throw std::invalid_argument("policy must be one of the seven Policy values, got " +
                                 std::to_string(static_cast<int>(policy)));
 }
 
-Action Model::decide(const State& state, Policy policy) const {
+Action Model::decide(const State& state, Policy policy, const Guard& guard) const {
     validate_state(scenario(), state);
-    return choose(state, policy);
+    validate(guard);
+    return choose(state, policy, guard);
 }
 
-Plan Model::solve(Policy policy) const {
+Plan Model::solve(Policy policy, const Guard& guard) const {
+    validate(guard);
     Plan plan;
     plan.policy = policy;
     plan.publish_s = std::numeric_limits<double>::quiet_NaN();
     plan.steps.reserve(static_cast<std::size_t>(acc_.window_count()));
     State s = scenario().initial;
     while (s.window < acc_.window_count()) {
-        const Action a = choose(s, policy);
+        const Action a = choose(s, policy, guard);
         Segment seg = acc_.take(s, a);
         plan.value += seg.reward();
         plan.benefit += seg.benefit;
@@ -92,7 +126,7 @@ double Model::reference_value(const State& state) const {
 double Model::optimal_value(const State& state) const {
     validate_state(scenario(), state);
     return state_value(acc_, optimal_values_, state,
-                       [&](const State& s) { return choose(s, Policy::Dp); });
+                       [&](const State& s) { return choose(s, Policy::Dp, Guard{}); });
 }
 
 }  // namespace learnsched

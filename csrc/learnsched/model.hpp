@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "guard.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -28,18 +29,20 @@ class Model {
 
     const Scenario& scenario() const { return acc_.scenario(); }
 
-    // The policy's action in `state` (std::invalid_argument for an invalid state or policy).
-    Action decide(const State& state, Policy policy) const;
+    // The policy's action in `state` (std::invalid_argument for an invalid state, policy or
+    // guard). `guard` is read by Policy::Guarded only.
+    Action decide(const State& state, Policy policy, const Guard& guard = {}) const;
     // Follow the policy from the initial state to publication or the last window.
-    Plan solve(Policy policy) const;
+    Plan solve(Policy policy, const Guard& guard = {}) const;
 
     double window_plan_value(const State& state) const;  // V_G
     double reference_value(const State& state) const;    // V^pi0 (Costed Window)
     double optimal_value(const State& state) const;      // V* (Eq. D.2)
 
   private:
-    Action choose(const State& s, Policy policy) const;
+    Action choose(const State& s, Policy policy, const Guard& guard) const;
     Action costed_window_action(const State& s) const;
+    Action guarded_action(const State& s, const Guard& guard) const;
 
     SegmentAccounting acc_;
     ValueTable window_values_;

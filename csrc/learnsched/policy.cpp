@@ -10,6 +10,7 @@ std::string_view name(Policy policy) {
         case Policy::CostedWindow: return "costed_window";
         case Policy::Rollout: return "rollout";
         case Policy::Dp: return "dp";
+        case Policy::Guarded: return "guarded";
     }
     return "unknown";
 }

@@ -1,4 +1,5 @@
-// The six policies of the finite experiment (paper Sections 4.1-4.2, App. D).
+// The six policies of the finite experiment (paper Sections 4.1-4.2, App. D), and the
+// guarded rollout the paper names as the condition for online use (Section 4.2, App. D.3).
 #pragma once
 
 #include <string_view>
@@ -12,6 +13,7 @@ enum class Policy : unsigned char {
     CostedWindow,  // pi0: Window, gated by the fully priced value of the Window plan
     Rollout,       // LearnSched: one-step rollout over pi0 (Eq. 11)
     Dp,            // exact optimum (Eq. D.2)
+    Guarded,       // rollout that replaces pi0's action only by a score margin > 2*epsilon (Eq. D.5)
 };
 
 std::string_view name(Policy policy);

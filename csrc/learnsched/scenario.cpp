@@ -1,5 +1,6 @@
 #include "scenario.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -54,8 +55,9 @@ void validate_magnitudes(const Scenario& scenario) {
         }
     }
     const HandoffCosts& c = scenario.costs;
+    const double slowest_return_s = std::max(c.recovery_s, c.cold_recovery_s.value_or(0.0));
     const double longest_segment_s =
-        c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + c.recovery_s;
+        c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + slowest_return_s;
     if (!std::isfinite(longest_segment_s * (1.0 + c.residency_rate))) {
         fail("work_quanta x quantum_s plus the handoff costs overflows: ",
              scenario.work_quanta, " x ", scenario.quantum_s);
@@ -80,6 +82,9 @@ void validate(const Scenario& scenario) {
     require_non_negative("residency_rate", scenario.costs.residency_rate);
     require_non_negative("save_s", scenario.costs.save_s);
     require_non_negative("load_s", scenario.costs.load_s);
+    if (scenario.costs.offers_choice()) {
+        require_non_negative("cold_recovery_s", *scenario.costs.cold_recovery_s);
+    }
 
     validate_magnitudes(scenario);
 
@@ -112,10 +117,11 @@ void validate_state(const Scenario& scenario, const State& state) {
              " must equal durable=", state.durable, " unless active");
     }
     const Window& w = scenario.windows[static_cast<std::size_t>(state.window)];
-    if (state.active && !fits_within(scenario.costs.recovery_s, w.start_s, w.end_s)) {
+    const HandoffCosts& c = scenario.costs;
+    const double fastest_return_s = std::min(c.recovery_s, c.cold_recovery_s.value_or(c.recovery_s));
+    if (state.active && !fits_within(fastest_return_s, w.start_s, w.end_s)) {
         fail("an active candidate must be able to return within its window: recovery_s=",
-             scenario.costs.recovery_s, " exceeds windows[", state.window, "] length ",
-             w.length_s());
+             fastest_return_s, " exceeds windows[", state.window, "] length ", w.length_s());
     }
 }
 

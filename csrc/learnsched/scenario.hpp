@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 namespace learnsched {
@@ -19,12 +20,35 @@ struct Window {
 
 // Handoff costs (paper App. D.2). Every second costs 1 s-eq.; warm recovery also
 // charges residency_rate s-eq. per second from the window start until capacity is ready.
+//
+// Recovery path as a decision: with cold_recovery_s set, the scenario offers two return
+// paths and every action that returns capacity chooses one (Action::cold). The warm path
+// is (recovery_s, residency_rate); the cold one is (cold_recovery_s, rho = 0). Parked
+// serving state is "held" exactly where the finite model charges rho: the serving state is
+// parked when the window's segment starts (l_k) and released when capacity is ready again
+// (l_k + load + u*delta + [save]*t_ck + t_ret), so a warm segment pays rho on its whole
+// duration and a cold one parks nothing. A wait returns nothing, parks nothing, pays nothing.
+// Without cold_recovery_s the scenario has its one path and every value is as before.
 struct HandoffCosts {
-    double recovery_s = 0.0;      // t_ret: return path until capacity is ready
+    double recovery_s = 0.0;      // t_ret: return path until capacity is ready (warm if two)
     double residency_rate = 0.0;  // rho: s-eq. per second of parked serving state
     double save_s = 0.0;          // t_ck: checkpoint save
     double load_s = 0.0;          // t_ld: checkpoint load when resuming
+    std::optional<double> cold_recovery_s;  // t_ret of the cold alternative, if offered
+
+    bool offers_choice() const { return cold_recovery_s.has_value(); }
 };
+
+// One way back to serving: its return time and the residency price while it is held.
+struct ReturnPath {
+    double recovery_s = 0.0;
+    double residency_rate = 0.0;
+};
+
+// The path an action returns by: the warm one (or the only one), or the cold alternative.
+inline ReturnPath return_path(const HandoffCosts& c, bool cold) {
+    return cold ? ReturnPath{*c.cold_recovery_s, 0.0} : ReturnPath{c.recovery_s, c.residency_rate};
+}
 
 // Decision state (k, p, pbar, active) at the start of window k (paper Eq. 1).
 struct State {
@@ -53,7 +77,7 @@ void validate(const Scenario& scenario);
 
 // Throw std::invalid_argument if `state` is not a valid decision state of `scenario`
 // (window out of range, durable > progress, unsaved work in service mode, or an active
-// candidate whose return path does not fit its window).
+// candidate none of whose return paths fits its window).
 void validate_state(const Scenario& scenario, const State& state);
 
 }  // namespace learnsched

@@ -20,13 +20,16 @@ SegmentAccounting::SegmentAccounting(Scenario scenario) : scenario_(std::move(sc
     const HandoffCosts& c = scenario_.costs;
     limits_.reserve(scenario_.windows.size());
     for (const Window& w : scenario_.windows) {
-        Limits lim;
-        for (int load = 0; load < 2; ++load) {
-            const double fixed = (load ? c.load_s : 0.0) + c.recovery_s;
-            lim.with_checkpoint[load] = quanta_that_fit(fixed + c.save_s, w);
-            lim.without_checkpoint[load] = quanta_that_fit(fixed, w);
+        std::array<Limits, 2> per_path{};
+        for (int p = 0; p < path_count(); ++p) {
+            const ReturnPath path = return_path(c, p == 1);
+            for (int load = 0; load < 2; ++load) {
+                const double fixed = (load ? c.load_s : 0.0) + path.recovery_s;
+                per_path[p].with_checkpoint[load] = quanta_that_fit(fixed + c.save_s, w);
+                per_path[p].without_checkpoint[load] = quanta_that_fit(fixed, w);
+            }
         }
-        limits_.push_back(lim);
+        limits_.push_back(per_path);
     }
 }
 

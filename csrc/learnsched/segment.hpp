@@ -48,6 +48,8 @@ class SegmentAccounting {
     const Scenario& scenario() const { return scenario_; }
     int window_count() const { return scenario_.window_count(); }
     int work_quanta() const { return scenario_.work_quanta; }
+    // 2 when the scenario offers the cold alternative (paths: warm = false, cold = true), else 1.
+    int path_count() const { return scenario_.costs.offers_choice() ? 2 : 1; }
 
     // Rule 1: resuming from a checkpoint in service mode pays t_ld; otherwise 0.
     bool pays_load(const State& s) const { return !s.active && s.durable > 0; }
@@ -55,16 +57,25 @@ class SegmentAccounting {
     int base(const State& s) const { return s.active ? s.progress : s.durable; }
     int remaining(const State& s) const { return scenario_.work_quanta - base(s); }
 
-    // Eq. 10: largest u with load + u*delta + [save] + return <= L_k (-1 if not even u = 0).
-    int max_quanta(const State& s, bool checkpoint) const;
-    bool can_publish(const State& s) const { return remaining(s) <= max_quanta(s, false); }
+    // Eq. 10: largest u with load + u*delta + [save] + return <= L_k (-1 if not even u = 0),
+    // returning by the warm (or only) path or, if `cold`, by the cold alternative.
+    int max_quanta(const State& s, bool checkpoint, bool cold = false) const;
+    // The largest over every offered path.
+    int max_quanta_any(const State& s, bool checkpoint) const;
+    bool can_publish(const State& s, bool cold = false) const {
+        return remaining(s) <= max_quanta(s, false, cold);
+    }
+    bool can_publish_any(const State& s) const { return remaining(s) <= max_quanta_any(s, false); }
+    // Eq. 10 for any action from for_each_action's kinds, by the action's own path.
+    bool fits(const State& s, const Action& a) const;
 
     Segment take(const State& s, const Action& a) const;
     double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
 
     // Every feasible action in the canonical tie-break order of the spec: wait (or
     // abandon, then checkpoint-return, discard-return if active); publish; advance
-    // with checkpoint for u = max..1; advance without checkpoint for u = max..1.
+    // with checkpoint for u = max..1; advance without checkpoint for u = max..1. In a
+    // two-path scenario each returning action comes by the warm path, then by the cold one.
     template <class Visit>
     void for_each_action(const State& s, Visit&& visit) const;
 
@@ -77,14 +88,33 @@ class SegmentAccounting {
     int quanta_that_fit(double fixed_s, const Window& w) const;
 
     Scenario scenario_;
-    std::vector<Limits> limits_;
+    std::vector<std::array<Limits, 2>> limits_;  // per window, per path (warm, cold)
 };
 
 // Inline: the value-table loops use only reward() and next, and the compiler drops the rest.
-inline int SegmentAccounting::max_quanta(const State& s, bool checkpoint) const {
-    const Limits& lim = limits_[static_cast<std::size_t>(s.window)];
+inline int SegmentAccounting::max_quanta(const State& s, bool checkpoint, bool cold) const {
+    const Limits& lim = limits_[static_cast<std::size_t>(s.window)][cold ? 1 : 0];
     const int load = pays_load(s) ? 1 : 0;
     return checkpoint ? lim.with_checkpoint[load] : lim.without_checkpoint[load];
+}
+
+inline int SegmentAccounting::max_quanta_any(const State& s, bool checkpoint) const {
+    const int warm = max_quanta(s, checkpoint, false);
+    return path_count() == 2 ? std::max(warm, max_quanta(s, checkpoint, true)) : warm;
+}
+
+inline bool SegmentAccounting::fits(const State& s, const Action& a) const {
+    switch (a.kind) {
+        case ActionKind::Wait: return !s.active;
+        case ActionKind::Abandon:
+        case ActionKind::DiscardReturn: return s.active && max_quanta(s, false, a.cold) >= 0;
+        case ActionKind::CheckpointReturn: return s.active && max_quanta(s, true, a.cold) >= 0;
+        case ActionKind::Publish: return a.quanta == remaining(s) && can_publish(s, a.cold);
+        case ActionKind::Advance:
+            return a.quanta >= 1 && a.quanta < remaining(s) &&
+                   a.quanta <= max_quanta(s, a.checkpoint, a.cold);
+    }
+    return false;
 }
 
 inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
@@ -101,14 +131,15 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
     seg.next = State{s.window + 1, s.durable, s.durable, false};  // rules 6-8: unsaved work is lost
     if (a.kind == ActionKind::Wait) return seg;  // rule 7: free
 
+    const ReturnPath path = return_path(c, a.cold);
     const bool works = a.kind == ActionKind::Publish || a.kind == ActionKind::Advance;
     seg.cost.work = a.quanta * scenario_.quantum_s;
     seg.cost.save = a.checkpoint ? c.save_s : 0.0;
     seg.cost.load = works && pays_load(s) ? c.load_s : 0.0;  // rule 1: paid only when working
-    seg.cost.recovery = c.recovery_s;
+    seg.cost.recovery = path.recovery_s;
     const double busy_s = seg.cost.work + seg.cost.save + seg.cost.load + seg.cost.recovery;
-    seg.cost.residency = c.residency_rate * busy_s;  // rule 4: (1 + rho) * duration
-    seg.ready_s = w.start_s + busy_s;                // rule 3
+    seg.cost.residency = path.residency_rate * busy_s;  // rule 4: (1 + rho) * duration
+    seg.ready_s = w.start_s + busy_s;                   // rule 3
 
     if (a.kind == ActionKind::Publish) {
         seg.next.progress = seg.next.durable = scenario_.work_quanta;  // complete (plan ends)
@@ -124,18 +155,26 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
 
 template <class Visit>
 void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
+    const int paths = path_count();
+    // Each returning action by every path that fits, warm (or the only path) first.
+    auto by_paths = [&](const Action& a) {
+        for (int p = 0; p < paths; ++p) {
+            const Action variant = a.by_path(p == 1);
+            if (fits(s, variant)) visit(variant);
+        }
+    };
     if (s.active) {
-        visit(Action{ActionKind::Abandon, 0, false});
-        if (max_quanta(s, true) >= 0) visit(Action{ActionKind::CheckpointReturn, 0, true});
-        visit(Action{ActionKind::DiscardReturn, 0, false});
+        by_paths(Action{ActionKind::Abandon, 0, false});
+        by_paths(Action{ActionKind::CheckpointReturn, 0, true});
+        by_paths(Action{ActionKind::DiscardReturn, 0, false});
     } else {
         visit(Action{ActionKind::Wait, 0, false});
     }
     const int rest = remaining(s);
-    if (can_publish(s)) visit(Action{ActionKind::Publish, rest, false});
+    by_paths(Action{ActionKind::Publish, rest, false});
     for (const bool checkpoint : {true, false}) {
-        for (int u = std::min(max_quanta(s, checkpoint), rest - 1); u >= 1; --u) {
-            visit(Action{ActionKind::Advance, u, checkpoint});
+        for (int u = std::min(max_quanta_any(s, checkpoint), rest - 1); u >= 1; --u) {
+            by_paths(Action{ActionKind::Advance, u, checkpoint});
         }
     }
 }

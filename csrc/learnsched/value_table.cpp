@@ -21,18 +21,19 @@ Action best_action(const SegmentAccounting& acc, const ValueTable& next_values, 
 
 namespace {
 
-// Best checkpointed advance from every pbar >= 1 of window k:
+// Best checkpointed advance by one return path from every pbar >= 1 of window k:
 //   max_{q in [pbar+1, min(pbar+U, J-1)]} V_{k+1}(q) - c*(t_ld + (q-pbar)*delta + t_ck + t_ret)
 // = c*pbar*delta - c*(t_ld + t_ck + t_ret) + max_q [V_{k+1}(q) - c*q*delta],
 // a sliding-window maximum whose both ends only move right: a monotone deque.
-void relax_resumed_advances(const SegmentAccounting& acc, ValueTable& v, int k,
+void relax_resumed_advances(const SegmentAccounting& acc, ValueTable& v, int k, bool cold,
                             std::vector<double>& key, std::vector<int>& deque) {
     const Scenario& sc = acc.scenario();
     const int J = sc.work_quanta;
-    const int reach = acc.max_quanta(State{k, 1, 1, false}, true);  // same for every pbar >= 1
+    const int reach = acc.max_quanta(State{k, 1, 1, false}, true, cold);  // same for every pbar >= 1
     if (reach < 1) return;
-    const double charge = 1.0 + sc.costs.residency_rate;
-    const double fixed = charge * (sc.costs.load_s + sc.costs.save_s + sc.costs.recovery_s);
+    const ReturnPath path = return_path(sc.costs, cold);
+    const double charge = 1.0 + path.residency_rate;
+    const double fixed = charge * (sc.costs.load_s + sc.costs.save_s + path.recovery_s);
     for (int q = 0; q <= J; ++q) key[q] = v(k + 1, q) - charge * q * sc.quantum_s;
 
     std::size_t head = 0;
@@ -62,17 +63,23 @@ ValueTable optimal_values(const SegmentAccounting& acc) {
         for (int pbar = 0; pbar <= J; ++pbar) {
             const State s{k, pbar, pbar, false};
             double best = v(k + 1, pbar);  // wait
-            if (acc.can_publish(s)) {
-                best = std::max(best, acc.reward(s, Action{ActionKind::Publish, J - pbar, false}));
+            for (int p = 0; p < acc.path_count(); ++p) {
+                if (acc.can_publish(s, p == 1)) {
+                    const Action publish{ActionKind::Publish, J - pbar, false, p == 1};
+                    best = std::max(best, acc.reward(s, publish));
+                }
             }
             v(k, pbar) = best;
         }
-        // A fresh start (pbar = 0) loads nothing, so its reach differs: scan it directly.
-        const State fresh{k, 0, 0, false};
-        for (int u = std::min(acc.max_quanta(fresh, true), J - 1); u >= 1; --u) {
-            v(k, 0) = std::max(v(k, 0), action_value(acc, v, fresh, Action{ActionKind::Advance, u, true}));
+        for (int p = 0; p < acc.path_count(); ++p) {
+            // A fresh start (pbar = 0) loads nothing, so its reach differs: scan it directly.
+            const State fresh{k, 0, 0, false};
+            for (int u = std::min(acc.max_quanta(fresh, true, p == 1), J - 1); u >= 1; --u) {
+                const Action advance{ActionKind::Advance, u, true, p == 1};
+                v(k, 0) = std::max(v(k, 0), action_value(acc, v, fresh, advance));
+            }
+            relax_resumed_advances(acc, v, k, p == 1, key, deque);
         }
-        relax_resumed_advances(acc, v, k, key, deque);
         // Advancing without a checkpoint reaches the waiting successor at a higher cost
         // (spec, DP paragraph), so it never raises V*.
     }

@@ -2,7 +2,7 @@
 price, should a computation stop, and should capacity return early under an alert.
 
 Pure Python over numpy and scipy, one module per concept, each formula tagged with the
-paper's equation number. ``learnsched econ`` (:mod:`learnsched.economics.cli`) fronts it.
+paper's equation number. ``learnsched econ`` (:mod:`learnsched.cli.econ`) fronts it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,33 @@ from .alerts import (
     simulate_alerts,
 )
 
-__all__ = ["AlertExperiment", "RuleStats", "lead_time_sweep", "run_alert_experiment"]
+__all__ = [
+    "PAPER_FIG10",
+    "AlertExperiment",
+    "RuleStats",
+    "fig10_table",
+    "lead_time_sweep",
+    "run_alert_experiment",
+]
+
+# Section 6.3 and App. C.2: mean loss per alert, s-eq., of the rules the text names
+# (no scaling has none: the paper prints no loss for it).
+PAPER_FIG10: dict[str, dict[str, float]] = {
+    "vllm": {
+        "reactive": 28.16,
+        "eager": 15.76,
+        "learnsched": 14.61,
+        "shared": 14.63,
+        "oracle": 8.74,
+    },
+    "sglang": {
+        "reactive": 42.48,
+        "eager": 30.21,
+        "learnsched": 28.87,
+        "shared": 28.90,
+        "oracle": 22.16,
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -191,3 +217,21 @@ def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:
     data = np.asarray(per_seed)
     low, high = np.percentile(data, [low_q, high_q])
     return RuleStats(float(data.mean()), float(low), float(high), tuple(per_seed))
+
+
+def fig10_table(result: AlertExperiment) -> str:
+    """Each rule's mean loss per engine beside the paper's, and ours minus the paper's, as
+    the README's Markdown table (s-eq./alert; ``-`` where the paper prints none)."""
+    lines = [
+        "| engine | rule | ours | paper | ours - paper |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for engine, stats in result.stats.items():
+        paper = PAPER_FIG10.get(engine, {})
+        for rule in ALERT_RULES:
+            ours = stats[rule].mean
+            printed = paper.get(rule)
+            beside = "-" if printed is None else f"{printed:.2f}"
+            diff = "-" if printed is None else f"{ours - printed:+.2f}"
+            lines.append(f"| {engine} | {rule} | {ours:.2f} | {beside} | {diff} |")
+    return "\n".join(lines)

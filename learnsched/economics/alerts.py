@@ -23,6 +23,12 @@ branch is whichever of the two has the lower expected loss under its recovery es
 
 Rules, all on the same draws (paired):
 
+* ``no_scaling``: never return; ride out every burst without the lent capacity. Fig. 10's
+  caption counts six rules while its text names five (reactive, eager, LearnSched, shared,
+  oracle); the one further return policy the text defines for this decision is no scaling
+  (App. C.1: waiting continues with "reactive scaling [or] no scaling"; Section 6.3 and
+  Fig. 8 measure no scaling beside reactive and advance-notice scaling), so it is the sixth;
+  the paper prints no loss for it;
 * ``reactive``: always wait and return at burst onset;
 * ``eager``: always return at the alert;
 * ``learnsched``: the selective rule of Eq. C.2, ``p*B(L) > (1 - p)*C_f``, with ``B(L)``
@@ -82,7 +88,7 @@ __all__ = [
     "simulate_alerts",
 ]
 
-ALERT_RULES = ("reactive", "eager", "learnsched", "shared", "oracle")
+ALERT_RULES = ("no_scaling", "reactive", "eager", "learnsched", "shared", "oracle")
 
 # Lead times x recovery samples priced per block when computing B(L): bounds the memory.
 _BLOCK_ELEMENTS = 1 << 16
@@ -281,6 +287,7 @@ def alert_losses(
         own_wait = reactive if model.reactive_waits(samples) else no_scaling
         shared_wait = reactive if shared_reacts else no_scaling  # realised R differs by engine
         losses[engine] = {
+            "no_scaling": no_scaling,
             "reactive": reactive,
             "eager": early,
             "learnsched": np.where(own_returns, early, own_wait),

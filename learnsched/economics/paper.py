@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from .breakeven import PAPER_GPU_COSTS
+from .derived import derived_figures
 from .pricing import GUIDANCE_LEDGER, table_b1_utility
 from .waiting import PAPER_WAITING_SCENARIO, paper_waiting_example
 
@@ -21,7 +22,14 @@ def paper_economics() -> dict[str, Any]:
         example re-solved with Costed Window and rollout, Eq. 13); ``stopped_*`` and
         ``sparse_utility`` (tokens, LearnSched over Cal.*, Eq. B.2); ``service_cost_ds``,
         ``saving_at_alpha_0561`` (tokens), ``service_offset_pct`` (percent) and
-        ``alpha_boundary_w0`` (Eqs. B.3-B.5).
+        ``alpha_boundary_w0`` (Eqs. B.3-B.5); and the figures derivable from other
+        printed numbers (:func:`~learnsched.economics.derived.derived_figures`), each as
+        ``{"value", "paper", "matches_print", "rounded_from_unrounded_means"}``:
+        ``fig5_gains`` (x), ``fig8_breakeven_w`` (``reactive``, ``advance_notice``),
+        ``b1_token_saving_pct``, ``b1_extra_cost_pct``, ``b1_timely_pp`` (percentage
+        points), ``nonpositive_build_saving_pct``, ``fig12a_use_ready_pct`` (``learnsched``,
+        ``eager``, ``slack``: (vLLM, SGLang) pairs), ``c1_fixed_budget_saving_pct`` and
+        ``fig11_w_over_never`` (the sparse rows and the "W > 1660 over Never" claim).
     """
     waiting = paper_waiting_example()
     stopped = table_b1_utility("stopped", "learnsched", "calendar")
@@ -40,4 +48,5 @@ def paper_economics() -> dict[str, Any]:
         "saving_at_alpha_0561": guidance.saving(guidance.alpha0),
         "service_offset_pct": 100 * guidance.service_offset(guidance.alpha0),
         "alpha_boundary_w0": guidance.alpha_boundary(0.0),
+        **derived_figures(),
     }

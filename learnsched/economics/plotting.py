@@ -11,6 +11,7 @@ from .alerts import ALERT_RULES
 __all__ = ["plot_alert_experiment"]
 
 RULE_LABELS = {
+    "no_scaling": "No scaling",
     "reactive": "Reactive",
     "eager": "Eager",
     "shared": "Shared",

@@ -13,7 +13,8 @@ are imported only by the functions that need them (``pip install 'learnsched[gpu
 from __future__ import annotations
 
 from .cold_start import launch_engine
-from .engines import ENGINES, HttpStatusError, ServingEndpoint
+from .endpoint import HttpStatusError, ServingEndpoint
+from .engines import ENGINES
 from .errors import HandoffProbeError, NvmlError, NvmlUnavailable
 from .host_memory import HostMemory, PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .ledger import HandoffLedger, HandoffRecord, TornRecordWarning, read_ledger

@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from typing import IO
 
 from .._checks import integer, nonnegative
-from .engines import ServingEndpoint
+from .endpoint import ServingEndpoint
 from .errors import HandoffProbeError
 from .host_memory import PhaseSampler
 from .phases import Phases, RecoveryRun

@@ -23,12 +23,16 @@ from typing import Any
 from .._atomic import atomic_write
 from .._checks import integer
 from ._util import torch_module
-from .errors import HandoffProbeError, missing_extra
-from .nvml import NvmlDevice
+from .errors import HandoffProbeError, NvmlUnavailable, missing_extra
+from .filesystem import Filesystem, filesystem_of
+from .nvml import NvmlDevice, device_for_torch
+from .profile import CPU
 from .timing import Timing, time_device, time_host
 
 __all__ = [
+    "ADAPTER_PRESETS",
     "BASE_SHAPES",
+    "AdapterPreset",
     "BaseShape",
     "LoraBenchmark",
     "adapter_from_peft",
@@ -39,6 +43,7 @@ __all__ = [
     "read_adapter",
     "save_adapter",
     "synthesise_adapter",
+    "target_gpu",
 ]
 
 ADAPTER_FILE = "adapter_model.safetensors"  # PEFT's file name
@@ -105,9 +110,51 @@ class BaseShape:
 
 # Published config.json values (Hugging Face model cards); "tiny" is for CPU tests.
 BASE_SHAPES = {
+    "granite-3b-code": BaseShape("granite-3b-code", 32, 2560, 32, 32, 10240),
     "llama-3.2-3b": BaseShape("llama-3.2-3b", 28, 3072, 24, 8, 8192, 128),
     "llama-3.1-8b": BaseShape("llama-3.1-8b", 32, 4096, 32, 8, 14336, 128),
     "tiny": BaseShape("tiny", 2, 64, 4, 2, 128),
+}
+
+
+@dataclass(frozen=True)
+class AdapterPreset:
+    """A whole adapter: base shapes, rank, target modules and dtype.
+
+    Parameters
+    ----------
+    name
+        A label (``--shape NAME``).
+    shape
+        The base model's shapes.
+    rank
+        LoRA rank.
+    targets
+        Target modules per layer.
+    dtype
+        Tensor dtype.
+    """
+
+    name: str
+    shape: BaseShape
+    rank: int
+    targets: tuple[str, ...]
+    dtype: str
+
+    def synthesise(self, seed: int = 0) -> dict[str, Any]:
+        """The preset's adapter (:func:`synthesise_adapter`)."""
+        return synthesise_adapter(self.shape, self.rank, self.targets, self.dtype, seed)
+
+
+# The paper's adapter (Sections 5 and 6.1, App. D.2): rank-8 LoRA on Granite 3B, "about
+# 13.24 MB of state". The paper names neither the target modules nor the dtype; Granite
+# 3B Code's MLP gate and up projections in bfloat16 give 32 x 2 x 8 x (2560 + 10240)
+# parameters = 13.11 MB, within 1 % (its attention projections give 10.49 MB in bf16 and
+# 20.97 MB in fp32, Llama-3.2-3B's 18.35 MB). The targets and dtype are that assumption.
+ADAPTER_PRESETS = {
+    "paper": AdapterPreset(
+        "paper", BASE_SHAPES["granite-3b-code"], 8, ("gate_proj", "up_proj"), "bfloat16"
+    ),
 }
 
 
@@ -130,6 +177,43 @@ def _peft() -> Any:
 def default_device() -> str:
     """``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
     return "cuda" if torch_module().cuda.is_available() else "cpu"
+
+
+def target_gpu(device: str) -> tuple[NvmlDevice | None, str]:
+    """The GPU torch loads onto for ``device``: its NVML device and its name.
+
+    Parameters
+    ----------
+    device
+        A torch device string: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+
+    Returns
+    -------
+    tuple
+        The NVML device (matched by UUID, not index; ``None`` on CPU, without CUDA, or
+        where NVML is unavailable) and the device's name (``"cpu"`` off the GPU).
+    """
+    if not device.startswith("cuda"):
+        return None, CPU
+    torch = torch_module()
+    if not torch.cuda.is_available():
+        return None, CPU
+    try:
+        target = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"device {device!r} is not a torch device ({err})") from None
+    index = target.index if target.index is not None else torch.cuda.current_device()
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        raise ValueError(
+            f"device {device!r}: torch sees {count} CUDA device(s), cuda:0..cuda:{count - 1} "
+            "(after CUDA_VISIBLE_DEVICES)"
+        )
+    properties = torch.cuda.get_device_properties(index)
+    try:
+        return device_for_torch(index, str(properties.uuid)), str(properties.name)
+    except NvmlUnavailable:
+        return None, str(properties.name)
 
 
 def synthesise_adapter(
@@ -269,6 +353,9 @@ class LoraBenchmark:
         A separate host-to-device copy of the same tensors from host memory, timed with
         CUDA events (``None`` on CPU): what the transfer alone costs on this link. It is
         not measured inside ``load``, whose reader interleaves file reads and copies.
+    filesystem
+        The filesystem the checkpoints were written to: on tmpfs (:attr:`Filesystem.
+        volatile`) a durable save costs nothing and survives no reboot.
     """
 
     adapter_bytes: int
@@ -279,6 +366,7 @@ class LoraBenchmark:
     save_durable: Timing
     load: Timing
     h2d_copy: Timing | None
+    filesystem: Filesystem
 
     def summary(self) -> dict[str, float | int | str | None]:
         """Flat numbers, milliseconds: warm medians plus the first runs."""
@@ -298,7 +386,20 @@ class LoraBenchmark:
             "first_save_ms": self.save.first_ms,
             "first_save_durable_ms": self.save_durable.first_ms,
             "first_load_ms": self.load.first_ms,
+            "filesystem": self.filesystem.fs_type,
+            "filesystem_mount": self.filesystem.mount_point,
+            "filesystem_volatile": self.filesystem.volatile,
         }
+
+    def durability_warning(self) -> str | None:
+        """Why the durable save does not measure a durable save here, or ``None``."""
+        if not self.filesystem.volatile:
+            return None
+        return (
+            f"checkpoints were written to {self.filesystem.mount_point}, a "
+            f"{self.filesystem.fs_type}: a durable save there costs nothing and survives no "
+            "reboot; give a folder on the disk the trainer checkpoints to"
+        )
 
 
 @contextmanager
@@ -363,6 +464,7 @@ def benchmark_lora(
         load_timing = time_host(load, runs, label="load", device=nvml_device)
         _same(host, loaded)
         adapter_bytes = path.stat().st_size
+        filesystem = filesystem_of(where)
     copy = None
     if target.type == "cuda":
         copy = time_device(
@@ -381,6 +483,7 @@ def benchmark_lora(
         save_durable=durable,
         load=load_timing,
         h2d_copy=copy,
+        filesystem=filesystem,
     )
 
 

@@ -12,12 +12,12 @@ import atexit
 import importlib.metadata
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
-from .errors import NvmlError, NvmlUnavailable
+from .errors import DeviceMismatch, NvmlError, NvmlUnavailable
 
 __all__ = [
     "ClockReading",
@@ -26,6 +26,8 @@ __all__ = [
     "NvmlDevice",
     "device_count",
     "device_for_torch",
+    "device_info",
+    "device_report",
     "driver_version",
     "open_device",
 ]
@@ -35,6 +37,10 @@ T = TypeVar("T")
 # The deprecated ``pynvml`` PyPI package (and copies vendored by other tools) install a
 # module of the same name with different signatures; only nvidia-ml-py's file is trusted.
 OFFICIAL_DISTRIBUTION = "nvidia-ml-py"
+# The first release whose bindings have every call used here: 12.535.x define
+# nvmlDeviceGetComputeRunningProcesses_v3 but not the _v2 the fallback needs (read from
+# the 12.535.77-12.535.161 and 12.550.52 wheels' pynvml.py). Keep pyproject's pin equal.
+MIN_BINDINGS = "12.550.52"
 NVML_PSTATE_UNKNOWN = 32
 UUID_PREFIXES = ("GPU-", "MIG-")
 
@@ -60,7 +66,7 @@ def _official_pynvml() -> ModuleType:
         raise NvmlUnavailable(
             f"NVML is unavailable: the pynvml module at {module_file} is not the one from "
             f"{OFFICIAL_DISTRIBUTION} (uninstall the deprecated 'pynvml' package and "
-            f"pip install '{OFFICIAL_DISTRIBUTION}>=12.535.108')"
+            f"pip install '{OFFICIAL_DISTRIBUTION}>={MIN_BINDINGS}')"
         )
     module: ModuleType = pynvml
     return module
@@ -184,12 +190,13 @@ class DeviceMemory:
 
     @property
     def occupied(self) -> int:
-        """Bytes not free: ``used`` plus the reservation, the same under v1 and v2.
+        """Bytes not free: ``total - free``, the same under v1 and v2.
 
-        The v1 struct's ``used`` already includes the driver's reservation; the v2
-        struct reports it apart, so comparing raw ``used`` across versions is wrong.
+        The v1 struct's ``used`` includes the driver's reservation and the v2 struct's
+        does not, and drivers have differed in what they count in either; ``total`` and
+        ``free`` mean the same in both, so their difference is safe.
         """
-        return self.used + (self.reserved or 0) if self.version >= 2 else self.used
+        return self.total - self.free
 
 
 @dataclass(frozen=True)
@@ -283,7 +290,7 @@ class NvmlDevice:
         return _with_fallback(v2, v1)
 
     def processes(self) -> list[GpuProcess]:
-        """Compute processes on the device (v3 query, v2 on older drivers)."""
+        """Compute processes on the device (v3 query; v2 on drivers without the v3 entry)."""
         infos = _with_fallback(
             lambda: _call("nvmlDeviceGetComputeRunningProcesses_v3", self._handle),
             lambda: _call("nvmlDeviceGetComputeRunningProcesses_v2", self._handle),
@@ -388,8 +395,8 @@ def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
 
     Raises
     ------
-    ValueError
-        NVML has no device with that UUID.
+    DeviceMismatch
+        NVML has no device with that UUID (not bad input: the two see different GPUs).
     """
     text = torch_uuid.strip()
     candidates = [text] if text.startswith(UUID_PREFIXES) else [p + text for p in UUID_PREFIXES]
@@ -398,4 +405,43 @@ def device_for_torch(index: int, torch_uuid: str) -> NvmlDevice:
             return open_device(candidate)
         except ValueError:
             continue
-    raise ValueError(f"cuda:{index} (UUID {text}): NVML lists no GPU with this UUID")
+    raise DeviceMismatch(
+        f"NVML is unavailable for cuda:{index}: it lists no GPU with torch's UUID {text} "
+        f"(NVML sees {device_count()} GPU(s); a MIG slice or a container may hide it)"
+    )
+
+
+def device_info(device: NvmlDevice | None) -> dict[str, str | None] | None:
+    """The identity of the GPU a cost profile was measured on (``None`` without one).
+
+    Returns
+    -------
+    dict or None
+        ``{"name": ..., "uuid": ..., "driver": ...}`` (driver: NVML's version string).
+    """
+    if device is None:
+        return None
+    return {"name": device.name, "uuid": device.uuid, "driver": driver_version()}
+
+
+def device_report(device: NvmlDevice) -> dict[str, Any]:
+    """One GPU's NVML readings now, as plain JSON.
+
+    Returns
+    -------
+    dict
+        ``index``, ``uuid``, ``name``, ``driver``; ``memory`` (bytes, as
+        :class:`DeviceMemory`), ``processes`` (pid, bytes), ``utilisation_percent``
+        (``{"gpu", "memory"}`` or ``None``) and ``clocks`` (MHz, as :class:`ClockReading`).
+    """
+    util = device.utilisation()
+    return {
+        "index": device.index,
+        "uuid": device.uuid,
+        "name": device.name,
+        "driver": driver_version(),
+        "memory": asdict(device.memory()),
+        "processes": [asdict(p) for p in device.processes()],
+        "utilisation_percent": None if util is None else {"gpu": util[0], "memory": util[1]},
+        "clocks": asdict(device.clocks()),
+    }

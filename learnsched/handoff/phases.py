@@ -95,7 +95,7 @@ class RecoveryRun:
         """What the device figures count: the engine's processes, or the whole device.
 
         ``"engine-processes"`` (per-process bytes of the engine's tree),
-        ``"device-occupied"`` (used plus reserved: everything on the GPU, other
+        ``"device-occupied"`` (total minus free: everything on the GPU, other
         processes included) or ``None`` without a device.
         """
         if self.engine_device:

@@ -13,24 +13,35 @@ import json
 import math
 import os
 import platform
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._atomic import atomic_write_text
 from .._checks import nonnegative, number
 from ..scenario import HandoffCosts
+from .nvml import NvmlDevice, device_info
+
+if TYPE_CHECKING:
+    from .lora import LoraBenchmark
+    from .phases import RecoveryRun
 
 __all__ = [
+    "BASE_PROFILES",
+    "LORA_QUANTITIES",
     "PAPER_PROFILE",
     "PAPER_RESIDENCY_PRICE",
     "QUANTITIES",
+    "RECOVERY_QUANTITIES",
     "CostProfile",
     "Measurement",
+    "base_profile",
+    "costs_quantities",
     "load_cost_profile",
     "package_versions",
+    "provenance",
 ]
 
 FORMAT = "learnsched-cost-profile"
@@ -57,6 +68,21 @@ QUANTITIES = {
     "host_pss_parked_gib": "GiB",  # engine tree PSS while parked (warm state kept)
     "device_parked_gib": "GiB",  # device memory held while parked (see the note)
 }
+# What each probe writes (the --out check is made with these before measuring).
+LORA_QUANTITIES = (
+    "checkpoint_save_s",
+    "checkpoint_save_buffered_s",
+    "checkpoint_load_s",
+    "adapter_bytes",
+)
+RECOVERY_QUANTITIES = (
+    "cold_recovery_s",
+    "warm_recovery_s",
+    "warm_ready_s",
+    "host_pss_awake_gib",
+    "host_pss_parked_gib",
+    "device_parked_gib",
+)
 PACKAGES = ("learnsched", "torch", "safetensors", "peft", "nvidia-ml-py", "psutil")
 
 
@@ -177,8 +203,29 @@ class CostProfile:
         """
         if name not in self.measurements:
             hint = "probe lora" if name.startswith(("checkpoint", "adapter")) else "probe recovery"
-            raise ValueError(f"cost profile has no {name}; measure it with `learnsched {hint}`")
+            raise ValueError(
+                f"cost profile has no {name}; measure it with `learnsched {hint}`, or fill "
+                f"it from a base profile ({', '.join(BASE_PROFILE_NAMES)}: --base NAME)"
+            )
         return self.measurements[name].mean
+
+    def filled_from(self, base: CostProfile) -> CostProfile:
+        """This profile with every quantity it lacks taken from ``base``.
+
+        Unlike :meth:`merged` the two may come from different machines: filling is the
+        caller's explicit choice, and :func:`provenance` says which number came from
+        where. The device and packages stay this profile's.
+        """
+        measurements = {**base.measurements, **self.measurements}
+        filled = sorted(set(base.measurements) - set(self.measurements))
+        note = f"filled from {base.source or 'a base profile'}: {', '.join(filled)}"
+        return CostProfile(
+            measurements=measurements,
+            device=self.device if self.device is not None else base.device,
+            packages=self.packages,
+            created=self.created,
+            source="; ".join(s for s in (self.source, note if filled else "") if s),
+        )
 
     def handoff_costs(
         self, recovery: str, residency_price: float = PAPER_RESIDENCY_PRICE
@@ -236,6 +283,100 @@ class CostProfile:
             packages=newer.packages or self.packages,
             created=newer.created or self.created,
             source="; ".join(s for s in (self.source, newer.source) if s),
+        )
+
+    @classmethod
+    def from_lora(
+        cls, result: LoraBenchmark, device: NvmlDevice | None = None, device_name: str = CPU
+    ) -> CostProfile:
+        """The checkpoint costs a LoRA benchmark measured, as a profile.
+
+        Parameters
+        ----------
+        result
+            What :func:`~learnsched.handoff.benchmark_lora` measured (times in ms).
+        device
+            The NVML device of the GPU it loaded onto (``None``: CPU, or NVML unavailable).
+        device_name
+            Where it was measured: ``"cpu"`` or the GPU's name.
+
+        Returns
+        -------
+        CostProfile
+            ``checkpoint_save_s`` (durable), ``checkpoint_save_buffered_s``,
+            ``checkpoint_load_s`` (seconds) and ``adapter_bytes`` (bytes).
+        """
+
+        def seconds(timing: Any, note: str = "") -> Measurement:
+            warm = tuple(t / 1e3 for t in timing.warm_ms)
+            return Measurement.of(warm, "s", timing.first_ms / 1e3, device=device_name, note=note)
+
+        fs = result.filesystem
+        where = f"file and folder fsynced on {fs.fs_type} at {fs.mount_point}"
+        if fs.volatile:
+            where += " (memory-backed: not durable, and cheaper than a disk)"
+        return cls(
+            measurements={
+                "checkpoint_save_s": seconds(result.save_durable, where),
+                "checkpoint_save_buffered_s": seconds(result.save),
+                "checkpoint_load_s": seconds(result.load),
+                "adapter_bytes": Measurement.of(
+                    (float(result.adapter_bytes),), "B", device=device_name
+                ),
+            },
+            device=device_info(device),
+            packages=package_versions(),
+            created=now_iso(),
+            source=f"learnsched probe lora (load onto {result.device})",
+        )
+
+    @classmethod
+    def from_recoveries(
+        cls, runs: Sequence[RecoveryRun], device: NvmlDevice | None = None
+    ) -> CostProfile:
+        """The recovery costs ``runs`` measured, as a profile.
+
+        Parameters
+        ----------
+        runs
+            Cold starts and warm park/resume cycles of one engine.
+        device
+            The NVML device they ran on (``None``: not read).
+
+        Returns
+        -------
+        CostProfile
+            Those of ``cold_recovery_s``, ``warm_recovery_s``, ``warm_ready_s`` (seconds),
+            ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
+            that ``runs`` measured.
+        """
+        warm = [r for r in runs if r.kind == "warm"]
+        name = None if device is None else device.name
+        candidates = {
+            "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+            "warm_recovery_s": _measured(
+                [r.resume_s for r in warm],
+                "s",
+                name,
+                "resume sent to acknowledged with the device memory back"
+                if all("memory_back" in r.stamps_ns for r in warm)
+                else "resume sent to acknowledged (device memory not watched)",
+            ),
+            "warm_ready_s": _measured([r.ready_s for r in warm], "s", name),
+            "host_pss_awake_gib": _measured(
+                [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB", name
+            ),
+            "host_pss_parked_gib": _measured(
+                [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB", name
+            ),
+            "device_parked_gib": _parked_device(warm, name),
+        }
+        return cls(
+            measurements={k: m for k, m in candidates.items() if m is not None},
+            device=device_info(device),
+            packages=package_versions(),
+            created=now_iso(),
+            source=f"learnsched probe recovery ({runs[0].engine})" if runs else "",
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -320,6 +461,36 @@ class CostProfile:
         atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
 
 
+def _measured(
+    values: Sequence[float], unit: str, device: str | None, note: str = ""
+) -> Measurement | None:
+    return Measurement.of(tuple(values), unit, device=device, note=note) if values else None
+
+
+def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measurement | None:
+    """Device memory held while parked, on one basis for all runs (the note says which)."""
+    bases = {r.device_basis for r in warm if "parked" in r.device}
+    if not bases:
+        return None
+    # Mixed bases (the engine listed in some runs only) fall back to the whole device.
+    basis = bases.pop() if len(bases) == 1 else "device-occupied"
+    values = []
+    for run in warm:
+        if "parked" not in run.device:
+            continue
+        if basis == "engine-processes":
+            values.append(run.engine_device["parked"] / GIB)
+        else:
+            values.append(run.device["parked"].occupied / GIB)
+    note = (
+        "the engine's processes' own device bytes (NVML per-process)"
+        if basis == "engine-processes"
+        else "the whole device's occupied bytes, total - free (other processes included): NVML "
+        "does not list the engine's processes with their memory"
+    )
+    return _measured(values, "GiB", device, note)
+
+
 def now_iso() -> str:
     """The current UTC time, ISO 8601, whole seconds."""
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
@@ -365,3 +536,38 @@ PAPER_PROFILE = CostProfile(
     created=None,
     source="LearnSched paper, App. D.2 and Sections 3.1, 6.3 (3-run SGLang means, 20 LoRA runs)",
 )
+
+# Named profiles a partial one can be filled from (``--base NAME``).
+BASE_PROFILES = {"paper": PAPER_PROFILE}
+BASE_PROFILE_NAMES = tuple(BASE_PROFILES)
+
+
+def base_profile(name: str) -> CostProfile:
+    """The named base profile; ``ValueError`` naming the known ones."""
+    if name not in BASE_PROFILES:
+        raise ValueError(f"base must be one of {', '.join(BASE_PROFILE_NAMES)}, got {name!r}")
+    return BASE_PROFILES[name]
+
+
+def costs_quantities(recovery: str) -> tuple[str, ...]:
+    """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
+    if recovery not in ("cold", "warm"):
+        raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery == "warm" else ()
+    return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
+
+
+def provenance(
+    profile: CostProfile, label: str, base: CostProfile, base_label: str, quantities: Sequence[str]
+) -> dict[str, str]:
+    """Where each of ``quantities`` comes from once ``profile`` is filled from ``base``.
+
+    Returns ``{quantity: label or base_label}`` (quantities neither holds are left out).
+    """
+    origin = {}
+    for name in quantities:
+        if name in profile.measurements:
+            origin[name] = label
+        elif name in base.measurements:
+            origin[name] = base_label
+    return origin

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .._checks import number, positive
-from .engines import HttpStatusError, ServingEndpoint, StreamError
+from .endpoint import HttpStatusError, ServingEndpoint, StreamError
 from .waits import poll_until
 
 __all__ = ["DEFAULT_POLL_S", "Deadline", "check_poll", "wait_first_request"]

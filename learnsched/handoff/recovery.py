@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 
 from .._checks import integer, nonnegative
-from .engines import VLLM_SLEEP_LEVELS, ServingEndpoint
+from .endpoint import ServingEndpoint
+from .engines import VLLM_SLEEP_LEVELS
 from .errors import HandoffProbeError
 from .phases import Phases, RecoveryRun
 from .readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
@@ -114,10 +115,10 @@ def _check_warm_arguments(
 
 
 def _reported(endpoint: ServingEndpoint, sleeping: bool, timeout_s: float, poll_s: float) -> int:
-    """vLLM: poll ``/is_sleeping`` until it reports ``sleeping``; the stamp it did."""
+    """Poll the engine's own view until it reports ``sleeping``; the stamp it did."""
     return poll_until(
         lambda: True if endpoint.is_sleeping(timeout_s) == sleeping else None,
-        what=f"{endpoint.url}/is_sleeping {str(sleeping).lower()}",
+        what=f"{endpoint.engine} at {endpoint.url} reporting {'parked' if sleeping else 'awake'}",
         timeout_s=timeout_s,
         poll_s=poll_s,
     ).t_ns
@@ -131,11 +132,11 @@ def _park(
     timeout_s: float,
     poll_s: float,
 ) -> None:
-    """Send the release; stamp it, its acknowledgment and (vLLM) the engine's own view."""
+    """Send the release; stamp it, its acknowledgment and the engine's own view if it has one."""
     stamps["release_sent"] = time.perf_counter_ns()
     endpoint.release(level=level, tags=tags, timeout_s=timeout_s)
     stamps["release_ack"] = time.perf_counter_ns()
-    if endpoint.engine == "vllm":
+    if endpoint.dialect.reports_parked:
         stamps["asleep_reported"] = _reported(endpoint, True, timeout_s, poll_s)
 
 
@@ -146,11 +147,11 @@ def _unpark(
     timeout_s: float,
     poll_s: float,
 ) -> None:
-    """Send the resume; stamp it, its acknowledgment and (vLLM) the engine's own view."""
+    """Send the resume; stamp it, its acknowledgment and the engine's own view if it has one."""
     stamps["resume_sent"] = time.perf_counter_ns()
     endpoint.resume(tags=tags, timeout_s=timeout_s)
     stamps["resume_ack"] = time.perf_counter_ns()
-    if endpoint.engine == "vllm":
+    if endpoint.dialect.reports_parked:
         stamps["awake_reported"] = _reported(endpoint, False, timeout_s, poll_s)
 
 

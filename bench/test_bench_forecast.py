@@ -1,0 +1,120 @@
+"""Benchmarks of decisions under a forecast (issue 9), C++ beside the pure-Python reference.
+
+* One expected-value rollout decision at the current window with N sampled calendars of
+  20 windows and J = 36 quanta: the ForecastModel build (per-sample V_G and V^pi0 tables)
+  plus the decision. Targets: N = 64 under 1 ms, N = 256 under 5 ms, cost linear in N
+  (the parametrized sizes grow 4x a step).
+* ``learnsched online`` over 1000 true calendars x 20 windows x N = 64 fixed samples on
+  2 threads. Target: under 30 s.
+
+Run with ``pytest bench/test_bench_forecast.py --benchmark-only``; every benchmark checks
+its answer and also runs under ``--benchmark-disable``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learnsched as ls
+from learnsched import _core
+from learnsched.calendar import decide_under_forecast, evaluate_online
+from learnsched.calendar.spec import parse_online_spec
+
+import forecast_reference
+import reference
+from strategies import to_reference
+
+Benchmark = Callable[..., Any]
+WINDOWS = 20
+QUANTA = 36
+CURRENT = (0.0, 150.0)
+CANDIDATE = ls.Scenario((CURRENT,), QUANTA, 5.0, 0.25, 6000.0, ls.PAPER_COLD)
+
+
+def sampled_calendars(
+    rng: np.random.Generator, n: int, windows: int, start_s: float
+) -> list[tuple[tuple[float, float], ...]]:
+    """``n`` calendars of ``windows`` idle windows (40-200 s) after gaps of 5-60 s."""
+    out = []
+    for _ in range(n):
+        t, calendar = start_s, []
+        for _ in range(windows):
+            t += float(rng.uniform(5.0, 60.0))
+            length = float(rng.uniform(40.0, 200.0))
+            calendar.append((t, t + length))
+            t += length
+        out.append(tuple(calendar))
+    return out
+
+
+def rollout_decision(
+    samples: list[tuple[tuple[float, float], ...]], threads: int = 1
+) -> _core.Action:
+    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
+    return model.decide(0, 0, False, _core.Policy.ROLLOUT)
+
+
+@pytest.mark.benchmark(group="expected-value rollout decision, 20 windows, J = 36")
+@pytest.mark.parametrize("n", [16, 64, 256])
+def test_rollout_decision_cpp(benchmark: Benchmark, n: int) -> None:
+    samples = sampled_calendars(np.random.default_rng(n), n, WINDOWS, CURRENT[1])
+    action = benchmark(rollout_decision, samples)
+    assert action == rollout_decision(samples, threads=2)
+    # The score it maximised is the mean of each sample's own V^pi0 (checked at pbar = 0).
+    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,))
+    own = [ls.Model(ls.Scenario(s, QUANTA, 5.0, 0.25, 6000.0, ls.PAPER_COLD)) for s in samples]
+    expected = np.mean([m.reference_value(0, 0, 0) for m in own])
+    assert model.mean_reference_values()[0] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.benchmark(group="expected-value rollout decision, 20 windows, J = 36")
+def test_rollout_decision_python_reference(benchmark: Benchmark) -> None:
+    n = 64
+    samples = sampled_calendars(np.random.default_rng(n), n, WINDOWS, CURRENT[1])
+    base = to_reference(CANDIDATE)
+    want = benchmark.pedantic(
+        forecast_reference.decide,
+        args=(base, CURRENT, samples, "rollout", (0, 0, 0, False)),
+        setup=reference.clear_caches,
+        rounds=1,
+        iterations=1,
+    )
+    got = rollout_decision(samples)
+    assert (got.name, got.quanta, got.checkpoint) == want
+
+
+def online_spec(calendars: int, n: int) -> list[dict[str, Any]]:
+    """SPEC objects: true calendars and N fixed samples from the same process."""
+    rng = np.random.default_rng(2026)
+    spec = []
+    for _ in range(calendars):
+        truth = sampled_calendars(rng, 1, WINDOWS, -5.0)[0]
+        samples = sampled_calendars(rng, n, WINDOWS, -5.0)
+        end = max(truth[-1][1], max(s[-1][1] for s in samples))
+        scenario = ls.Scenario(truth, QUANTA, 5.0, 0.25, end + 480.0, ls.PAPER_COLD).to_json()
+        scenario["forecast"] = {"samples": [[list(w) for w in s] for s in samples]}
+        spec.append(scenario)
+    return spec
+
+
+@pytest.mark.benchmark(group="learnsched online, 1000 calendars x 20 windows x N = 64")
+def test_online_1000_calendars(benchmark: Benchmark, tmp_path: Path) -> None:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(online_spec(1000, 64)), encoding="utf-8")
+
+    def run() -> dict[str, Any]:
+        cases = parse_online_spec(json.loads(path.read_text(encoding="utf-8")))
+        return evaluate_online(cases, seed=0, threads=2).to_json()
+
+    out = benchmark.pedantic(run, rounds=1, iterations=1)
+    policies = out["policies"]
+    assert len(policies["rollout"]["values"]) == 1000
+    best = np.array(policies["clairvoyant"]["values"])
+    for summary in policies.values():
+        assert np.all(np.array(summary["values"]) <= best + 1e-9)

@@ -1,0 +1,104 @@
+"""Sweep throughput (scenarios x policies per second): local threads, 1 and 2, against
+Ray with 2 workers on this machine (skipped without the ray extra), on the same SPEC.
+
+Two SPECs: the paper grid over five cold recovery times (9600 small rows: per-row work
+of a few microseconds, where task and file overheads show), and 16 large scenarios (100
+windows x 900 quanta, milliseconds each). Run with ``pytest bench/test_bench_sweep.py``;
+every round writes a fresh output file (a rerun of the same --out would resume and solve
+nothing). Each benchmark stores its throughput in ``extra_info`` and asserts its answer
+(the published 91 / 1829 / 0 at 69.988 s). Ray's overhead against local threads is the
+ratio of their median times.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import learnsched as ls
+from learnsched.sweep import SweepResult, sweep
+
+Benchmark = Callable[..., Any]
+POLICIES = ["never", "window", "static_roi", "costed_window", "rollout", "dp"]
+GRID_SPEC: dict[str, Any] = {
+    "base": "paper_grid",
+    "vary": {"cold_recovery_s": [0, 20, 40, 69.988, 120]},
+    "policies": POLICIES,
+}
+LARGE = ls.Scenario(
+    windows=[(100.0 * k, 100.0 * k + 80.0) for k in range(100)],
+    work_quanta=900,
+    quantum_s=4.0,
+    benefit_rate=0.5,
+    horizon_s=20_000.0,
+    costs=ls.PAPER_WARM,
+)
+LARGE_SPEC: dict[str, Any] = {
+    "base": [LARGE.to_json(), LARGE.with_costs(ls.PAPER_COLD).to_json()],
+    "vary": {"benefit_rate": [0.05, 0.1, 0.2, 0.3, 0.5, 1, 2, 4]},
+    "policies": POLICIES,
+}
+SPECS = {"grid 5 x 1920": GRID_SPEC, "large 8 x 2 (100 x 900)": LARGE_SPEC}
+ROUNDS = 5
+
+
+def _fmt(tmp_path: Path) -> Callable[[], Path]:
+    """A fresh output path per round (Parquet when pyarrow is here, else CSV)."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        suffix = ".csv"
+    else:
+        suffix = ".parquet"
+    counter = itertools.count()
+    return lambda: tmp_path / f"round{next(counter)}{suffix}"
+
+
+def _check(name: str, result: SweepResult) -> None:
+    if name.startswith("grid"):
+        paper = result.summaries[3]
+        assert (paper.wins, paper.ties, paper.losses) == (91, 1829, 0)
+        assert result.summaries[4].invalid == 160
+    else:
+        assert result.invalid == 0
+        rollout, costed = result.rows.value[:, 4], result.rows.value[:, 3]
+        assert (rollout >= costed - 1e-9).all()
+
+
+def _run(benchmark: Benchmark, tmp_path: Path, name: str, **options: Any) -> None:
+    spec, fresh = SPECS[name], _fmt(tmp_path)
+    sweep(spec, fresh(), progress=False, **options)  # warm: caches, worker processes
+    result: SweepResult = benchmark.pedantic(
+        lambda: sweep(spec, fresh(), progress=False, **options), rounds=ROUNDS, iterations=1
+    )
+    _check(name, result)
+    solves = len(result.rows) * len(POLICIES)
+    benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
+    benchmark.extra_info["chunk_rows"] = result.chunk_rows
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_sweep_local(benchmark: Benchmark, tmp_path: Path, name: str, threads: int) -> None:
+    benchmark.group = f"sweep {name} x 6 policies"
+    _run(benchmark, tmp_path, name, workers=threads)
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray = pytest.importorskip("ray", reason="the Ray backend needs the ray extra")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_sweep_ray_2_workers(
+    benchmark: Benchmark, tmp_path: Path, local_ray: None, name: str
+) -> None:
+    benchmark.group = f"sweep {name} x 6 policies"
+    _run(benchmark, tmp_path, name, backend="ray")

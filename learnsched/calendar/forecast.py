@@ -1,0 +1,259 @@
+"""Forecasts of the idle calendar: N sampled futures given what has been observed.
+
+A scheduler next to a serving engine knows the windows seen so far (the current one
+with its return deadline) and must guess the rest. A :class:`Forecaster` draws ``n``
+sampled calendars of the windows that start at or after the *frontier*: the end of the
+last observed window, or now if that window has already ended. Implementations:
+
+* :class:`EmpiricalForecaster`: a renewal model fitted on the observed history. The
+  history's busy-idle cycles (a busy gap and the window after it) are resampled whole
+  (a block bootstrap of cycles, keeping each gap with the window it led to); the first
+  cycle is conditioned on the time already spent in the current busy period.
+* :class:`ExactForecaster`: knows the true calendar (the paper's setting).
+* :class:`SampleForecaster`: fixed sampled calendars, e.g. from another model.
+
+Every forecaster is deterministic given its ``rng``. Samples stop before ``until_s``
+(typically the benefit horizon: a window starting later can earn nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._checks import integer, number
+
+__all__ = [
+    "Calendar",
+    "EmpiricalForecaster",
+    "ExactForecaster",
+    "Forecaster",
+    "SampleForecaster",
+    "calendar",
+    "frontier",
+]
+
+Calendar = tuple[tuple[float, float], ...]
+"""Idle windows ``(start, return deadline)`` in seconds, sorted and non-overlapping."""
+
+MAX_WINDOWS = 100_000
+"""Most windows one sampled calendar may hold (guards a history of near-zero cycles)."""
+
+
+def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
+    """``windows`` checked as a calendar: a list of ``[start, end]`` pairs of finite
+    numbers, each ending after it starts, sorted and non-overlapping.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name[j]`` and the value: not a list, not a pair, NaN/inf, an empty
+        window, unsorted or overlapping windows, or (unless ``allow_empty``) no window.
+    """
+    if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
+        # Calendars come from JSON: a wrong type is a bad value (ValueError), as for samples.
+        raise ValueError(f"{name} must be a list of [start, end] pairs, got {windows!r}")  # noqa: TRY004
+    if not windows and not allow_empty:
+        raise ValueError(f"{name} must hold at least one [start, end] window, got []")
+    out: list[tuple[float, float]] = []
+    previous_end = -math.inf
+    for j, pair in enumerate(windows):
+        # Messages are formatted only on failure: forecasts hold millions of windows.
+        if type(pair) not in (list, tuple) and (
+            isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence)
+        ):
+            raise ValueError(f"{name}[{j}] must be a [start, end] pair, got {pair!r}")
+        if len(pair) != 2:
+            raise ValueError(f"{name}[{j}] must be a [start, end] pair, got {pair!r}")
+        start, end = pair
+        if type(start) is not float or type(end) is not float:  # ints, numpy, bad types
+            try:
+                start, end = number(f"{name}[{j}] start", start), number(f"{name}[{j}] end", end)
+            except TypeError as err:
+                raise ValueError(str(err)) from None
+        if not (math.isfinite(start) and math.isfinite(end)):
+            bad, which = (start, "start") if not math.isfinite(start) else (end, "end")
+            raise ValueError(f"{name}[{j}] {which} must be finite, got {bad!r}")
+        if not end > start:
+            raise ValueError(f"{name}[{j}] must end after it starts, got [{start!r}, {end!r}]")
+        if start < previous_end:
+            raise ValueError(
+                f"{name}[{j}] starts at {start!r} before {name}[{j - 1}] ends at "
+                f"{previous_end!r} (windows must be sorted and non-overlapping)"
+            )
+        out.append((start, end))
+        previous_end = end
+    return tuple(out)
+
+
+def frontier(observed: Calendar, now_s: float) -> float:
+    """Where the unknown future begins: the last observed window's end, or ``now_s``."""
+    return max(now_s, observed[-1][1]) if observed else now_s
+
+
+def _after(windows: Calendar, start_s: float, until_s: float) -> Calendar:
+    """The windows that start in ``[start_s, until_s)``."""
+    return tuple(w for w in windows if start_s <= w[0] < until_s)
+
+
+class Forecaster(ABC):
+    """Draws sampled future calendars given the windows observed so far."""
+
+    @abstractmethod
+    def sample(
+        self,
+        observed: Calendar,
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
+    ) -> list[Calendar]:
+        """``n`` sampled calendars of the windows starting in ``[frontier, until_s)``.
+
+        Parameters
+        ----------
+        observed
+            Every window seen so far, in order; the last may be the current one (its
+            return deadline known), seconds.
+        now_s
+            The current time, seconds (at or after the last observed window's start).
+        until_s
+            Stop before this time, seconds.
+        n
+            Number of calendars (>= 1).
+        rng
+            The random source (the result is a function of it and the arguments).
+
+        Returns
+        -------
+        list of Calendar
+            ``n`` calendars, each possibly empty (no window before ``until_s``).
+        """
+
+
+class ExactForecaster(Forecaster):
+    """Knows the true calendar: every sample is its windows after the frontier.
+
+    Parameters
+    ----------
+    truth
+        The true calendar, seconds.
+    """
+
+    def __init__(self, truth: Calendar) -> None:
+        self.truth = calendar("truth", truth)
+
+    def sample(
+        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+    ) -> list[Calendar]:
+        """``n`` copies of the true windows in ``[frontier, until_s)``."""
+        future = _after(self.truth, frontier(observed, now_s), until_s)
+        return [future] * integer("n", n, low=1)
+
+
+class SampleForecaster(Forecaster):
+    """Fixed sampled calendars, each a full calendar from time 0.
+
+    ``sample`` returns each one's windows after the frontier, in order, when ``n`` equals
+    their number; otherwise ``n`` of them drawn with replacement.
+
+    Parameters
+    ----------
+    samples
+        One or more calendars, seconds.
+    """
+
+    def __init__(self, samples: Sequence[Calendar]) -> None:
+        given: object = samples  # checked at run time: JSON may hold anything
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+            raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
+        if not samples:
+            raise ValueError("forecast.samples must hold at least one calendar, got []")
+        self.samples = tuple(calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples))
+
+    def sample(
+        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+    ) -> list[Calendar]:
+        """The samples' windows in ``[frontier, until_s)``."""
+        n = integer("n", n, low=1)
+        start = frontier(observed, now_s)
+        chosen = range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
+        return [_after(self.samples[int(i)], start, until_s) for i in chosen]
+
+
+class EmpiricalForecaster(Forecaster):
+    """A renewal model of busy-idle cycles fitted on the observed history.
+
+    Cycle ``j`` is the busy gap after observed window ``j`` and the length of window
+    ``j + 1``. A sample continues from the frontier: if the last window has ended (a busy
+    period of age ``a`` is under way), its first cycle is drawn among those whose gap
+    exceeds ``a`` and only the rest of that gap remains (if none is that long, the burst
+    is taken to end now); later cycles are drawn from all. With fewer than two observed
+    windows there is no cycle, and every sample is empty (no later window is assumed).
+
+    Parameters
+    ----------
+    history_s
+        Fit on the windows that started in the last ``history_s`` seconds only (None:
+        all), s.
+    """
+
+    def __init__(self, history_s: float | None = None) -> None:
+        self.history_s = None if history_s is None else number("history_s", history_s)
+        if self.history_s is not None and self.history_s <= 0:
+            raise ValueError(f"history_s must be > 0, got {self.history_s!r}")
+
+    def cycles(self, observed: Calendar, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
+        windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
+        if self.history_s is not None:
+            windows = windows[windows[:, 0] >= now_s - self.history_s]
+        busy = windows[1:, 0] - windows[:-1, 1]
+        idle = windows[1:, 1] - windows[1:, 0]
+        return busy, idle
+
+    def sample(
+        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+    ) -> list[Calendar]:
+        """``n`` resampled continuations from the frontier (see the class docstring)."""
+        n = integer("n", n, low=1)
+        busy, idle = self.cycles(observed, now_s)
+        start = frontier(observed, now_s)
+        if busy.size == 0 or start >= until_s:
+            return [()] * n
+        age = now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
+        mean_cycle = float(np.mean(busy + idle))
+        count = min(MAX_WINDOWS, int(np.ceil((until_s - start) / mean_cycle)) + 8)
+        out: list[Calendar] = []
+        for _ in range(n):
+            out.append(self._one(busy, idle, start, age, until_s, count, rng))
+        return out
+
+    @staticmethod
+    def _one(
+        busy: np.ndarray,
+        idle: np.ndarray,
+        start: float,
+        age: float,
+        until_s: float,
+        count: int,
+        rng: np.random.Generator,
+    ) -> Calendar:
+        longer = np.flatnonzero(busy > age)
+        first = int(rng.choice(longer)) if longer.size else -1
+        gaps = [busy[first] - age if first >= 0 else 0.0]
+        lengths = [idle[first] if first >= 0 else float(rng.choice(idle))]
+        windows: list[tuple[float, float]] = []
+        t = start
+        while True:
+            for gap, length in zip(gaps, lengths, strict=True):
+                begin = t + gap
+                if begin >= until_s or len(windows) >= MAX_WINDOWS:
+                    return tuple(windows)
+                windows.append((begin, begin + length))
+                t = begin + length
+            picks = rng.integers(0, busy.size, size=count)
+            gaps, lengths = busy[picks].tolist(), idle[picks].tolist()

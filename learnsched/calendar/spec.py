@@ -1,0 +1,56 @@
+"""The ``learnsched online`` SPEC: true calendars with their forecasts, as JSON.
+
+A SPEC is one object, or a list of them. Each is a ``learnsched solve`` scenario object
+(its ``windows`` are the true calendar) plus ``"forecast"``: ``"exact"`` (the forecast is
+the truth), or ``{"samples": [[[start, end], ...], ...]}``: sampled calendars, each a
+full calendar from time 0 of which only the windows starting at or after the current
+window's end are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..scenario import Scenario
+from .forecast import SampleForecaster
+from .online import OnlineCase
+
+__all__ = ["parse_online_spec"]
+
+
+def _case(obj: object) -> OnlineCase:
+    if not isinstance(obj, Mapping):
+        raise ValueError(f"a SPEC entry must be a JSON object, got {type(obj).__name__}")  # noqa: TRY004
+    if "forecast" not in obj:
+        raise ValueError('forecast is missing: give "exact" or {"samples": [...]}')
+    rest: dict[str, Any] = {k: v for k, v in obj.items() if k != "forecast"}
+    scenario = Scenario.from_json(rest)
+    forecast = obj["forecast"]
+    if forecast == "exact":
+        return OnlineCase.exact(scenario)
+    if not isinstance(forecast, Mapping) or set(forecast) != {"samples"}:
+        raise ValueError(f'forecast must be "exact" or {{"samples": [...]}}, got {forecast!r:.80}')
+    forecaster = SampleForecaster(forecast["samples"])
+    return OnlineCase(scenario, forecaster, samples=len(forecaster.samples))
+
+
+def parse_online_spec(data: object) -> list[OnlineCase]:
+    """The online cases of a parsed SPEC (one object or a list of them).
+
+    Raises
+    ------
+    ValueError
+        Naming the entry and field, e.g. ``spec[2]: forecast.samples[0][1] starts at ...``.
+    """
+    if isinstance(data, list):
+        if not data:
+            raise ValueError("spec must hold at least one scenario object, got []")
+        cases = []
+        for i, obj in enumerate(data):
+            try:
+                cases.append(_case(obj))
+            except ValueError as err:
+                raise ValueError(f"spec[{i}]: {err}") from None
+        return cases
+    return [_case(data)]

@@ -1,0 +1,230 @@
+"""Request traces as GPU work: the Azure LLM trace format and a stated service model.
+
+Two CSV formats are read:
+
+* the Azure LLM inference trace (``TIMESTAMP,ContextTokens,GeneratedTokens``, e.g. the
+  shipped :data:`AZURE_TRACE`), turned into work by a :class:`ServiceModel`;
+* the project's own trace CSV (``arrival,work,deadline``, read by
+  :func:`learnsched.capacity.read_trace_csv`), whose work is already in work units.
+
+Service model (assumptions, stated so they can be changed): one GPU serves requests
+first come, first served as a fluid queue of rate 1 work unit per second, so a request's
+work is its GPU seconds; a request needs ``ContextTokens / prefill_tokens_per_s +
+GeneratedTokens / decode_tokens_per_s`` seconds (defaults 40,000 prefill tokens/s and
+2,000 decode tokens/s: the batched throughput of a 3B-class model on one A100), or a fixed
+``request_s``; its deadline is its arrival plus its own service time plus a latency budget
+``slo_s`` (default 20 s: the shipped trace's worst burst queues 17.4 s under these rates,
+so the unlent trace meets every deadline; a budget that it cannot meet is refused).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from .._checks import FloatArray, nonnegative, positive
+from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
+
+__all__ = [
+    "AZURE_COLUMNS",
+    "AZURE_TRACE",
+    "ServiceModel",
+    "TokenTrace",
+    "load_trace",
+    "read_azure_trace",
+]
+
+AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+
+def _shipped_trace() -> Path:
+    folder = resources.files("learnsched") / "data" / "azure-llm-2023"
+    return Path(str(folder / "AzureLLMInferenceTrace_code.csv"))
+
+
+AZURE_TRACE = _shipped_trace()
+"""The shipped Azure LLM inference trace (code service, 2023-11-16, 8,819 requests, CC-BY
+4.0: see the README and LICENSE beside it)."""
+
+# "2023-11-16 18:17:03.9799600": seconds with any number of fractional digits.
+_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    """How requests become GPU work (see the module docstring for the assumptions).
+
+    Parameters
+    ----------
+    prefill_tokens_per_s
+        Prompt tokens processed per second, tokens/s.
+    decode_tokens_per_s
+        Output tokens generated per second (batched throughput), tokens/s.
+    request_s
+        If given, every request takes this many seconds instead, s.
+    slo_s
+        Latency budget beyond a request's own service time, s: deadline = arrival +
+        service + ``slo_s``.
+    """
+
+    prefill_tokens_per_s: float = 40_000.0
+    decode_tokens_per_s: float = 2_000.0
+    request_s: float | None = None
+    slo_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        positive("prefill_tokens_per_s", self.prefill_tokens_per_s)
+        positive("decode_tokens_per_s", self.decode_tokens_per_s)
+        if self.request_s is not None:
+            positive("request_s", self.request_s)
+        nonnegative("slo_s", self.slo_s)
+
+    def work_s(self, context_tokens: FloatArray, generated_tokens: FloatArray) -> FloatArray:
+        """GPU seconds of each request, s."""
+        if self.request_s is not None:
+            return np.full(context_tokens.shape[0], self.request_s)
+        return np.asarray(
+            context_tokens / self.prefill_tokens_per_s
+            + generated_tokens / self.decode_tokens_per_s,
+            dtype=np.float64,
+        )
+
+    def to_json(self) -> dict[str, float | None]:
+        """The model's parameters (tokens/s and seconds)."""
+        return {
+            "prefill_tokens_per_s": self.prefill_tokens_per_s,
+            "decode_tokens_per_s": self.decode_tokens_per_s,
+            "request_s": self.request_s,
+            "slo_s": self.slo_s,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class TokenTrace:
+    """An Azure-format trace: arrival times and token counts, in row order.
+
+    Attributes
+    ----------
+    arrival
+        Seconds since the first request, non-decreasing.
+    context_tokens, generated_tokens
+        Prompt and output tokens of each request (``>= 0``).
+    """
+
+    arrival: FloatArray
+    context_tokens: FloatArray
+    generated_tokens: FloatArray
+
+    def to_trace(self, service: ServiceModel | None = None) -> Trace:
+        """The requests as GPU work under ``service`` (default :class:`ServiceModel`)."""
+        service = ServiceModel() if service is None else service
+        work = service.work_s(self.context_tokens, self.generated_tokens)
+        # A request with no tokens still occupies the queue for a moment: Eq. 6 needs w > 0.
+        work = np.maximum(work, 1e-6)
+        return Trace(arrival=self.arrival, work=work, deadline=self.arrival + work + service.slo_s)
+
+
+def _timestamp(text: str) -> float:
+    match = _TIMESTAMP.match(text.strip())
+    if match is None:
+        raise ValueError(text)
+    day, hour, minute, second, fraction = match.groups()
+    stamp = datetime.fromisoformat(f"{day}T{hour}:{minute}:{second}").replace(tzinfo=timezone.utc)
+    return stamp.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _tokens(path: object, line: int, name: str, cell: str) -> float:
+    try:
+        value = float(cell)
+    except ValueError:
+        raise ValueError(f"{path}: line {line}: {name} must be a number, got {cell!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{path}: line {line}: {name} must be a finite count >= 0, got {cell!r}")
+    return value
+
+
+def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = False) -> TokenTrace:
+    """Read an Azure LLM inference trace CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``).
+
+    Parameters
+    ----------
+    path
+        The CSV; the shipped Azure code trace by default.
+    sort
+        Sort out-of-order rows by time (stable) instead of refusing them.
+
+    Raises
+    ------
+    ValueError
+        A missing column, an unparseable timestamp, a negative or non-numeric token
+        count, an empty trace, or (unless ``sort``) a row earlier than the one before it;
+        the message names the line.
+    """
+    times: list[float] = []
+    tokens: list[tuple[float, float]] = []
+    with open(path, newline="", encoding="utf-8") as file:
+        reader = csv.reader(file)
+        header = [name.strip() for name in next(reader, [])]
+        missing = [name for name in AZURE_COLUMNS if name not in header]
+        if missing:
+            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+        at = [header.index(name) for name in AZURE_COLUMNS]
+        for row in reader:
+            if not row:
+                continue
+            line = reader.line_num
+            cells = [row[i] if i < len(row) else "" for i in at]
+            try:
+                stamp = _timestamp(cells[0])
+            except ValueError:
+                raise ValueError(
+                    f"{path}: line {line}: TIMESTAMP must look like 2023-11-16 18:17:03.97, "
+                    f"got {cells[0]!r}"
+                ) from None
+            if times and stamp < times[-1] and not sort:
+                raise ValueError(
+                    f"{path}: line {line}: TIMESTAMP {cells[0].strip()} is earlier than the "
+                    "row before it (rows must be in time order; pass sort=True / --sort)"
+                )
+            times.append(stamp)
+            tokens.append(
+                (
+                    _tokens(path, line, AZURE_COLUMNS[1], cells[1]),
+                    _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
+                )
+            )
+    if not times:
+        raise ValueError(f"{path}: the trace holds no requests")
+    stamps = np.array(times)
+    order = np.argsort(stamps, kind="stable")
+    counts = np.array(tokens)[order]
+    return TokenTrace(stamps[order] - stamps[order[0]], counts[:, 0].copy(), counts[:, 1].copy())
+
+
+def load_trace(
+    path: str | os.PathLike[str] = AZURE_TRACE,
+    service: ServiceModel | None = None,
+    sort: bool = False,
+) -> Trace:
+    """A trace CSV in either format as GPU work, told apart by its header.
+
+    The project's format (``arrival,work,deadline``) is read as it is (``service`` is not
+    used, and out-of-order rows are refused); the Azure format goes through ``service``.
+    """
+    with open(path, newline="", encoding="utf-8") as file:
+        header = {name.strip() for name in next(csv.reader(file), [])}
+    if set(AZURE_COLUMNS) <= header:
+        return read_azure_trace(path, sort).to_trace(service)
+    if set(TRACE_COLUMNS) <= header:
+        return read_trace_csv(path)
+    raise ValueError(
+        f"{path}: header must hold {','.join(AZURE_COLUMNS)} (Azure) or "
+        f"{','.join(TRACE_COLUMNS)} (learnsched), got {','.join(sorted(header)) or 'nothing'}"
+    )

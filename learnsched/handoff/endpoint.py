@@ -1,0 +1,220 @@
+"""A serving engine's HTTP server: release, resume and one real generation request.
+
+The routes and bodies are the engine's dialect (:mod:`.engines`, one module per
+engine); this module does the exchanges. ``/health`` may answer 200 while an engine is
+parked (vLLM's does): only a completed generation request shows capacity is ready
+(:mod:`.readiness`). Every stamp is ``time.perf_counter_ns()`` of this process.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from urllib.parse import urlsplit
+
+from .engines import engine as engine_dialect
+from .errors import HandoffProbeError
+
+__all__ = ["HttpStatusError", "ServingEndpoint", "StreamError"]
+
+# Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
+RETRY_4XX = (408, 429)
+
+
+class HttpStatusError(HandoffProbeError):
+    """An engine answered with a status other than 200.
+
+    Parameters
+    ----------
+    status
+        The HTTP status.
+    message
+        What was asked and the start of the answer.
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+    @property
+    def retryable(self) -> bool:
+        """Whether the engine may still come up: 408, 429 or a 5xx (e.g. 503 while loading)."""
+        return self.status in RETRY_4XX or self.status >= 500
+
+
+class StreamError(HandoffProbeError):
+    """A generation stream that answered 200 carried an error event."""
+
+
+class ServingEndpoint:
+    """An engine's HTTP server: ``http://host:port``.
+
+    Parameters
+    ----------
+    url
+        Base URL, e.g. ``http://127.0.0.1:8000``.
+    engine
+        A registered engine's name (:data:`~.engines.ENGINES`: ``"vllm"``, ``"sglang"``).
+    """
+
+    def __init__(self, url: str, engine: str) -> None:
+        self.dialect = engine_dialect(engine)
+        self.engine = self.dialect.name
+        parts = urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError(f"url must be http://HOST:PORT, got {url!r}")
+        try:
+            port = parts.port
+        except ValueError as err:
+            raise ValueError(f"url {url!r}: bad port ({err})") from err
+        self.url = url.rstrip("/")
+        self.host = parts.hostname
+        self.port = port if port is not None else 80
+        self.model: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ServingEndpoint({self.url!r}, {self.engine!r})"
+
+    @contextmanager
+    def _connection(
+        self, method: str, path: str, timeout_s: float, stalled: str
+    ) -> Iterator[http.client.HTTPConnection]:
+        """A connection for one exchange, closed after it; failures name the URL.
+
+        ``stalled`` ends the ``TimeoutError`` message; other socket and HTTP failures
+        become ``ConnectionError``.
+        """
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        try:
+            yield conn
+        except TimeoutError as err:
+            raise TimeoutError(f"{method} {self.url}{path}: {stalled}") from err
+        except (OSError, http.client.HTTPException) as err:
+            raise ConnectionError(f"{method} {self.url}{path}: {err}") from err
+        finally:
+            conn.close()
+
+    def request(self, method: str, path: str, body: object, timeout_s: float) -> tuple[int, bytes]:
+        """One HTTP exchange; ``(status, body)``.
+
+        Raises
+        ------
+        ConnectionError, TimeoutError
+            The server cannot be reached or does not answer in time (names the URL).
+        """
+        with self._connection(method, path, timeout_s, f"no answer in {timeout_s:g} s") as conn:
+            payload = None if body is None else json.dumps(body)
+            headers = {} if body is None else {"Content-Type": "application/json"}
+            conn.request(method, path, body=payload, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+
+    def call(self, method: str, path: str, body: object, timeout_s: float) -> bytes:
+        """:meth:`request` that also requires status 200."""
+        status, data = self.request(method, path, body, timeout_s)
+        if status != 200:
+            text = data[:200].decode(errors="replace")
+            raise HttpStatusError(status, f"{method} {self.url}{path} answered {status}: {text}")
+        return data
+
+    def port_open(self, timeout_s: float) -> bool:
+        """Whether a TCP connection to the server succeeds."""
+        try:
+            with socket.create_connection((self.host, self.port), timeout=timeout_s):
+                return True
+        except OSError:
+            return False
+
+    def healthy(self, timeout_s: float) -> bool:
+        """Whether ``GET /health`` answers 200 (not readiness: see the module notes)."""
+        try:
+            return self.request("GET", "/health", None, timeout_s)[0] == 200
+        except (ConnectionError, TimeoutError):
+            return False
+
+    def served_model(self, timeout_s: float) -> str:
+        """The model name generation requests need (the first the engine lists; cached)."""
+        if self.model is None:
+            models = self.dialect.models(self, timeout_s)
+            if not models:
+                raise HandoffProbeError(f"{self.url}/v1/models lists no model")
+            self.model = models[0]
+        return self.model
+
+    def release(self, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
+        """Ask the engine to release its device memory (returns when acknowledged)."""
+        self.dialect.park(self, level=level, tags=tags, timeout_s=timeout_s)
+
+    def resume(self, *, tags: Sequence[str], timeout_s: float) -> None:
+        """Ask the engine to restore its device state (returns when acknowledged)."""
+        self.dialect.resume(self, tags=tags, timeout_s=timeout_s)
+
+    def is_sleeping(self, timeout_s: float) -> bool:
+        """The engine's own view of whether it is parked (vLLM's ``GET /is_sleeping``)."""
+        return self.dialect.is_parked(self, timeout_s)
+
+    def generate(self, max_tokens: int, timeout_s: float) -> tuple[int, int]:
+        """Stream one real request; ``(first_token_ns, done_ns)`` stamps.
+
+        Raises
+        ------
+        HttpStatusError
+            Non-200 answer.
+        StreamError
+            The stream carried an error event.
+        HandoffProbeError
+            A stream without a token, or with events this probe cannot read.
+        ConnectionError, TimeoutError
+            The server cannot be reached or stalls.
+        """
+        path, body = self.dialect.generation(self, max_tokens, timeout_s)
+        what = f"POST {self.url}{path}"
+        with self._connection("POST", path, timeout_s, f"stalled for {timeout_s:g} s") as conn:
+            conn.request(
+                "POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"}
+            )
+            response = conn.getresponse()
+            if response.status != 200:
+                text = response.read()[:200].decode(errors="replace")
+                raise HttpStatusError(response.status, f"{what} answered {response.status}: {text}")
+            first = self._first_token(response, what)
+            if first is None:
+                raise HandoffProbeError(f"{what}: the stream carried no token")
+            response.read()  # the rest of the stream, up to [DONE]
+            return first, time.perf_counter_ns()
+
+    def _first_token(self, response: http.client.HTTPResponse, what: str) -> int | None:
+        """Read server-sent events until one carries generated text; its stamp."""
+        for raw in response:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue
+            payload = line[len(b"data:") :].strip()
+            if payload == b"[DONE]":
+                return None
+            if self._event_text(payload, what):
+                return time.perf_counter_ns()
+        return None
+
+    def _event_text(self, payload: bytes, what: str) -> str:
+        """The generated text of one stream event; errors named, never a raw KeyError."""
+        shown = payload[:200].decode(errors="replace")
+        try:
+            event = json.loads(payload)
+        except ValueError as err:
+            raise HandoffProbeError(f"{what}: stream event is not JSON ({err}): {shown}") from err
+        if not isinstance(event, dict):
+            raise HandoffProbeError(f"{what}: stream event is not a JSON object: {shown}")
+        # vLLM sends {"error": {...}} or {"object": "error", ...}; SGLang {"error": {...}}.
+        if "error" in event or event.get("object") == "error":
+            raise StreamError(f"{what}: the stream carried an error: {shown}")
+        try:
+            return self.dialect.event_text(event)
+        except (KeyError, IndexError, TypeError) as err:
+            raise HandoffProbeError(
+                f"{what}: stream event without generated text (no {err}): {shown}"
+            ) from err

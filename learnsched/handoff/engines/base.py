@@ -1,0 +1,83 @@
+"""What a serving engine's HTTP dialect provides: park, resume, is-parked, readiness, models.
+
+A dialect only says which routes to call with which bodies; the HTTP exchange itself
+(connections, status checks, stream reading, error messages) is
+:class:`~learnsched.handoff.endpoint.ServingEndpoint`'s, passed in as ``server``.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from ..errors import HandoffProbeError
+
+__all__ = ["PROMPT", "Engine", "Server"]
+
+PROMPT = "The capital of France is"
+
+
+class Server(Protocol):
+    """The HTTP side a dialect talks through (a :class:`ServingEndpoint`)."""
+
+    url: str
+
+    def call(self, method: str, path: str, body: object, timeout_s: float) -> bytes:
+        """One exchange that must answer 200; the response body."""
+        ...
+
+    def served_model(self, timeout_s: float) -> str:
+        """The model the server serves (cached :meth:`Engine.models`' first)."""
+        ...
+
+
+class Engine(ABC):
+    """One serving engine's HTTP dialect. Subclass it in one module and register it.
+
+    Attributes
+    ----------
+    name
+        The registry name (``--engine NAME``).
+    reports_parked
+        Whether the engine has its own route saying it is parked (:meth:`is_parked`).
+    """
+
+    name: ClassVar[str]
+    reports_parked: ClassVar[bool] = False
+
+    @abstractmethod
+    def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
+        """Ask the engine to release its device memory (returns when acknowledged).
+
+        ``level`` is vLLM's sleep level and ``tags`` the memory tags to release (all when
+        empty); a dialect ignores what it has no use for.
+        """
+
+    @abstractmethod
+    def resume(self, server: Server, *, tags: Sequence[str], timeout_s: float) -> None:
+        """Ask the engine to restore its device state (returns when acknowledged)."""
+
+    def is_parked(self, server: Server, timeout_s: float) -> bool:
+        """The engine's own view of whether it is parked (only if :attr:`reports_parked`)."""
+        raise HandoffProbeError(f"{self.name} has no route that reports whether it is parked")
+
+    @abstractmethod
+    def generation(
+        self, server: Server, max_tokens: int, timeout_s: float
+    ) -> tuple[str, dict[str, Any]]:
+        """The streaming request that shows readiness: ``(path, JSON body)`` for a POST.
+
+        It generates exactly ``max_tokens`` tokens of :data:`PROMPT` (``ignore_eos``), so
+        requests are comparable.
+        """
+
+    @abstractmethod
+    def event_text(self, event: dict[str, Any]) -> str:
+        """The generated text of one stream event (``KeyError``/``IndexError`` if absent)."""
+
+    def models(self, server: Server, timeout_s: float) -> list[str]:
+        """The served models' names, from the OpenAI-style ``GET /v1/models``."""
+        data = json.loads(server.call("GET", "/v1/models", None, timeout_s))
+        return [str(model["id"]) for model in data.get("data") or []]

@@ -1,0 +1,127 @@
+"""What choosing the recovery path per return adds over the best fixed path, on the paper's grid.
+
+Each grid scenario appears twice in the paper, once with warm and once with cold recovery.
+Here the pair becomes one two-path scenario (:meth:`HandoffCosts.choice`), and the value of
+choosing is compared, scenario by scenario, with the better of the two fixed-path values.
+The paper prices parked state at 0.01 s-eq. per GiB-second (6.383 GiB, App. D.2); other
+prices show when the choice starts to matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .batch import solve_batch
+from .grid import CALENDARS, GridScenario, paper_grid
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
+
+__all__ = ["PAPER_PARKED_GIB", "RecoveryChoiceRow", "recovery_choice_rows", "recovery_choice_table"]
+
+PAPER_PARKED_GIB = 6.383  # App. D.2: incremental host PSS of warm recovery, GiB
+STRICT_GAIN = 1e-9  # s-eq.: the solver's tie tolerance
+# The paper's price, then the prices at which the choice starts to matter.
+PRICES = (0.01, 0.1, 0.3, 1.0)
+
+
+@dataclass(frozen=True)
+class RecoveryChoiceRow:
+    """One calendar at one residency price.
+
+    Attributes
+    ----------
+    price
+        Residency price of parked state, s-eq. per GiB-second.
+    calendar
+        Calendar name (Table D.1).
+    scenarios
+        Two-path scenarios (work x rate x tail x initial state).
+    dp_wins
+        Scenarios where the optimal value with the choice beats the best fixed path.
+    dp_gain_mean, dp_gain_max
+        ``V*(both) - max(V*(warm), V*(cold))``, mean and maximum, s-eq.
+    rollout_gain_mean
+        The same for Rollout's values, mean, s-eq. (may be negative: Rollout is not optimal).
+    """
+
+    price: float
+    calendar: str
+    scenarios: int
+    dp_wins: int
+    dp_gain_mean: float
+    dp_gain_max: float
+    rollout_gain_mean: float
+
+
+def _pairs(price: float) -> list[tuple[GridScenario, GridScenario]]:
+    """(warm, cold) grid scenarios with the same labels, warm parked state at ``price``."""
+    warm = replace(PAPER_WARM, residency_rate=PAPER_PARKED_GIB * price)
+    grid = paper_grid(costs={"warm": warm, "cold": PAPER_COLD})
+    by_labels: dict[tuple[object, ...], dict[str, GridScenario]] = {}
+    for g in grid.scenarios:
+        key = (g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.initial_state)
+        by_labels.setdefault(key, {})[g.recovery] = g
+    return [(pair["warm"], pair["cold"]) for pair in by_labels.values()]
+
+
+def recovery_choice_rows(
+    prices: Sequence[float] = PRICES, threads: int = 1
+) -> list[RecoveryChoiceRow]:
+    """Per residency price and calendar, what choosing the path adds over the best fixed one.
+
+    Parameters
+    ----------
+    prices
+        Residency prices of parked state, s-eq. per GiB-second (the paper's is 0.01).
+    threads
+        Solver threads.
+    """
+    rows = []
+    for price in prices:
+        pairs = _pairs(price)
+        both = [
+            w.scenario.with_costs(HandoffCosts.choice(w.scenario.costs, c.scenario.costs))
+            for w, c in pairs
+        ]
+        fixed = [g.scenario for pair in pairs for g in pair]
+        chosen = solve_batch(both, ("dp", "rollout"), threads)
+        single = solve_batch(fixed, ("dp", "rollout"), threads)
+        calendars = np.array([w.calendar for w, _ in pairs])
+        gains = {
+            policy: chosen.column(policy) - single.column(policy).reshape(-1, 2).max(axis=1)
+            for policy in ("dp", "rollout")
+        }
+        for calendar in CALENDARS:
+            mask = calendars == calendar
+            dp = gains["dp"][mask]
+            rows.append(
+                RecoveryChoiceRow(
+                    price=price,
+                    calendar=calendar,
+                    scenarios=int(mask.sum()),
+                    dp_wins=int((dp > STRICT_GAIN).sum()),
+                    dp_gain_mean=float(dp.mean()),
+                    dp_gain_max=float(dp.max()),
+                    rollout_gain_mean=float(gains["rollout"][mask].mean()),
+                )
+            )
+    return rows
+
+
+def recovery_choice_table(rows: Sequence[RecoveryChoiceRow]) -> str:
+    """The rows as the README's Markdown table (s-eq., 3 decimals)."""
+    lines = [
+        (
+            "| residency price (s-eq./GiB-s) | calendar | scenarios | DP: choice wins "
+            "| DP: mean gain | DP: max gain | Rollout: mean gain |"
+        ),
+        "|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.price:g} | {r.calendar} | {r.scenarios} | {r.dp_wins} | "
+            f"{r.dp_gain_mean:.3f} | {r.dp_gain_max:.3f} | {r.rollout_gain_mean:.3f} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,122 @@
+"""Sweep points (the cartesian product of ``vary``) and the scenario each point makes.
+
+Rows are numbered point-major: row ``r`` is base scenario ``r % n`` at point ``r // n``
+for ``n`` base scenarios, so a row range names the same work on every machine.
+
+Each row's scenario is built straight as the core's (from a validated base scenario
+with the point's fields replaced) and checked by the core, whose message is the row's
+error: a Python :class:`~learnsched.Scenario` per row would cost several times its solve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from itertools import product
+
+from .. import _core
+from ..grid import GridConfig, GridScenario, _grid_scenario, _labels
+from ..scenario import HandoffCosts, Scenario
+from .spec import SweepSpec
+
+__all__ = ["Point", "base_ids", "core_scenario", "points"]
+
+Point = tuple[tuple[str, float], ...]
+"""One point: ``(field, value)`` pairs in the SPEC's field order."""
+
+COST_FIELDS = ("residency_rate", "save_s", "load_s")
+
+
+def points(spec: SweepSpec) -> tuple[Point, ...]:
+    """Every point of the sweep, the first varied field slowest (one empty point if none)."""
+    names = spec.fields
+    return tuple(
+        tuple(zip(names, values, strict=True))
+        for values in product(*(values for _, values in spec.vary))
+    )
+
+
+@cache
+def _grid_labels() -> tuple[tuple[str, float, float, float, str, str], ...]:
+    return tuple(_labels(GridConfig()))
+
+
+def base_ids(spec: SweepSpec) -> tuple[str, ...]:
+    """The id of every base scenario: ``S0000``.. for the paper grid, else ``scenario[i]``."""
+    if isinstance(spec.base, str):  # the paper grid
+        return tuple(f"S{i:04d}" for i in range(len(_grid_labels())))
+    return tuple(f"scenario[{i}]" for i in range(len(spec.base)))
+
+
+def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str]:
+    try:
+        return _grid_scenario(config, index, _grid_labels()[index]), ""
+    except ValueError as err:  # the quantum does not divide this work size
+        return None, str(err)
+
+
+@cache
+def _grid_at(quantum_s: float) -> tuple[tuple[GridScenario | None, str], ...]:
+    """The paper grid at a quantum (work sizes stay in seconds), or why a scenario fails."""
+    config = GridConfig(quantum_s=quantum_s)
+    return tuple(_grid_item(config, i) for i in range(len(_grid_labels())))
+
+
+def _costs(
+    base: HandoffCosts, params: Mapping[str, float], recovery_field: str | None = None
+) -> _core.HandoffCosts:
+    recovery_s = base.recovery_s
+    if recovery_field is not None:
+        recovery_s = params.get(recovery_field, recovery_s)
+    return _core.HandoffCosts(
+        recovery_s,
+        params.get("residency_rate", base.residency_rate),
+        params.get("save_s", base.save_s),
+        params.get("load_s", base.load_s),
+    )
+
+
+@cache
+def _grid_costs(point: Point, recovery: str) -> _core.HandoffCosts:
+    """The handoff costs of a grid recovery path at a point (shared by 960 scenarios)."""
+    return _costs(GridConfig().costs(recovery), dict(point), f"{recovery}_recovery_s")
+
+
+def _with_fields(
+    scenario: Scenario, params: Mapping[str, float], costs: _core.HandoffCosts
+) -> _core.Scenario:
+    core = _core.Scenario(
+        list(scenario.windows),
+        scenario.work_quanta,
+        params.get("quantum_s", scenario.quantum_s),
+        params.get("benefit_rate", scenario.benefit_rate),
+        params.get("horizon_s", scenario.horizon_s),
+        costs,
+        scenario.initial.to_core(),
+    )
+    _core.validate(core)
+    return core
+
+
+def core_scenario(spec: SweepSpec, point: Point, index: int) -> _core.Scenario:
+    """Base scenario ``index`` with the point's fields set, validated by the core.
+
+    On the paper grid, ``quantum_s`` keeps each work size in seconds (as ``learnsched grid
+    --quantum``) and ``cold_recovery_s`` / ``warm_recovery_s`` set the return time of the
+    scenarios on that recovery path; on a list of scenarios, ``quantum_s`` keeps
+    ``work_quanta``. ``residency_rate``, ``save_s`` and ``load_s`` apply to every scenario.
+
+    Raises
+    ------
+    ValueError
+        The combination is invalid; the message is the core's reason (or, on the grid,
+        that the quantum does not divide the work size).
+    """
+    params = dict(point)
+    if isinstance(spec.base, str):  # the paper grid
+        item, error = _grid_at(params.get("quantum_s", GridConfig.quantum_s))[index]
+        if item is None:
+            raise ValueError(error)
+        return _with_fields(item.scenario, params, _grid_costs(point, item.recovery))
+    scenario = spec.base[index]
+    return _with_fields(scenario, params, _costs(scenario.costs, params))

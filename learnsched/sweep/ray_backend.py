@@ -1,0 +1,108 @@
+"""The Ray backend: each chunk is one Ray task on a cluster or on a local Ray started for the run.
+
+Ray is imported here only, when this backend is chosen (the ``ray`` extra). Tasks run
+the same :func:`~learnsched.sweep.rows.solve_rows` as the local backend, so results are
+identical bit for bit; every node needs the same learnsched installed.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+from .._checks import integer
+from .._extras import require
+from .rows import Rows, solve_rows
+from .spec import SweepSpec, parse_spec
+from .store import Chunk
+
+__all__ = ["RayBackend"]
+
+# Tasks in flight per worker: enough to keep each busy while results come back, few
+# enough that finished rows do not pile up in the object store.
+IN_FLIGHT_PER_WORKER = 2
+OVERHEAD_SAMPLES = 5
+
+
+def _noop() -> None:
+    return None
+
+
+@lru_cache(maxsize=4)
+def _parsed(spec_json: str) -> SweepSpec:
+    """The SPEC of a task, parsed once per worker process (its base holds core objects,
+    which do not pickle, so tasks carry the SPEC as JSON)."""
+    return parse_spec(json.loads(spec_json))
+
+
+def _solve_task(spec_json: str, start: int, stop: int) -> Rows:
+    return solve_rows(_parsed(spec_json), start, stop)
+
+
+class RayBackend:
+    """Run chunks as Ray tasks.
+
+    Parameters
+    ----------
+    address
+        A running cluster's address (``ray start --head`` prints it; ``"auto"`` finds a
+        local one); None starts a local Ray for this run and stops it afterwards.
+    workers
+        CPUs of the local Ray started when ``address`` is None (default: every CPU);
+        with ``address``, the cap on tasks in flight is set from the cluster's CPUs
+        unless given.
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        self.ray: ModuleType = require("ray", "ray")
+        if workers is not None:
+            integer("workers", workers, low=1)
+        self._started = False
+        if not self.ray.is_initialized():
+            options: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False}
+            if address is None:
+                options |= {"num_cpus": workers, "include_dashboard": False}
+            self.ray.init(address=address, **options)
+            self._started = True
+        cpus = int(self.ray.cluster_resources().get("CPU", 1))
+        self.workers = workers if workers is not None else max(cpus, 1)
+        self._solve = self.ray.remote(num_cpus=1)(_solve_task)
+
+    def close(self) -> None:
+        """Stop the local Ray this backend started (a cluster it joined keeps running)."""
+        if self._started:
+            self.ray.shutdown()
+
+    def task_overhead_s(self) -> float:
+        """Median round trip of an empty task, seconds (after one to start a worker)."""
+        noop = self.ray.remote(num_cpus=1)(_noop)
+        self.ray.get(noop.remote())
+        samples = []
+        for _ in range(OVERHEAD_SAMPLES):
+            started = time.perf_counter()
+            self.ray.get(noop.remote())
+            samples.append(time.perf_counter() - started)
+        return statistics.median(samples)
+
+    def run(
+        self, spec: SweepSpec, chunks: Sequence[Chunk], done: Callable[[Chunk, Rows], None]
+    ) -> None:
+        """Submit every chunk as a task; ``done`` is called here as each one finishes."""
+        spec_ref = self.ray.put(json.dumps(spec.to_json()))  # shipped once, not per task
+        waiting = list(reversed(chunks))
+        running: dict[Any, Chunk] = {}
+        limit = IN_FLIGHT_PER_WORKER * self.workers
+        while waiting or running:
+            while waiting and len(running) < limit:
+                chunk = waiting.pop()
+                running[self._solve.remote(spec_ref, chunk.start, chunk.stop)] = chunk
+            ready, _ = self.ray.wait(list(running), num_returns=1)
+            for ref in ready:
+                done(running.pop(ref), self.ray.get(ref))

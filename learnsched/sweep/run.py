@@ -1,0 +1,263 @@
+"""Run a sweep: size the chunks, solve the missing ones on a backend, write the result."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .._checks import integer
+from .._progress import Progress
+from .points import Point, base_ids, points
+from .rows import Rows, solve_rows
+from .spec import SweepSpec, load_spec, parse_spec
+from .store import Chunk, ChunkStore
+from .summary import PointSummary, summarize_points
+from .table import write_rows
+
+__all__ = ["BACKENDS", "SweepResult", "choose_chunk_rows", "sweep"]
+
+BACKENDS = ("local", "ray")
+# A task's fixed cost (dispatch, transfer, writing its chunk) may be at most this share
+# of its solve time.
+MAX_OVERHEAD_SHARE = 0.1
+PROBE_ROWS = 64
+# Chunks per worker when the sweep is small enough to split finer than the overhead
+# bound needs: keeps every worker busy to the end and a kill costs little.
+CHUNKS_PER_WORKER = 4
+MAX_TASK_S = 60.0
+
+
+class Backend(Protocol):
+    """What :func:`sweep` needs of a backend (threads here, or Ray tasks)."""
+
+    name: str
+    workers: int
+
+    def task_overhead_s(self) -> float: ...
+
+    def close(self) -> None: ...
+
+    def run(
+        self, spec: SweepSpec, chunks: Sequence[Chunk], done: Callable[[Chunk, Rows], None]
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """A finished sweep.
+
+    Attributes
+    ----------
+    spec
+        The sweep.
+    out
+        The result file.
+    points
+        Every point, in order.
+    rows
+        Every row (as in ``out``).
+    summaries
+        Per-point aggregates.
+    chunk_rows
+        Rows per chunk (fixed when the sweep started; a resumed run keeps it).
+    chunks, solved, skipped
+        Chunks in all, solved by this run, and found finished by an earlier one.
+    seconds
+        Wall time of this run, seconds.
+    """
+
+    spec: SweepSpec
+    out: Path
+    points: tuple[Point, ...]
+    rows: Rows
+    summaries: tuple[PointSummary, ...]
+    chunk_rows: int
+    chunks: int
+    solved: int
+    skipped: int
+    seconds: float
+
+    @property
+    def invalid(self) -> int:
+        """Combinations kept in the output as invalid."""
+        return sum(s.invalid for s in self.summaries)
+
+
+def _write_s(store: ChunkStore, rows: Rows) -> float:
+    """Seconds to write ``rows`` as a chunk file beside the real ones (after a first write
+    that loads the writer)."""
+    fd, name = tempfile.mkstemp(dir=store.parts, prefix=".probe-", suffix=store.suffix)
+    os.close(fd)
+    try:
+        write_rows(name, rows, store.spec)
+        started = time.perf_counter()
+        write_rows(name, rows, store.spec)
+        return time.perf_counter() - started
+    finally:
+        Path(name).unlink(missing_ok=True)
+
+
+def choose_chunk_rows(row_s: float, overhead_s: float, total_rows: int, workers: int) -> int:
+    """Rows per chunk so that a task's fixed cost stays under 10% of its solve time.
+
+    Parameters
+    ----------
+    row_s
+        Measured solve time of one row (all policies), seconds.
+    overhead_s
+        Measured fixed cost of one task, seconds.
+    total_rows
+        Rows in the sweep.
+    workers
+        Tasks that run at once.
+
+    Returns
+    -------
+    int
+        At least ``overhead_s / (0.1 * row_s)`` rows; within that bound, small enough for
+        ``CHUNKS_PER_WORKER`` chunks per worker and at most ``MAX_TASK_S`` per chunk.
+    """
+    row_s = max(row_s, 1e-9)
+    floor = math.ceil(overhead_s / (MAX_OVERHEAD_SHARE * row_s))
+    balanced = math.ceil(total_rows / (CHUNKS_PER_WORKER * workers))
+    size = max(floor, min(balanced, math.ceil(MAX_TASK_S / row_s)))
+    return max(1, min(size, total_rows))
+
+
+def _measured_chunk_rows(
+    spec: SweepSpec, store: ChunkStore, backend: Backend, total_rows: int
+) -> int:
+    probe = min(PROBE_ROWS, total_rows)
+    solve_rows(spec, 0, probe)  # the first call builds the cached base scenarios
+    started = time.perf_counter()
+    rows = solve_rows(spec, 0, probe)
+    row_s = (time.perf_counter() - started) / probe
+    overhead_s = backend.task_overhead_s() + _write_s(store, rows)
+    return choose_chunk_rows(row_s, overhead_s, total_rows, backend.workers)
+
+
+def _backend(name: str, address: str | None, workers: int | None) -> Backend:
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    if name == "local":
+        if address is not None:
+            raise ValueError(f"--address {address} needs --backend ray")
+        from .local import LocalBackend
+
+        return LocalBackend(workers)
+    from .ray_backend import RayBackend
+
+    return RayBackend(address, workers)
+
+
+def _as_spec(spec: SweepSpec | Mapping[str, object] | str | os.PathLike[str]) -> SweepSpec:
+    if isinstance(spec, SweepSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_spec(spec)
+    return load_spec(spec)
+
+
+def sweep(
+    spec: SweepSpec | Mapping[str, object] | str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    backend: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    chunk_rows: int | None = None,
+    progress: bool = True,
+) -> SweepResult:
+    """Solve every base scenario at every point of ``spec``, resumably, into ``out``.
+
+    Parameters
+    ----------
+    spec
+        A :class:`SweepSpec`, a SPEC object, or the path of a SPEC JSON file.
+    out
+        Result file, ``.csv`` or ``.parquet``; chunks are kept in ``out + ".parts"``
+        until it is written, and a rerun with the same SPEC solves only missing chunks.
+    backend
+        ``"local"`` (threads) or ``"ray"`` (Ray tasks).
+    address
+        Ray cluster address (``backend="ray"`` only); None starts a local Ray.
+    workers
+        Threads, or CPUs of a local Ray (default: every CPU).
+    chunk_rows
+        Rows per chunk for a new sweep (default: measured so that a task's fixed cost
+        stays under 10% of its solve time); a resumed sweep keeps its own.
+    progress
+        Draw a progress bar on stderr (points done, scenarios/s, ETA) when it is a
+        terminal.
+
+    Raises
+    ------
+    ValueError
+        A bad SPEC, backend, suffix or chunk size, or ``out`` holding another sweep.
+    ImportError
+        ``backend="ray"`` without Ray, or Parquet output without pyarrow.
+    """
+    started = time.perf_counter()
+    spec = _as_spec(spec)
+    if chunk_rows is not None:
+        integer("chunk_rows", chunk_rows, low=1)
+    pts = points(spec)
+    n = len(base_ids(spec))
+    total = n * len(pts)
+    store = ChunkStore(out, spec, total)
+    solved = 0
+    if not store.complete:
+        with closing(_backend(backend, address, workers)) as runner:
+            store.open(lambda: chunk_rows or _measured_chunk_rows(spec, store, runner, total))
+            finished = set(store.finished())
+            todo = tuple(c for c in store.chunks() if c not in finished)
+            solved = _solve(spec, store, runner, todo, total, len(pts), n, progress)
+    else:
+        store.open(lambda: 0)
+    rows = store.finish()
+    return SweepResult(
+        spec=spec,
+        out=store.out,
+        points=pts,
+        rows=rows,
+        summaries=summarize_points(spec, pts, rows),
+        chunk_rows=store.chunk_rows,
+        chunks=len(store.chunks()),
+        solved=solved,
+        skipped=len(store.chunks()) - solved,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _solve(
+    spec: SweepSpec,
+    store: ChunkStore,
+    backend: Backend,
+    todo: tuple[Chunk, ...],
+    total: int,
+    n_points: int,
+    n: int,
+    progress: bool,
+) -> int:
+    """Solve ``todo`` on the backend, recording each chunk as it comes; returns the count."""
+    per_point = np.full(n_points, n)
+    for chunk in todo:
+        per_point -= np.bincount(np.arange(chunk.start, chunk.stop) // n, minlength=n_points)
+    delay_s = 0.5 if progress else math.inf
+    with Progress(total, "scenarios", delay_s, done=total - sum(map(len, todo))) as bar:
+
+        def done(chunk: Chunk, rows: Rows) -> None:
+            store.write(chunk, rows)
+            per_point[:] += np.bincount(rows.point, minlength=n_points)
+            bar.advance(len(rows), f"points {int((per_point == n).sum())}/{n_points}")
+
+        backend.run(spec, todo, done)
+    return len(todo)

@@ -1,0 +1,168 @@
+"""The resumable store of a sweep: finished chunks beside ``--out``, then ``--out`` itself.
+
+``OUT.parts/manifest.json`` records the SPEC's hash and the chunk size; each finished
+chunk is one file ``OUT.parts/chunk-NNNNNN.<suffix>`` written atomically, so a killed
+run leaves only whole chunks, and a rerun of the same SPEC solves only the missing
+ones. When every chunk is in, ``OUT`` is written atomically from them (in row order, so
+it does not depend on how the work was split or which run solved what), the manifest
+is marked complete and the chunk files are removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._atomic import atomic_write_text
+from .rows import Rows, concat_rows
+from .spec import SweepSpec
+from .table import file_format, read_rows, write_rows
+
+__all__ = ["Chunk", "ChunkStore"]
+
+MANIFEST_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Rows ``start .. stop - 1`` of the sweep, solved as one task."""
+
+    index: int
+    start: int
+    stop: int
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+
+class ChunkStore:
+    """Finished chunks of one sweep written to ``out`` (``.csv`` or ``.parquet``).
+
+    Parameters
+    ----------
+    out
+        The result file; its chunks live in the folder ``out + ".parts"``.
+    spec
+        The sweep.
+    total_rows
+        Rows of the whole sweep (points x base scenarios).
+
+    Raises
+    ------
+    ValueError
+        An unknown suffix, or ``out`` holding something other than this SPEC's sweep.
+    """
+
+    def __init__(self, out: str | os.PathLike[str], spec: SweepSpec, total_rows: int) -> None:
+        self.out = Path(out)
+        self.suffix = self.out.suffix.lower()
+        file_format(self.out)
+        self.spec = spec
+        self.total_rows = total_rows
+        self.parts = self.out.with_name(self.out.name + ".parts")
+        self.manifest_path = self.parts / "manifest.json"
+        self.chunk_rows = 0
+        self._solved: dict[int, Rows] = {}  # chunks this run wrote: no need to read them back
+
+    def _manifest(self, chunk_rows: int, complete: bool) -> dict[str, Any]:
+        return {
+            "version": MANIFEST_VERSION,
+            "spec_sha256": self.spec.hash,
+            "rows": self.total_rows,
+            "chunk_rows": chunk_rows,
+            "complete": complete,
+            "spec": self.spec.to_json(),
+        }
+
+    def _read_manifest(self) -> dict[str, Any] | None:
+        if not self.manifest_path.exists():
+            if self.out.exists():
+                raise ValueError(
+                    f"--out {self.out} exists but is no sweep output (no {self.manifest_path}): "
+                    "remove it or choose another --out"
+                )
+            return None
+        manifest: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        if manifest.get("spec_sha256") != self.spec.hash or manifest.get("rows") != self.total_rows:
+            raise ValueError(
+                f"--out {self.out} holds a sweep of another SPEC: remove {self.out} and "
+                f"{self.parts} or choose another --out"
+            )
+        return manifest
+
+    def open(self, choose_chunk_rows: Callable[[], int]) -> None:
+        """Resume the sweep recorded beside ``out``, or start one.
+
+        ``choose_chunk_rows`` is called only for a new sweep; a resumed one keeps the
+        chunk size it started with, so its finished chunks stay valid.
+        """
+        manifest = self._read_manifest()
+        if manifest is not None and manifest["complete"] and not self.out.exists():
+            manifest = None  # the result was removed by hand: solve it again
+        if manifest is None:
+            self.parts.mkdir(exist_ok=True)
+            self.chunk_rows = max(1, choose_chunk_rows())
+            atomic_write_text(
+                self.manifest_path, json.dumps(self._manifest(self.chunk_rows, False), indent=1)
+            )
+        else:
+            self.chunk_rows = int(manifest["chunk_rows"])
+        for leftover in self.parts.glob(".*"):  # temporary files of a run cut short
+            leftover.unlink()
+        if manifest is not None and manifest["complete"]:  # killed before the clean-up
+            self._remove_chunks()
+
+    @property
+    def complete(self) -> bool:
+        """Whether ``out`` holds the whole sweep."""
+        manifest = self._read_manifest()
+        return manifest is not None and bool(manifest["complete"]) and self.out.exists()
+
+    def chunks(self) -> tuple[Chunk, ...]:
+        """Every chunk of the sweep, in row order."""
+        size = self.chunk_rows
+        return tuple(
+            Chunk(i, start, min(start + size, self.total_rows))
+            for i, start in enumerate(range(0, self.total_rows, size))
+        )
+
+    def _path(self, chunk: Chunk) -> Path:
+        return self.parts / f"chunk-{chunk.index:06d}{self.suffix}"
+
+    def finished(self) -> tuple[Chunk, ...]:
+        """The chunks already written (all of them once ``out`` is complete)."""
+        if self.complete:
+            return self.chunks()
+        return tuple(c for c in self.chunks() if self._path(c).exists())
+
+    def write(self, chunk: Chunk, rows: Rows) -> None:
+        """Record a solved chunk (atomically and durably)."""
+        if (rows.start, len(rows)) != (chunk.start, len(chunk)):
+            raise ValueError(f"rows {rows.start}+{len(rows)} do not match chunk {chunk}")
+        write_rows(self._path(chunk), rows, self.spec)
+        self._solved[chunk.index] = rows
+
+    def _parts(self) -> Iterator[Rows]:
+        for chunk in self.chunks():
+            rows = self._solved.get(chunk.index)
+            yield rows if rows is not None else read_rows(self._path(chunk), self.spec, chunk.start)
+
+    def finish(self) -> Rows:
+        """Write ``out`` from every chunk (or read it back if complete) and return its rows."""
+        if self.complete:
+            return read_rows(self.out, self.spec)
+        rows = concat_rows(list(self._parts()))
+        write_rows(self.out, rows, self.spec)
+        atomic_write_text(
+            self.manifest_path, json.dumps(self._manifest(self.chunk_rows, True), indent=1)
+        )
+        self._remove_chunks()
+        return rows
+
+    def _remove_chunks(self) -> None:
+        for chunk in self.chunks():
+            self._path(chunk).unlink(missing_ok=True)

@@ -1,0 +1,229 @@
+"""learnsched._core.ForecastModel: decisions under sampled calendars, its guards and threads."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import learnsched as ls
+from learnsched import _core
+from learnsched.calendar import decide_under_forecast
+
+import forecast_reference
+from conftest import calendar
+from strategies import scenarios, to_reference
+
+POLICIES = [_core.Policy.WINDOW, _core.Policy.COSTED_WINDOW, _core.Policy.ROLLOUT, _core.Policy.DP]
+
+
+def current(window: tuple[float, float] = (0.0, 80.0), work_quanta: int = 6) -> _core.Scenario:
+    costs = ls.PAPER_COLD.to_core()
+    return _core.Scenario(
+        [window], work_quanta, 5.0, 0.25, 1020.0, costs, _core.State(0, 0, 0, False)
+    )
+
+
+def packed(samples: list[list[tuple[float, float]]]) -> tuple[np.ndarray, np.ndarray]:
+    flat = [w for s in samples for w in s]
+    offsets = np.concatenate(([0], np.cumsum([len(s) for s in samples]))).astype(np.int64)
+    return np.array(flat, dtype=np.float64).reshape(-1, 2), offsets
+
+
+def forecast(
+    samples: list[list[tuple[float, float]]], threads: int = 1, **kw: object
+) -> _core.ForecastModel:
+    windows, offsets = packed(samples)
+    return _core.ForecastModel(kw.get("cur", current()), windows, offsets, POLICIES, threads)
+
+
+def random_samples(
+    rng: np.random.Generator, n: int, k: int, start: float
+) -> list[list[tuple[float, float]]]:
+    out = []
+    for _ in range(n):
+        t, s = start, []
+        for _ in range(k):
+            t += float(rng.uniform(5, 60))
+            length = float(rng.uniform(20, 300))
+            s.append((t, t + length))
+            t += length
+        out.append(s)
+    return out
+
+
+def test_means_are_the_mean_of_each_samples_model() -> None:
+    samples = random_samples(np.random.default_rng(1), 5, 4, 80.0)
+    model = forecast(samples)
+    per_sample = [ls.Model(ls.Scenario(s, 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD)) for s in samples]
+    for q in range(7):
+        assert model.mean_reference_values()[q] == pytest.approx(
+            np.mean([m.reference_value(0, q, q) for m in per_sample]), abs=1e-9
+        )
+        assert model.mean_optimal_values()[q] == pytest.approx(
+            np.mean([m.optimal_value(0, q, q) for m in per_sample]), abs=1e-9
+        )
+        assert model.mean_window_plan_values()[q] == pytest.approx(
+            np.mean([m.window_plan_value(0, q, q) for m in per_sample]), abs=1e-9
+        )
+
+
+def test_an_empty_sample_continues_with_nothing() -> None:
+    model = forecast([[]])
+    assert model.mean_optimal_values() == [0.0] * 7
+    # With no later window, waiting is worth nothing: the short window is used or left.
+    assert model.decide(0, 0, False, _core.Policy.DP).name in ("wait", "advance", "publish")
+
+
+def test_one_true_sample_decides_as_the_paper(s0348: ls.Scenario) -> None:
+    full = ls.Model(s0348)
+    windows = list(s0348.windows)
+    for k, window in enumerate(windows):
+        model = decide_under_forecast(s0348, window, [tuple(windows[k + 1 :])])
+        for q in range(s0348.work_quanta + 1):
+            for policy in ("window", "costed_window", "rollout", "dp"):
+                assert model.decide(q, q, False, ls.solver.core_policy(policy)) == full.decide(
+                    k, q, q, False, policy
+                )
+
+
+def test_threads_give_identical_results() -> None:
+    samples = random_samples(np.random.default_rng(2), 37, 6, 80.0)
+    one, four = forecast(samples, 1), forecast(samples, 4)
+    assert one.mean_reference_values() == four.mean_reference_values()
+    assert one.mean_optimal_values() == four.mean_optimal_values()
+    assert one.mean_window_plan_values() == four.mean_window_plan_values()
+
+
+def test_construction_releases_the_gil() -> None:
+    samples = random_samples(np.random.default_rng(3), 64, 20, 80.0)
+    windows, offsets = packed(samples)
+    cur = current(work_quanta=36)
+    results: list[object] = []
+    threads = [
+        threading.Thread(
+            target=lambda: results.append(_core.ForecastModel(cur, windows, offsets, POLICIES, 1))
+        )
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+
+
+def test_only_requested_tables_are_built() -> None:
+    windows, offsets = packed([[(100.0, 200.0)]])
+    model = _core.ForecastModel(current(), windows, offsets, [_core.Policy.DP], 1)
+    model.decide(0, 0, False, _core.Policy.DP)
+    with pytest.raises(ValueError, match="rollout was not among"):
+        model.decide(0, 0, False, _core.Policy.ROLLOUT)
+    with pytest.raises(ValueError, match="mean reference values were not built"):
+        model.mean_reference_values()
+
+
+@pytest.mark.parametrize(
+    ("samples", "message"),
+    [
+        ([], "samples must hold at least one calendar"),
+        ([[(100.0, 90.0)]], r"samples\[0\]: windows\[0\] must end after it starts"),
+        ([[(100.0, 200.0), (150.0, 300.0)]], r"samples\[0\]: windows\[1\] starts at 150"),
+        (
+            [[(100.0, 200.0)], [(50.0, 90.0)]],
+            r"samples\[1\]: windows\[0\] starts at 50.* before the current window ends",
+        ),
+        ([[(100.0, float("nan"))]], r"samples\[0\]: windows\[0\] must be finite"),
+        ([[(100.0, float("inf"))]], r"samples\[0\]: windows\[0\] must be finite"),
+    ],
+)
+def test_bad_samples_name_the_sample(
+    samples: list[list[tuple[float, float]]], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        forecast(samples)
+
+
+def test_bad_arguments() -> None:
+    windows, offsets = packed([[(100.0, 200.0)]])
+    with pytest.raises(ValueError, match="threads must be >= 1"):
+        _core.ForecastModel(current(), windows, offsets, POLICIES, 0)
+    two = _core.Scenario(
+        calendar(80, 80), 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False)
+    )
+    with pytest.raises(ValueError, match="exactly one window"):
+        _core.ForecastModel(two, windows, offsets, POLICIES, 1)
+    with pytest.raises(ValueError, match="policies under a forecast must be"):
+        _core.ForecastModel(current(), windows, offsets, [_core.Policy.NEVER], 1)
+    with pytest.raises(ValueError, match="offsets must start at 0"):
+        _core.ForecastModel(current(), windows, np.array([0, 2], dtype=np.int64), POLICIES, 1)
+    with pytest.raises(ValueError, match="shape"):
+        _core.ForecastModel(current(), np.zeros(3), offsets, POLICIES, 1)
+    model = forecast([[(100.0, 200.0)]])
+    with pytest.raises(ValueError, match="durable must be in"):  # states checked as Model's
+        model.decide(1, 2, True, _core.Policy.ROLLOUT)
+    with pytest.raises(ValueError, match="progress must be in"):
+        model.take(7, 7, False, _core.Action(_core.ActionKind.WAIT))
+
+
+def test_take_refuses_an_infeasible_action() -> None:
+    model = forecast([[(100.0, 200.0)]], cur=current((0.0, 75.0)))
+    # 75 s cannot hold the 69.988 s return plus 2 quanta of 5 s with a checkpoint.
+    with pytest.raises(ValueError, match=r"not feasible in the current window \(Eq. 10\)"):
+        model.take(0, 0, False, _core.Action(_core.ActionKind.ADVANCE, 2, True))
+    seg = model.take(0, 0, False, _core.Action(_core.ActionKind.WAIT))
+    assert seg.next.window == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6))
+def test_rollout_never_scores_below_the_reference_under_a_forecast(seed: int, n: int) -> None:
+    # Eq. 11 keeps pi0's action unless another scores strictly higher: the expected score
+    # of the chosen action is at least pi0's.
+    samples = random_samples(np.random.default_rng(seed), n, 3, 80.0)
+    model = forecast(samples)
+    mean_ref = model.mean_reference_values()
+    for q in range(7):
+        chosen = model.decide(q, q, False, _core.Policy.ROLLOUT)
+        base = model.decide(q, q, False, _core.Policy.COSTED_WINDOW)
+
+        def score(action: _core.Action, q: int = q) -> float:
+            seg = model.take(q, q, False, action)
+            terminal = action.name in ("publish", "abandon")
+            return seg.benefit - seg.cost.total + (0.0 if terminal else mean_ref[seg.next.durable])
+
+        assert score(chosen) >= score(base) - 1e-9
+
+
+@settings(max_examples=80, deadline=None)
+@given(scenario=scenarios(max_windows=4), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_decisions_match_the_pure_python_reference(
+    scenario: ls.Scenario, seed: int, n: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    current_window = scenario.windows[0]
+    samples = []
+    for _ in range(n):  # later windows of random lengths and gaps after the current one
+        t, sample = current_window[1], []
+        for _ in range(int(rng.integers(0, 4))):
+            t += float(rng.integers(0, 10))
+            length = float(rng.integers(1, 12))
+            sample.append((t, t + length))
+            t += length
+        samples.append(tuple(sample))
+    model = decide_under_forecast(scenario, current_window, samples)
+    base = to_reference(scenario)
+    init = scenario.initial
+    states = [(init.progress, init.durable, init.active)] + [
+        (q, q, False) for q in range(scenario.work_quanta + 1)
+    ]
+    for p, pbar, active in states:
+        for policy in ("window", "costed_window", "rollout", "dp"):
+            got = model.decide(p, pbar, active, ls.solver.core_policy(policy))
+            want = forecast_reference.decide(
+                base, current_window, samples, policy, (0, p, pbar, active)
+            )
+            assert (got.name, got.quanta, got.checkpoint, got.cold) == want
