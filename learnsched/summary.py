@@ -41,9 +41,8 @@ PAPER_FIGURES: dict[str, dict[str, Any]] = {
 
 
 def _ties(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-    # The core's tie rule: equal within 1e-9 s-eq. plus 1e-12 of the magnitude.
-    scale = np.maximum(np.abs(a), np.abs(b))
-    return np.asarray(np.abs(a - b) <= _core.TIE_TOLERANCE + _core.RELATIVE_TIE_TOLERANCE * scale)
+    """The core's tie rule, elementwise (equal up to rounding noise)."""
+    return np.asarray(_core.ties(a, b), dtype=np.bool_)
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,10 @@ class LocalBackend:
         """Stop the threads (unstarted chunks are dropped)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def task_overhead_s(self) -> float:
-        """Seconds one task spends outside its solve: handing it to a thread and back."""
+    def time_task(self, spec: SweepSpec, start: int, stop: int) -> float:
+        """Seconds from handing rows ``start .. stop - 1`` to a thread to having them back."""
         started = time.perf_counter()
-        self._pool.submit(time.perf_counter).result()
+        self._pool.submit(solve_rows, spec, start, stop).result()
         return time.perf_counter() - started
 
     def run(

@@ -16,7 +16,7 @@ from itertools import product
 
 from .. import _core
 from ..grid import GridConfig, GridScenario, _grid_scenario, _labels
-from ..scenario import HandoffCosts, Scenario
+from ..scenario import HandoffCosts, Recovery, Scenario
 from .spec import SweepSpec
 
 __all__ = ["Point", "base_ids", "core_scenario", "points"]
@@ -37,7 +37,7 @@ def points(spec: SweepSpec) -> tuple[Point, ...]:
 
 
 @cache
-def _grid_labels() -> tuple[tuple[str, float, float, float, str, str], ...]:
+def _grid_labels() -> tuple[tuple[str, float, float, float, Recovery, str], ...]:
     return tuple(_labels(GridConfig()))
 
 
