@@ -77,7 +77,8 @@ def _run(benchmark: Benchmark, tmp_path: Path, name: str, **options: Any) -> Non
     )
     _check(name, result)
     solves = len(result.rows) * len(POLICIES)
-    benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
     benchmark.extra_info["chunk_rows"] = result.chunk_rows
 
 
