@@ -7,7 +7,7 @@ value) and round-trips through the JSON object read by ``learnsched solve``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -320,20 +320,9 @@ class Scenario:
         object.__setattr__(self, "_core_scenario", core)
 
     def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
-        # The core object does not pickle: rebuild it (and validate again) from the fields,
-        # so pickle, copy.deepcopy and multiprocessing work.
-        return (
-            Scenario,
-            (
-                self.windows,
-                self.work_quanta,
-                self.quantum_s,
-                self.benefit_rate,
-                self.horizon_s,
-                self.costs,
-                self.initial,
-            ),
-        )
+        # The core object does not pickle: rebuild it (and validate again) from the
+        # constructor's fields, so pickle, copy.deepcopy and multiprocessing work.
+        return (type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init))
 
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""
