@@ -37,6 +37,8 @@ COMMANDS: dict[str, str] = {
     "capacity": "capacity",
     "probe": "probe",
     "sweep": "sweep",
+    "windows": "calendar",
+    "online": "calendar",
 }
 
 

@@ -56,6 +56,9 @@ class HandoffRecord:
         Host PSS of the engine's process tree around the handoff (``None`` if not read).
     wall_time
         Seconds since the epoch when recorded (for humans; intervals use the stamps).
+    failure
+        Why the handoff did not bring the capacity back as it was (e.g. ``"weights not
+        restored: ..."``), or ``None``.
     """
 
     kind: str
@@ -69,6 +72,7 @@ class HandoffRecord:
     host_before: HostMemory | None = None
     host_after: HostMemory | None = None
     wall_time: float = field(default_factory=time.time)
+    failure: str | None = None
 
     def __post_init__(self) -> None:
         kind: object = self.kind  # checked at run time: records are read from JSON
