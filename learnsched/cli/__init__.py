@@ -36,6 +36,8 @@ COMMANDS: dict[str, str] = {
     "econ": "econ",
     "capacity": "capacity",
     "probe": "probe",
+    "run": "control",
+    "demo": "control",
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",

@@ -59,6 +59,8 @@ class HandoffRecord:
     failure
         Why the handoff did not bring the capacity back as it was (e.g. ``"weights not
         restored: ..."``), or ``None``.
+    detail
+        Kind-specific JSON fields (e.g. a scheduler decision's window and action).
     """
 
     kind: str
@@ -73,6 +75,7 @@ class HandoffRecord:
     host_after: HostMemory | None = None
     wall_time: float = field(default_factory=time.time)
     failure: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kind: object = self.kind  # checked at run time: records are read from JSON
@@ -86,6 +89,7 @@ class HandoffRecord:
                 raise TypeError(f"{name} must be an integer or None, got {value!r}")
             integer(name, value, low=0)
         object.__setattr__(self, "stamps_ns", dict(self.stamps_ns))
+        object.__setattr__(self, "detail", dict(self.detail))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object (tuples become lists)."""
