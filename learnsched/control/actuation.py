@@ -94,7 +94,8 @@ class ServingEngine:
     def unpark(self) -> dict[str, int]:
         """Resume, then send real requests until one completes; stamps to ``request_done``."""
         stamps: dict[str, int] = {}
-        _unpark(self.endpoint, stamps, self.tags, self.timeout_s, self.poll_s)
+        # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
+        _unpark(self.endpoint, stamps, self.tags, self.level == 2, self.timeout_s, self.poll_s)
         return self._ready(stamps)
 
     def ready(self) -> dict[str, int]:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .._checks import integer
 from ..scenario import HandoffCosts
-from ..solver import Action, Policy, core_policy
+from ..solver import Action, Policy
 from .loop import ModelDecider
 from .windows import Window
 
@@ -66,8 +66,8 @@ class ForecastDecider(ModelDecider):
         seed: int = 0,
         future_windows: int = 20,
     ) -> None:
+        from ..calendar.decision import FORECAST_POLICIES
         from ..calendar.forecast import EmpiricalForecaster, ExactForecaster, Forecaster
-        from ..calendar.online import FORECAST_POLICIES
 
         if forecaster not in FORECASTERS:
             raise ValueError(
@@ -104,7 +104,7 @@ class ForecastDecider(ModelDecider):
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """See :class:`~.loop.Decider`; ``windows[1:]`` are not used (they are forecast)."""
-        from ..calendar.online import decide_under_forecast
+        from ..calendar.decision import ForecastDecision
 
         current = windows[0]
         pair = (current.start_s, current.end_s)
@@ -116,6 +116,5 @@ class ForecastDecider(ModelDecider):
         )
         futures: Any = [future[: self.future_windows] for future in sampled]
         scenario = self.scenario([current], progress, durable, active)
-        model = decide_under_forecast(scenario, pair, futures, [self.policy])
-        action: Action = model.decide(progress, durable, active, core_policy(self.policy))
-        return action
+        decision = ForecastDecision(scenario, pair, futures, [self.policy])
+        return decision.decide(progress, durable, active, self.policy)
