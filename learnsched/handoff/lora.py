@@ -209,7 +209,7 @@ def _load_target(device: str) -> Any:
     count = torch.cuda.device_count()
     if not 0 <= index < count:
         raise ValueError(
-            f"device {device!r}: torch sees {count} CUDA device(s), cuda:0..cuda:{count - 1} "
+            f"device {device!r}: torch sees {count} CUDA GPU(s), cuda:0..cuda:{count - 1} "
             "(after CUDA_VISIBLE_DEVICES)"
         )
     return target

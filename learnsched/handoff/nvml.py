@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
+from .._extras import install_hint
 from .errors import DeviceMismatch, NvmlError, NvmlUnavailable
 
 __all__ = [
@@ -53,8 +54,7 @@ def _official_pynvml() -> ModuleType:
         import pynvml
     except ImportError as err:
         raise NvmlUnavailable(
-            f"NVML is unavailable: nvidia-ml-py is not installed ({err}); "
-            "pip install 'learnsched[gpu]'"
+            f"NVML is unavailable: nvidia-ml-py is not installed ({err}); {install_hint('gpu')}"
         ) from err
     module_file = Path(getattr(pynvml, "__file__", "") or "").resolve()
     try:
