@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from . import _core
+from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
 
@@ -91,7 +92,7 @@ class Step:
     benefit: float
     progress: int
     durable: int
-    path: str | None = None
+    path: Recovery | None = None
 
     @property
     def value(self) -> float:
@@ -114,7 +115,7 @@ class Step:
             benefit=seg.benefit,
             progress=seg.next.progress,
             durable=seg.next.durable,
-            path=("cold" if seg.action.cold else "warm") if returned else None,
+            path=(Recovery.COLD if seg.action.cold else Recovery.WARM) if returned else None,
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -164,14 +164,12 @@ class HandoffCosts:
                 )
         return replace(warm, cold_recovery_s=cold.recovery_s)
 
-    def path(self, recovery: str) -> HandoffCosts:
+    def path(self, recovery: str | Recovery) -> HandoffCosts:
         """The single-path costs of ``"warm"`` or ``"cold"`` recovery of a two-path offer."""
         cold_s = self.cold_recovery_s
         if cold_s is None:
             raise ValueError("path() needs costs that offer both recovery paths")
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-        if recovery == "warm":
+        if Recovery.parse(recovery) is Recovery.WARM:
             return replace(self, cold_recovery_s=None)
         return replace(self, recovery_s=cold_s, residency_rate=0.0, cold_recovery_s=None)
 

@@ -203,10 +203,13 @@ class Model:
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
-        eps, noise = _guard(policy, epsilon, score_noise)
-        return self._model.decide(
-            window, progress, durable, active, core_policy(policy), eps, noise
-        )
+        core = core_policy(policy)
+        if core == _core.Policy.GUARDED:
+            eps, noise = _guard(policy, epsilon, score_noise)
+            return self._model.decide_guarded(window, progress, durable, active, eps, noise)
+        if score_noise is not None or type(epsilon) is not float or epsilon != 0.0:
+            _guard(policy, epsilon, score_noise)  # raises unless the arguments mean "none"
+        return self._model.decide(window, progress, durable, active, core)  # the hot path
 
     def solve(
         self,

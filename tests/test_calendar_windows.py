@@ -71,7 +71,7 @@ def test_azure_rows_become_requests_with_deadlines(tmp_path: Path) -> None:
     assert trace.deadline.tolist() == [7.0, 7.5]
 
 
-def small_trace() -> ls.Trace:
+def small_trace() -> Trace:
     # Requests of 1 work at rate 1, due 3 s after arrival: idle from 1 to 50, then 51 to 100.
     arrival = np.array([0.0, 50.0, 100.0])
     return Trace(arrival=arrival, work=np.ones(3), deadline=arrival + 3.0)

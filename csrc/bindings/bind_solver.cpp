@@ -91,14 +91,22 @@ void bind_solver(py::module_& m) {
         .def(
             "decide",
             [](const Model& model, int window, int progress, int durable, bool active,
-               Policy policy, double epsilon, std::optional<ScoreNoise> score_noise) {
-                return model.decide(State{window, progress, durable, active}, policy,
+               Policy policy) {
+                return model.decide(State{window, progress, durable, active}, policy);
+            },
+            py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
+            py::arg("policy"), "The policy's action in a validated state; O(J).")
+        .def(
+            "decide_guarded",
+            [](const Model& model, int window, int progress, int durable, bool active,
+               double epsilon, std::optional<ScoreNoise> score_noise) {
+                return model.decide(State{window, progress, durable, active}, Policy::Guarded,
                                     Guard{epsilon, score_noise.value_or(ScoreNoise{})});
             },
             py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
-            "The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. are the guarded policy's.")
+            py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+            "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
+            "(state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.")
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,

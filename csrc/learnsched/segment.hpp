@@ -177,8 +177,15 @@ void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
     const int rest = remaining(s);
     by_paths(Action{ActionKind::Publish, rest, false});
     for (const bool checkpoint : {true, false}) {
-        for (int u = std::min(max_quanta_any(s, checkpoint), rest - 1); u >= 1; --u) {
-            by_paths(Action{ActionKind::Advance, u, checkpoint});
+        // Eq. 10 per path, looked up once: the hot loop compares u with each path's reach.
+        const std::array<int, 2> reach{max_quanta(s, checkpoint, false),
+                                       paths == 2 ? max_quanta(s, checkpoint, true) : -1};
+        for (int u = std::min(std::max(reach[0], reach[1]), rest - 1); u >= 1; --u) {
+            for (int p = 0; p < paths; ++p) {
+                if (u <= reach[static_cast<std::size_t>(p)]) {
+                    visit(Action{ActionKind::Advance, u, checkpoint, p == 1});
+                }
+            }
         }
     }
 }

@@ -39,6 +39,8 @@ COMMANDS: dict[str, str] = {
     "run": "control",
     "demo": "control",
     "sweep": "sweep",
+    "windows": "calendar",
+    "online": "calendar",
 }
 
 
@@ -58,6 +60,25 @@ class _CommandParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, read only when asked (metadata is slow)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        from .. import __version__
+
+        print(f"learnsched {__version__}")
+        parser.exit()
+
+
 def _modules(argv: Sequence[str] | None) -> list[str]:
     """The modules ``argv`` needs registered, read left to right as argparse will."""
     everything = list(dict.fromkeys(COMMANDS.values()))
@@ -73,13 +94,11 @@ def _modules(argv: Sequence[str] | None) -> list[str]:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser, with the commands ``argv`` names registered (None: every one)."""
-    from .. import __version__
-
     parser = _CommandParser(
         prog="learnsched",
         description="Plan self-evolution on shared GPUs with the LearnSched finite window model.",
     )
-    parser.add_argument("--version", action="version", version=f"learnsched {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
         parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),

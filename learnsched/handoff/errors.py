@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from .._extras import MissingExtra, install_hint
 
-__all__ = ["DeviceMismatch", "GpuExtraMissing", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = [
+    "DeviceMismatch",
+    "EngineBusy",
+    "GpuExtraMissing",
+    "HandoffProbeError",
+    "NvmlError",
+    "NvmlUnavailable",
+    "RecoveryFailed",
+    "ServerConfigError",
+]
 
 
 class HandoffProbeError(RuntimeError):
@@ -29,6 +38,30 @@ class DeviceMismatch(NvmlUnavailable):
 
 class GpuExtraMissing(HandoffProbeError, MissingExtra):
     """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
+class ServerConfigError(HandoffProbeError):
+    """The server was started without a flag the park needs; the message names it."""
+
+
+class EngineBusy(HandoffProbeError):
+    """The engine still ran or queued requests when the park was due."""
+
+
+class RecoveryFailed(HandoffProbeError):
+    """A recovery that came back wrong (e.g. without its weights); it is still recorded.
+
+    Parameters
+    ----------
+    message
+        The reason, e.g. ``"weights not restored: ..."``.
+    run
+        The measured recovery, with :attr:`~.phases.RecoveryRun.failure` set.
+    """
+
+    def __init__(self, message: str, run: object) -> None:
+        super().__init__(message)
+        self.run = run
 
 
 def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:

@@ -58,6 +58,9 @@ class HandoffRecord:
         Seconds since the epoch when recorded (for humans; intervals use the stamps).
     detail
         Kind-specific JSON fields (e.g. a scheduler decision's window and action).
+    failure
+        Why the handoff did not bring the capacity back as it was (e.g. ``"weights not
+        restored: ..."``), or ``None``.
     """
 
     kind: str
@@ -72,6 +75,7 @@ class HandoffRecord:
     host_after: HostMemory | None = None
     wall_time: float = field(default_factory=time.time)
     detail: Mapping[str, Any] = field(default_factory=dict)
+    failure: str | None = None
 
     def __post_init__(self) -> None:
         kind: object = self.kind  # checked at run time: records are read from JSON

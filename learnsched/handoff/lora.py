@@ -205,10 +205,12 @@ def _load_target(device: str) -> Any:
         return target
     if not torch.cuda.is_available():
         raise HandoffProbeError(f"device {device!r}: torch sees no CUDA GPU")
-    count = int(torch.cuda.device_count())
-    if target.index is not None and target.index >= count:
+    index = target.index if target.index is not None else torch.cuda.current_device()
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
         raise ValueError(
-            f"device {device!r}: torch sees {count} CUDA GPU(s), cuda:0..cuda:{count - 1}"
+            f"device {device!r}: torch sees {count} CUDA device(s), cuda:0..cuda:{count - 1} "
+            "(after CUDA_VISIBLE_DEVICES)"
         )
     return target
 
@@ -226,10 +228,14 @@ def target_gpu(device: str) -> tuple[NvmlDevice | None, str]:
     tuple
         The NVML device (matched by UUID, not index; ``None`` on CPU, without CUDA, or
         where NVML is unavailable) and the device's name (``"cpu"`` off the GPU).
+
+    Raises
+    ------
+    ValueError
+        Not ``cpu``, ``cuda`` or ``cuda:N``, or ``N`` beyond the GPUs torch sees.
     """
     torch = torch_module()
-    target = torch.device(check_device(device))
-    if target.type != "cuda" or not torch.cuda.is_available():
+    if torch.device(check_device(device)).type != "cuda" or not torch.cuda.is_available():
         return None, CPU
     target = _load_target(device)
     index = target.index if target.index is not None else torch.cuda.current_device()

@@ -550,11 +550,11 @@ def base_profile(name: str) -> CostProfile:
     return BASE_PROFILES[name]
 
 
-def costs_quantities(recovery: str) -> tuple[str, ...]:
+def costs_quantities(recovery: str | Recovery) -> tuple[str, ...]:
     """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
-    if recovery not in ("cold", "warm"):
-        raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery == "warm" else ()
+    recovery = Recovery.parse(recovery)
+    warm = recovery is Recovery.WARM
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if warm else ()
     return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
 
 
