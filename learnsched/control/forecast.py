@@ -4,19 +4,18 @@ At each window the loop knows the window it is in (from its calendar source) and
 windows it has seen so far; the forecaster of :mod:`learnsched.calendar` draws ``N``
 sampled calendars of what follows, fitted on that live history (plus any history given
 up front), and the core's :class:`~learnsched._core.ForecastModel` scores the actions
-against the mean over the samples (:func:`learnsched.calendar.decide_under_forecast`).
+against the mean over the samples (:class:`learnsched.calendar.decision.ForecastDecision`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from .._checks import integer
 from ..scenario import HandoffCosts
-from ..solver import Action, Policy, core_policy
+from ..solver import Action, Policy
 from .loop import ModelDecider
 from .windows import Window
 
@@ -66,8 +65,8 @@ class ForecastDecider(ModelDecider):
         seed: int = 0,
         future_windows: int = 20,
     ) -> None:
+        from ..calendar.decision import FORECAST_POLICIES
         from ..calendar.forecast import EmpiricalForecaster, ExactForecaster, Forecaster
-        from ..calendar.online import FORECAST_POLICIES
 
         if forecaster not in FORECASTERS:
             raise ValueError(
@@ -104,7 +103,7 @@ class ForecastDecider(ModelDecider):
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """See :class:`~.loop.Decider`; ``windows[1:]`` are not used (they are forecast)."""
-        from ..calendar.online import decide_under_forecast
+        from ..calendar.decision import ForecastDecision
 
         current = windows[0]
         pair = (current.start_s, current.end_s)
@@ -114,8 +113,7 @@ class ForecastDecider(ModelDecider):
         sampled = self.forecaster.sample(
             observed, current.start_s, self._until(observed), self.samples, self.rng
         )
-        futures: Any = [future[: self.future_windows] for future in sampled]
+        futures = [future[: self.future_windows] for future in sampled]
         scenario = self.scenario([current], progress, durable, active)
-        model = decide_under_forecast(scenario, pair, futures, [self.policy])
-        action: Action = model.decide(progress, durable, active, core_policy(self.policy))
-        return action
+        decision = ForecastDecision(scenario, pair, futures, [self.policy])
+        return decision.decide(progress, durable, active, self.policy)
