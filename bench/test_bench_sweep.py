@@ -83,7 +83,8 @@ def _run(benchmark: Benchmark, tmp_path: Path, name: str, **options: Any) -> Non
     if benchmark.stats is None:  # --benchmark-disable: the answer is checked, nothing timed
         return
     solves = len(result.rows) * len(POLICIES)
-    benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
     benchmark.extra_info["chunk_rows"] = result.chunk_rows
     # What the chunk sizing measured: a task's fixed cost against its per-row time.
     backend = RayBackend() if options.get("backend") == "ray" else LocalBackend(options["workers"])

@@ -3,22 +3,85 @@
 Every file a user keeps (CSV, figure, cost profile, adapter, ledger) is an ordinary file:
 a new one gets the permissions of the user's umask (``0o666 & ~umask``, as ``open()``
 gives), and a replaced one keeps its mode.
+
+No temporary file outlives its writer for long: it is removed when the write fails, at
+interpreter exit if a write is still open then, and, after a ``kill -9``, by the next write
+into the same folder: a temporary is named ``.NAME.PID.XXXXXXXX.tmp`` after the process
+writing it, and one whose process no longer exists is stale. (The folder is assumed to be
+written from one host: a process id means nothing across machines sharing a file system.)
 """
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import os
+import re
 import secrets
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-__all__ = ["FILE_MODE", "atomic_write", "atomic_write_text", "fsync_folder"]
+__all__ = [
+    "FILE_MODE",
+    "atomic_write",
+    "atomic_write_text",
+    "fsync_folder",
+    "locked",
+    "remove_stale_temps",
+]
 
 FILE_MODE = 0o666
 """Mode passed to ``os.open`` when creating a file; the kernel applies the umask."""
 
 _NAME_ATTEMPTS = 100
+_TEMP_NAME = re.compile(r"\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
+_open_temps: set[Path] = set()  # this process's temporaries, removed at exit
+_open_temps_lock = threading.Lock()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stale_temps(folder: Path) -> int:
+    """Remove temporaries of :func:`atomic_write` in ``folder`` whose writer is gone.
+
+    Returns the number removed. A name that matches ``.NAME.PID.XXXXXXXX.tmp`` with a
+    process id that no longer exists was left by a writer killed mid-write.
+    """
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        match = _TEMP_NAME.fullmatch(entry.name)
+        if match is None or _pid_alive(int(match["pid"])):
+            continue
+        try:
+            os.unlink(entry.path)
+            removed += 1
+        except FileNotFoundError:  # another writer removed it first
+            pass
+    return removed
+
+
+@atexit.register
+def _remove_open_temps() -> None:
+    """At exit, remove the temporaries of writes still open (a daemon thread's)."""
+    with _open_temps_lock:
+        for tmp in _open_temps:
+            tmp.unlink(missing_ok=True)
+        _open_temps.clear()
 
 
 def fsync_folder(folder: str | os.PathLike[str]) -> None:
@@ -37,11 +100,13 @@ def _create_sibling(target: Path) -> tuple[int, Path]:
     the user's result. ``O_EXCL`` with a random name is what makes the name ours.
     """
     for _ in range(_NAME_ATTEMPTS):
-        tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         except FileExistsError:
             continue
+        with _open_temps_lock:
+            _open_temps.add(tmp)
         return fd, tmp
     raise FileExistsError(f"no free temporary name beside {target}")
 
@@ -64,8 +129,10 @@ def atomic_write(
     one keeps its mode. With ``durable`` (the default) the file is fsynced before the
     rename and the folder after it, so the new content survives a crash;
     ``durable=False`` leaves both in the page cache (a buffered write, still atomic).
+    Temporaries that killed writers left in the folder are removed first.
     """
     target = Path(path)
+    remove_stale_temps(target.parent)
     fd, tmp = _create_sibling(target)
     try:
         with os.fdopen(fd, "wb") as file:
@@ -78,6 +145,9 @@ def atomic_write(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        with _open_temps_lock:
+            _open_temps.discard(tmp)
     if durable:
         fsync_folder(target.parent)
 
@@ -85,3 +155,21 @@ def atomic_write(
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Atomically and durably replace ``path`` with UTF-8 ``text``."""
     atomic_write(path, lambda file: file.write(text.encode()))
+
+
+@contextmanager
+def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the lock file ``.NAME.lock`` beside ``path``.
+
+    For read-modify-write updates (a cost profile merged by several probes): two
+    processes that both hold the lock in turn cannot lose each other's update. The lock
+    file stays (removing it would race with a waiting process) and is released when the
+    block ends or the process dies.
+    """
+    target = Path(path)
+    fd = os.open(target.with_name(f".{target.name}.lock"), os.O_RDWR | os.O_CREAT, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

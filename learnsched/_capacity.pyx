@@ -1,9 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, autotestdict=False
 """Array kernels of learnsched.capacity: feasibility scan, fluid replay, empirical tail.
 
-Private, but callable directly: every kernel checks its lengths and scalar preconditions
-at the top (O(1), raising ValueError naming the argument) and rejects None arrays, so the
-loops below never index out of bounds whatever they are given; that is why Cython's
+Private, but callable directly: every kernel converts its arguments by name (an input
+array becomes a 1-D C-contiguous float64 array when that changes no value, and is refused
+otherwise; an output array must already be a writable C-contiguous array of its dtype;
+scalars must be real numbers, not bools) and checks its lengths and scalar preconditions at
+the top (O(1)), raising TypeError/ValueError naming the argument, so the loops below never
+index out of bounds whatever they are given; that is why Cython's
 per-access bounds and negative-index checks are off. What the kernels cannot check in O(1)
 (sorted arrivals and starts, finite values, deadlines after arrivals) is validated by
 learnsched.capacity; violating it gives meaningless numbers, never an out-of-bounds read
@@ -17,6 +20,35 @@ G(starts[j]) with G(starts[0]) = 0.
 """
 
 from libc.math cimport INFINITY, isfinite
+
+from learnsched._checks import float64_vector, integer, real
+
+
+cdef const double[::1] _input(str name, object values):
+    """``values`` as a read-only float64 view: as it is when it already is one (the fast
+    path), else converted without changing a value, or refused naming ``name``."""
+    cdef const double[::1] view
+    if values is None:  # a memoryview may be None; ours may not
+        return float64_vector(name, values)
+    try:
+        view = values
+    except (TypeError, ValueError, BufferError):
+        view = float64_vector(name, values)
+    return view
+
+
+cdef double[::1] _output(str name, object values):
+    """``values`` as a writable float64 view, or an error naming ``name``: results are
+    written into it, so a converted copy would lose them."""
+    cdef double[::1] view
+    try:
+        if values is None:
+            raise TypeError
+        view = values
+    except (TypeError, ValueError, BufferError):
+        raise TypeError(f"{name} must be a writable, 1-D, C-contiguous float64 array, "
+                        f"got {type(values).__name__}") from None
+    return view
 
 
 cdef int _same_length(str name, Py_ssize_t length, str reference, Py_ssize_t expected) except -1:
@@ -104,14 +136,59 @@ cdef inline double _service_inverse(
                starts[lo] if lo < m else INFINITY)
 
 
+cdef inline double _between(
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double t0, Py_ssize_t j0, double t1, Py_ssize_t j1,
+) noexcept nogil:
+    """G(t1) - G(t0) for t0 <= t1 in segments j0 <= j1, summed from t0 on: its rounding
+    is relative to this service (and to cum[j] across segment ends), not to t0 or G(t0)."""
+    if j1 <= j0:
+        return rates[j0] * (t1 - t0)
+    return rates[j0] * (starts[j0 + 1] - t0) + (cum[j1] - cum[j0 + 1]) + rates[j1] * (
+        t1 - starts[j1])
+
+
+cdef inline Py_ssize_t _relative_scan(
+    const double[::1] arrival, const double[::1] work, const double[::1] deadline,
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double tolerance, double[::1] slack,
+) noexcept nogil:
+    """Eq. 6 measured from each request's own arrival; fills slack and returns the first
+    i with slack[i] < -tolerance, or -1.
+
+    slack_i = G(a_i, d_i) - w_i + B_i with B_i = min over k <= i of
+    G(a_k, a_i) - sum_{j=k..i-1} w_j, and B_i = min(0, B_{i-1} + G(a_{i-1}, a_i) - w_{i-1}):
+    every term is a service or a backlog near request i, never a time or a cumulative
+    sum since the first arrival, so precision does not fall as absolute times grow.
+    """
+    cdef Py_ssize_t i, first = -1, j_arrival, j_deadline, j_previous = 0
+    cdef double relative = 0.0, s
+    for i in range(arrival.shape[0]):
+        j_arrival = _segment(starts, arrival[i])
+        j_deadline = _segment(starts, deadline[i])
+        if i > 0:
+            relative = min(0.0, relative + _between(starts, rates, cum, arrival[i - 1],
+                                                    j_previous, arrival[i], j_arrival)
+                           - work[i - 1])
+        s = _between(starts, rates, cum, arrival[i], j_arrival, deadline[i], j_deadline) - (
+            work[i]) + relative
+        slack[i] = s
+        if first < 0 and s < -tolerance:
+            first = i
+        j_previous = j_arrival
+    return first
+
+
 cdef inline double _scan(
     const double[::1] arrival, const double[::1] work, const double[::1] deadline,
     const double[::1] starts, const double[::1] rates, const double[::1] cum,
     double before, double best, double tolerance, double[::1] slack, Py_ssize_t *first,
 ) noexcept nogil:
-    """The Eq. 6 loop of both scans: fill slack from W_{lo-1} = before and the running
-    minimum best, record in first[0] the first i with slack[i] < -tolerance (if first[0]
-    is still -1), and return the running minimum after the last request."""
+    """The Eq. 6 loop of scan_window, in cumulative terms: fill slack from W_{lo-1} =
+    before and the running minimum best, record in first[0] the first i with slack[i] <
+    -tolerance (if first[0] is still -1), and return the running minimum after the last
+    request. Its rounding grows with G and W (the service and work since the first
+    arrival); lending keeps a margin for it and confirms with the relative scan."""
     cdef Py_ssize_t i
     cdef double through, s
     for i in range(arrival.shape[0]):
@@ -127,50 +204,62 @@ cdef inline double _scan(
     return best
 
 
+cdef class _Scan:
+    """The arrays of a scan: converted by name, lengths checked."""
+    cdef const double[::1] arrival, work, deadline, starts, rates, cum
+    cdef double[::1] slack
+
+    def __cinit__(self, arrival, work, deadline, starts, rates, cum, slack):
+        self.arrival = _input("arrival", arrival)
+        self.work = _input("work", work)
+        self.deadline = _input("deadline", deadline)
+        self.starts = _input("starts", starts)
+        self.rates = _input("rates", rates)
+        self.cum = _input("cum", cum)
+        self.slack = _output("slack", slack)
+        _check_requests(self.arrival, self.work, self.deadline, self.slack)
+        _check_profile(self.starts, self.rates, self.cum)
+
+
 def feasibility_scan(
-    const double[::1] arrival not None, const double[::1] work not None,
-    const double[::1] deadline not None, const double[::1] starts not None,
-    const double[::1] rates not None, const double[::1] cum not None,
-    double tolerance, double[::1] slack not None,
+    arrival, work, deadline, starts, rates, cum, tolerance, slack,
 ) -> int:
     """Eq. 6 in O(n log m): fill slack[i] = min over k <= i of the spare service on
     [a_k, d_i]; return the first i with slack[i] < -tolerance, or -1."""
-    _check_requests(arrival, work, deadline, slack)
-    _check_profile(starts, rates, cum)
-    _check_at_least("tolerance", tolerance, 0.0)
-    cdef Py_ssize_t first = -1
+    cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
+    cdef double tol = real("tolerance", tolerance)
+    _check_at_least("tolerance", tol, 0.0)
+    cdef Py_ssize_t first
     # Lengths checked above; pure C from here on.
     with nogil:
-        _scan(arrival, work, deadline, starts, rates, cum, 0.0, INFINITY, tolerance, slack,
-              &first)
+        first = _relative_scan(a.arrival, a.work, a.deadline, a.starts, a.rates, a.cum, tol,
+                               a.slack)
     return first
 
 
 def scan_window(
-    const double[::1] arrival not None, const double[::1] work not None,
-    const double[::1] deadline not None, const double[::1] starts not None,
-    const double[::1] rates not None, const double[::1] cum not None,
-    double before, double best, double[::1] slack not None,
+    arrival, work, deadline, starts, rates, cum, before, best, slack,
 ) -> float:
     """:func:`feasibility_scan` over a window of requests that continues a longer trace.
 
     ``before`` is the work of the requests ahead of the window (W_{lo-1}) and ``best`` the
     running minimum of W_{k-1} - G(a_k) over them (INFINITY for none). Fills slack for
-    the window's requests exactly as the full scan would, and returns the running minimum
-    after the window's last request.
+    the window's requests as the full scan does (in cumulative terms, so to rounding
+    relative to G and W), and returns the running minimum after the window's last request.
     """
-    _check_requests(arrival, work, deadline, slack)
-    _check_profile(starts, rates, cum)
-    if not isfinite(before):
-        raise ValueError(f"before must be finite, got {before!r}")
-    if best != best:
+    cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
+    cdef double ahead = real("before", before)
+    cdef double minimum = real("best", best)
+    if not isfinite(ahead):
+        raise ValueError(f"before must be finite, got {ahead!r}")
+    if minimum != minimum:
         raise ValueError("best must not be NaN")
     cdef Py_ssize_t first = -1  # unused: a window reports no violation
     # Lengths checked above; pure C from here on.
     with nogil:
-        best = _scan(arrival, work, deadline, starts, rates, cum, before, best, INFINITY,
-                     slack, &first)
-    return best
+        minimum = _scan(a.arrival, a.work, a.deadline, a.starts, a.rates, a.cum, ahead, minimum,
+                        INFINITY, a.slack, &first)
+    return minimum
 
 
 cdef inline double _next_share(
@@ -195,14 +284,9 @@ def next_share(double share, double arrival_rate, double backlog_s, config):
 
 
 def replay(
-    const double[::1] arrival not None, const double[::1] work not None,
-    const double[::1] estimate not None, const double[::1] starts not None,
-    const double[::1] rates not None, const double[::1] cum not None,
-    double start_s, double period_s, double rate_window_s,
-    double share, double step, double factor, double min_share, double max_share,
-    double burst_rate, double pressure_limit_s,
-    int admission_kind, double admission_limit, double stage_estimate,
-    double[::1] finish not None, double[::1] shares not None,
+    arrival, work, estimate, starts, rates, cum, start_s, period_s, rate_window_s,
+    share, step, factor, min_share, max_share, burst_rate, pressure_limit_s,
+    admission_kind, admission_limit, stage_estimate, finish, shares,
 ) -> float:
     """Replay a trace through a FIFO fluid queue beside a background share.
 
@@ -214,6 +298,31 @@ def replay(
     (pass it filled with INFINITY) and shares per period; returns the background's
     service, work.
     """
+    kind = integer("admission_kind", admission_kind, None, None)
+    if kind not in (0, 1, 2):  # before the C int conversion, which a huge int overflows
+        raise ValueError(f"admission_kind must be 0, 1 or 2, got {kind!r}")
+    return _replay(
+        _input("arrival", arrival), _input("work", work), _input("estimate", estimate),
+        _input("starts", starts), _input("rates", rates), _input("cum", cum),
+        real("start_s", start_s), real("period_s", period_s),
+        real("rate_window_s", rate_window_s), real("share", share), real("step", step),
+        real("factor", factor), real("min_share", min_share), real("max_share", max_share),
+        real("burst_rate", burst_rate), real("pressure_limit_s", pressure_limit_s),
+        kind,
+        real("admission_limit", admission_limit), real("stage_estimate", stage_estimate),
+        _output("finish", finish), _output("shares", shares),
+    )
+
+
+cdef object _replay(
+    const double[::1] arrival, const double[::1] work, const double[::1] estimate,
+    const double[::1] starts, const double[::1] rates, const double[::1] cum,
+    double start_s, double period_s, double rate_window_s,
+    double share, double step, double factor, double min_share, double max_share,
+    double burst_rate, double pressure_limit_s,
+    int admission_kind, double admission_limit, double stage_estimate,
+    double[::1] finish, double[::1] shares,
+):
     cdef Py_ssize_t n = arrival.shape[0], k, head = 0, nxt = 0, window = 0
     _same_length("work", work.shape[0], "arrival", n)
     _same_length("estimate", estimate.shape[0], "arrival", n)
@@ -233,8 +342,6 @@ def replay(
         raise ValueError("burst_rate must not be NaN")
     if pressure_limit_s != pressure_limit_s:
         raise ValueError("pressure_limit_s must not be NaN")
-    if admission_kind not in (0, 1, 2):
-        raise ValueError(f"admission_kind must be 0, 1 or 2, got {admission_kind!r}")
     if admission_limit != admission_limit:
         raise ValueError("admission_limit must not be NaN")
     _check_at_least("stage_estimate", stage_estimate, 0.0)
@@ -295,9 +402,27 @@ def replay(
     return progress
 
 
-def tail_counts(const double[::1] ascending not None, const double[::1] points not None,
-                Py_ssize_t[::1] out not None) -> None:
-    """out[j] = #{i : ascending[i] > points[j]} by binary search (A.1)."""
+def tail_counts(ascending, points, out) -> None:
+    """out[j] = #{i : ascending[i] > points[j]} by binary search (A.1); ``out`` is a
+    writable C-contiguous intp array."""
+    _tail_counts(_input("ascending", ascending), _input("points", points),
+                 _counts_output(out))
+
+
+cdef Py_ssize_t[::1] _counts_output(object values):
+    cdef Py_ssize_t[::1] view
+    try:
+        if values is None:
+            raise TypeError
+        view = values
+    except (TypeError, ValueError, BufferError):
+        raise TypeError("out must be a writable, 1-D, C-contiguous intp array, got "
+                        f"{type(values).__name__}") from None
+    return view
+
+
+cdef _tail_counts(const double[::1] ascending, const double[::1] points,
+                  Py_ssize_t[::1] out):
     _same_length("out", out.shape[0], "points", points.shape[0])
     cdef Py_ssize_t j, lo, hi, mid, n = ascending.shape[0]
     # Lengths checked above; pure C from here on.

@@ -6,23 +6,49 @@ A value of the wrong type raises ``TypeError``; a number out of range ``ValueErr
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["FloatArray", "at_least", "fraction", "integer", "nonnegative", "number", "positive"]
+__all__ = [
+    "FloatArray",
+    "at_least",
+    "float64_vector",
+    "fraction",
+    "indexed",
+    "integer",
+    "nonnegative",
+    "number",
+    "positive",
+    "real",
+]
 
 FloatArray = npt.NDArray[np.float64]
+T = TypeVar("T")
+
+
+def _is_integer(value: object) -> bool:
+    """An int or numpy integer, not a bool (a flag) nor a numpy timedelta64 (a duration
+    with a unit, which numpy files under the integers)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.timedelta64))
+
+
+def real(name: str, value: object) -> float:
+    """``value`` as a float, inf and NaN included (numpy scalars accepted, bools rejected)."""
+    if not (_is_integer(value) or isinstance(value, (float, np.floating))):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an integer beyond any double
+        shown = _short(value) if isinstance(value, int) else repr(value)
+        raise ValueError(f"{name} must be finite, got {shown}") from None
 
 
 def number(name: str, value: object) -> float:
     """``value`` as a finite float (numpy scalars accepted, bools rejected)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    try:
-        result = float(value)
-    except OverflowError:  # an integer beyond any double
-        raise ValueError(f"{name} must be finite, got {value!r:.40}...") from None
+    result = real(name, value)
     if not math.isfinite(result):
         raise ValueError(f"{name} must be finite, got {result!r}")
     return result
@@ -58,11 +84,83 @@ def fraction(name: str, value: object) -> float:
 
 
 def integer(name: str, value: object, low: int | None = 0, high: int | None = None) -> int:
-    """An integer (numpy integers accepted, bools rejected) in ``[low, high]`` (None: open)."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+    """An integer (numpy integers accepted; bools and timedelta64 rejected) in
+    ``[low, high]`` (None: open), as a Python int."""
+    if not _is_integer(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
-    if low is not None and value < low:
-        raise ValueError(f"{name} must be >= {low}, got {int(value)!r}")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {int(value)!r}")
-    return int(value)
+    result = int(cast("int | np.integer[Any]", value))
+    if low is not None and result < low:
+        raise ValueError(f"{name} must be >= {low}, got {_short(result)}")
+    if high is not None and result > high:
+        raise ValueError(f"{name} must be <= {high}, got {_short(result)}")
+    return result
+
+
+def indexed(name: str, items: Iterable[object], parse: Callable[[Any], T]) -> list[T]:
+    """``parse`` of every item; a ``ValueError`` is re-raised as ``name[i]: message``."""
+    parsed = []
+    for i, item in enumerate(items):
+        try:
+            parsed.append(parse(item))
+        except ValueError as err:
+            raise ValueError(f"{name}[{i}]: {err}") from None
+    return parsed
+
+
+def _short(value: int) -> str:
+    """An integer for a message: huge ones by their digit count (``str`` of an int above
+    4300 digits raises in Python 3.11+)."""
+    if abs(value) < 10**40:
+        return repr(value)
+    return f"an integer of {value.bit_length()} bits"
+
+
+_EXACT_INTEGER = 2**53  # every integer up to this magnitude is a double
+
+
+def _lossless(name: str, array: npt.NDArray[np.generic]) -> FloatArray:
+    """``array`` (1-D) as float64 when no value changes; ``TypeError`` or ``ValueError``
+    naming ``name`` (and the first bad index) otherwise."""
+    kind = array.dtype.kind
+    if kind == "f":
+        result = np.ascontiguousarray(array, dtype=np.float64)
+        changed = np.flatnonzero((result != array) & ~np.isnan(array))
+        if changed.size:  # a long double beyond float64
+            i = int(changed[0])
+            raise ValueError(f"{name}[{i}] = {array[i]!r} does not fit a float64")
+        return result
+    if kind in "iu":
+        too_big = np.flatnonzero(np.abs(array.astype(np.float64)) > _EXACT_INTEGER)
+        if too_big.size:
+            i = int(too_big[0])
+            raise ValueError(f"{name}[{i}] = {int(array[i])} is not exact as a float64 (> 2**53)")
+        return np.ascontiguousarray(array, dtype=np.float64)
+    if kind == "O":  # Python objects: each must be a real number
+        return np.array([real(f"{name}[{i}]", v) for i, v in enumerate(array)], dtype=np.float64)
+    raise TypeError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
+
+
+def float64_vector(name: str, values: object) -> FloatArray:
+    """``values`` as a one-dimensional, C-contiguous float64 array (NaN and inf kept).
+
+    A float64 C-contiguous array is returned as it is; anything else is converted when
+    that changes no value (other float widths, integers up to 2**53, sequences of
+    numbers, non-contiguous arrays) and refused otherwise, naming ``name``: ``TypeError``
+    for bools, durations, complex numbers, strings or non-numbers, ``ValueError`` for a
+    wrong shape or a value float64 cannot hold.
+    """
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or values is None:
+        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
+    if isinstance(values, (list, tuple)):
+        flags = [i for i, v in enumerate(values) if isinstance(v, (bool, np.bool_))]
+        if flags:
+            raise TypeError(f"{name}[{flags[0]}] must be a number, got {values[flags[0]]!r}")
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(f"{name} must be a sequence of numbers: {err}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if array.dtype == np.float64 and array.flags.c_contiguous:
+        return array
+    return _lossless(name, array)

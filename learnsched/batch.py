@@ -13,10 +13,24 @@ from ._checks import integer
 from .scenario import Scenario
 from .solver import ALL_POLICIES, Policy, core_policy, guard_epsilon, parse_policies
 
-__all__ = ["BatchResult", "solve_batch"]
+__all__ = ["MAX_THREADS", "BatchResult", "solve_batch"]
 
 PROGRESS_CHUNK = 256
 FIELDS = ("value", "benefit", "publish_s", "cost")
+MAX_THREADS: int = _core.MAX_THREADS
+"""Most worker threads a batch may use (1024): each holds one model's tables at a time."""
+
+
+def _core_scenarios(scenarios: object) -> list[_core.Scenario]:
+    """The core scenarios of a sequence of :class:`Scenario`, naming the first that is not."""
+    if isinstance(scenarios, (str, bytes, Scenario)) or not isinstance(scenarios, Iterable):
+        raise TypeError(f"scenarios must be a sequence of Scenario, got {type(scenarios).__name__}")
+    out = []
+    for i, scenario in enumerate(scenarios):
+        if not isinstance(scenario, Scenario):
+            raise TypeError(f"scenarios[{i}] must be a Scenario, got {type(scenario).__name__}")
+        out.append(scenario.to_core())
+    return out
 
 
 @dataclass(frozen=True)
@@ -63,8 +77,9 @@ def solve_batch(
         One policy name (``"dp"``) or several (names or :class:`Policy`); all six by
         default.
     threads
-        Worker threads (at most one per scenario; each holds one model's tables at a
-        time); results are identical for any count.
+        Worker threads, 1 to :data:`MAX_THREADS` (1024); at most one runs per scenario,
+        each holding one model's tables (up to 0.5 GiB) at a time. Results are identical
+        for any count.
     progress
         Called with the number of scenarios just solved; when given, the batch is solved
         in chunks of ``PROGRESS_CHUNK`` so that the caller can report progress.
@@ -80,17 +95,19 @@ def solve_batch(
     Raises
     ------
     ValueError
-        An invalid scenario (``scenarios[i]: ...``), unknown policy, or ``threads < 1``.
+        An invalid scenario (``scenarios[i]: ...``), unknown policy, or ``threads``
+        outside ``[1, MAX_THREADS]``.
     TypeError
-        ``threads`` is not an integer.
+        ``scenarios[i]`` is not a :class:`Scenario`, ``policies`` is not a name or an
+        iterable of names, or ``threads`` is not an integer.
     """
-    threads = integer("threads", threads, low=1)
+    threads = integer("threads", threads, low=1, high=MAX_THREADS)
     epsilon = guard_epsilon(epsilon)
     names = parse_policies(policies)
     if not names:
         raise ValueError("policies must name at least one policy")
     core_policies = [core_policy(p) for p in names]
-    core_scenarios = [s.to_core() for s in scenarios]
+    core_scenarios = _core_scenarios(scenarios)
     step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
     chunks = []
     for start in range(0, max(len(core_scenarios), 1), step):

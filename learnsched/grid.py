@@ -70,7 +70,7 @@ class GridConfig:
     @property
     def hash(self) -> str:
         """SHA-256 of the canonical JSON configuration (stable across runs and versions)."""
-        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -7,7 +7,7 @@ value) and round-trips through the JSON object read by ``learnsched solve``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -47,7 +47,8 @@ INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
 
 
-def _flag(name: str, value: object) -> bool:
+def flag(name: str, value: object) -> bool:
+    """``value`` as a bool: only ``True``/``False`` (numpy's too), never a number."""
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be true or false, got {value!r}")
     return bool(value)
@@ -246,7 +247,7 @@ class InitialState:
         for name in ("progress", "durable"):
             value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
             object.__setattr__(self, name, value)
-        object.__setattr__(self, "active", _flag("initial.active", self.active))
+        object.__setattr__(self, "active", flag("initial.active", self.active))
 
     def to_core(self) -> _core.State:
         """The C++ core's state at window 0."""
@@ -287,7 +288,13 @@ class Scenario:
 
     def __post_init__(self) -> None:
         # Checked at run time: callers may pass anything, numpy arrays included.
-        windows = _listed(self.windows)
+        windows: object = self.windows
+        if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
+            # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
+            raise ValueError(
+                f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
+            )
+        windows = _listed(windows)
         if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
             raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
         object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
@@ -313,20 +320,9 @@ class Scenario:
         object.__setattr__(self, "_core_scenario", core)
 
     def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
-        # The core object does not pickle: rebuild it (and validate again) from the fields,
-        # so pickle, copy.deepcopy and multiprocessing work.
-        return (
-            Scenario,
-            (
-                self.windows,
-                self.work_quanta,
-                self.quantum_s,
-                self.benefit_rate,
-                self.horizon_s,
-                self.costs,
-                self.initial,
-            ),
-        )
+        # The core object does not pickle: rebuild it (and validate again) from the
+        # constructor's fields, so pickle, copy.deepcopy and multiprocessing work.
+        return (type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init))
 
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""

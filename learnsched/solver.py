@@ -7,9 +7,9 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 
 from . import _core
-from ._checks import number
+from ._checks import indexed, integer, number
 from .plan import Plan
-from .scenario import Scenario
+from .scenario import C_INT_MAX, Scenario, flag
 
 __all__ = [
     "ALL_POLICIES",
@@ -70,7 +70,9 @@ def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]
     """
     if isinstance(policies, str):
         return (Policy.parse(policies),)
-    return tuple(Policy.parse(p) for p in policies)
+    if not isinstance(policies, Iterable):
+        raise TypeError(f"policies must be a policy name or an iterable of them, got {policies!r}")
+    return tuple(indexed("policies", policies, Policy.parse))
 
 
 # Keyed by the enum members, which hash and compare like their strings, so a plain
@@ -92,6 +94,23 @@ def core_policy(policy: str | Policy) -> _core.Policy:
         return _CORE_POLICY[policy]
     except (KeyError, TypeError):
         return _CORE_POLICY[Policy.parse(policy)]
+
+
+def _state_args(
+    window: object, progress: object, durable: object, active: object
+) -> tuple[int, int, int, bool]:
+    """A state's fields as the core's C types, or a ``TypeError``/``ValueError`` naming the
+    field (ranges against the scenario are the core's checks, which name them too)."""
+    return (
+        integer("window", window, -C_INT_MAX, C_INT_MAX),
+        integer("progress", progress, -C_INT_MAX, C_INT_MAX),
+        integer("durable", durable, -C_INT_MAX, C_INT_MAX),
+        flag("active", active),
+    )
+
+
+def _core_state(window: object, progress: object, durable: object, active: object) -> _core.State:
+    return _core.State(*_state_args(window, progress, durable, active))
 
 
 def guard_epsilon(epsilon: object) -> float:
@@ -203,13 +222,26 @@ class Model:
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
+        # The hot path: four type tests, then the core. bool is not an int here, numpy
+        # integers are converted, and an int beyond C int reaches the named check.
+        if not (
+            type(window) is int
+            and type(progress) is int
+            and type(durable) is int
+            and type(active) is bool
+        ):
+            window, progress, durable, active = _state_args(window, progress, durable, active)
         core = core_policy(policy)
-        if core == _core.Policy.GUARDED:
-            eps, noise = _guard(policy, epsilon, score_noise)
-            return self._model.decide_guarded(window, progress, durable, active, eps, noise)
-        if score_noise is not None or type(epsilon) is not float or epsilon != 0.0:
-            _guard(policy, epsilon, score_noise)  # raises unless the arguments mean "none"
-        return self._model.decide(window, progress, durable, active, core)  # the hot path
+        try:
+            if core == _core.Policy.GUARDED:
+                eps, noise = _guard(policy, epsilon, score_noise)
+                return self._model.decide_guarded(window, progress, durable, active, eps, noise)
+            if score_noise is not None or type(epsilon) is not float or epsilon != 0.0:
+                _guard(policy, epsilon, score_noise)  # raises unless the arguments mean "none"
+            return self._model.decide(window, progress, durable, active, core)
+        except TypeError:  # pybind11's message names no argument: say which one
+            _state_args(window, progress, durable, active)
+            raise
 
     def solve(
         self,
@@ -262,19 +294,19 @@ class Model:
         self, window: int, progress: int, durable: int, active: bool = False
     ) -> float:
         """``V_G`` of a state: the value of following Window from it to the end, s-eq."""
-        return self._model.window_plan_value(_core.State(window, progress, durable, active))
+        return self._model.window_plan_value(_core_state(window, progress, durable, active))
 
     def optimal_value(
         self, window: int, progress: int, durable: int, active: bool = False
     ) -> float:
         """``V*`` of a state (Eq. D.2), s-eq."""
-        return self._model.optimal_value(_core.State(window, progress, durable, active))
+        return self._model.optimal_value(_core_state(window, progress, durable, active))
 
     def reference_value(
         self, window: int, progress: int, durable: int, active: bool = False
     ) -> float:
         """``V^pi0`` of a state: the value of following Costed Window from it, s-eq."""
-        return self._model.reference_value(_core.State(window, progress, durable, active))
+        return self._model.reference_value(_core_state(window, progress, durable, active))
 
 
 def solve(

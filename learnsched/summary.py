@@ -130,7 +130,9 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         config_hash=grid.config.hash,
         mean_value={p.value: float(result.column(p).mean()) for p in ALL_POLICIES},
         mean_gap={
-            p.value: float((dp - result.column(p)).mean()) for p in ALL_POLICIES if p is not Policy.DP
+            p.value: float((dp - result.column(p)).mean())
+            for p in ALL_POLICIES
+            if p is not Policy.DP
         },
         wins=int(win.sum()),
         ties=int(tie.sum()),

@@ -63,3 +63,17 @@ def run_python(
         check=check,
         cwd=cwd,
     )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After a run with fuzz suites: how many inputs they ran, and how many were refused."""
+    fuzzing = sys.modules.get("fuzzing")
+    if fuzzing is None or not fuzzing.COUNTS:
+        return
+    counts = fuzzing.COUNTS
+    suites = [s for s in ("bindings", "kernels", "cli") if counts[s]]
+    total = sum(counts[s] for s in suites)
+    detail = ", ".join(
+        f"{s} {counts[s]} ({counts[s + ' named errors']} named errors)" for s in suites
+    )
+    terminalreporter.write_line(f"fuzz: {total} inputs: {detail}")

@@ -22,7 +22,9 @@ class Recorder(Engine):
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
         self.calls.append(("park", (server.url, level, tuple(tags))))
 
-    def resume(self, server: Server, *, tags: Sequence[str], timeout_s: float) -> None:
+    def resume(
+        self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
+    ) -> None:
         self.calls.append(("resume", (server.url, tuple(tags))))
 
     def generation(

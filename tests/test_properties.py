@@ -45,7 +45,9 @@ def test_policy_ordering(scenario: ls.Scenario) -> None:
     assert rollout >= costed - TOL * max(1.0, abs(costed))  # Proposition 1 (Eq. 12)
 
 
-@settings(max_examples=400, deadline=None)
+# Derandomized: the same 400 examples in every run, so CI never sees a seed that passes
+# here and fails there (publish_s <= ready_s is exact now, and stays strictly checked).
+@settings(max_examples=400, deadline=None, derandomize=True)
 @given(scenarios())
 def test_every_step_meets_its_return_deadline(scenario: ls.Scenario) -> None:
     for plan in ls.solve_all(scenario).values():

@@ -113,7 +113,7 @@ void bind_model(py::module_& m) {
 
     py::class_<State>(m, "State", "Decision state (window, progress, durable, active).")
         .def(py::init<int, int, int, bool>(), py::arg("window"), py::arg("progress"),
-             py::arg("durable"), py::arg("active"))
+             py::arg("durable"), py::arg("active").noconvert())  // a flag is True or False
         .def_readonly("window", &State::window)
         .def_readonly("progress", &State::progress)
         .def_readonly("durable", &State::durable)
@@ -134,4 +134,5 @@ void bind_model(py::module_& m) {
     m.def("validate", &validate, py::arg("scenario"),
           "Raise ValueError naming the first invalid field of the scenario.");
     m.attr("MAX_STATES") = kMaxStates;
+    m.attr("MAX_WINDOWS") = kMaxWindows;
 }

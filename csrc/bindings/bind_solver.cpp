@@ -94,8 +94,10 @@ void bind_solver(py::module_& m) {
                Policy policy) {
                 return model.decide(State{window, progress, durable, active}, policy);
             },
-            py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("policy"), "The policy's action in a validated state; O(J).")
+            // noconvert: an int, numpy integer or float is not taken as a flag.
+            py::arg("window"), py::arg("progress"), py::arg("durable"),
+            py::arg("active").noconvert(), py::arg("policy"),
+            "The policy's action in a validated state; O(J).")
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
@@ -103,8 +105,10 @@ void bind_solver(py::module_& m) {
                 return model.decide(State{window, progress, durable, active}, Policy::Guarded,
                                     Guard{epsilon, score_noise.value_or(ScoreNoise{})});
             },
-            py::arg("window"), py::arg("progress"), py::arg("durable"), py::arg("active"),
-            py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+            // noconvert: an int, numpy integer or float is not taken as a flag.
+            py::arg("window"), py::arg("progress"), py::arg("durable"),
+            py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
+            py::arg("score_noise") = py::none(),
             "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
             "(state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.")
         .def(
@@ -136,6 +140,7 @@ void bind_solver(py::module_& m) {
             return std::vector<std::string>(fields.begin(), fields.end());
         },
         "The cost causes in the order of solve_batch's cost columns.");
+    m.attr("MAX_THREADS") = kMaxThreads;
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
     m.def("ties", py::vectorize(&ties), py::arg("a"), py::arg("b"),

@@ -29,7 +29,10 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
                                      double epsilon) {
     const Guard guard{epsilon, {}};
     validate(guard);
-    if (threads < 1) throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+    if (threads < 1 || threads > kMaxThreads) {
+        throw std::invalid_argument("threads must be in [1, " + std::to_string(kMaxThreads) +
+                                    "], got " + std::to_string(threads));
+    }
     for (const Policy p : policies) {
         if (name(p) == "unknown") {
             throw std::invalid_argument("policies must hold Policy values, got " +

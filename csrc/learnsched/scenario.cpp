@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -46,26 +47,48 @@ void validate_windows(const std::vector<Window>& windows) {
 }
 
 // Each field can be finite while a quantity the model computes from them is not
-// (1e308-second windows, g*H near DBL_MAX): reject those before they turn into inf.
+// (1e308-second windows, g*H near DBL_MAX, K segments near 1e307 s-eq. each): reject
+// those before they turn into inf. A plan's value is a benefit minus at most K segment
+// costs, so bounding both bounds every plan, value-table entry and timeline.
 void validate_magnitudes(const Scenario& scenario) {
+    constexpr double kLimit = std::numeric_limits<double>::max() / kMagnitudeHeadroom;
     for (std::size_t k = 0; k < scenario.windows.size(); ++k) {
-        if (!std::isfinite(scenario.windows[k].length_s())) {
-            fail("windows[", k, "] is too long to represent: [", scenario.windows[k].start_s,
-                 ", ", scenario.windows[k].end_s, "]");
+        const Window& w = scenario.windows[k];
+        if (!(w.length_s() <= kLimit)) {
+            fail("windows[", k, "] is too long to represent: [", w.start_s, ", ", w.end_s, "]");
+        }
+        if (!(std::abs(w.start_s) <= kLimit) || !(std::abs(w.end_s) <= kLimit)) {
+            fail("windows[", k, "] is too far from time 0: [", w.start_s, ", ", w.end_s,
+                 "] (times must be within +-", kLimit, " s)");
         }
     }
     const HandoffCosts& c = scenario.costs;
     const double slowest_return_s = std::max(c.recovery_s, c.cold_recovery_s.value_or(0.0));
     const double longest_segment_s =
         c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + slowest_return_s;
-    if (!std::isfinite(longest_segment_s * (1.0 + c.residency_rate))) {
+    if (!(longest_segment_s <= kLimit)) {
         fail("work_quanta x quantum_s plus the handoff costs overflows: ",
              scenario.work_quanta, " x ", scenario.quantum_s);
     }
+    const double segment_cost = longest_segment_s * (1.0 + c.residency_rate);
+    if (!(segment_cost <= kLimit)) {
+        fail("residency_rate ", c.residency_rate, " x the longest segment ", longest_segment_s,
+             " s overflows");
+    }
+    const double plan_cost = segment_cost * static_cast<double>(scenario.windows.size());
+    if (!(plan_cost <= kLimit)) {
+        fail("windows x the longest segment's cost overflows: ", scenario.windows.size(), " x ",
+             segment_cost, " s-eq.");
+    }
     const double earliest_s = scenario.windows.front().start_s;
-    if (!std::isfinite(scenario.benefit_rate * (scenario.horizon_s - earliest_s))) {
+    const double benefit = scenario.benefit_rate * std::abs(scenario.horizon_s - earliest_s);
+    if (!(benefit <= kLimit) || !(std::abs(scenario.horizon_s) <= kLimit)) {
         fail("benefit_rate x (horizon_s - windows[0] start) overflows: ", scenario.benefit_rate,
              " x (", scenario.horizon_s, " - ", earliest_s, ")");
+    }
+    if (!(plan_cost + benefit <= kLimit)) {
+        fail("benefit_rate x (horizon_s - windows[0] start) plus windows x the longest "
+             "segment's cost overflows: ", benefit, " + ", plan_cost, " s-eq.");
     }
 }
 
@@ -88,10 +111,13 @@ void validate(const Scenario& scenario) {
 
     validate_magnitudes(scenario);
 
+    if (scenario.windows.size() > kMaxWindows) {
+        fail("windows must hold at most ", kMaxWindows, " windows, got ", scenario.windows.size());
+    }
     const std::size_t states =
-        scenario.windows.size() * (static_cast<std::size_t>(scenario.work_quanta) + 1);
+        (scenario.windows.size() + 1) * (static_cast<std::size_t>(scenario.work_quanta) + 1);
     if (states > kMaxStates) {
-        fail("windows x (work_quanta + 1) = ", scenario.windows.size(), " x ",
+        fail("(windows + 1) x (work_quanta + 1) = ", scenario.windows.size() + 1, " x ",
              static_cast<std::size_t>(scenario.work_quanta) + 1, " = ", states,
              " states exceeds the limit of ", kMaxStates);
     }

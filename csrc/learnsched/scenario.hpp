@@ -7,9 +7,20 @@
 
 namespace learnsched {
 
-// Largest number of service states (windows x (work_quanta + 1)) a model may hold.
-// Three value tables of doubles at this size take 384 MiB.
+// Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
+// model keeps three such tables of doubles (384 MiB at the cap) and two scratch rows of
+// work_quanta + 1 entries (12 bytes each, at most 96 MiB). Measured peak RSS of building
+// a Model (README, Performance): 480 MiB at K = 1, J = 2^23 - 1; 414 MiB at K = 2^17, J = 126.
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
+
+// Most windows a scenario may have: this bounds a plan's length (one step per window,
+// ~100 bytes in C++ and ~1.1 KiB as Python objects: 151 MiB and 7.7 s for
+// Model.solve("never") at K = 2^17, J = 1, on a loaded 2-core machine).
+inline constexpr std::size_t kMaxWindows = std::size_t{1} << 17;
+
+// Plans sum up to one segment per window; every bound on a value they compute is kept
+// this far below DBL_MAX, so sums and differences of a few of them stay finite too.
+inline constexpr double kMagnitudeHeadroom = 16.0;
 
 // An idle window [start_s, end_s]; service capacity must be ready again by end_s.
 struct Window {
@@ -71,8 +82,9 @@ struct Scenario {
 };
 
 // Throw std::invalid_argument naming the field and value of the first problem:
-// unsorted/overlapping/empty windows, NaN/inf, negative costs, bad quanta, or a
-// state space above kMaxStates.
+// unsorted/overlapping/empty windows, NaN/inf, negative costs, bad quanta, more than
+// kMaxWindows windows, a state space above kMaxStates, or magnitudes whose plan values
+// could overflow (every plan and value of a valid scenario is finite).
 void validate(const Scenario& scenario);
 
 // Throw std::invalid_argument if `state` is not a valid decision state of `scenario`

@@ -141,13 +141,15 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
     seg.cost.save = a.checkpoint ? c.save_s : 0.0;
     seg.cost.load = works && pays_load(s) ? c.load_s : 0.0;  // rule 1: paid only when working
     seg.cost.recovery = path.recovery_s;
-    const double busy_s = seg.cost.work + seg.cost.save + seg.cost.load + seg.cost.recovery;
+    const double busy_s = seg.cost.load + seg.cost.work + seg.cost.save + seg.cost.recovery;
     seg.cost.residency = path.residency_rate * busy_s;  // rule 4: (1 + rho) * duration
     seg.ready_s = w.start_s + busy_s;                   // rule 3
 
     if (a.kind == ActionKind::Publish) {
         seg.next.progress = seg.next.durable = scenario_.work_quanta;  // complete (plan ends)
-        seg.publish_s = w.start_s + seg.cost.load + seg.cost.work;   // rule 3
+        // Rule 3. Summed as busy_s sums (load + work first, then the rest): with every
+        // term >= 0 and rounding monotone, publish_s <= ready_s holds exactly.
+        seg.publish_s = w.start_s + (seg.cost.load + seg.cost.work);
         seg.benefit = scenario_.benefit_rate * std::max(0.0, scenario_.horizon_s - seg.publish_s);
     } else if (a.checkpoint) {
         const int saved = base(s) + a.quanta;

@@ -5,18 +5,14 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .._checks import FloatArray
+from .._checks import FloatArray, float64_vector
 
 
 def vector(name: str, values: object) -> FloatArray:
-    """A one-dimensional, C-contiguous float64 copy of ``values`` (NaN and inf allowed)."""
-    try:
-        array = np.array(values, dtype=np.float64, order="C")
-    except (TypeError, ValueError) as err:
-        raise ValueError(f"{name} must be a sequence of numbers: {err}") from err
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    return array
+    """A one-dimensional, C-contiguous float64 copy of ``values`` (NaN and inf allowed),
+    converted only when no value changes (see :func:`learnsched._checks.float64_vector`)."""
+    array = float64_vector(name, values)
+    return array.copy() if array is values else array
 
 
 def float_array(name: str, values: object) -> FloatArray:

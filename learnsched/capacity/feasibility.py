@@ -3,6 +3,12 @@
 An initially empty, work-conserving FIFO fluid queue meets every deadline iff
 ``sum_{j=k..i} w_j <= integral_{a_k}^{d_i} c_cap`` for every ``k <= i`` (Section 3.3).
 The scan checks all pairs in O(n log m) for n requests and m rate segments.
+
+Precision: each request's slack is measured from its own arrival (the service on
+``[a_i, d_i]`` minus ``w_i``, plus the backlog carried from earlier requests), so rounding
+is a few ulps of those quantities and of the cumulative service at rate changes between
+them, never of the absolute time: results hold at epoch seconds and beyond, down to the
+resolution of the times themselves (at 1e16 s a double's spacing is 2 s).
 """
 
 from __future__ import annotations

@@ -7,11 +7,11 @@ returns the exit status; bad input raises ``ValueError`` for the top-level dispa
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._json import parse as parse_json
 from .._table import format_rows
 from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
 from ..economics.alerts import ALERT_RULES
@@ -251,10 +251,7 @@ def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
 
 
 def _read_profile(path: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"--profile {path}: not valid JSON ({err})") from err
+    data = parse_json(Path(path).read_text(), f"--profile {path}")
     if not isinstance(data, dict) or not data:
         raise ValueError(f"--profile {path}: must hold a non-empty JSON object, got {data!r}")
     return data

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write_text
+from .._json import parse as parse_json
 from .._progress import Progress
 from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
@@ -226,10 +226,7 @@ def run_grid(args: argparse.Namespace) -> int:
 
 def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
     text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
+    data = parse_json(text, path)
     if isinstance(data, list):
         scenarios = []
         for i, obj in enumerate(data):

@@ -64,7 +64,8 @@ class ServingEngine:
     endpoint
         The server.
     level
-        vLLM sleep level (1 keeps the weights in host memory).
+        vLLM sleep level (1 keeps the weights in host memory; 2 drops them, and the
+        return reloads them before the KV cache wakes).
     tags
         Memory kinds to release and resume (empty: all).
     timeout_s
@@ -77,7 +78,7 @@ class ServingEngine:
     Raises
     ------
     ValueError
-        A park the engine cannot undo as asked (e.g. vLLM level 2: no weights reload).
+        A park the engine cannot undo as asked (e.g. unknown memory tags).
     """
 
     def __init__(
@@ -94,7 +95,8 @@ class ServingEngine:
         self.engine = endpoint.engine
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
-        endpoint.dialect.check_park(level=self.level, tags=self.tags, reload=False)
+        self.reload = self.level == 2  # level 2 drops the weights: reload them on return
+        endpoint.dialect.check_park(level=self.level, tags=self.tags, reload=self.reload)
         self.timeout_s = positive("timeout_s", timeout_s)
         self.max_tokens = integer("max_tokens", max_tokens, low=1)
         self.poll_s = poll_s
@@ -106,7 +108,7 @@ class ServingEngine:
         the reference answer every return must reproduce (one greedy request, taken once
         here so that no park adds load the scheduler would see as an arrival)."""
         notes = check_server_config(
-            self.endpoint, tags=self.tags, reload=False, timeout_s=self.timeout_s
+            self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
         self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
         return notes
@@ -124,7 +126,8 @@ class ServingEngine:
     def unpark(self) -> dict[str, int]:
         """Resume, then send real requests until one completes; stamps to ``request_done``."""
         stamps: dict[str, int] = {}
-        _unpark(self.endpoint, stamps, self.tags, False, self.timeout_s, self.poll_s)
+        # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
+        _unpark(self.endpoint, stamps, self.tags, self.reload, self.timeout_s, self.poll_s)
         return self._ready(stamps)
 
     def ready(self) -> dict[str, int]:

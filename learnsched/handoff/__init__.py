@@ -15,9 +15,17 @@ safetensors, peft and nvidia-ml-py are imported only by the functions that need 
 from __future__ import annotations
 
 from .cold_start import launch_engine
-from .endpoint import HttpStatusError, ServingEndpoint
+from .endpoint import Generation, HttpStatusError, ServingEndpoint
 from .engines import ENGINES, REGISTRY, Engine
-from .errors import GpuExtraMissing, HandoffProbeError, NvmlError, NvmlUnavailable
+from .errors import (
+    EngineBusy,
+    GpuExtraMissing,
+    HandoffProbeError,
+    NvmlError,
+    NvmlUnavailable,
+    RecoveryFailed,
+    ServerConfigError,
+)
 from .host_memory import HostMemory, PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .ledger import HandoffLedger, HandoffRecord, TornRecordWarning, read_ledger
 from .lora import (
@@ -74,6 +82,8 @@ __all__ = [
     "CostProfile",
     "DeviceMemory",
     "Engine",
+    "EngineBusy",
+    "Generation",
     "GpuExtraMissing",
     "GpuProcess",
     "HandoffLedger",
@@ -88,8 +98,10 @@ __all__ = [
     "NvmlUnavailable",
     "PhaseSample",
     "PhaseSampler",
+    "RecoveryFailed",
     "RecoveryRun",
     "ReleaseResult",
+    "ServerConfigError",
     "ServingEndpoint",
     "Timing",
     "TornRecordWarning",

@@ -19,8 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write_text, locked
 from .._checks import nonnegative, number
+from .._json import parse as parse_json
 from ..scenario import HandoffCosts, Recovery
 from .nvml import NvmlDevice, device_info
 
@@ -42,6 +43,7 @@ __all__ = [
     "load_cost_profile",
     "package_versions",
     "provenance",
+    "update_cost_profile",
 ]
 
 FORMAT = "learnsched-cost-profile"
@@ -459,7 +461,7 @@ class CostProfile:
 
     def write(self, path: str | os.PathLike[str]) -> None:
         """Write the document atomically (fsynced, then renamed into place)."""
-        atomic_write_text(path, json.dumps(self.to_json(), indent=2) + "\n")
+        atomic_write_text(path, json.dumps(self.to_json(), indent=2, allow_nan=False) + "\n")
 
 
 def _measured(
@@ -509,9 +511,27 @@ def load_cost_profile(path: str | os.PathLike[str]) -> CostProfile:
     """
     text = Path(path).read_text()
     try:
-        return CostProfile.from_json(json.loads(text))
-    except ValueError as err:  # json.JSONDecodeError is a ValueError too
+        return CostProfile.from_json(parse_json(text, str(path)))
+    except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
+
+
+def update_cost_profile(path: str | os.PathLike[str], profile: CostProfile) -> CostProfile:
+    """Merge ``profile`` into the profile file at ``path`` (created if missing).
+
+    The read, merge and write happen under an exclusive lock on ``.NAME.lock`` beside
+    the file, so probes updating one profile at the same time keep every measurement.
+
+    Returns
+    -------
+    CostProfile
+        The merged profile, as written.
+    """
+    with locked(path):
+        if Path(path).exists():
+            profile = load_cost_profile(path).merged(profile)
+        profile.write(path)
+    return profile
 
 
 # Paper App. D.2, Sections 3.1 and 6.3 (one A100-80GB, SGLang, rank-8 LoRA): means only.

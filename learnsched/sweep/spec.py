@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._checks import indexed
+from .._json import parse as parse_json
 from ..scenario import Scenario, _exact_keys
 from ..solver import Policy
 
@@ -65,7 +67,7 @@ class SweepSpec:
     @property
     def hash(self) -> str:
         """SHA-256 of the canonical JSON SPEC: a rerun resumes only the same sweep."""
-        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -76,13 +78,7 @@ def _base(value: object) -> str | tuple[Scenario, ...]:
         raise TypeError(f"base must be {PAPER_GRID!r} or a list of scenario objects, got {value!r}")
     if not value:
         raise ValueError("base must hold at least one scenario, got []")
-    scenarios = []
-    for i, obj in enumerate(value):
-        try:
-            scenarios.append(Scenario.from_json(obj))
-        except ValueError as err:
-            raise ValueError(f"base[{i}]: {err}") from None
-    return tuple(scenarios)
+    return tuple(indexed("base", value, Scenario.from_json))
 
 
 def _values(name: str, values: object) -> tuple[float, ...]:
@@ -154,8 +150,4 @@ def _spec(obj: object) -> SweepSpec:
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read and check a SPEC JSON file (see :func:`parse_spec`)."""
     text = Path(path).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
-    return parse_spec(data)
+    return parse_spec(parse_json(text, str(path)))

@@ -109,7 +109,8 @@ class ChunkStore:
             self.parts.mkdir(exist_ok=True)
             self.chunk_rows = max(1, choose_chunk_rows())
             atomic_write_text(
-                self.manifest_path, json.dumps(self._manifest(self.chunk_rows, False), indent=1)
+                self.manifest_path,
+                json.dumps(self._manifest(self.chunk_rows, False), indent=1, allow_nan=False),
             )
         else:
             self.chunk_rows = int(manifest["chunk_rows"])
@@ -177,7 +178,8 @@ class ChunkStore:
         rows = concat_rows(list(self._parts()))
         write_rows(self.out, rows, self.spec)
         atomic_write_text(
-            self.manifest_path, json.dumps(self._manifest(self.chunk_rows, True), indent=1)
+            self.manifest_path,
+            json.dumps(self._manifest(self.chunk_rows, True), indent=1, allow_nan=False),
         )
         self._remove_chunks()
         return rows

@@ -9,7 +9,14 @@ from pathlib import Path
 
 from ...handoff.errors import NvmlUnavailable
 from ...handoff.nvml import NvmlDevice, device_info, open_device
-from ...handoff.profile import GIB, QUANTITIES, CostProfile, Measurement, load_cost_profile
+from ...handoff.profile import (
+    GIB,
+    QUANTITIES,
+    CostProfile,
+    Measurement,
+    load_cost_profile,
+    update_cost_profile,
+)
 
 __all__ = ["add_common", "check_out", "gib", "ms", "optional_device", "write_profile"]
 
@@ -76,7 +83,5 @@ def write_profile(args: argparse.Namespace, profile: CostProfile) -> None:
     if getattr(args, "out", None) is None:
         return
     out = Path(args.out)
-    if out.exists():
-        profile = load_cost_profile(out).merged(profile)
-    profile.write(out)
+    update_cost_profile(out, profile)
     print(f"cost profile: {out}", file=sys.stderr)
