@@ -22,6 +22,7 @@ from learnsched.control.loop import ModelDecider
 from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
 from learnsched.handoff.endpoint import ServingEndpoint
+from learnsched.handoff.errors import ServerConfigError
 from learnsched.handoff.ledger import read_ledger
 from learnsched.scenario import HandoffCosts
 from learnsched.testing import EngineConfig, SimulatedEngine
@@ -277,3 +278,15 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
         assert not engine.state.sleeping  # returned before the error left the loop
     kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind != "work"]
     assert kinds[-2:] == ["park", "return"]
+
+
+def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    config = EngineConfig("sglang", weights_backup=False, **FAST)
+    with SimulatedEngine(config) as engine:
+        loop = make_loop(engine.url, "sglang", [(0.2, 2.0)], tmp_path)
+        with pytest.raises(ServerConfigError, match="--enable-weights-cpu-backup"):
+            loop.run()
+        assert not engine.state.sleeping
+    assert not (tmp_path / "ledger.jsonl").exists() or "park" not in kinds(
+        tmp_path / "ledger.jsonl"
+    )

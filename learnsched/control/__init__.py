@@ -3,7 +3,7 @@
 - :mod:`.loop`: :class:`ControlLoop` (the event loop), :class:`ModelDecider`;
 - :mod:`.forecast`: :class:`ForecastDecider` (decisions under sampled calendars);
 - :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);
-- :mod:`.metrics`, :mod:`.watcher`: the load signal from ``/metrics`` and arrivals;
+- :mod:`.watcher`: the load signal from ``/metrics`` and notified arrivals;
 - :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);
 - :mod:`.trainer`: the trainer protocol over a process boundary (:class:`Trainer`,
   :class:`TrainerProcess`); :mod:`.lora_trainer`: the reference LoRA trainer;
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from .journal import SUMMARY_KEYS, Totals, replay
     from .loadgen import LoadGenerator, RequestResult, TraceRequest, read_requests
     from .loop import ControlLoop, Decider, LoopOptions, ModelDecider
-    from .metrics import Load, parse_load, read_load
     from .trainer import Advanced, Trainer, TrainerCosts, TrainerError, TrainerLost, TrainerProcess
     from .windows import KnownCalendar, Window, read_calendar
 
@@ -41,9 +40,6 @@ _NAMES = {
     "Decider": "loop",
     "LoopOptions": "loop",
     "ModelDecider": "loop",
-    "Load": "metrics",
-    "parse_load": "metrics",
-    "read_load": "metrics",
     "Advanced": "trainer",
     "Trainer": "trainer",
     "TrainerCosts": "trainer",
@@ -62,7 +58,6 @@ __all__ = [
     "Decider",
     "EngineControl",
     "KnownCalendar",
-    "Load",
     "LoadGenerator",
     "LoopOptions",
     "ModelDecider",
@@ -76,9 +71,7 @@ __all__ = [
     "TrainerLost",
     "TrainerProcess",
     "Window",
-    "parse_load",
     "read_calendar",
-    "read_load",
     "read_requests",
     "replay",
 ]

@@ -124,6 +124,20 @@ def _windows(
     return windows
 
 
+def _lent_intervals(ledger: Path, run: int) -> list[tuple[float, float]]:
+    """``(park, return)`` times of a run's loans, seconds on the loop's clock."""
+    intervals, parked = [], None
+    for record in read_ledger(ledger):
+        if record.detail.get("run") != run:
+            continue
+        if record.kind == "park":
+            parked = float(record.detail["t_s"])
+        elif record.kind == "return" and parked is not None:
+            intervals.append((parked, float(record.detail["t_s"])))
+            parked = None
+    return intervals
+
+
 def _measure_return(engine: ServingEngine) -> float:
     """One park and return of the idle engine: the return path, seconds."""
     engine.park()
@@ -198,6 +212,10 @@ def run_demo(
         loadgen.stop()
         loadgen.join(timeout_s=options.slo_s + 30.0)
     load = loadgen.summary()
+    lent = _lent_intervals(ledger, loop.run_id)
+    load["slo_misses_while_lent"] = sum(
+        any(a <= r.scheduled_s <= b for a, b in lent) for r in loadgen.results if r.missed
+    )
     HandoffLedger(ledger).append(
         HandoffRecord(
             kind="load",

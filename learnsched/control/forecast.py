@@ -4,13 +4,12 @@ At each window the loop knows the window it is in (from its calendar source) and
 windows it has seen so far; the forecaster of :mod:`learnsched.calendar` draws ``N``
 sampled calendars of what follows, fitted on that live history (plus any history given
 up front), and the core's :class:`~learnsched._core.ForecastModel` scores the actions
-against the mean over the samples (:func:`learnsched.calendar.decide_under_forecast`).
+against the mean over the samples (:class:`learnsched.calendar.decision.ForecastDecision`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -114,7 +113,7 @@ class ForecastDecider(ModelDecider):
         sampled = self.forecaster.sample(
             observed, current.start_s, self._until(observed), self.samples, self.rng
         )
-        futures: Any = [future[: self.future_windows] for future in sampled]
+        futures = [future[: self.future_windows] for future in sampled]
         scenario = self.scenario([current], progress, durable, active)
         decision = ForecastDecision(scenario, pair, futures, [self.policy])
         return decision.decide(progress, durable, active, self.policy)

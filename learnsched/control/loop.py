@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
+from ..handoff.errors import HandoffProbeError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -269,6 +270,10 @@ class ControlLoop:
         records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
         self.run_id = last_run(records) + 1
         published = any(r.kind == "publish" for r in records)
+        parked = open_park(records)
+        # A server that cannot park is refused before anything starts; one a killed run
+        # left parked is checked once it is back (its reference request needs serving).
+        notes = self.engine.preflight() if parked is None else []
         self.trainer.start()
         self.work_quanta = self.trainer.work_quanta
         costs = self.trainer.costs
@@ -288,11 +293,12 @@ class ControlLoop:
                 "pid": os.getpid(),
                 "trainer_pid": self.trainer.pid,
                 "unix_start": self.unix_start,
+                "preflight": notes,
             },
         )
-        parked = open_park(records)
         if parked is not None:
             self._recover_parked(parked, max(progress_seen(records) - durable, 0))
+            self.engine.preflight()
         if self._fixed_start is None:
             self.clock_start = time.monotonic()
             self.unix_start = time.time()
@@ -607,6 +613,9 @@ class ControlLoop:
                 "early": early,
                 "recovered": recovered,
             },
+            failure=self.engine.failure,
         )
         self._park_stamps = {}
         self._say("returned late" if late else "returned")
+        if self.engine.failure is not None:  # serving is not what it was: lend no more
+            raise HandoffProbeError(f"{self.engine.engine} return: {self.engine.failure}")

@@ -72,20 +72,25 @@ class LoadWatcher:
         """Read the load once and update the signal (the thread's body)."""
         try:
             load = self.engine.load()
-        except (ConnectionError, TimeoutError, HttpStatusError, ValueError) as err:
+        except (ConnectionError, TimeoutError, HttpStatusError) as err:
             self.errors += 1
             self.last_error = str(err)
             return
+        if load is None:  # only notified arrivals can signal load then
+            self.errors += 1
+            self.last_error = "/metrics exports no load gauges (SGLang: --enable-metrics)"
+            return
         now = self.clock()
+        busy = not load.idle
         with self._lock:
             if len(self.samples) < MAX_SAMPLES:
-                self.samples.append((now, load.running, load.waiting))
-            if load.busy and not self.busy:
+                self.samples.append((now, float(load.running), float(load.waiting)))
+            if busy and not self.busy:
                 self.busy_periods.append((now, None))
-            elif not load.busy and self.busy and self.busy_periods:
+            elif not busy and self.busy and self.busy_periods:
                 self.busy_periods[-1] = (self.busy_periods[-1][0], now)
-            self.busy = load.busy
-        if load.busy:
+            self.busy = busy
+        if busy:
             self.arrived.set()
 
     def _run(self) -> None:
