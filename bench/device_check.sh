@@ -17,7 +17,9 @@
 #
 # Exit status: 0 all steps passed; 1 a step failed (the summary names it); 3 no usable
 # GPU or learnsched cannot be imported or built here (one line says which).
-# PYTHON picks the interpreter (default python3); GPU picks torch's device (default 0).
+# PYTHON picks the interpreter (default python3); GPU picks torch's device (default 0);
+# WHEELHOUSE, a folder of wheels (nvidia-ml-py, safetensors) to install offline first;
+# BUDGET_S, the seconds all steps may take together (default 450).
 set -u -o pipefail
 
 die() { echo "device_check: $2" >&2; exit "$1"; }
@@ -49,6 +51,12 @@ if ! (cd "$WORK" && "$PY" -c "import learnsched._core") 2>/dev/null; then
     fi
 fi
 
+# The gpu extra's other packages, from a local wheel folder if one is given (no network).
+if [ -n "${WHEELHOUSE:-}" ]; then
+    "$PY" -m pip install -q --no-index --find-links "$WHEELHOUSE" nvidia-ml-py safetensors \
+        >>"$OUT/build.log" 2>&1 || echo "device_check: some wheels missing in $WHEELHOUSE" >&2
+fi
+
 # torch's cuda:$GPU by UUID: NVML's indices ignore CUDA_VISIBLE_DEVICES, UUIDs do not.
 UUID=$(cd "$WORK" && "$PY" - "$GPU" <<'EOF'
 import sys, torch
@@ -64,11 +72,20 @@ if [ "$QUICK" = 1 ]; then RUNS=5; RUNS_8B=3; WARM=1; ENGINE_MIB=512; GIB=1; fi
 
 printf 'step\tstatus\tseconds\n' >"$OUT/steps.tsv"
 FAILED=0
+BUDGET_S=${BUDGET_S:-450}  # every step together, so the whole stays under 8 minutes
 # step NAME LIMIT_S COMMAND...: stdout to NAME.out, stderr to NAME.log, one line to steps.tsv.
+# A step gets at most what is left of the budget; none is started with under 10 s left.
 step() {
-    local name=$1 limit=$2 start status
+    local name=$1 limit=$2 start status left
     shift 2
     start=$(date +%s)
+    left=$(( BUDGET_S - (start - STARTED) ))
+    if [ "$left" -lt 10 ]; then
+        printf '%s\tskipped: out of time (budget %s s)\t0\n' "$name" "$BUDGET_S" >>"$OUT/steps.tsv"
+        FAILED=1
+        return
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
     echo "device_check: $name ..." >&2
     (cd "$WORK" && timeout --kill-after=10 "$limit" "$@") >"$OUT/$name.out" 2>"$OUT/$name.log"
     status=$?
@@ -81,25 +98,25 @@ CLI=("$PY" -m learnsched)
 ENGINE=("$PY" -m learnsched.testing.engine --device "cuda:$GPU" --weights-mib "$ENGINE_MIB"
         --kv-mib "$ENGINE_MIB" --resident-mib 256 --lifetime 300)
 
-step nvml 60 "${CLI[@]}" probe nvml --gpu "${UUID:-$GPU}" --json
-step lora-paper 120 "${CLI[@]}" probe lora --device "cuda:$GPU" --shape paper --runs "$RUNS" \
+step nvml 30 "${CLI[@]}" probe nvml --gpu "${UUID:-$GPU}" --json
+step lora-paper 45 "${CLI[@]}" probe lora --device "cuda:$GPU" --shape paper --runs "$RUNS" \
     --json --out "$OUT/profile.json"
-step lora-8b 150 "${CLI[@]}" probe lora --device "cuda:$GPU" --shape llama-3.1-8b \
+step lora-8b 75 "${CLI[@]}" probe lora --device "cuda:$GPU" --shape llama-3.1-8b \
     --runs "$RUNS_8B" --json
-step gpu-handoff 180 "$PY" "$REPO/bench/gpu_handoff.py" --gpu "$GPU" --gib "$GIB" \
+step gpu-handoff 100 "$PY" "$REPO/bench/gpu_handoff.py" --gpu "$GPU" --gib "$GIB" \
     --runs "$RUNS" --json
 for dialect in vllm sglang; do
-    port=$("$PY" -c "from learnsched.testing import free_port; print(free_port())")
+    port=$(cd "$WORK" && "$PY" -c "from learnsched.testing import free_port; print(free_port())")
     tags=()
     [ "$dialect" = vllm ] && tags=(--tags weights kv_cache)
-    step "sim-$dialect" 150 "${CLI[@]}" probe recovery --engine "$dialect" \
+    step "sim-$dialect" 60 "${CLI[@]}" probe recovery --engine "$dialect" \
         --url "http://127.0.0.1:$port" --launch "${ENGINE[*]} --dialect $dialect --port $port" \
         --gpu "${UUID:-$GPU}" --warm-runs "$WARM" --parked-s 0.2 --timeout-s 60 "${tags[@]}" \
         --json --out "$OUT/sim-$dialect-profile.json"
 done
 if (cd "$WORK" && "$PY" -c "import pytest") 2>/dev/null; then
     mapfile -t GPU_TESTS < <(grep -l "mark.gpu" "$REPO"/tests/test_*.py)
-    step gpu-tests 150 "$PY" -m pytest -q -m gpu -p no:cacheprovider --rootdir "$REPO" \
+    step gpu-tests 80 "$PY" -m pytest -q -m gpu -p no:cacheprovider --rootdir "$REPO" \
         -c "$REPO/pyproject.toml" "${GPU_TESTS[@]}"
 else
     printf 'gpu-tests\tskipped: pytest is not installed\t0\n' >>"$OUT/steps.tsv"

@@ -90,9 +90,11 @@ def main(argv: list[str]) -> int:
     for line in (out / "steps.tsv").read_text().splitlines()[1:]:
         name, status, seconds = line.split("\t")
         ok = status == "0"
-        skipped = status.startswith("skipped")
+        skipped = status.startswith("skipped") and "out of time" not in status
         figures = _figures(name, out) if ok else (status if skipped else _why(name, out))
         state = "ok" if ok else ("skipped" if skipped else f"FAILED ({status})")
+        if not ok and not skipped and not status.isdigit():
+            figures = status
         rows.append({"step": name, "status": state, "seconds": int(seconds), "result": figures})
     failed = [r["step"] for r in rows if r["status"].startswith("FAILED")]
     summary = {"total_s": total, "failed": failed, "steps": rows}

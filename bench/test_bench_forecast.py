@@ -13,6 +13,8 @@ its answer and also runs under ``--benchmark-disable``.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +24,8 @@ import numpy as np
 import pytest
 
 import learnsched as ls
-from learnsched import _core
-from learnsched.calendar import decide_under_forecast, evaluate_online
-from learnsched.calendar.spec import parse_online_spec
+from learnsched.calendar import ForecastDecision
+from learnsched.cli import main
 
 import forecast_reference
 import reference
@@ -41,23 +42,16 @@ def sampled_calendars(
     rng: np.random.Generator, n: int, windows: int, start_s: float
 ) -> list[tuple[tuple[float, float], ...]]:
     """``n`` calendars of ``windows`` idle windows (40-200 s) after gaps of 5-60 s."""
-    out = []
-    for _ in range(n):
-        t, calendar = start_s, []
-        for _ in range(windows):
-            t += float(rng.uniform(5.0, 60.0))
-            length = float(rng.uniform(40.0, 200.0))
-            calendar.append((t, t + length))
-            t += length
-        out.append(tuple(calendar))
-    return out
+    gaps = rng.uniform(5.0, 60.0, size=(n, windows))
+    lengths = rng.uniform(40.0, 200.0, size=(n, windows))
+    starts = start_s + np.cumsum(gaps + lengths, axis=1) - lengths
+    pairs = np.stack([starts, starts + lengths], axis=2).tolist()
+    return [tuple((a, b) for a, b in calendar) for calendar in pairs]
 
 
-def rollout_decision(
-    samples: list[tuple[tuple[float, float], ...]], threads: int = 1
-) -> _core.Action:
-    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
-    return model.decide(0, 0, False, _core.Policy.ROLLOUT)
+def rollout_decision(samples: list[tuple[tuple[float, float], ...]], threads: int = 1) -> ls.Action:
+    model = ForecastDecision(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,), threads)
+    return model.decide(0, 0, False, "rollout")
 
 
 @pytest.mark.benchmark(group="expected-value rollout decision, 20 windows, J = 36")
@@ -67,7 +61,7 @@ def test_rollout_decision_cpp(benchmark: Benchmark, n: int) -> None:
     action = benchmark(rollout_decision, samples)
     assert action == rollout_decision(samples, threads=2)
     # The score it maximised is the mean of each sample's own V^pi0 (checked at pbar = 0).
-    model = decide_under_forecast(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,))
+    model = ForecastDecision(CANDIDATE, CURRENT, samples, (ls.Policy.ROLLOUT,))
     own = [ls.Model(ls.Scenario(s, QUANTA, 5.0, 0.25, 6000.0, ls.PAPER_COLD)) for s in samples]
     expected = np.mean([m.reference_value(0, 0, 0) for m in own])
     assert model.mean_reference_values()[0] == pytest.approx(expected, abs=1e-9)
@@ -86,7 +80,7 @@ def test_rollout_decision_python_reference(benchmark: Benchmark) -> None:
         iterations=1,
     )
     got = rollout_decision(samples)
-    assert (got.name, got.quanta, got.checkpoint) == want
+    assert (got.name, got.quanta, got.checkpoint, got.cold) == want
 
 
 def online_spec(calendars: int, n: int) -> list[dict[str, Any]]:
@@ -109,8 +103,11 @@ def test_online_1000_calendars(benchmark: Benchmark, tmp_path: Path) -> None:
     path.write_text(json.dumps(online_spec(1000, 64)), encoding="utf-8")
 
     def run() -> dict[str, Any]:
-        cases = parse_online_spec(json.loads(path.read_text(encoding="utf-8")))
-        return evaluate_online(cases, seed=0, threads=2).to_json()
+        text = io.StringIO()
+        with contextlib.redirect_stdout(text):  # the command itself, as a user runs it
+            status = main(["online", str(path), "--json", "--threads", "2"])
+        assert status == 0
+        return dict(json.loads(text.getvalue()))
 
     out = benchmark.pedantic(run, rounds=1, iterations=1)
     policies = out["policies"]

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import learnsched as ls
+from learnsched.recovery_choice import two_path_pairs
 
 import reference
 
@@ -161,3 +162,24 @@ def test_table_memory_is_proportional_to_states(
     measured = json.loads(out.stdout)["bytes"]
     predicted = 3 * (windows + 1) * (quanta + 1) * 8
     assert 0.8 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
+
+
+TWO_PATH = [both for _, _, both in two_path_pairs(0.1)]  # parked state at 10x the paper
+
+
+@pytest.mark.benchmark(group="two-path grid 960 x 6 policies")
+def test_two_path_grid_cpp(benchmark: Benchmark) -> None:
+    result = benchmark(ls.solve_batch, TWO_PATH)
+    dp = result.column("dp")
+    assert (dp >= result.value.max(axis=1) - 1e-9).all()
+
+
+@pytest.mark.benchmark(group="two-path grid 960 x 6 policies")
+def test_two_path_grid_python_reference(benchmark: Benchmark) -> None:
+    refs = [reference.RefScenario.from_json(s.to_json()) for s in TWO_PATH]
+
+    def values() -> np.ndarray:
+        return np.array([[reference.solve(r, p).value for p in reference.POLICIES] for r in refs])
+
+    got = benchmark.pedantic(values, setup=reference.clear_caches, rounds=1, iterations=1)
+    np.testing.assert_allclose(got, ls.solve_batch(TWO_PATH).value, rtol=1e-12, atol=1e-9)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,9 @@ import pytest
 
 import learnsched as ls
 from learnsched.sweep import SweepResult, sweep
+from learnsched.sweep.local import LocalBackend
+from learnsched.sweep.ray_backend import RayBackend
+from learnsched.sweep.run import _task_cost
 
 Benchmark = Callable[..., Any]
 POLICIES = ["never", "window", "static_roi", "costed_window", "rollout", "dp"]
@@ -76,9 +80,19 @@ def _run(benchmark: Benchmark, tmp_path: Path, name: str, **options: Any) -> Non
         lambda: sweep(spec, fresh(), progress=False, **options), rounds=ROUNDS, iterations=1
     )
     _check(name, result)
+    if benchmark.stats is None:  # --benchmark-disable: the answer is checked, nothing timed
+        return
     solves = len(result.rows) * len(POLICIES)
-    benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        benchmark.extra_info["solves_per_s"] = solves / benchmark.stats.stats.median
     benchmark.extra_info["chunk_rows"] = result.chunk_rows
+    # What the chunk sizing measured: a task's fixed cost against its per-row time.
+    backend = RayBackend() if options.get("backend") == "ray" else LocalBackend(options["workers"])
+    with closing(backend):
+        fixed_s, row_s = _task_cost(result.spec, backend, len(result.rows))
+    benchmark.extra_info["task_fixed_ms"] = fixed_s * 1e3
+    benchmark.extra_info["row_us"] = row_s * 1e6
+    benchmark.extra_info["overhead_share"] = fixed_s / (result.chunk_rows * row_s)
 
 
 @pytest.mark.parametrize("name", list(SPECS))

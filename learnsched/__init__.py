@@ -26,7 +26,7 @@ except ImportError as err:  # pragma: no cover - only without a built extension
 from .batch import BatchResult, solve_batch
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
 from .plan import COST_FIELDS, CostSplit, Plan, Step
-from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Scenario
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
 from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, solve, solve_all
 from .summary import PAPER_FIGURES, GridSummary, summarize
 
@@ -50,6 +50,7 @@ __all__ = [
     "Model",
     "Plan",
     "Policy",
+    "Recovery",
     "Scenario",
     "Step",
     "__version__",

@@ -6,6 +6,8 @@ from typing import TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from learnsched.capacity.aimd import AIMDConfig
+
 _F: TypeAlias = npt.NDArray[np.float64]
 
 def feasibility_scan(
@@ -28,6 +30,9 @@ def scan_window(
     before: float,
     best: float,
     slack: _F,
+) -> float: ...
+def next_share(
+    share: float, arrival_rate: float, backlog_s: float, config: AIMDConfig
 ) -> float: ...
 def replay(
     arrival: _F,

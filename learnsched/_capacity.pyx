@@ -266,12 +266,22 @@ cdef inline double _next_share(
     double share, double arrival_rate, double backlog_s, double step, double factor,
     double min_share, double max_share, double burst_rate, double pressure_limit_s,
 ) noexcept nogil:
-    """The AIMD rule; mirrors learnsched.capacity.aimd.next_share."""
+    """The AIMD rule, the one home of it: replay applies it each period, Python through
+    next_share."""
     if arrival_rate > burst_rate or backlog_s > pressure_limit_s:
         share = share * factor
     else:
         share = share + step
     return min(max(share, min_share), max_share)
+
+
+def next_share(share, arrival_rate, backlog_s, config):
+    """One AIMD update under ``config``, an AIMDConfig (learnsched.capacity.aimd.next_share
+    checks the arguments; here they are only converted by name)."""
+    return _next_share(real("share", share), real("arrival_rate", arrival_rate),
+                       real("backlog_s", backlog_s), config.step, config.factor,
+                       config.min_share, config.max_share, config.burst_rate,
+                       config.pressure_limit_s)
 
 
 def replay(

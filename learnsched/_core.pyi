@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'solve_batch', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'solve_batch', 'ties', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -317,9 +317,13 @@ class Model:
     """
     def __init__(self, scenario: Scenario) -> None:
         ...
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
         """
-        The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise (state, action) -> s-eq. are the guarded policy's.
+        The policy's action in a validated state; O(J).
+        """
+    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+        """
+        The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.
         """
     def optimal_value(self, state: State) -> float:
         """
@@ -340,13 +344,30 @@ class Model:
     @property
     def scenario(self) -> Scenario:
         ...
+class SampleTables:
+    """
+    Continuation tables of N sampled calendars, built once.
+    """
+    def __init__(self, candidate: Scenario, windows: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
+        """
+        candidate: the work, benefit and costs (its windows are not used); sample i is windows[offsets[i]:offsets[i+1]], a full calendar.
+        """
+    @property
+    def sample_count(self) -> int:
+        ...
 class ForecastModel:
     """
     Decisions at the current window from N sampled continuations.
     """
+    @typing.overload
     def __init__(self, current: Scenario, windows: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], offsets: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         """
-        current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]].
+        current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]], all after the current window.
+        """
+    @typing.overload
+    def __init__(self, current: Scenario, tables: SampleTables) -> None:
+        """
+        current: a one-window scenario; each sample of `tables` contributes its windows from the current window's end on; O(N*J).
         """
     def decide(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
         """
@@ -374,9 +395,21 @@ class ForecastModel:
     @property
     def scenario(self) -> Scenario:
         ...
+def cost_fields() -> list[str]:
+    """
+    The cost causes in the order of solve_batch's cost columns.
+    """
+def policy_name(policy: Policy) -> str:
+    """
+    The policy's name in the Python API (e.g. 'costed_window').
+    """
 def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
     """
-    Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: work, save, load, recovery, residency).
+    Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).
+    """
+def ties(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], b: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> typing.Any:
+    """
+    Elementwise: a and b equal up to rounding noise (the policies' tie rule).
     """
 def validate(scenario: Scenario) -> None:
     """

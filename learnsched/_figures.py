@@ -1,6 +1,7 @@
 """matplotlib for every figure: imported only when one is drawn, written atomically.
 
-matplotlib is an optional extra (``pip install "learnsched[plot]"``).
+matplotlib is an optional extra (``pip install "learnsched[plot]"``, or from a source
+tree ``pip install ".[plot]"``).
 """
 
 from __future__ import annotations
@@ -10,20 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from ._atomic import atomic_write
+from ._extras import require
 
 __all__ = ["pyplot", "save_figure"]
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the file-only Agg backend; ``ValueError`` if not installed."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only: never needs a display
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ValueError('plotting needs matplotlib: pip install "learnsched[plot]"') from err
-    return plt
+    """``matplotlib.pyplot`` on the file-only Agg backend; ``MissingExtra`` if not installed."""
+    require("matplotlib", "plot").use("Agg")  # files only: never needs a display
+    return require("matplotlib.pyplot", "plot")
 
 
 def save_figure(fig: Any, path: str | os.PathLike[str]) -> None:

@@ -28,6 +28,8 @@ class Progress:
         Where to draw (stderr by default; nothing is drawn unless it is a terminal).
     done
         Units already done before this run (a resumed job); the rate counts only new ones.
+    unit
+        Name of a unit in the rate (``"scenarios"`` shows ``N scenarios/s``).
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class Progress:
         delay_s: float = 0.5,
         stream: TextIO | None = None,
         done: int = 0,
+        unit: str = "",
     ) -> None:
         self.total = total
         self.label = label
@@ -44,6 +47,7 @@ class Progress:
         self.stream = stream if stream is not None else sys.stderr
         self.done = done
         self._done_before = done
+        self.unit = f" {unit}" if unit else ""
         self._start = time.monotonic()
         self._drawn = False
 
@@ -60,7 +64,7 @@ class Progress:
         eta = f"{(self.total - self.done) / rate:.0f} s" if rate > 0 else "?"
         note = f" {note}" if note else ""
         self.stream.write(
-            f"\r{self.label} [{bar}] {self.done}/{self.total}{note}, {rate:.0f}/s, ETA {eta} "
+            f"\r{self.label} [{bar}] {self.done}/{self.total}{note}, {rate:.0f}{self.unit}/s, ETA {eta} "
         )
         self.stream.flush()
         self._drawn = True

@@ -14,9 +14,14 @@ def describe_scenario(scenario: Scenario) -> str:
     """Two lines: the work, benefit, costs and initial state; then the windows."""
     c, init = scenario.costs, scenario.initial
     mode = "active" if init.active else "service"
+    ret = (
+        f"return {c.recovery_s:g} s"
+        if c.cold_recovery_s is None
+        else f"return warm {c.recovery_s:g} s or cold {c.cold_recovery_s:g} s"
+    )
     head = (
         f"work {scenario.work_quanta} x {scenario.quantum_s:g} s, g = {scenario.benefit_rate:g} "
-        f"s-eq./s until H = {scenario.horizon_s:g} s; return {c.recovery_s:g} s, "
+        f"s-eq./s until H = {scenario.horizon_s:g} s; {ret}, "
         f"residency {c.residency_rate:g} s-eq./s, save {c.save_s:g} s, load {c.load_s:g} s; "
         f"start: progress {init.progress}, durable {init.durable}, {mode}"
     )
@@ -25,12 +30,13 @@ def describe_scenario(scenario: Scenario) -> str:
 
 
 def _what(step: Step) -> str:
+    path = "" if step.path is None else f", {step.path} return"  # two-path scenarios only
     if step.action == "advance":
         saved = " + checkpoint" if step.checkpoint else " (unsaved)"
-        return f"advance {step.quanta} quanta{saved}"
+        return f"advance {step.quanta} quanta{saved}{path}"
     if step.action == "publish":
-        return f"publish: finish {step.quanta} quanta"
-    return step.action.replace("_", " ")
+        return f"publish: finish {step.quanta} quanta{path}"
+    return step.action.replace("_", " ") + path
 
 
 def _row(step: Step) -> str:

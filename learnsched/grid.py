@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Scenario
+from ._checks import positive
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
 
 __all__ = ["CALENDARS", "Grid", "GridConfig", "GridScenario", "paper_grid", "scenario_by_id"]
 
@@ -43,11 +44,14 @@ class GridConfig:
     tails_s: tuple[float, ...] = (120, 480)
     warm: HandoffCosts = PAPER_WARM
     cold: HandoffCosts = PAPER_COLD
-    recoveries: tuple[str, ...] = ("warm", "cold")
+    recoveries: tuple[Recovery, ...] = (Recovery.WARM, Recovery.COLD)
 
-    def costs(self, recovery: str) -> HandoffCosts:
+    def __post_init__(self) -> None:
+        positive("quantum_s", self.quantum_s)  # checked, not converted: the hash keeps its type
+
+    def costs(self, recovery: str | Recovery) -> HandoffCosts:
         """The handoff costs of ``"warm"`` or ``"cold"`` recovery."""
-        return {"warm": self.warm, "cold": self.cold}[recovery]
+        return self.warm if Recovery.parse(recovery) is Recovery.WARM else self.cold
 
     def to_json(self) -> dict[str, Any]:
         """Every parameter, the calendars and the handoff costs, as plain JSON."""
@@ -79,7 +83,7 @@ class GridScenario:
     work_s: float
     benefit_rate: float
     tail_s: float
-    recovery: str
+    recovery: Recovery
     initial_state: str
     scenario: Scenario
 
@@ -115,7 +119,7 @@ def _initial(name: str, work_quanta: int) -> InitialState:
     }[name]
 
 
-def _labels(config: GridConfig) -> list[tuple[str, float, float, float, str, str]]:
+def _labels(config: GridConfig) -> list[tuple[str, float, float, float, Recovery, str]]:
     """Every scenario's labels, in id order."""
     return list(
         product(
@@ -130,7 +134,7 @@ def _labels(config: GridConfig) -> list[tuple[str, float, float, float, str, str
 
 
 def _grid_scenario(
-    config: GridConfig, index: int, labels: tuple[str, float, float, float, str, str]
+    config: GridConfig, index: int, labels: tuple[str, float, float, float, Recovery, str]
 ) -> GridScenario:
     calendar, work_s, rate, tail_s, recovery, initial = labels
     windows = _windows(CALENDARS[calendar], config.gap_s)
@@ -184,9 +188,9 @@ def _recovery_costs(
     """(warm, cold) costs: the paper's, or the given mapping's."""
     if costs is None:
         return PAPER_WARM, PAPER_COLD
-    if set(costs) != {"warm", "cold"}:
+    if set(costs) != set(Recovery):
         raise ValueError(f"costs must be keyed 'warm' and 'cold', got {sorted(costs)}")
-    return costs["warm"], costs["cold"]
+    return costs[Recovery.WARM], costs[Recovery.COLD]
 
 
 def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from . import _core
+from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
 
-COST_FIELDS = ("work", "save", "load", "recovery", "residency")
+# The cost causes in the core's column order (solve_batch's cost[..., i]).
+COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
 
 
 def _optional(seconds: float) -> float | None:
@@ -30,16 +32,20 @@ class CostSplit:
     @property
     def total(self) -> float:
         """Sum of all causes, s-eq."""
-        return self.work + self.save + self.load + self.recovery + self.residency
+        return float(sum(getattr(self, name) for name in COST_FIELDS))  # left to right, as the core
 
     @classmethod
     def from_core(cls, cost: _core.CostSplit) -> CostSplit:
         """Copy the core's split."""
-        return cls(cost.work, cost.save, cost.load, cost.recovery, cost.residency)
+        return cls(**{name: getattr(cost, name) for name in COST_FIELDS})
 
     def to_json(self) -> dict[str, float]:
         """``{"work", "save", "load", "recovery", "residency"}`` in s-eq."""
         return asdict(self)
+
+
+if tuple(f.name for f in fields(CostSplit)) != COST_FIELDS:  # pragma: no cover - build mismatch
+    raise ImportError(f"CostSplit's fields do not match the core's cost causes {COST_FIELDS}")
 
 
 @dataclass(frozen=True)
@@ -86,7 +92,7 @@ class Step:
     benefit: float
     progress: int
     durable: int
-    path: str | None = None
+    path: Recovery | None = None
 
     @property
     def value(self) -> float:
@@ -109,7 +115,7 @@ class Step:
             benefit=seg.benefit,
             progress=seg.next.progress,
             durable=seg.next.durable,
-            path=("cold" if seg.action.cold else "warm") if returned else None,
+            path=(Recovery.COLD if seg.action.cold else Recovery.WARM) if returned else None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -150,7 +156,7 @@ class Plan:
     def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
         """Copy the core's plan (``two_path``: its scenario offers both recovery paths)."""
         return cls(
-            policy=plan.policy.name.lower(),  # the core's names are the policies' in capitals
+            policy=_core.policy_name(plan.policy),
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
@@ -159,11 +165,11 @@ class Plan:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """``{"value", "benefit", "publish_time", "cost", "steps"}`` as ``learnsched solve`` prints."""
+        """``{"value", "benefit", "publish_s", "cost", "steps"}`` as ``learnsched solve`` prints."""
         return {
             "value": self.value,
             "benefit": self.benefit,
-            "publish_time": self.publish_s,
+            "publish_s": self.publish_s,
             "cost": self.cost.to_json(),
             "steps": [step.to_json() for step in self.steps],
         }

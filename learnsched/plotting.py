@@ -8,7 +8,7 @@ from typing import Any
 
 from ._figures import pyplot, save_figure
 from .plan import Plan
-from .scenario import Scenario
+from .scenario import Recovery, Scenario
 from .summary import GridSummary
 
 __all__ = ["grid_summary_figure", "plans_figure", "plot_grid_summary", "plot_plans"]
@@ -153,7 +153,7 @@ def grid_summary_figure(summary: GridSummary) -> Any:
 
     calendars = list(dict.fromkeys(k.split("/")[0] for k in summary.wins_by_calendar))
     top = 0
-    for offset, recovery in ((-0.2, "warm"), (0.2, "cold")):
+    for offset, recovery in ((-0.2, Recovery.WARM), (0.2, Recovery.COLD)):
         counts = [summary.wins_by_calendar.get(f"{c}/{recovery}", 0) for c in calendars]
         x = [i + offset for i in range(len(calendars))]
         wins.bar(x, counts, width=0.4, label=recovery)

@@ -14,16 +14,23 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ._checks import nonnegative
 from .batch import solve_batch
 from .grid import CALENDARS, GridScenario, paper_grid
-from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, Recovery, Scenario
 
-__all__ = ["PAPER_PARKED_GIB", "RecoveryChoiceRow", "recovery_choice_rows", "recovery_choice_table"]
+__all__ = [
+    "PAPER_PARKED_GIB",
+    "RecoveryChoiceRow",
+    "recovery_choice_rows",
+    "recovery_choice_table",
+    "two_path_pairs",
+]
 
 PAPER_PARKED_GIB = 6.383  # App. D.2: incremental host PSS of warm recovery, GiB
 STRICT_GAIN = 1e-9  # s-eq.: the solver's tie tolerance
 # The paper's price, then the prices at which the choice starts to matter.
-PRICES = (0.01, 0.1, 0.3, 1.0)
+PRICES = (0.01, 0.1, 0.2, 1.0)
 
 
 @dataclass(frozen=True)
@@ -55,15 +62,19 @@ class RecoveryChoiceRow:
     rollout_gain_mean: float
 
 
-def _pairs(price: float) -> list[tuple[GridScenario, GridScenario]]:
-    """(warm, cold) grid scenarios with the same labels, warm parked state at ``price``."""
-    warm = replace(PAPER_WARM, residency_rate=PAPER_PARKED_GIB * price)
-    grid = paper_grid(costs={"warm": warm, "cold": PAPER_COLD})
+def two_path_pairs(price: float = 0.01) -> list[tuple[GridScenario, GridScenario, Scenario]]:
+    """``(warm, cold, both)`` per grid label set: the paper's two scenarios and the one that
+    offers both paths, with parked state priced at ``price`` s-eq. per GiB-second."""
+    warm = replace(PAPER_WARM, residency_rate=PAPER_PARKED_GIB * nonnegative("price", price))
+    grid = paper_grid(costs={Recovery.WARM: warm, Recovery.COLD: PAPER_COLD})
     by_labels: dict[tuple[object, ...], dict[str, GridScenario]] = {}
     for g in grid.scenarios:
         key = (g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.initial_state)
         by_labels.setdefault(key, {})[g.recovery] = g
-    return [(pair["warm"], pair["cold"]) for pair in by_labels.values()]
+    return [
+        (w, c, w.scenario.with_costs(HandoffCosts.choice(w.scenario.costs, c.scenario.costs)))
+        for w, c in ((pair[Recovery.WARM], pair[Recovery.COLD]) for pair in by_labels.values())
+    ]
 
 
 def recovery_choice_rows(
@@ -80,15 +91,11 @@ def recovery_choice_rows(
     """
     rows = []
     for price in prices:
-        pairs = _pairs(price)
-        both = [
-            w.scenario.with_costs(HandoffCosts.choice(w.scenario.costs, c.scenario.costs))
-            for w, c in pairs
-        ]
-        fixed = [g.scenario for pair in pairs for g in pair]
-        chosen = solve_batch(both, ("dp", "rollout"), threads)
+        pairs = two_path_pairs(price)
+        fixed = [g.scenario for w, c, _ in pairs for g in (w, c)]
+        chosen = solve_batch([both for _, _, both in pairs], ("dp", "rollout"), threads)
         single = solve_batch(fixed, ("dp", "rollout"), threads)
-        calendars = np.array([w.calendar for w, _ in pairs])
+        calendars = np.array([w.calendar for w, _, _ in pairs])
         gains = {
             policy: chosen.column(policy) - single.column(policy).reshape(-1, 2).max(axis=1)
             for policy in ("dp", "rollout")

@@ -7,7 +7,8 @@ value) and round-trips through the JSON object read by ``learnsched solve``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "PAPER_WARM",
     "HandoffCosts",
     "InitialState",
+    "Recovery",
     "Scenario",
 ]
 
@@ -74,6 +76,30 @@ def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any
     if unknown:
         raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
     return obj
+
+
+class Recovery(str, Enum):
+    """How serving capacity comes back after a handoff (the return path, App. D.2)."""
+
+    WARM = "warm"
+    """Resume a parked engine that kept its state in host memory."""
+    COLD = "cold"
+    """Relaunch the engine."""
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, value: str | Recovery) -> Recovery:
+        """The recovery named ``value``; ``ValueError`` naming both otherwise."""
+        try:
+            return cls(value)
+        except ValueError:
+            names = " or ".join(repr(r.value) for r in sorted(cls, key=lambda r: r.value))
+            raise ValueError(f"recovery must be {names}, got {value!r}") from None
 
 
 @dataclass(frozen=True)
@@ -139,23 +165,19 @@ class HandoffCosts:
                 )
         return replace(warm, cold_recovery_s=cold.recovery_s)
 
-    def path(self, recovery: str) -> HandoffCosts:
+    def path(self, recovery: str | Recovery) -> HandoffCosts:
         """The single-path costs of ``"warm"`` or ``"cold"`` recovery of a two-path offer."""
         cold_s = self.cold_recovery_s
         if cold_s is None:
             raise ValueError("path() needs costs that offer both recovery paths")
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-        if recovery == "warm":
+        if Recovery.parse(recovery) is Recovery.WARM:
             return replace(self, cold_recovery_s=None)
         return replace(self, recovery_s=cold_s, residency_rate=0.0, cold_recovery_s=None)
 
     @classmethod
-    def paper(cls, recovery: str) -> HandoffCosts:
+    def paper(cls, recovery: str | Recovery) -> HandoffCosts:
         """The paper's A100/SGLang costs for ``"cold"`` or ``"warm"`` recovery."""
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-        return PAPER_COLD if recovery == "cold" else PAPER_WARM
+        return PAPER_COLD if Recovery.parse(recovery) is Recovery.COLD else PAPER_WARM
 
     def to_core(self) -> _core.HandoffCosts:
         """The C++ core's value type."""
@@ -298,20 +320,9 @@ class Scenario:
         object.__setattr__(self, "_core_scenario", core)
 
     def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
-        # The core object does not pickle: rebuild it (and validate again) from the fields,
-        # so pickle, copy.deepcopy and multiprocessing work.
-        return (
-            Scenario,
-            (
-                self.windows,
-                self.work_quanta,
-                self.quantum_s,
-                self.benefit_rate,
-                self.horizon_s,
-                self.costs,
-                self.initial,
-            ),
-        )
+        # The core object does not pickle: rebuild it (and validate again) from the
+        # constructor's fields, so pickle, copy.deepcopy and multiprocessing work.
+        return (type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init))
 
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""

@@ -76,16 +76,16 @@ def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]
 
 
 # Keyed by the enum members, which hash and compare like their strings, so a plain
-# "rollout" finds its entry too without a conversion on the decide() hot path.
+# "rollout" finds its entry too without a conversion on the decide() hot path. The core
+# names its policies; the Python enum must list the same ones in the same order.
 _CORE_POLICY: dict[str, _core.Policy] = {
-    Policy.NEVER: _core.Policy.NEVER,
-    Policy.WINDOW: _core.Policy.WINDOW,
-    Policy.STATIC_ROI: _core.Policy.STATIC_ROI,
-    Policy.COSTED_WINDOW: _core.Policy.COSTED_WINDOW,
-    Policy.ROLLOUT: _core.Policy.ROLLOUT,
-    Policy.DP: _core.Policy.DP,
-    Policy.GUARDED: _core.Policy.GUARDED,
+    _core.policy_name(p): p for p in _core.Policy.__members__.values()
 }
+if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a build mismatch
+    raise ImportError(
+        f"learnsched.Policy {[p.value for p in Policy]} does not match the core's policies "
+        f"{list(_CORE_POLICY)}: rebuild the extension (pip install .)"
+    )
 
 
 def core_policy(policy: str | Policy) -> _core.Policy:
@@ -231,11 +231,14 @@ class Model:
             and type(active) is bool
         ):
             window, progress, durable, active = _state_args(window, progress, durable, active)
-        eps, noise = _guard(policy, epsilon, score_noise)
+        core = core_policy(policy)
         try:
-            return self._model.decide(
-                window, progress, durable, active, core_policy(policy), eps, noise
-            )
+            if core == _core.Policy.GUARDED:
+                eps, noise = _guard(policy, epsilon, score_noise)
+                return self._model.decide_guarded(window, progress, durable, active, eps, noise)
+            if score_noise is not None or type(epsilon) is not float or epsilon != 0.0:
+                _guard(policy, epsilon, score_noise)  # raises unless the arguments mean "none"
+            return self._model.decide(window, progress, durable, active, core)
         except TypeError:  # pybind11's message names no argument: say which one
             _state_args(window, progress, durable, active)
             raise

@@ -41,9 +41,8 @@ PAPER_FIGURES: dict[str, dict[str, Any]] = {
 
 
 def _ties(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-    # The core's tie rule: equal within 1e-9 s-eq. plus 1e-12 of the magnitude.
-    scale = np.maximum(np.abs(a), np.abs(b))
-    return np.asarray(np.abs(a - b) <= _core.TIE_TOLERANCE + _core.RELATIVE_TIE_TOLERANCE * scale)
+    """The core's tie rule, elementwise (equal up to rounding noise)."""
+    return np.asarray(_core.ties(a, b), dtype=np.bool_)
 
 
 @dataclass(frozen=True)
@@ -131,7 +130,9 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         config_hash=grid.config.hash,
         mean_value={p.value: float(result.column(p).mean()) for p in ALL_POLICIES},
         mean_gap={
-            p.value: float((dp - result.column(p)).mean()) for p in ALL_POLICIES if p is not Policy.DP
+            p.value: float((dp - result.column(p)).mean())
+            for p in ALL_POLICIES
+            if p is not Policy.DP
         },
         wins=int(win.sum()),
         ties=int(tie.sum()),

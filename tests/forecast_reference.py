@@ -51,7 +51,7 @@ def _costed_window(refs: list[RefScenario], state: State) -> Action:
     reward, mean = _mean_continuation(refs, state, go, "window")
     if reference._exceeds(reward + mean, reference._abandon_value(refs[0], state)):
         return go
-    return reference._decline(state)
+    return reference._decline(refs[0], state)
 
 
 def decide(

@@ -84,5 +84,5 @@ def test_adapter_is_a_normal_file(tmp_path: Path, umask: int) -> None:
     pytest.importorskip("safetensors", reason="adapters need safetensors (learnsched[gpu])")
     from learnsched.handoff.lora import BASE_SHAPES, save_adapter, synthesise_adapter
 
-    path = save_adapter(synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], 4), tmp_path)
+    path = save_adapter(synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], 4), tmp_path, durable=True)
     assert mode(path) == 0o666 & ~umask

@@ -77,6 +77,11 @@ def test_empirical_without_a_cycle_assumes_no_window() -> None:
     assert EmpiricalForecaster().sample(HISTORY, 250.0, 300.0, 2, rng()) == [(), ()]
 
 
+def test_empirical_needs_a_finite_horizon() -> None:
+    with pytest.raises(ValueError, match="until_s must be finite"):
+        EmpiricalForecaster().sample(HISTORY, 250.0, float("inf"), 1, rng())
+
+
 def test_empirical_history_window() -> None:
     busy, _ = EmpiricalForecaster(history_s=130.0).cycles(HISTORY, 250.0)
     assert busy.tolist() == [10.0]  # only (130, 200) and (210, 300) started after 120

@@ -49,6 +49,15 @@ def test_exact_steps_are_the_papers_plan(s0348: ls.Scenario) -> None:
     assert outcome["costed_window"].checkpoints == 1
 
 
+@settings(max_examples=80, deadline=None)
+@given(scenario=scenarios(max_windows=5, two_path=True))
+def test_exact_forecast_is_the_paper_with_two_recovery_paths(scenario: ls.Scenario) -> None:
+    outcome = run_calendar(OnlineCase.exact(scenario), np.random.default_rng(0))
+    for name in FORECAST_NAMES:
+        assert outcome[name].steps == ls.solve(scenario, name).steps
+    assert outcome["clairvoyant"].value == ls.solve(scenario, "dp").value
+
+
 def repeated(scenario: ls.Scenario, n: int) -> OnlineCase:
     return OnlineCase(scenario, SampleForecaster([scenario.windows] * n), samples=n)
 
@@ -117,13 +126,33 @@ def test_clairvoyant_bounds_every_policy_on_the_grid_with_forecasts(
     rng = np.random.default_rng(11)
     cases = [
         OnlineCase(g.scenario, SampleForecaster(noisy_samples(g.scenario, rng, 4)), samples=4)
-        for g in grid.scenarios[::7]
+        for g in grid.scenarios
     ]
     result = evaluate_online(cases)
     for name in ONLINE_POLICIES:
         assert min(result.policies[name].regrets) >= -1e-9
     # With imperfect forecasts, the information bound is strictly ahead somewhere.
     assert result.policies["rollout"].mean_regret > 0
+
+
+class Redrawn(SampleForecaster):
+    """The same samples, but offered as a forecast that may change: no prebuilt tables."""
+
+    def fixed(self, n: int) -> None:
+        return None
+
+
+@settings(max_examples=60, deadline=None)
+@given(scenario=scenarios(max_windows=5), seed=st.integers(0, 2**32 - 1), n=st.integers(1, 4))
+def test_prebuilt_tables_decide_as_per_window_forecasts(
+    scenario: ls.Scenario, seed: int, n: int
+) -> None:
+    samples = noisy_samples(scenario, np.random.default_rng(seed), n)
+    once = run_calendar(
+        OnlineCase(scenario, SampleForecaster(samples), n), np.random.default_rng(0)
+    )
+    each = run_calendar(OnlineCase(scenario, Redrawn(samples), n), np.random.default_rng(0))
+    assert once == each
 
 
 def trace_like_cases(n: int) -> list[OnlineCase]:

@@ -15,7 +15,7 @@ from learnsched.calendar import (
     load_trace,
     read_azure_trace,
 )
-from learnsched.capacity import RateProfile, ReturnPath, check_feasibility
+from learnsched.capacity import RateProfile, ReturnPath, Trace, check_feasibility, write_trace_csv
 
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 
@@ -71,10 +71,10 @@ def test_azure_rows_become_requests_with_deadlines(tmp_path: Path) -> None:
     assert trace.deadline.tolist() == [7.0, 7.5]
 
 
-def small_trace() -> ls.Trace:
+def small_trace() -> Trace:
     # Requests of 1 work at rate 1, due 3 s after arrival: idle from 1 to 50, then 51 to 100.
     arrival = np.array([0.0, 50.0, 100.0])
-    return ls.Trace(arrival=arrival, work=np.ones(3), deadline=arrival + 3.0)
+    return Trace(arrival=arrival, work=np.ones(3), deadline=arrival + 3.0)
 
 
 def test_windows_end_at_the_return_deadline() -> None:
@@ -114,14 +114,14 @@ def test_a_longer_return_path_leaves_fewer_windows() -> None:
 
 def test_project_trace_csv(tmp_path: Path) -> None:
     path = tmp_path / "trace.csv"
-    ls.write_trace_csv(path, small_trace())
+    write_trace_csv(path, small_trace())
     windows = idle_windows(load_trace(path), min_useful_s=1.0)
     assert len(windows.windows) == 2
 
 
 def test_a_trace_that_misses_deadlines_unlent_is_refused() -> None:
     arrival = np.array([0.0, 0.0])
-    trace = ls.Trace(arrival=arrival, work=np.ones(2), deadline=np.array([1.0, 1.5]))
+    trace = Trace(arrival=arrival, work=np.ones(2), deadline=np.array([1.0, 1.5]))
     with pytest.raises(ValueError, match=r"misses deadline\[1\] = 1.5 even with nothing lent"):
         idle_windows(trace)
 

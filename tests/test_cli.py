@@ -95,11 +95,11 @@ def test_solve_json_contract(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     data = json.loads(out)
     assert list(data["policies"]) == POLICY_NAMES
     rollout = data["policies"]["rollout"]
-    assert set(rollout) == {"value", "benefit", "publish_time", "cost", "steps"}
+    assert set(rollout) == {"value", "benefit", "publish_s", "cost", "steps"}
     assert set(rollout["cost"]) == {"work", "save", "load", "recovery", "residency"}
-    assert rollout["publish_time"] == 330.0
+    assert rollout["publish_s"] == 330.0
     assert round(rollout["value"], 3) == 72.512
-    assert data["policies"]["never"]["publish_time"] is None
+    assert data["policies"]["never"]["publish_s"] is None
     assert rollout["steps"][3]["action"] == "publish"
 
 
@@ -113,7 +113,7 @@ def test_solve_list_and_single_policy(capsys: pytest.CaptureFixture[str], tmp_pa
     assert isinstance(data, list)
     assert len(data) == 2
     assert [list(d["policies"]) for d in data] == [["dp"], ["dp"]]
-    assert data[1]["policies"]["dp"]["publish_time"] == pytest.approx(30.0)
+    assert data[1]["policies"]["dp"]["publish_s"] == pytest.approx(30.0)
 
 
 def test_solve_text_output(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -322,7 +322,9 @@ def test_readme_fig10_table_is_what_the_code_computes() -> None:
     """README rows at the paper's scale (10 x 10^6 alerts), checked at a smaller one."""
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     rows = re.findall(
-        r"^\| (vllm|sglang) \| (\w+) \| ([\d.]+) \| ([\d.-]+) \| ([\d.+-]+) \|$", readme, re.MULTILINE
+        r"^\| (vllm|sglang) \| (\w+) \| ([\d.]+) \| ([\d.-]+) \| ([\d.+-]+) \|$",
+        readme,
+        re.MULTILINE,
     )
     assert len(rows) == 2 * len(ALERT_RULES)
     small = run_alert_experiment(200_000, range(2))

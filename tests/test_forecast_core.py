@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched import _core
-from learnsched.calendar import decide_under_forecast
+from learnsched.calendar import ForecastDecision
 
 import forecast_reference
 from conftest import calendar
@@ -82,12 +82,10 @@ def test_one_true_sample_decides_as_the_paper(s0348: ls.Scenario) -> None:
     full = ls.Model(s0348)
     windows = list(s0348.windows)
     for k, window in enumerate(windows):
-        model = decide_under_forecast(s0348, window, [tuple(windows[k + 1 :])])
+        model = ForecastDecision(s0348, window, [tuple(windows[k + 1 :])])
         for q in range(s0348.work_quanta + 1):
             for policy in ("window", "costed_window", "rollout", "dp"):
-                assert model.decide(q, q, False, ls.solver.core_policy(policy)) == full.decide(
-                    k, q, q, False, policy
-                )
+                assert model.decide(q, q, False, policy) == full.decide(k, q, q, False, policy)
 
 
 def test_threads_give_identical_results() -> None:
@@ -169,6 +167,31 @@ def test_bad_arguments() -> None:
         model.take(7, 7, False, _core.Action(_core.ActionKind.WAIT))
 
 
+def test_prebuilt_tables_give_the_rows_after_the_current_window() -> None:
+    full = random_samples(np.random.default_rng(4), 6, 5, 0.0)
+    windows, offsets = packed(full)
+    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 2)
+    assert tables.sample_count == 6
+    for k in range(3):  # the current window is the k-th of the first sample
+        window = full[0][k]
+        after = [[w for w in s if w[0] >= window[1]] for s in full]
+        direct = forecast(after, cur=current(window))
+        prebuilt = _core.ForecastModel(current(window), tables)
+        assert prebuilt.mean_reference_values() == direct.mean_reference_values()
+        assert prebuilt.mean_optimal_values() == direct.mean_optimal_values()
+        assert prebuilt.mean_window_plan_values() == direct.mean_window_plan_values()
+
+
+def test_prebuilt_tables_must_match_the_candidate() -> None:
+    windows, offsets = packed([[(100.0, 200.0)]])
+    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 1)
+    with pytest.raises(ValueError, match="tables were built for another candidate"):
+        _core.ForecastModel(current(work_quanta=7), tables)
+    bad, bad_offsets = packed([[(100.0, 200.0), (150.0, 300.0)]])
+    with pytest.raises(ValueError, match=r"samples\[0\]: windows\[1\] starts at 150"):
+        _core.SampleTables(current(), bad, bad_offsets, POLICIES, 1)
+
+
 def test_take_refuses_an_infeasible_action() -> None:
     model = forecast([[(100.0, 200.0)]], cur=current((0.0, 75.0)))
     # 75 s cannot hold the 69.988 s return plus 2 quanta of 5 s with a checkpoint.
@@ -214,7 +237,7 @@ def test_decisions_match_the_pure_python_reference(
             sample.append((t, t + length))
             t += length
         samples.append(tuple(sample))
-    model = decide_under_forecast(scenario, current_window, samples)
+    model = ForecastDecision(scenario, current_window, samples)
     base = to_reference(scenario)
     init = scenario.initial
     states = [(init.progress, init.durable, init.active)] + [
@@ -222,8 +245,8 @@ def test_decisions_match_the_pure_python_reference(
     ]
     for p, pbar, active in states:
         for policy in ("window", "costed_window", "rollout", "dp"):
-            got = model.decide(p, pbar, active, ls.solver.core_policy(policy))
+            got = model.decide(p, pbar, active, policy)
             want = forecast_reference.decide(
                 base, current_window, samples, policy, (0, p, pbar, active)
             )
-            assert (got.name, got.quanta, got.checkpoint) == want
+            assert (got.name, got.quanta, got.checkpoint, got.cold) == want

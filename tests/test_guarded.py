@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _core
 from learnsched.cli import main
+from learnsched.solver import ScoreNoise
 
 import reference
 from strategies import scenarios, to_reference
@@ -25,7 +26,7 @@ from strategies import scenarios, to_reference
 TOL = 1e-9
 
 
-def bounded_noise(epsilon: float, seed: int) -> ls.ScoreNoise:
+def bounded_noise(epsilon: float, seed: int) -> ScoreNoise:
     """A deterministic score error in [-epsilon, epsilon] per (state, action)."""
 
     def noise(state: _core.State, action: _core.Action) -> float:
@@ -159,6 +160,11 @@ def test_the_core_guards_itself() -> None:
         model.solve(_core.Policy.GUARDED, -1.0)
     with pytest.raises(ValueError, match="score noise must be finite"):
         model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: math.nan)
+    with pytest.raises(ValueError, match="epsilon must be >= 0"):
+        model.decide_guarded(0, 0, 0, False, math.nan)
+    assert model.decide_guarded(0, 0, 0, False) == model.decide(
+        0, 0, 0, False, _core.Policy.ROLLOUT
+    )
     with pytest.raises(ValueError, match="epsilon must be >= 0"):
         _core.solve_batch(
             [ls.scenario_by_id("S0348").scenario.to_core()], [_core.Policy.GUARDED], 1, -1.0

@@ -80,8 +80,20 @@ def test_explain_and_solve_take_the_base_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     costs = str(lora_only(tmp_path))
-    assert main(["explain", "S0348", "--costs", costs, "--base", "paper"]) == 0
-    assert "cold_recovery_s, checkpoint_save_s" not in capsys.readouterr().err  # per source
+    assert main(["explain", "S0348", "--costs", costs, "--base", "paper"]) == 0  # cold
+    err = capsys.readouterr().err
+    assert f"cold_recovery_s from paper; checkpoint_save_s, checkpoint_load_s from {costs}" in err
+    scenario = tmp_path / "s.json"
+    scenario.write_text(
+        '{"windows": [[0, 80]], "work_quanta": 2, "quantum_s": 5, "benefit_rate": 0.25, '
+        '"horizon_s": 200, "recovery_s": 1, "residency_rate": 0, "save_s": 0, "load_s": 0, '
+        '"initial": {"progress": 0, "durable": 0, "active": false}}'
+    )
+    argv = ["solve", str(scenario), "--costs", costs, "--base", "paper", "--recovery", "warm"]
+    assert main([*argv, "--json"]) == 0
+    assert "warm_recovery_s, host_pss_awake_gib, host_pss_parked_gib from paper" in (
+        capsys.readouterr().err
+    )
 
 
 def test_out_onto_another_devices_profile_fails_before_measuring(
@@ -153,9 +165,7 @@ def test_cuda_index_out_of_range_is_bad_input(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    with pytest.raises(
-        ValueError, match=r"'cuda:5': torch sees 2 CUDA device\(s\), cuda:0..cuda:1"
-    ):
+    with pytest.raises(ValueError, match=r"'cuda:5': torch sees 2 CUDA GPU\(s\), cuda:0..cuda:1"):
         target_gpu("cuda:5")
 
 
@@ -168,7 +178,7 @@ def test_cuda_index_out_of_range_is_one_line_exit_2(
     assert main(["probe", "lora", "--device=cuda:3", "--shape=tiny", "--runs=2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert "torch sees 1 CUDA device(s)" in err[0]
+    assert "torch sees 1 CUDA GPU(s)" in err[0]
 
 
 def test_uuid_mismatch_is_missing_hardware_not_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,8 +19,9 @@ def test_health_answers_while_parked_but_requests_fail(dialect: str) -> None:
         with pytest.raises(Exception, match="503"):
             endpoint.generate(2, timeout_s=5)
         endpoint.resume(tags=["weights", "kv_cache"], timeout_s=5)
-        first, done = endpoint.generate(3, timeout_s=5)
-        assert first <= done
+        answer = endpoint.generate(3, timeout_s=5)
+        assert answer.first_ns <= answer.done_ns
+        assert len(answer.text.split()) == 3
 
 
 @pytest.mark.parametrize(

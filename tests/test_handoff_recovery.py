@@ -22,7 +22,7 @@ from engine_support import command, engine
 
 MIB = 2**20
 TIB = 2**40
-WARM_ORDER = ["release_sent", "release_ack", "resume_sent", "resume_ack", "health_200"]
+WARM_ORDER = ["release_sent", "release_ack", "resume_sent", "resume_ack"]
 COLD_ORDER = ["launched", "port_open", "health_200", "first_token", "request_done"]
 
 
@@ -122,7 +122,7 @@ def test_engine_that_exits_is_reported_and_its_workers_stopped(tmp_path: Path) -
 
 
 def test_release_acknowledged_before_memory_is_freed() -> None:
-    with engine("sglang", weights_mib=0, kv_mib=64, free_delay_s=0.4) as sim:
+    with engine("sglang", weights_mib=0, kv_mib=64, free_delay_s=0.8) as sim:
         run = measure_warm_recovery(
             ServingEndpoint(sim.url, "sglang"),
             pid=sim.pid,
@@ -133,11 +133,11 @@ def test_release_acknowledged_before_memory_is_freed() -> None:
             poll_s=0.01,
         )
     assert run.release in ("free-rose", "process-below-floor")
-    # The answer came at once; the memory went 0.4 s later, and that is what is measured.
-    assert run.interval_s("release_sent", "release_ack") < 0.3
-    assert run.interval_s("release_sent", "release_confirmed") >= 0.4
+    # The answer came at once; the memory went 0.8 s later, and that is what is measured.
+    assert run.interval_s("release_sent", "release_ack") < 0.6
+    assert run.interval_s("release_sent", "release_confirmed") >= 0.8
     assert run.release_s is not None
-    assert run.release_s >= 0.4
+    assert run.release_s >= 0.8
     assert run.device_basis == "engine-processes"
     awake, parked = run.device_bytes("awake"), run.device_bytes("parked")
     assert awake is not None
@@ -160,6 +160,7 @@ def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
             **common,  # type: ignore[arg-type]
         )
     assert unconfirmed.release.startswith("unconfirmed: the device does not list")
+    assert any("are not among those the watched GPU lists" in n for n in unconfirmed.notes)
     assert "release_confirmed" not in unconfirmed.stamps_ns
     assert unconfirmed.device_basis == "device-occupied"
     assert confirmed.release == "free-rose"
@@ -169,14 +170,16 @@ def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
 def test_failure_while_parked_resumes_the_engine() -> None:
     with engine("sglang") as sim:
         endpoint = ServingEndpoint(sim.url, "sglang")
-        with pytest.raises(TimeoutError, match="device memory release"):
+        with pytest.raises(
+            TimeoutError, match=r"device memory release.*within the release timeout \(0\.5 s\)"
+        ):
             measure_warm_recovery(
                 endpoint,
                 pid=sim.pid,
                 device=SimulatedDeviceReader(sim.url),
                 release_bytes=TIB,  # never freed: the confirmation times out
                 parked_s=0,
-                timeout_s=0.5,
+                release_timeout_s=0.5,
                 poll_s=0.01,
             )
         endpoint.generate(2, timeout_s=5)  # serving again: resumed after the failure
@@ -193,6 +196,7 @@ def test_failed_resume_after_a_failure_is_reported() -> None:
             device=SimulatedDeviceReader(sim.url),
             release_bytes=TIB,
             parked_s=0,
+            release_timeout_s=0.5,
             timeout_s=0.5,
             poll_s=0.01,
         )

@@ -43,8 +43,8 @@ class ScriptedDevice:
 
 
 def test_free_rise_is_seen_with_its_resolution() -> None:
+    since = time.perf_counter_ns()  # before the device: its timer starts when it is built
     device = ScriptedDevice(after_s=0.1)
-    since = time.perf_counter_ns()
     result = wait_for_release(device, free_rise_bytes=8 * GIB, since_ns=since, poll_s=0.01)
     assert result.condition == "free-rose"
     assert 0.1 <= result.latency_s < 1.0
@@ -72,8 +72,8 @@ def test_pid_never_listed_is_refused_not_reported_released() -> None:
 
 
 def test_release_acknowledged_before_memory_is_freed() -> None:
-    device = ScriptedDevice(after_s=0.15)
     acknowledged = time.perf_counter_ns()  # the pause call has answered; nothing freed yet
+    device = ScriptedDevice(after_s=0.15)  # its timer starts now, after the clock was read
     result = wait_for_release(
         device, pid=4242, floor_bytes=2 * GIB, since_ns=acknowledged, poll_s=0.01
     )

@@ -86,11 +86,12 @@ def test_core_equals_python_reference(scenario: ls.Scenario, policy: ls.Policy) 
         assert close(a.cost.total, b.cost)
 
 
-@settings(max_examples=60, deadline=None)
-@given(scenarios(max_windows=4, max_quanta=40))
+@settings(max_examples=80, deadline=None)
+@given(st.booleans().flatmap(lambda two: scenarios(max_windows=4, max_quanta=40, two_path=two)))
 def test_every_state_matches_the_reference(scenario: ls.Scenario) -> None:
-    """V*, V^pi0 and every policy's action at every service state (k, pbar): this
-    exercises the monotone-deque DP over long sliding ranges, not only the initial state."""
+    """V*, V^pi0 and every policy's action at every service state (k, pbar), with one
+    recovery path or two: this exercises the monotone-deque DP (per path) over long
+    sliding ranges, not only the initial state."""
     model = ls.Model(scenario)
     ref = to_reference(scenario)
     for k in range(len(scenario.windows)):

@@ -267,7 +267,7 @@ KILL_SPEC = {
     "vary": {"cold_recovery_s": [10.0 * i for i in range(8)]},
     "policies": ["costed_window", "rollout"],
 }
-KILL_CHUNK_ROWS = 32
+KILL_CHUNK_ROWS = 16  # 960 chunks: the kill lands long before the end
 
 
 def _chunk_files(out: Path) -> set[str]:
@@ -287,7 +287,7 @@ def test_kill_9_then_rerun_gives_the_uninterrupted_file(tmp_path: Path) -> None:
     try:
         deadline = time.monotonic() + 120
         while len(_chunk_files(out)) < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+            time.sleep(0.005)
         os.kill(child.pid, signal.SIGKILL)
     finally:
         child.wait(timeout=60)
@@ -323,10 +323,18 @@ def test_store_skips_exactly_the_finished_chunks(tmp_path: Path) -> None:
     for chunk in chunks[3:5]:
         store.write(chunk, solve_rows(spec, chunk.start, chunk.stop))
     (store.parts / ".chunk-000007.csv.abc.tmp").write_text("cut short")
+    # What a machine crash could leave of unsynced chunks: an empty file, a cut one.
+    (store.parts / "chunk-000008.csv").write_text("")
+    text = (store.parts / "chunk-000003.csv").read_text()
+    (store.parts / "chunk-000009.csv").write_text(text[: len(text) // 2])
     resumed = ChunkStore(tmp_path / "s.csv", spec, 8 * 1920)
     resumed.open(lambda: pytest.fail("a resumed sweep keeps its chunk size"))
     assert resumed.finished() == chunks[3:5]
     assert not list(resumed.parts.glob(".*"))
+    assert sorted(p.name for p in resumed.parts.glob("chunk-*")) == [
+        "chunk-000003.csv",
+        "chunk-000004.csv",
+    ]
     with pytest.raises(ValueError, match="do not match chunk"):
         resumed.write(chunks[0], solve_rows(spec, 0, 10))
 
@@ -362,13 +370,13 @@ class _Terminal(io.StringIO):
 
 def test_progress_shows_rate_eta_and_a_note() -> None:
     stream = _Terminal()
-    with Progress(100, "scenarios", delay_s=0.0, stream=stream, done=40) as bar:
+    with Progress(100, "sweep", 0.0, stream, done=40, unit="scenarios") as bar:
         time.sleep(0.01)
         bar.advance(20, "points 3/5")
     text = stream.getvalue()
-    assert "scenarios [" in text
+    assert "sweep [" in text
     assert "60/100 points 3/5, " in text
-    assert "/s, ETA " in text
+    assert " scenarios/s, ETA " in text
     assert text.endswith("\n")
 
 
@@ -418,3 +426,39 @@ def test_a_local_sweep_imports_neither_ray_nor_pyarrow(tmp_path: Path) -> None:
     (tmp_path / "spec.json").write_text(json.dumps({**COLD_SPEC, "vary": {"save_s": [1]}}))
     result = run_python(["-c", code], cwd=tmp_path, check=True)
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+class _ModelBackend:
+    """A backend whose tasks take exactly ``fixed_s + rows * row_s`` (no work is done)."""
+
+    workers = 2
+
+    def __init__(self, fixed_s: float, row_s: float) -> None:
+        self.fixed_s, self.row_s = fixed_s, row_s
+        self.sizes: list[int] = []
+
+    def time_task(self, spec: object, start: int, stop: int) -> float:
+        self.sizes.append(stop - start)
+        return self.fixed_s + (stop - start) * self.row_s
+
+
+@pytest.mark.parametrize(
+    ("fixed_s", "row_s", "total", "sizes"),
+    [
+        (3e-3, 25e-6, 10**6, [1, 1, 1, 1, 4, 16, 64, 256, 1024, 4096, 4096]),  # up to 4096 rows
+        (3e-3, 25e-6, 9600, [1, 1, 1, 1, 4, 16, 64, 256, 300, 300]),  # at most 1/32 of the sweep
+        (3e-3, 7e-3, 9600, [1, 1, 1, 1, 4, 16, 16]),  # large rows: 16 rows pass 50 ms
+    ],
+)
+def test_task_cost_is_measured_on_the_backend(
+    fixed_s: float, row_s: float, total: int, sizes: list[int]
+) -> None:
+    from learnsched.sweep.run import _task_cost
+
+    backend = _ModelBackend(fixed_s, row_s)
+    fixed, per_row = _task_cost(parse_spec(COLD_SPEC), backend, total)  # type: ignore[arg-type]
+    assert backend.sizes == sizes
+    assert fixed == pytest.approx(fixed_s)
+    assert per_row == pytest.approx(row_s)
+    rows = choose_chunk_rows(per_row, fixed, total, backend.workers)
+    assert fixed <= 0.1 * rows * per_row * (1 + 1e-9)

@@ -56,14 +56,35 @@ std::unique_ptr<ForecastModel> make_forecast(const Scenario& current, const Wind
     return std::make_unique<ForecastModel>(current, samples, policies, threads);
 }
 
+std::unique_ptr<SampleTables> make_tables(const Scenario& candidate, const Windows& windows,
+                                          const Offsets& offsets,
+                                          const std::vector<Policy>& policies, int threads) {
+    const std::vector<Calendar> samples = calendars(windows, offsets);
+    py::gil_scoped_release release;  // pure C++ from here: O(N*K*J) tables on threads
+    return std::make_unique<SampleTables>(candidate, samples, policies, threads);
+}
+
 }  // namespace
 
 void bind_forecast(py::module_& m) {
+    py::class_<SampleTables>(m, "SampleTables",
+                             "Continuation tables of N sampled calendars, built once.")
+        .def(py::init(&make_tables), py::arg("candidate"), py::arg("windows"),
+             py::arg("offsets"), py::arg("policies"), py::arg("threads") = 1,
+             "candidate: the work, benefit and costs (its windows are not used); sample i is "
+             "windows[offsets[i]:offsets[i+1]], a full calendar.")
+        .def_property_readonly("sample_count", &SampleTables::sample_count);
+
     py::class_<ForecastModel>(m, "ForecastModel",
                               "Decisions at the current window from N sampled continuations.")
         .def(py::init(&make_forecast), py::arg("current"), py::arg("windows"), py::arg("offsets"),
              py::arg("policies"), py::arg("threads") = 1,
-             "current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]].")
+             "current: a one-window scenario; sample i is windows[offsets[i]:offsets[i+1]], "
+             "all after the current window.")
+        .def(py::init<const Scenario&, const SampleTables&>(), py::arg("current"),
+             py::arg("tables"),
+             "current: a one-window scenario; each sample of `tables` contributes its windows "
+             "from the current window's end on; O(N*J).")
         .def_property_readonly("scenario", &ForecastModel::scenario)
         .def_property_readonly("sample_count", &ForecastModel::sample_count)
         .def(

@@ -58,6 +58,9 @@ void bind_model(py::module_& m) {
         .value("ROLLOUT", Policy::Rollout)
         .value("DP", Policy::Dp)
         .value("GUARDED", Policy::Guarded);
+    m.def(
+        "policy_name", [](Policy policy) { return std::string(name(policy)); }, py::arg("policy"),
+        "The policy's name in the Python API (e.g. 'costed_window').");
 
     py::class_<Action>(m, "Action", "One window's macro-action.")
         .def(py::init([](ActionKind kind, int quanta, bool checkpoint, bool cold) {

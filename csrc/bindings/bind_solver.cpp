@@ -6,6 +6,7 @@
 #include <pybind11/typing.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -28,7 +29,8 @@ BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vect
     }
     const auto n = static_cast<py::ssize_t>(scenarios.size());
     const auto p = static_cast<py::ssize_t>(policies.size());
-    py::array_t<double> value({n, p}), benefit({n, p}), publish({n, p}), cost({n, p, py::ssize_t{5}});
+    constexpr auto kCauses = static_cast<py::ssize_t>(CostSplit::kFields.size());
+    py::array_t<double> value({n, p}), benefit({n, p}), publish({n, p}), cost({n, p, kCauses});
     auto v = value.mutable_unchecked<2>();
     auto b = benefit.mutable_unchecked<2>();
     auto t = publish.mutable_unchecked<2>();
@@ -39,9 +41,10 @@ BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vect
             v(i, j) = r.value;
             b(i, j) = r.benefit;
             t(i, j) = r.publish_s;
-            const double split[5] = {r.cost.work, r.cost.save, r.cost.load, r.cost.recovery,
-                                     r.cost.residency};
-            for (py::ssize_t q = 0; q < 5; ++q) c(i, j, q) = split[q];
+            const auto split = r.cost.as_array();
+            for (py::ssize_t q = 0; q < kCauses; ++q) {
+                c(i, j, q) = split[static_cast<std::size_t>(q)];
+            }
         }
     }
     BatchArrays out;
@@ -88,16 +91,26 @@ void bind_solver(py::module_& m) {
         .def(
             "decide",
             [](const Model& model, int window, int progress, int durable, bool active,
-               Policy policy, double epsilon, std::optional<ScoreNoise> score_noise) {
-                return model.decide(State{window, progress, durable, active}, policy,
+               Policy policy) {
+                return model.decide(State{window, progress, durable, active}, policy);
+            },
+            // noconvert: an int, numpy integer or float is not taken as a flag.
+            py::arg("window"), py::arg("progress"), py::arg("durable"),
+            py::arg("active").noconvert(), py::arg("policy"),
+            "The policy's action in a validated state; O(J).")
+        .def(
+            "decide_guarded",
+            [](const Model& model, int window, int progress, int durable, bool active,
+               double epsilon, std::optional<ScoreNoise> score_noise) {
+                return model.decide(State{window, progress, durable, active}, Policy::Guarded,
                                     Guard{epsilon, score_noise.value_or(ScoreNoise{})});
             },
             // noconvert: an int, numpy integer or float is not taken as a flag.
             py::arg("window"), py::arg("progress"), py::arg("durable"),
-            py::arg("active").noconvert(), py::arg("policy"), py::arg("epsilon") = 0.0,
+            py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
             py::arg("score_noise") = py::none(),
-            "The policy's action in a validated state; O(J). epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. are the guarded policy's.")
+            "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
+            "(state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.")
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
@@ -118,9 +131,18 @@ void bind_solver(py::module_& m) {
 
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
-          "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s "
-          "(n, p) and cost (n, p, 5: work, save, load, recovery, residency).");
+          "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "
+          "arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).");
+    m.def(
+        "cost_fields",
+        [] {
+            const auto& fields = CostSplit::kFields;
+            return std::vector<std::string>(fields.begin(), fields.end());
+        },
+        "The cost causes in the order of solve_batch's cost columns.");
     m.attr("MAX_THREADS") = kMaxThreads;
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
+    m.def("ties", py::vectorize(&ties), py::arg("a"), py::arg("b"),
+          "Elementwise: a and b equal up to rounding noise (the policies' tie rule).");
 }

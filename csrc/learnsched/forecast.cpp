@@ -1,5 +1,6 @@
 #include "forecast.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -22,31 +23,35 @@ Scenario validated_current(Scenario current) {
     return current;
 }
 
-// The sample's continuation as a scenario of its own: tables are computed backwards, so
-// its row 0 equals row k+1 of a calendar whose windows after k are this sample's.
-Scenario sample_scenario(const Scenario& current, const Calendar& sample, std::size_t i) {
-    Scenario s = current;
+std::string sample_field(std::size_t i) { return "samples[" + std::to_string(i) + "]"; }
+
+// The sample as a scenario of its own: its row j equals row k+1 of a calendar whose
+// windows after k are this sample's windows from j on.
+Scenario sample_scenario(const Scenario& candidate, const Calendar& sample, std::size_t i) {
+    Scenario s = candidate;
     s.windows = sample;
     s.initial = State{};
-    const std::string field = "samples[" + std::to_string(i) + "]";
     try {
         validate(s);
     } catch (const std::invalid_argument& e) {
-        throw std::invalid_argument(field + ": " + e.what());
-    }
-    const double end_s = current.windows.front().end_s;
-    if (sample.front().start_s < end_s) {
-        throw std::invalid_argument(field + ": windows[0] starts at " +
-                                    std::to_string(sample.front().start_s) +
-                                    " before the current window ends at " + std::to_string(end_s));
+        throw std::invalid_argument(sample_field(i) + ": " + e.what());
     }
     return s;
 }
 
-// Row 0 of `table` (durable progress 0..J) appended to `out` at `offset`.
-void copy_row(const ValueTable& table, int work_quanta, std::vector<double>& out,
-              std::size_t offset) {
-    for (int q = 0; q <= work_quanta; ++q) out[offset + static_cast<std::size_t>(q)] = table(0, q);
+// The samples of the first constructor must all lie after the current window.
+const std::vector<Calendar>& after_current(const Scenario& current,
+                                           const std::vector<Calendar>& samples) {
+    const double end_s = validated_current(current).windows.front().end_s;
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        if (!samples[i].empty() && samples[i].front().start_s < end_s) {
+            throw std::invalid_argument(sample_field(i) + ": windows[0] starts at " +
+                                        std::to_string(samples[i].front().start_s) +
+                                        " before the current window ends at " +
+                                        std::to_string(end_s));
+        }
+    }
+    return samples;
 }
 
 [[noreturn]] void unsupported(Policy policy) {
@@ -55,10 +60,8 @@ void copy_row(const ValueTable& table, int work_quanta, std::vector<double>& out
         std::string(name(policy)));
 }
 
-}  // namespace
-
-ForecastModel::Needs ForecastModel::needs_of(const std::vector<Policy>& policies) {
-    Needs needs;
+TableNeeds needs_of(const std::vector<Policy>& policies) {
+    TableNeeds needs;
     for (const Policy p : policies) {
         switch (p) {
             case Policy::Window: break;
@@ -71,13 +74,19 @@ ForecastModel::Needs ForecastModel::needs_of(const std::vector<Policy>& policies
     return needs;
 }
 
-ForecastModel::ForecastModel(Scenario current, const std::vector<Calendar>& samples,
-                             const std::vector<Policy>& policies, int threads)
-    : acc_(validated_current(std::move(current))),
-      needs_(needs_of(policies)),
-      window_values_(1, acc_.work_quanta()),
-      reference_values_(1, acc_.work_quanta()),
-      optimal_values_(1, acc_.work_quanta()) {
+bool same_candidate(const Scenario& a, const Scenario& b) {
+    return a.work_quanta == b.work_quanta && a.quantum_s == b.quantum_s &&
+           a.benefit_rate == b.benefit_rate && a.horizon_s == b.horizon_s &&
+           a.costs.recovery_s == b.costs.recovery_s &&
+           a.costs.residency_rate == b.costs.residency_rate && a.costs.save_s == b.costs.save_s &&
+           a.costs.load_s == b.costs.load_s && a.costs.cold_recovery_s == b.costs.cold_recovery_s;
+}
+
+}  // namespace
+
+SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
+                           const std::vector<Policy>& policies, int threads)
+    : candidate_(candidate), needs_(needs_of(policies)) {
     if (threads < 1) {
         throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
     }
@@ -87,52 +96,75 @@ ForecastModel::ForecastModel(Scenario current, const std::vector<Calendar>& samp
                                     " calendars, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
-    samples_ = static_cast<int>(samples.size());
-    fill_means(samples, threads);
-    // Row 0 of V_G: Window's action on the current window, priced with the mean after it.
-    evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
+    candidate_.windows.clear();  // only the candidate's parameters are kept
+    candidate_.initial = State{};
+    samples_.resize(samples.size());
+    // Each worker fills only its own samples.
+    run_blocks(samples.size(), threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) build(i, samples[i]);
+    });
 }
 
-void ForecastModel::fill_means(const std::vector<Calendar>& samples, int threads) {
+void SampleTables::build(std::size_t i, const Calendar& calendar) {
+    const int J = candidate_.work_quanta;
+    Sample& out = samples_[i];
+    const int K = static_cast<int>(calendar.size());
+    // An empty sample keeps one all-zero row: no later window, every continuation is 0.
+    out.window = out.reference = out.optimal = ValueTable(0, J);
+    if (calendar.empty()) return;
+    const SegmentAccounting acc(sample_scenario(candidate_, calendar, i));
+    out.starts.reserve(calendar.size());
+    for (const Window& w : calendar) out.starts.push_back(w.start_s);
+    if (needs_.window) {
+        out.window = ValueTable(K, J);
+        evaluate_policy(acc, out.window, [&](const State& s) { return window_action(acc, s); });
+    }
+    if (needs_.reference) {
+        out.reference = ValueTable(K, J);
+        evaluate_policy(acc, out.reference,
+                        [&](const State& s) { return costed_window_action(acc, out.window, s); });
+    }
+    if (needs_.optimal) out.optimal = optimal_values(acc);
+}
+
+ForecastModel::ForecastModel(const Scenario& current, const std::vector<Calendar>& samples,
+                             const std::vector<Policy>& policies, int threads)
+    : ForecastModel(current, SampleTables(current, after_current(current, samples), policies,
+                                          threads)) {}
+
+ForecastModel::ForecastModel(const Scenario& current, const SampleTables& tables)
+    : acc_(validated_current(current)),
+      samples_(tables.sample_count()),
+      needs_(tables.needs()),
+      window_values_(1, acc_.work_quanta()),
+      reference_values_(1, acc_.work_quanta()),
+      optimal_values_(1, acc_.work_quanta()) {
+    if (!same_candidate(scenario(), tables.candidate())) {
+        throw std::invalid_argument(
+            "tables were built for another candidate (work, benefit or costs differ)");
+    }
     const int J = acc_.work_quanta();
-    const std::size_t width = static_cast<std::size_t>(J) + 1;
-    const std::size_t n = samples.size();
-    // Per-sample rows, written by one worker each, then summed in sample order.
-    std::vector<double> window_rows(needs_.window ? n * width : 0, 0.0);
-    std::vector<double> reference_rows(needs_.reference ? n * width : 0, 0.0);
-    std::vector<double> optimal_rows(needs_.optimal ? n * width : 0, 0.0);
-    run_blocks(n, threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) {
-            if (samples[i].empty()) continue;  // no later window: every continuation is 0
-            const SegmentAccounting acc(sample_scenario(acc_.scenario(), samples[i], i));
-            const std::size_t offset = i * width;
-            if (needs_.window) {
-                ValueTable window(acc.window_count(), J);
-                evaluate_policy(acc, window, [&](const State& s) { return window_action(acc, s); });
-                copy_row(window, J, window_rows, offset);
-                if (needs_.reference) {
-                    ValueTable reference(acc.window_count(), J);
-                    evaluate_policy(acc, reference, [&](const State& s) {
-                        return costed_window_action(acc, window, s);
-                    });
-                    copy_row(reference, J, reference_rows, offset);
-                }
-            }
-            if (needs_.optimal) copy_row(optimal_values(acc), J, optimal_rows, offset);
-        }
-    });
-    const auto mean_into = [&](const std::vector<double>& rows, ValueTable& table) {
+    const double end_s = scenario().windows.front().end_s;
+    std::vector<int> rows;  // per sample: its first window starting at or after end_s
+    rows.reserve(tables.samples_.size());
+    for (const SampleTables::Sample& s : tables.samples_) {
+        rows.push_back(static_cast<int>(std::lower_bound(s.starts.begin(), s.starts.end(), end_s) -
+                                        s.starts.begin()));
+    }
+    const auto mean_into = [&](ValueTable SampleTables::Sample::*table, ValueTable& into) {
         for (int q = 0; q <= J; ++q) {
-            double sum = 0.0;
-            for (std::size_t i = 0; i < rows.size(); i += width) {
-                sum += rows[i + static_cast<std::size_t>(q)];  // in sample order, any threads
+            double sum = 0.0;  // in sample order, whatever the threads that built them
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                sum += (tables.samples_[i].*table)(rows[i], q);
             }
-            table(1, q) = sum / static_cast<double>(n);
+            into(1, q) = sum / static_cast<double>(rows.size());
         }
     };
-    if (needs_.window) mean_into(window_rows, window_values_);
-    if (needs_.reference) mean_into(reference_rows, reference_values_);
-    if (needs_.optimal) mean_into(optimal_rows, optimal_values_);
+    if (needs_.window) mean_into(&SampleTables::Sample::window, window_values_);
+    if (needs_.reference) mean_into(&SampleTables::Sample::reference, reference_values_);
+    if (needs_.optimal) mean_into(&SampleTables::Sample::optimal, optimal_values_);
+    // Row 0 of V_G: Window's action on the current window, priced with the mean after it.
+    evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
 }
 
 Action ForecastModel::decide(const State& state, Policy policy) const {

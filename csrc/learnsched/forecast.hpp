@@ -5,6 +5,7 @@
 // R(a) + mean_i V_i(s'), the expected value over the samples.
 #pragma once
 
+#include <cstddef>
 #include <vector>
 
 #include "policy.hpp"
@@ -13,12 +14,50 @@
 
 namespace learnsched {
 
-// One sampled continuation: the windows after the current window's end, sorted and
-// non-overlapping (may be empty: no further window).
+// One sampled calendar: sorted, non-overlapping windows (may be empty: no window).
 using Calendar = std::vector<Window>;
 
 // Largest number of samples one decision may average over.
 inline constexpr std::size_t kMaxSamples = std::size_t{1} << 16;
+
+// Which per-sample tables the requested policies need.
+struct TableNeeds {
+    bool window = false;     // V_G: CostedWindow and Rollout
+    bool reference = false;  // V^pi0: Rollout
+    bool optimal = false;    // V*: Dp
+};
+
+// The continuation tables of N sampled calendars, each built once. Tables are computed
+// backwards, so the continuation after any current window is the row of the sample's
+// first window that starts at or after the current window's end: fixed samples serve
+// every window of a true calendar from one build.
+class SampleTables {
+  public:
+    // `candidate`: the work, benefit and costs (its windows and initial state are not
+    // used). `policies`: those decisions will be asked for (Window, CostedWindow,
+    // Rollout, Dp); only the tables they need are built, on up to `threads` threads.
+    // Throws std::invalid_argument naming the field (samples[i]: ...) of bad input.
+    SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
+                 const std::vector<Policy>& policies, int threads);
+
+    const Scenario& candidate() const { return candidate_; }
+    int sample_count() const { return static_cast<int>(samples_.size()); }
+    const TableNeeds& needs() const { return needs_; }
+
+  private:
+    friend class ForecastModel;
+    struct Sample {
+        std::vector<double> starts;  // window starts, for the row after a current window
+        ValueTable window{0, 0};
+        ValueTable reference{0, 0};
+        ValueTable optimal{0, 0};
+    };
+    void build(std::size_t i, const Calendar& calendar);
+
+    Scenario candidate_;
+    TableNeeds needs_;
+    std::vector<Sample> samples_;
+};
 
 class ForecastModel {
   public:
@@ -26,12 +65,13 @@ class ForecastModel {
     // one window (the current one) with the candidate's work, benefit and costs (its
     // initial state is not used: decide() and take() are given the state).
     // `samples`: N >= 1 continuations, each starting at or after current's end.
-    // `policies`: the policies decide() will be asked for (Window, CostedWindow, Rollout,
-    // Dp); only the tables they need are built, on up to `threads` threads. Results do
-    // not depend on `threads`: the mean is summed in sample order.
-    // Throws std::invalid_argument naming the field (samples[i]: ...) of bad input.
-    ForecastModel(Scenario current, const std::vector<Calendar>& samples,
+    // Results do not depend on `threads`: the mean is summed in sample order.
+    ForecastModel(const Scenario& current, const std::vector<Calendar>& samples,
                   const std::vector<Policy>& policies, int threads);
+    // The same from prebuilt tables of full sampled calendars: each sample contributes
+    // its windows starting at or after the current window's end. `tables` must be built
+    // for the same candidate (std::invalid_argument otherwise).
+    ForecastModel(const Scenario& current, const SampleTables& tables);
 
     const Scenario& scenario() const { return acc_.scenario(); }
     int sample_count() const { return samples_; }
@@ -53,18 +93,11 @@ class ForecastModel {
     std::vector<double> mean_optimal_values() const;      // mean_i V_i*
 
   private:
-    struct Needs {
-        bool window = false;
-        bool reference = false;
-        bool optimal = false;
-    };
-    static Needs needs_of(const std::vector<Policy>& policies);
-    void fill_means(const std::vector<Calendar>& samples, int threads);
     std::vector<double> row(const ValueTable& table, bool built, const char* what) const;
 
     SegmentAccounting acc_;  // the current window only: row 1 of each table is the mean
     int samples_ = 0;
-    Needs needs_;
+    TableNeeds needs_;
     ValueTable window_values_;     // mean V_G; row 0 by Window's rule on the current window
     ValueTable reference_values_;  // mean V^pi0 in row 1
     ValueTable optimal_values_;    // mean V* in row 1

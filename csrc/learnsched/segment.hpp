@@ -21,6 +21,10 @@ struct CostSplit {
     double recovery = 0.0;
     double residency = 0.0;
 
+    // The causes' names in the order of as_array(): the one home of the column order.
+    static constexpr std::array<const char*, 5> kFields = {"work", "save", "load", "recovery",
+                                                           "residency"};
+    std::array<double, 5> as_array() const { return {work, save, load, recovery, residency}; }
     double total() const { return work + save + load + recovery + residency; }
     CostSplit& operator+=(const CostSplit& other);
 };
@@ -175,8 +179,15 @@ void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
     const int rest = remaining(s);
     by_paths(Action{ActionKind::Publish, rest, false});
     for (const bool checkpoint : {true, false}) {
-        for (int u = std::min(max_quanta_any(s, checkpoint), rest - 1); u >= 1; --u) {
-            by_paths(Action{ActionKind::Advance, u, checkpoint});
+        // Eq. 10 per path, looked up once: the hot loop compares u with each path's reach.
+        const std::array<int, 2> reach{max_quanta(s, checkpoint, false),
+                                       paths == 2 ? max_quanta(s, checkpoint, true) : -1};
+        for (int u = std::min(std::max(reach[0], reach[1]), rest - 1); u >= 1; --u) {
+            for (int p = 0; p < paths; ++p) {
+                if (u <= reach[static_cast<std::size_t>(p)]) {
+                    visit(Action{ActionKind::Advance, u, checkpoint, p == 1});
+                }
+            }
         }
     }
 }

@@ -24,6 +24,13 @@ inline bool strictly_greater(double a, double b) {
     return a - b > kTieTolerance + kRelativeTieTolerance * std::max(std::abs(a), std::abs(b));
 }
 
+// True when a and b are equal up to rounding noise: neither is strictly greater (NaN ties
+// nothing).
+inline bool ties(double a, double b) {
+    const double scale = std::max(std::abs(a), std::abs(b));
+    return std::abs(a - b) <= kTieTolerance + kRelativeTieTolerance * scale;
+}
+
 // Eq. 10: a segment of `duration_s` fits the window [start_s, end_s].
 inline bool fits_within(double duration_s, double start_s, double end_s) {
     const double slack = kTieTolerance + 16 * DBL_EPSILON * std::max(std::abs(start_s), std::abs(end_s));

@@ -9,6 +9,7 @@ a forecast in the C++ core, against the clairvoyant DP (:func:`evaluate_online`)
 
 from __future__ import annotations
 
+from .decision import FORECAST_POLICIES, ForecastDecision, SampleTables, sample_tables
 from .forecast import (
     Calendar,
     EmpiricalForecaster,
@@ -19,13 +20,11 @@ from .forecast import (
     frontier,
 )
 from .online import (
-    FORECAST_POLICIES,
     ONLINE_POLICIES,
     OnlineCase,
     OnlineResult,
     PolicyOutcome,
     PolicySummary,
-    decide_under_forecast,
     evaluate_online,
     run_calendar,
 )
@@ -48,6 +47,7 @@ __all__ = [
     "Calendar",
     "EmpiricalForecaster",
     "ExactForecaster",
+    "ForecastDecision",
     "Forecaster",
     "IdleWindow",
     "IdleWindows",
@@ -56,14 +56,15 @@ __all__ = [
     "PolicyOutcome",
     "PolicySummary",
     "SampleForecaster",
+    "SampleTables",
     "ServiceModel",
     "TokenTrace",
     "calendar",
-    "decide_under_forecast",
     "evaluate_online",
     "frontier",
     "idle_windows",
     "load_trace",
     "read_azure_trace",
     "run_calendar",
+    "sample_tables",
 ]

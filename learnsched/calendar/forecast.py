@@ -133,6 +133,12 @@ class Forecaster(ABC):
             ``n`` calendars, each possibly empty (no window before ``until_s``).
         """
 
+    def fixed(self, n: int) -> list[Calendar] | None:
+        """Full calendars whose windows after the frontier :meth:`sample` returns at every
+        window, whatever has been observed; None if the forecast changes with what is
+        observed (the default). A scheduler may then build their tables once."""
+        return None
+
 
 class ExactForecaster(Forecaster):
     """Knows the true calendar: every sample is its windows after the frontier.
@@ -152,6 +158,10 @@ class ExactForecaster(Forecaster):
         """``n`` copies of the true windows in ``[frontier, until_s)``."""
         future = _after(self.truth, frontier(observed, now_s), until_s)
         return [future] * integer("n", n, low=1)
+
+    def fixed(self, n: int) -> list[Calendar] | None:
+        """``n`` copies of the truth: the future does not depend on what is observed."""
+        return [self.truth] * integer("n", n, low=1)
 
 
 class SampleForecaster(Forecaster):
@@ -182,6 +192,10 @@ class SampleForecaster(Forecaster):
         start = frontier(observed, now_s)
         chosen = range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
         return [_after(self.samples[int(i)], start, until_s) for i in chosen]
+
+    def fixed(self, n: int) -> list[Calendar] | None:
+        """The samples themselves when ``n`` is their number (else they are redrawn)."""
+        return list(self.samples) if integer("n", n, low=1) == len(self.samples) else None
 
 
 class EmpiricalForecaster(Forecaster):
@@ -220,6 +234,8 @@ class EmpiricalForecaster(Forecaster):
     ) -> list[Calendar]:
         """``n`` resampled continuations from the frontier (see the class docstring)."""
         n = integer("n", n, low=1)
+        if not math.isfinite(until_s):
+            raise ValueError(f"until_s must be finite for an empirical forecast, got {until_s!r}")
         busy, idle = self.cycles(observed, now_s)
         start = frontier(observed, now_s)
         if busy.size == 0 or start >= until_s:

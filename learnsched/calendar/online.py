@@ -2,7 +2,7 @@
 
 At true window ``k`` the scheduler knows the windows seen so far, including the current
 one ``[l_k, d_k]``, asks its forecaster for ``N`` sampled calendars after ``d_k``, and each
-policy decides in the C++ core (:class:`learnsched._core.ForecastModel`): ``window``
+policy decides in the C++ core (:class:`~learnsched.calendar.ForecastDecision`): ``window``
 needs no forecast; ``costed_window`` gates Window by the mean priced Window plan;
 ``rollout`` scores every feasible action by ``R(a) + mean_i V_i^pi0(s')`` (Eq. 11);
 ``dp`` by ``R(a) + mean_i V_i*(s')`` (Eq. D.2). The action is then taken on the true
@@ -24,23 +24,20 @@ from .. import _core
 from .._checks import integer
 from ..plan import Step
 from ..scenario import Scenario
-from ..solver import Model, Policy, core_policy
+from ..solver import ActionKind, Model, Policy
+from .decision import FORECAST_POLICIES, ForecastDecision, SampleTables, sample_tables
 from .forecast import Calendar, ExactForecaster, Forecaster, calendar
 
 __all__ = [
-    "FORECAST_POLICIES",
     "ONLINE_POLICIES",
     "OnlineCase",
     "OnlineResult",
     "PolicyOutcome",
     "PolicySummary",
-    "decide_under_forecast",
     "evaluate_online",
     "run_calendar",
 ]
 
-FORECAST_POLICIES = (Policy.WINDOW, Policy.COSTED_WINDOW, Policy.ROLLOUT, Policy.DP)
-"""The policies that decide under a forecast, in output order."""
 CLAIRVOYANT = "clairvoyant"
 ONLINE_POLICIES = (*(p.value for p in FORECAST_POLICIES), CLAIRVOYANT)
 """Every policy name of an online evaluation."""
@@ -108,49 +105,13 @@ class PolicyOutcome:
     steps: tuple[Step, ...]
 
 
-def decide_under_forecast(
-    scenario: Scenario,
-    window: tuple[float, float],
-    futures: Sequence[Calendar],
-    policies: Sequence[Policy] = FORECAST_POLICIES,
-    threads: int = 1,
-) -> _core.ForecastModel:
-    """The core's decision model for the current ``window`` and sampled ``futures``.
-
-    Parameters
-    ----------
-    scenario
-        The candidate (work, benefit, costs); its windows are not used.
-    window
-        The current window ``(l_k, d_k)``, seconds.
-    futures
-        ``N`` calendars of the windows after ``d_k``, seconds.
-    policies
-        The policies to prepare (only their tables are built).
-    threads
-        Threads over the samples (the result does not depend on it).
-    """
-    core = scenario.to_core()
-    current = _core.Scenario(
-        [window],
-        core.work_quanta,
-        core.quantum_s,
-        core.benefit_rate,
-        core.horizon_s,
-        core.costs,
-        _core.State(0, 0, 0, False),
-    )
-    flat = [w for future in futures for w in future]
-    windows = np.array(flat, dtype=np.float64).reshape(len(flat), 2)
-    offsets = np.zeros(len(futures) + 1, dtype=np.int64)
-    np.cumsum([len(f) for f in futures], out=offsets[1:])
-    return _core.ForecastModel(
-        current,
-        windows,
-        offsets,
-        [core_policy(p) for p in policies],
-        integer("threads", threads, low=1),
-    )
+def _fixed_tables(case: OnlineCase, threads: int) -> SampleTables | None:
+    """Tables of the forecaster's fixed samples, built once for every window, or None."""
+    fixed = case.forecaster.fixed(case.samples)
+    if fixed is None:
+        return None
+    truncated = [tuple(w for w in c if w[0] < case.until_s) for c in fixed]
+    return sample_tables(case.scenario, truncated, FORECAST_POLICIES, threads)
 
 
 def _outcome(steps: list[Step]) -> PolicyOutcome:
@@ -179,18 +140,23 @@ def run_calendar(
     states = dict.fromkeys(FORECAST_POLICIES, scenario.initial.to_core())
     steps: dict[Policy, list[Step]] = {p: [] for p in FORECAST_POLICIES}
     live = list(FORECAST_POLICIES)
+    tables = _fixed_tables(case, integer("threads", threads, low=1))
+    two_path = scenario.costs.cold_recovery_s is not None  # steps name their return path
     for k, window in enumerate(scenario.windows):
         if not live:
             break
-        observed = case.history + scenario.windows[: k + 1]
-        futures = case.forecaster.sample(observed, window[0], case.until_s, case.samples, rng)
-        model = decide_under_forecast(scenario, window, futures, live, threads)
+        if tables is not None:  # the same samples at every window: rows of one build
+            decision = ForecastDecision.from_tables(scenario, window, tables)
+        else:
+            observed = case.history + scenario.windows[: k + 1]
+            futures = case.forecaster.sample(observed, window[0], case.until_s, case.samples, rng)
+            decision = ForecastDecision(scenario, window, futures, live, threads)
         for policy in tuple(live):
             s = states[policy]
-            action = model.decide(s.progress, s.durable, s.active, core_policy(policy))
-            segment = model.take(s.progress, s.durable, s.active, action)
-            steps[policy].append(replace(Step.from_core(segment), window=k))
-            if action.kind in (_core.ActionKind.PUBLISH, _core.ActionKind.ABANDON):
+            action = decision.decide(s.progress, s.durable, s.active, policy)
+            segment = decision.take(s.progress, s.durable, s.active, action)
+            steps[policy].append(replace(Step.from_core(segment, two_path), window=k))
+            if action.kind in (ActionKind.PUBLISH, ActionKind.ABANDON):
                 live.remove(policy)
             else:
                 states[policy] = segment.next
@@ -230,9 +196,9 @@ class PolicySummary:
         n = len(self.values)
         if n < 2:
             return None
-        from scipy import stats
+        from scipy.special import stdtrit  # Student t quantile; scipy.stats loads far more
 
-        half = float(stats.t.ppf(0.975, n - 1) * np.std(self.values, ddof=1) / math.sqrt(n))
+        half = float(stdtrit(n - 1, 0.975) * np.std(self.values, ddof=1) / math.sqrt(n))
         return (self.mean_value - half, self.mean_value + half)
 
     @property

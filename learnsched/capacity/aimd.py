@@ -11,6 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import _capacity
 from .._checks import fraction, nonnegative
 
 __all__ = ["AIMDConfig", "AIMDController", "next_share"]
@@ -103,11 +104,9 @@ def next_share(config: AIMDConfig, share: float, arrival_rate: float, backlog_s:
     arrival_rate = nonnegative("arrival_rate", arrival_rate)
     # inf is a valid pressure: work waits while no service is offered
     backlog_s = math.inf if backlog_s == math.inf else nonnegative("backlog_s", backlog_s)
-    if arrival_rate > config.burst_rate or backlog_s > config.pressure_limit_s:
-        share *= config.factor
-    else:
-        share += config.step
-    return min(max(share, config.min_share), config.max_share)
+    # Multiplicative decrease on a burst or deadline risk, else additive increase, clamped:
+    # the kernel's rule, the same that trace replay applies each period.
+    return _capacity.next_share(share, arrival_rate, backlog_s, config)
 
 
 class AIMDController:

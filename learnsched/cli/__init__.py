@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, cast
@@ -20,6 +19,7 @@ from typing import Any, NoReturn, cast
 from .._extras import MissingExtra
 from .output import (
     EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
     EXIT_INTERRUPTED,
     EXIT_MISSING,
     EXIT_STATUSES,
@@ -36,10 +36,12 @@ COMMANDS: dict[str, str] = {
     "econ": "econ",
     "capacity": "capacity",
     "probe": "probe",
+    "run": "control",
+    "demo": "control",
     "sweep": "sweep",
+    "windows": "calendar",
+    "online": "calendar",
 }
-
-EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # what a reader closing the pipe early leaves
 
 
 class _CommandParser(argparse.ArgumentParser):
@@ -58,6 +60,25 @@ class _CommandParser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the installed version, read only when asked (metadata is slow)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        from .. import __version__
+
+        print(f"learnsched {__version__}")
+        parser.exit()
+
+
 def _modules(argv: Sequence[str] | None) -> list[str]:
     """The modules ``argv`` needs registered, read left to right as argparse will."""
     everything = list(dict.fromkeys(COMMANDS.values()))
@@ -73,13 +94,11 @@ def _modules(argv: Sequence[str] | None) -> list[str]:
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser, with the commands ``argv`` names registered (None: every one)."""
-    from .. import __version__
-
     parser = _CommandParser(
         prog="learnsched",
         description="Plan self-evolution on shared GPUs with the LearnSched finite window model.",
     )
-    parser.add_argument("--version", action="version", version=f"learnsched {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     commands = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
         parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
@@ -103,33 +122,27 @@ def _exit_status(err: Exception) -> int | None:
     return None
 
 
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null: the reader is gone, and Python flushes stdout at exit."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Call the handler ``args`` was parsed for; every failure becomes one line and a status."""
-    prog: str = args.command_prog
+    """Call the handler ``args`` was parsed for; a failure becomes one line and its status."""
     try:
         status: int = args.func(args)
-        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
-    except BrokenPipeError:  # `learnsched grid | head -1`: the reader has all it wanted
-        _quiet_stdout()
-        return EXIT_BROKEN_PIPE
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # not bad input: main() handles it
+        raise
     except Exception as err:
         code = _exit_status(err)
         if code is None:
             raise
         kind = "" if code == EXIT_MISSING else "error: "
-        print(f"{prog}: {kind}{err}", file=sys.stderr)
+        print(f"{args.command_prog}: {kind}{err}", file=sys.stderr)
         return code
     return status
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the reader is gone, and Python flushes stdout at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,12 +152,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 ok, 1 a check found a violation, 2 bad input, 3 missing
-        hardware or library, 130 interrupted (usage errors exit 2 from argparse).
+        hardware or library (:mod:`.output`); 130 after Ctrl-C (one line on stderr), 141
+        when the reader of stdout has gone (``learnsched grid | head -1``: quiet).
+        ``--help``, ``--version`` and usage errors exit through ``SystemExit`` (usage: 2).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    prog = "learnsched"
     try:
-        args = build_parser(argv).parse_args(argv)
-    except KeyboardInterrupt:  # while importing a command's module
-        print("learnsched: interrupted", file=sys.stderr)
+        try:
+            args = build_parser(argv).parse_args(argv)
+        except SystemExit:
+            sys.stdout.flush()  # --help and --version print here: a closed pipe shows now
+            raise
+        prog = args.command_prog
+        status = run(args)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return run(args)
+    return status

@@ -19,7 +19,7 @@ from ..economics.breakeven import ReusePath, payback_uses
 from ..economics.paper import paper_economics
 from ..economics.pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
 from ..economics.waiting import WaitingComparison
-from .output import Rows, emit_json, print_rows
+from .output import PLOT_EXTRA, Rows, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -126,7 +126,7 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="FILE",
         help='recovery samples as JSON {"engine": [seconds, ...]}; the paper\'s by default',
     )
-    parser.add_argument("--plot", metavar="FILE", help="save Fig. 10 style panels (matplotlib)")
+    parser.add_argument("--plot", metavar="FILE", help=f"save Fig. 10 style panels ({PLOT_EXTRA})")
     _finish(parser, run_alerts)
 
 

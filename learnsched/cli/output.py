@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 from typing import Any
 
+from .._extras import install_hint
 from .._table import Rows, format_rows
 
 __all__ = [
     "EXIT_BAD_INPUT",
+    "EXIT_BROKEN_PIPE",
     "EXIT_INTERRUPTED",
     "EXIT_MISSING",
     "EXIT_OK",
     "EXIT_STATUSES",
     "EXIT_VIOLATION",
+    "PLOT_EXTRA",
     "Rows",
     "emit_json",
     "finite",
@@ -35,13 +39,19 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_BAD_INPUT = 2
 EXIT_MISSING = 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+# Not failures of the command: what shells report for a process ended by the signal.
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130: Ctrl-C (one line on stderr)
+EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: the reader of stdout left early (quiet)
 
 # The epilog of every command's --help.
 EXIT_STATUSES = (
     "exit status: 0 ok, 1 a check found a violation (or a measurement failed), "
     "2 bad input, 3 missing hardware or library"
 )
+
+
+# What --plot needs, in every --plot help.
+PLOT_EXTRA = f"needs matplotlib: {install_hint('plot')}"
 
 
 def emit_json(obj: Any) -> None:

@@ -7,7 +7,7 @@ import csv
 import io
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +17,10 @@ from .._progress import Progress
 from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
 from ..grid import Grid, paper_grid, scenario_by_id
-from ..scenario import HandoffCosts, Scenario
+from ..scenario import HandoffCosts, Recovery, Scenario
 from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
-from .output import emit_json
+from .output import PLOT_EXTRA, emit_json
 
 __all__ = ["register"]
 
@@ -37,7 +37,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     grid.add_argument("--threads", type=int, default=1, help="solver threads (default 1)")
     grid.add_argument("--json", action="store_true", help="print the summary as JSON")
     grid.add_argument("--csv", metavar="FILE", help="write every scenario's value per policy")
-    grid.add_argument("--plot", metavar="FILE", help="draw Fig. 4(a, b) style panels (matplotlib)")
+    grid.add_argument(
+        "--plot", metavar="FILE", help=f"draw Fig. 4(a, b) style panels ({PLOT_EXTRA})"
+    )
     _add_costs(grid)
     grid.set_defaults(func=run_grid)
 
@@ -54,7 +56,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     _add_costs(solve)
     solve.add_argument(
         "--recovery",
-        choices=("cold", "warm", "both"),
+        choices=(*sorted(r.value for r in Recovery), "both"),
         help="which of the profile's recovery paths the scenarios use (with --costs); "
         "both: every return chooses",
     )
@@ -67,7 +69,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--all", action="store_true", help="all six policies, not only CW and Rollout"
     )
     explain.add_argument(
-        "--plot", metavar="FILE", help="draw the plans like Fig. 4(c) (matplotlib)"
+        "--plot", metavar="FILE", help=f"draw the plans like Fig. 4(c) ({PLOT_EXTRA})"
+    )
+    explain.add_argument(
+        "--json", action="store_true", help="print the scenario, its labels and plans as JSON"
     )
     _add_costs(explain)
     explain.set_defaults(func=run_explain)
@@ -88,7 +93,7 @@ def _add_costs(parser: argparse.ArgumentParser) -> None:
 
 
 def _profile_costs(
-    args: argparse.Namespace, recoveries: tuple[str, ...] = ("warm", "cold")
+    args: argparse.Namespace, recoveries: Sequence[str] = tuple(Recovery)
 ) -> dict[str, HandoffCosts] | None:
     """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
 
@@ -242,7 +247,7 @@ def run_solve(args: argparse.Namespace) -> int:
     scenarios, many = _read_scenarios(args.file)
     if (args.costs is None) != (args.recovery is None):
         raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
-    paths = ("warm", "cold") if args.recovery == "both" else (args.recovery,)
+    paths = (Recovery.WARM, Recovery.COLD) if args.recovery == "both" else (args.recovery,)
     costs = _profile_costs(args, paths)
     if costs is not None:
         scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
@@ -263,7 +268,7 @@ def run_solve(args: argparse.Namespace) -> int:
 def _recovery_costs(costs: dict[str, HandoffCosts], recovery: str) -> HandoffCosts:
     """The profile's costs of ``--recovery``: one path, or both offered (``"both"``)."""
     if recovery == "both":
-        return HandoffCosts.choice(costs["warm"], costs["cold"])
+        return HandoffCosts.choice(costs[Recovery.WARM], costs[Recovery.COLD])
     return costs[recovery]
 
 
@@ -278,7 +283,22 @@ def run_explain(args: argparse.Namespace) -> int:
         f"{item.sid}: {item.calendar}, work {item.work_s:g} s, g = {item.benefit_rate:g}, "
         f"tail {item.tail_s:g} s, {item.recovery} recovery, {item.initial_state}"
     )
-    print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
+    if args.json:
+        emit_json(
+            {
+                "sid": item.sid,
+                "calendar": item.calendar,
+                "work_s": item.work_s,
+                "benefit_rate": item.benefit_rate,
+                "tail_s": item.tail_s,
+                "recovery": item.recovery.value,
+                "initial_state": item.initial_state,
+                "scenario": scenario.to_json(),
+                "policies": {name: plan.to_json() for name, plan in plans.items()},
+            }
+        )
+    else:
+        print(f"{title}\n{describe_scenario(scenario)}\n\n{format_plans(plans)}")
     if args.plot:
         from ..plotting import plot_plans
 

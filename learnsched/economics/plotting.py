@@ -32,7 +32,7 @@ def plot_alert_experiment(result: AlertExperiment, path: str | os.PathLike[str])
 
     Raises
     ------
-    ValueError
+    MissingExtra
         matplotlib is not installed.
     """
     plt = pyplot()

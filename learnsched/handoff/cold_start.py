@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from typing import IO
 
 from .._checks import integer, nonnegative
+from ..scenario import Recovery
 from .endpoint import ServingEndpoint
 from .errors import HandoffProbeError
 from .host_memory import PhaseSampler
@@ -174,4 +175,4 @@ def launch_engine(
         stamps["port_open"] = _wait_port(endpoint, deadline, poll_s, alive)
         wait_first_request(endpoint, stamps, deadline, poll_s, max_tokens, alive)
         phases.mark("ready")
-        yield process, phases.run("cold", endpoint.engine, stamps, "")
+        yield process, phases.run(Recovery.COLD, endpoint.engine, stamps, "")

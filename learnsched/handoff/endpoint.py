@@ -14,12 +14,13 @@ import socket
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from .engines import engine as engine_dialect
 from .errors import HandoffProbeError
 
-__all__ = ["HttpStatusError", "ServingEndpoint", "StreamError"]
+__all__ = ["Generation", "HttpStatusError", "ServingEndpoint", "StreamError"]
 
 # Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
 RETRY_4XX = (408, 429)
@@ -48,6 +49,22 @@ class HttpStatusError(HandoffProbeError):
 
 class StreamError(HandoffProbeError):
     """A generation stream that answered 200 carried an error event."""
+
+
+class Generation(NamedTuple):
+    """One completed streaming request.
+
+    Parameters
+    ----------
+    first_ns, done_ns
+        ``perf_counter_ns`` when the first token and the end of the stream arrived.
+    text
+        The generated text (greedy: the same model answers the same).
+    """
+
+    first_ns: int
+    done_ns: int
+    text: str
 
 
 class ServingEndpoint:
@@ -149,16 +166,17 @@ class ServingEndpoint:
         """Ask the engine to release its device memory (returns when acknowledged)."""
         self.dialect.park(self, level=level, tags=tags, timeout_s=timeout_s)
 
-    def resume(self, *, tags: Sequence[str], timeout_s: float) -> None:
-        """Ask the engine to restore its device state (returns when acknowledged)."""
-        self.dialect.resume(self, tags=tags, timeout_s=timeout_s)
+    def resume(self, *, tags: Sequence[str], timeout_s: float, reload: bool = False) -> None:
+        """Ask the engine to restore its device state (returns when acknowledged);
+        ``reload`` loads the weights again on the way (see the engine's dialect)."""
+        self.dialect.resume(self, tags=tags, reload=reload, timeout_s=timeout_s)
 
     def is_sleeping(self, timeout_s: float) -> bool:
         """The engine's own view of whether it is parked (vLLM's ``GET /is_sleeping``)."""
         return self.dialect.is_parked(self, timeout_s)
 
-    def generate(self, max_tokens: int, timeout_s: float) -> tuple[int, int]:
-        """Stream one real request; ``(first_token_ns, done_ns)`` stamps.
+    def generate(self, max_tokens: int, timeout_s: float) -> Generation:
+        """Stream one real greedy request: its first-token and end stamps, and its text.
 
         Raises
         ------
@@ -181,24 +199,30 @@ class ServingEndpoint:
             if response.status != 200:
                 text = response.read()[:200].decode(errors="replace")
                 raise HttpStatusError(response.status, f"{what} answered {response.status}: {text}")
-            first = self._first_token(response, what)
+            first, text = self._read_stream(response, what)
             if first is None:
                 raise HandoffProbeError(f"{what}: the stream carried no token")
-            response.read()  # the rest of the stream, up to [DONE]
-            return first, time.perf_counter_ns()
+            return Generation(first, time.perf_counter_ns(), text)
 
-    def _first_token(self, response: http.client.HTTPResponse, what: str) -> int | None:
-        """Read server-sent events until one carries generated text; its stamp."""
+    def _read_stream(self, response: http.client.HTTPResponse, what: str) -> tuple[int | None, str]:
+        """Read server-sent events up to ``[DONE]``: the first token's stamp, the text."""
+        first, text = None, ""
         for raw in response:
             line = raw.strip()
             if not line.startswith(b"data:"):
                 continue
             payload = line[len(b"data:") :].strip()
             if payload == b"[DONE]":
-                return None
-            if self._event_text(payload, what):
-                return time.perf_counter_ns()
-        return None
+                break
+            piece = self._event_text(payload, what)
+            if piece and first is None:
+                first = time.perf_counter_ns()
+            text = self.dialect.accumulate(text, piece)
+        return first, text
+
+    def reload(self, timeout_s: float) -> None:
+        """Load the weights again (the engine's reload route)."""
+        self.dialect.reload(self, timeout_s)
 
     def _event_text(self, payload: bytes, what: str) -> str:
         """The generated text of one stream event; errors named, never a raw KeyError."""

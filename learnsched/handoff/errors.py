@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from .._extras import MissingExtra
+from .._extras import MissingExtra, install_hint
 
-__all__ = ["DeviceMismatch", "HandoffProbeError", "NvmlError", "NvmlUnavailable"]
+__all__ = [
+    "DeviceMismatch",
+    "EngineBusy",
+    "GpuExtraMissing",
+    "HandoffProbeError",
+    "NvmlError",
+    "NvmlUnavailable",
+    "RecoveryFailed",
+    "ServerConfigError",
+]
 
 
 class HandoffProbeError(RuntimeError):
@@ -27,8 +36,36 @@ class DeviceMismatch(NvmlUnavailable):
     """
 
 
-def missing_extra(module: str, err: ImportError) -> HandoffProbeError:
+class GpuExtraMissing(HandoffProbeError, MissingExtra):
+    """A package of the GPU extra is not installed (CLI: exit 3)."""
+
+
+class ServerConfigError(HandoffProbeError):
+    """The server was started without a flag the park needs; the message names it."""
+
+
+class EngineBusy(HandoffProbeError):
+    """The engine still ran or queued requests when the park was due."""
+
+
+class RecoveryFailed(HandoffProbeError):
+    """A recovery that came back wrong (e.g. without its weights); it is still recorded.
+
+    Parameters
+    ----------
+    message
+        The reason, e.g. ``"weights not restored: ..."``.
+    run
+        The measured recovery, with :attr:`~.phases.RecoveryRun.failure` set.
+    """
+
+    def __init__(self, message: str, run: object) -> None:
+        super().__init__(message)
+        self.run = run
+
+
+def missing_extra(module: str, err: ImportError) -> GpuExtraMissing:
     """The error for an optional dependency that is not installed."""
-    return HandoffProbeError(
-        f"{module} is not installed ({err}); install the GPU extra: pip install 'learnsched[gpu]'"
+    return GpuExtraMissing(
+        f"{module} is not installed ({err}); install the GPU extra: {install_hint('gpu')}"
     )

@@ -56,6 +56,11 @@ class HandoffRecord:
         Host PSS of the engine's process tree around the handoff (``None`` if not read).
     wall_time
         Seconds since the epoch when recorded (for humans; intervals use the stamps).
+    failure
+        Why the handoff did not bring the capacity back as it was (e.g. ``"weights not
+        restored: ..."``), or ``None``.
+    detail
+        Kind-specific JSON fields (e.g. a scheduler decision's window and action).
     """
 
     kind: str
@@ -69,6 +74,8 @@ class HandoffRecord:
     host_before: HostMemory | None = None
     host_after: HostMemory | None = None
     wall_time: float = field(default_factory=time.time)
+    failure: str | None = None
+    detail: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kind: object = self.kind  # checked at run time: records are read from JSON
@@ -82,6 +89,7 @@ class HandoffRecord:
                 raise TypeError(f"{name} must be an integer or None, got {value!r}")
             integer(name, value, low=0)
         object.__setattr__(self, "stamps_ns", dict(self.stamps_ns))
+        object.__setattr__(self, "detail", dict(self.detail))
 
     def to_json(self) -> dict[str, Any]:
         """A JSON object (tuples become lists)."""

@@ -13,6 +13,7 @@ a handoff resumes from a file written moments before (the paper's Section 4.5).
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -38,6 +39,7 @@ __all__ = [
     "adapter_from_peft",
     "apply_adapter",
     "benchmark_lora",
+    "check_device",
     "default_device",
     "load_adapter",
     "read_adapter",
@@ -179,6 +181,40 @@ def default_device() -> str:
     return "cuda" if torch_module().cuda.is_available() else "cpu"
 
 
+def check_device(device: str) -> str:
+    """``device`` if it names a load target, ``cpu``, ``cuda`` or ``cuda:N``; else ``ValueError``."""
+    value: object = device  # checked at run time: it comes from the command line
+    if not isinstance(value, str) or re.fullmatch(r"cpu|cuda(:\d+)?", value) is None:
+        raise ValueError(f"device must be cpu, cuda or cuda:N, got {device!r}")
+    return device
+
+
+def _load_target(device: str) -> Any:
+    """The ``torch.device`` for ``device``, checked against the GPUs torch sees.
+
+    Raises
+    ------
+    ValueError
+        Not ``cpu``, ``cuda`` or ``cuda:N``, or ``N`` beyond the GPUs torch sees.
+    HandoffProbeError
+        A CUDA device where torch sees no CUDA GPU.
+    """
+    torch = torch_module()
+    target = torch.device(check_device(device))
+    if target.type != "cuda":
+        return target
+    if not torch.cuda.is_available():
+        raise HandoffProbeError(f"device {device!r}: torch sees no CUDA GPU")
+    index = target.index if target.index is not None else torch.cuda.current_device()
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        raise ValueError(
+            f"device {device!r}: torch sees {count} CUDA device(s), cuda:0..cuda:{count - 1} "
+            "(after CUDA_VISIBLE_DEVICES)"
+        )
+    return target
+
+
 def target_gpu(device: str) -> tuple[NvmlDevice | None, str]:
     """The GPU torch loads onto for ``device``: its NVML device and its name.
 
@@ -192,23 +228,17 @@ def target_gpu(device: str) -> tuple[NvmlDevice | None, str]:
     tuple
         The NVML device (matched by UUID, not index; ``None`` on CPU, without CUDA, or
         where NVML is unavailable) and the device's name (``"cpu"`` off the GPU).
+
+    Raises
+    ------
+    ValueError
+        Not ``cpu``, ``cuda`` or ``cuda:N``, or ``N`` beyond the GPUs torch sees.
     """
-    if not device.startswith("cuda"):
-        return None, CPU
     torch = torch_module()
-    if not torch.cuda.is_available():
+    if torch.device(check_device(device)).type != "cuda" or not torch.cuda.is_available():
         return None, CPU
-    try:
-        target = torch.device(device)
-    except RuntimeError as err:
-        raise ValueError(f"device {device!r} is not a torch device ({err})") from None
+    target = _load_target(device)
     index = target.index if target.index is not None else torch.cuda.current_device()
-    count = torch.cuda.device_count()
-    if not 0 <= index < count:
-        raise ValueError(
-            f"device {device!r}: torch sees {count} CUDA device(s), cuda:0..cuda:{count - 1} "
-            "(after CUDA_VISIBLE_DEVICES)"
-        )
     properties = torch.cuda.get_device_properties(index)
     try:
         return device_for_torch(index, str(properties.uuid)), str(properties.name)
@@ -441,9 +471,7 @@ def benchmark_lora(
         Read this GPU's clocks at the start and end of each series.
     """
     torch = torch_module()
-    target = torch.device(device)
-    if target.type == "cuda" and not torch.cuda.is_available():
-        raise HandoffProbeError(f"device {device!r}: torch sees no CUDA GPU")
+    target = _load_target(device)
     if not tensors:
         raise ValueError("tensors must hold at least one adapter tensor")
     host = {name: t.detach().to("cpu").contiguous() for name, t in tensors.items()}

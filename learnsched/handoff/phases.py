@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..scenario import Recovery
 from .host_memory import HostMemory, PhaseSampler, process_tree
 from .ledger import HandoffRecord
 from .nvml import DeviceMemory, GpuProcess
@@ -46,20 +47,28 @@ class RecoveryRun:
     release
         Warm: how the release was confirmed (``"free-rose"``, ``"process-gone"``,
         ``"process-below-floor"``) or ``"unconfirmed: <why>"``; cold: ``""``.
+    notes
+        Warnings about what the figures mean (e.g. the engine is not on the GPU watched,
+        a server flag that could not be checked).
+    failure
+        Why the recovery did not bring the same capacity back (e.g. ``"weights not
+        restored: ..."``), or ``None``: a failed recovery is recorded, never counted.
     """
 
-    kind: str
+    kind: Recovery
     engine: str
     stamps_ns: dict[str, int]
     host: dict[str, HostMemory]
     device: dict[str, DeviceMemory]
     engine_device: dict[str, int] = field(default_factory=dict)
     release: str = ""
+    notes: tuple[str, ...] = ()
+    failure: str | None = None
 
     @property
     def start_stamp(self) -> str:
         """Where readiness is counted from."""
-        return "launched" if self.kind == "cold" else "resume_sent"
+        return "launched" if self.kind is Recovery.COLD else "resume_sent"
 
     @property
     def ready_s(self) -> float:
@@ -74,7 +83,7 @@ class RecoveryRun:
         call's answer, vLLM's ``is_sleeping`` false and device memory seen re-occupied
         (where a device was watched). :attr:`ready_s` adds the first request.
         """
-        if self.kind != "warm":
+        if self.kind is not Recovery.WARM:
             raise ValueError("resume_s is defined for warm recoveries only")
         ends = [self.stamps_ns[k] for k in RESUMED_STAMPS if k in self.stamps_ns]
         return (max(ends) - self.stamps_ns["resume_sent"]) / 1e9
@@ -115,9 +124,12 @@ class RecoveryRun:
 
     def to_record(self) -> HandoffRecord:
         """The ledger record of this recovery."""
-        before, after = ("awake", "resumed") if self.kind == "warm" else ("launched", "ready")
+        before, after = (
+            ("awake", "resumed") if self.kind is Recovery.WARM else ("launched", "ready")
+        )
         return HandoffRecord(
-            kind=f"{self.kind}-recovery",
+            kind=f"{self.kind}-recovery" + ("-failed" if self.failure else ""),
+            failure=self.failure,
             engine=self.engine,
             stamps_ns=self.stamps_ns,
             readiness_s=self.ready_s,
@@ -152,6 +164,7 @@ class Phases:
         self.listed: dict[str, list[GpuProcess]] = {}
         self.engine_device: dict[str, int] = {}
         self.per_process = True  # until a phase shows the engine unlisted or without bytes
+        self.notes: list[str] = []
 
     def engine_pids(self) -> set[int]:
         """The PIDs of the engine's process tree now (none without a PID, or once gone)."""
@@ -172,6 +185,8 @@ class Phases:
         self.listed[phase] = self.reader.processes()
         engine_pids = self.engine_pids()
         mine = [p for p in self.listed[phase] if p.pid in engine_pids]
+        if len(self.device) == 1 and engine_pids and not mine:
+            self._not_on_device(engine_pids, self.listed[phase])
         # The engine must be listed while awake; later it may have left the device.
         if self.per_process and (mine or self.engine_device) and self.pid is not None:
             used = [p.used_bytes for p in mine]
@@ -181,9 +196,34 @@ class Phases:
         self.per_process = False
         self.engine_device.clear()
 
-    def run(self, kind: str, engine: str, stamps: dict[str, int], release: str) -> RecoveryRun:
+    def _not_on_device(self, engine: set[int], listed: list[GpuProcess]) -> None:
+        """Note that the engine is not among the processes the watched GPU lists."""
+        which = getattr(self.reader, "uuid", None) or "the watched GPU"
+        self.notes.append(
+            f"the engine's processes {sorted(engine)} are not among those {which} lists "
+            f"({sorted(p.pid for p in listed) or 'none'}): it may run on another GPU (match "
+            "--gpu to the engine's CUDA_VISIBLE_DEVICES by UUID) or in another PID "
+            "namespace; device figures then count the whole GPU"
+        )
+
+    def run(
+        self,
+        kind: Recovery,
+        engine: str,
+        stamps: dict[str, int],
+        release: str,
+        failure: str | None = None,
+    ) -> RecoveryRun:
         """The measured recovery: ``stamps`` and every phase read so far."""
         host = {} if self.host is None else {s.phase: s.memory for s in self.host.samples}
         return RecoveryRun(
-            kind, engine, stamps, host, self.device, dict(self.engine_device), release
+            kind,
+            engine,
+            stamps,
+            host,
+            self.device,
+            dict(self.engine_device),
+            release,
+            tuple(self.notes),
+            failure,
         )

@@ -3,12 +3,10 @@
 Both are read from the engine itself, so a wrong start-up flag is named before the
 engine is touched rather than after a timeout:
 
-- SGLang's ``GET /get_server_info`` returns its server arguments: without
-  ``enable_memory_saver`` the memory-saver adapter is a no-op (the release is accepted
-  and frees nothing); without ``enable_weights_cpu_backup`` released weights come back
-  without their content (the model answers garbage).
-- vLLM's dev-mode ``GET /server_info?config_format=json`` holds ``model_config``'s
-  ``enable_sleep_mode`` (without it there is no memory pool to unmap).
+- The start-up flags, where the engine reports them (each dialect's ``check_config``:
+  SGLang's ``GET /get_server_info`` server args ``enable_memory_saver`` and
+  ``enable_weights_cpu_backup``; vLLM's dev-mode ``GET /server_info?config_format=json``
+  ``model_config.enable_sleep_mode``).
 - The engine's Prometheus ``/metrics`` counts running and waiting requests (vLLM
   ``vllm:num_requests_running``/``_waiting``, SGLang ``sglang:num_running_reqs``/
   ``num_queue_reqs``): SGLang's release asserts the scheduler is idle, vLLM's sleep
@@ -17,18 +15,15 @@ engine is touched rather than after a timeout:
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from .._checks import nonnegative, positive
-from .engines import HttpStatusError, ServingEndpoint
-from .errors import HandoffProbeError
+from .endpoint import ServingEndpoint
+from .errors import EngineBusy, ServerConfigError
 
 __all__ = [
-    "LOAD_METRICS",
     "EngineBusy",
     "Load",
     "ServerConfigError",
@@ -37,19 +32,6 @@ __all__ = [
     "read_load",
     "wait_until_idle",
 ]
-
-LOAD_METRICS = {
-    "vllm": ("vllm:num_requests_running", "vllm:num_requests_waiting"),
-    "sglang": ("sglang:num_running_reqs", "sglang:num_queue_reqs"),
-}
-
-
-class ServerConfigError(HandoffProbeError):
-    """The server was started without a flag the park needs; the message names it."""
-
-
-class EngineBusy(HandoffProbeError):
-    """The engine still ran or queued requests when the park was due."""
 
 
 @dataclass(frozen=True)
@@ -100,7 +82,7 @@ def read_load(endpoint: ServingEndpoint, timeout_s: float) -> Load | None:
     if status != 200:
         return None
     text = data.decode(errors="replace")
-    running, waiting = (metric_sum(text, name) for name in LOAD_METRICS[endpoint.engine])
+    running, waiting = (metric_sum(text, name) for name in endpoint.dialect.load_metrics)
     if running is None or waiting is None:
         return None
     return Load(int(running), int(waiting))
@@ -134,69 +116,6 @@ def wait_until_idle(
         time.sleep(poll_s)
 
 
-def _info(endpoint: ServingEndpoint, paths: Sequence[str], timeout_s: float) -> Any:
-    """The first of ``paths`` that answers 200, as JSON (``None``: none does)."""
-    for path in paths:
-        try:
-            return json.loads(endpoint.call("GET", path, None, timeout_s))
-        except HttpStatusError as err:
-            if err.status != 404:
-                raise
-        except ValueError:
-            return None
-    return None
-
-
-def _sglang_config(
-    endpoint: ServingEndpoint, tags: Sequence[str], reload: bool, timeout_s: float
-) -> list[str]:
-    info = _info(endpoint, ("/get_server_info", "/server_info"), timeout_s)
-    if not isinstance(info, dict):
-        return ["server configuration not checked: no /get_server_info"]
-    notes = []
-    saver = info.get("enable_memory_saver")
-    if saver is False:
-        raise ServerConfigError(
-            f"SGLang at {endpoint.url} runs without --enable-memory-saver: a release would be "
-            "accepted and free nothing; restart it with --enable-memory-saver"
-        )
-    if saver is None:
-        notes.append("memory saver not checked: get_server_info has no enable_memory_saver")
-    releases_weights = not tags or "weights" in tags
-    backup = info.get("enable_weights_cpu_backup")
-    if releases_weights and backup is False and not reload:
-        raise ServerConfigError(
-            f"SGLang at {endpoint.url} runs without --enable-weights-cpu-backup: released "
-            "weights come back without their content; restart it with "
-            "--enable-weights-cpu-backup, release only kv_cache (--tags kv_cache), or give "
-            "a reload step"
-        )
-    if releases_weights and backup is None:
-        notes.append("weights backup not checked: no enable_weights_cpu_backup reported")
-    return notes
-
-
-def _vllm_config(endpoint: ServingEndpoint, timeout_s: float) -> list[str]:
-    status = endpoint.request("GET", "/is_sleeping", None, timeout_s)[0]
-    if status == 404:
-        raise ServerConfigError(
-            f"vLLM at {endpoint.url} has no /is_sleeping: start it with VLLM_SERVER_DEV_MODE=1 "
-            "and --enable-sleep-mode"
-        )
-    info = _info(endpoint, ("/server_info?config_format=json",), timeout_s)
-    config = info.get("vllm_config") if isinstance(info, dict) else None
-    model = config.get("model_config") if isinstance(config, dict) else None
-    sleep_mode = model.get("enable_sleep_mode") if isinstance(model, dict) else None
-    if sleep_mode is False:
-        raise ServerConfigError(
-            f"vLLM at {endpoint.url} runs without --enable-sleep-mode: /sleep would free "
-            "nothing; restart it with --enable-sleep-mode"
-        )
-    if sleep_mode is None:
-        return ["sleep mode not checked: /server_info has no model_config.enable_sleep_mode"]
-    return []
-
-
 def check_server_config(
     endpoint: ServingEndpoint, *, tags: Sequence[str] = (), reload: bool = False, timeout_s: float
 ) -> list[str]:
@@ -219,6 +138,4 @@ def check_server_config(
     ServerConfigError
         The server runs without a flag the park needs (the message names it).
     """
-    if endpoint.engine == "sglang":
-        return _sglang_config(endpoint, tags, reload, timeout_s)
-    return _vllm_config(endpoint, timeout_s)
+    return endpoint.dialect.check_config(endpoint, tags=tags, reload=reload, timeout_s=timeout_s)

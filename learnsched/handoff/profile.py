@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .._atomic import atomic_write_text, locked
 from .._checks import nonnegative, number
 from .._json import parse as parse_json
-from ..scenario import HandoffCosts
+from ..scenario import HandoffCosts, Recovery
 from .nvml import NvmlDevice, device_info
 
 if TYPE_CHECKING:
@@ -230,7 +230,7 @@ class CostProfile:
         )
 
     def handoff_costs(
-        self, recovery: str, residency_price: float = PAPER_RESIDENCY_PRICE
+        self, recovery: str | Recovery, residency_price: float = PAPER_RESIDENCY_PRICE
     ) -> HandoffCosts:
         """The solver's costs for ``"cold"`` or ``"warm"`` recovery (App. D.2).
 
@@ -244,11 +244,10 @@ class CostProfile:
         residency_price
             s-eq. per GiB-second (App. D.2 assumes 0.01).
         """
-        if recovery not in ("cold", "warm"):
-            raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
+        recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
         residency = 0.0
-        if recovery == "warm":
+        if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
             residency = max(added, 0.0) * price
         return HandoffCosts(
@@ -352,10 +351,12 @@ class CostProfile:
             ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
             that ``runs`` measured.
         """
-        warm = [r for r in runs if r.kind == "warm"]
+        warm = [r for r in runs if r.kind is Recovery.WARM]
         name = None if device is None else device.name
         candidates = {
-            "cold_recovery_s": _measured([r.ready_s for r in runs if r.kind == "cold"], "s", name),
+            "cold_recovery_s": _measured(
+                [r.ready_s for r in runs if r.kind is Recovery.COLD], "s", name
+            ),
             "warm_recovery_s": _measured(
                 [r.resume_s for r in warm],
                 "s",
@@ -569,11 +570,11 @@ def base_profile(name: str) -> CostProfile:
     return BASE_PROFILES[name]
 
 
-def costs_quantities(recovery: str) -> tuple[str, ...]:
+def costs_quantities(recovery: str | Recovery) -> tuple[str, ...]:
     """The quantities :meth:`CostProfile.handoff_costs` reads for ``recovery``."""
-    if recovery not in ("cold", "warm"):
-        raise ValueError(f"recovery must be 'cold' or 'warm', got {recovery!r}")
-    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if recovery == "warm" else ()
+    recovery = Recovery.parse(recovery)
+    warm = recovery is Recovery.WARM
+    residency = ("host_pss_awake_gib", "host_pss_parked_gib") if warm else ()
     return (f"{recovery}_recovery_s", *residency, "checkpoint_save_s", "checkpoint_load_s")
 
 

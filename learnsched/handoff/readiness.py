@@ -2,8 +2,10 @@
 
 A health check answering 200 is not readiness (vLLM answers it while asleep), and a
 resume call's return says nothing about the first token. :func:`wait_first_request`
-polls ``/health`` and then sends real requests until one completes, within one
-:class:`Deadline` for the whole phase.
+sends real requests until one completes (after ``/health`` answers, for a cold start:
+a warm resume skips it, since SGLang's ``/health`` is itself a generation that waits at
+least 1 s), within one :class:`Deadline` for the whole phase, and returns what the
+request generated so the caller can check the same model is back.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .._checks import number, positive
-from .endpoint import HttpStatusError, ServingEndpoint, StreamError
+from .endpoint import Generation, HttpStatusError, ServingEndpoint, StreamError
 from .waits import poll_until
 
 __all__ = ["DEFAULT_POLL_S", "Deadline", "check_poll", "wait_first_request"]
@@ -104,10 +106,10 @@ def _wait_generation(
     max_tokens: int,
     alive: Callable[[], None] | None,
     last: list[str],
-) -> tuple[int, int]:
-    """Send real requests until one completes; its ``(first_token_ns, done_ns)``."""
+) -> Generation:
+    """Send real requests until one completes; that request."""
 
-    def request() -> tuple[int, int] | None:
+    def request() -> Generation | None:
         if alive is not None:
             alive()
         try:
@@ -130,8 +132,9 @@ def wait_first_request(
     poll_s: float,
     max_tokens: int,
     alive: Callable[[], None] | None = None,
-) -> None:
-    """Poll health, then send real requests until one completes; stamps as seen.
+    health: bool = True,
+) -> Generation:
+    """Poll health (if ``health``), then send real requests until one completes.
 
     Answers that may change while an engine comes up (no connection, 408, 429, 5xx,
     an error event in the stream) are retried until the deadline; any other 4xx is
@@ -142,7 +145,8 @@ def wait_first_request(
     endpoint
         The engine.
     stamps
-        Gains ``health_200``, ``first_token`` and ``request_done`` (``perf_counter_ns``).
+        Gains ``health_200`` (with ``health``), ``first_token`` and ``request_done``
+        (``perf_counter_ns``).
     deadline
         The budget for both waits together.
     poll_s
@@ -151,8 +155,18 @@ def wait_first_request(
         Tokens in the readiness request.
     alive
         Called before each try; raises if the engine can no longer come up.
+    health
+        Wait for ``GET /health`` first (cold starts); ``False`` goes straight to real
+        requests (warm resumes: no ``health_200`` stamp).
+
+    Returns
+    -------
+    Generation
+        The first completed request (its text shows which model answered).
     """
     last: list[str] = []
-    stamps["health_200"] = _wait_health(endpoint, deadline, poll_s, alive, last)
-    first, done = _wait_generation(endpoint, deadline, poll_s, max_tokens, alive, last)
-    stamps["first_token"], stamps["request_done"] = first, done
+    if health:
+        stamps["health_200"] = _wait_health(endpoint, deadline, poll_s, alive, last)
+    done = _wait_generation(endpoint, deadline, poll_s, max_tokens, alive, last)
+    stamps["first_token"], stamps["request_done"] = done.first_ns, done.done_ns
+    return done

@@ -28,8 +28,6 @@ class LocalBackend:
         Threads (default: one per CPU).
     """
 
-    name = "local"
-
     def __init__(self, workers: int | None = None) -> None:
         self.workers = integer(
             "workers", workers if workers is not None else os.cpu_count() or 1, low=1
@@ -40,10 +38,10 @@ class LocalBackend:
         """Stop the threads (unstarted chunks are dropped)."""
         self._pool.shutdown(wait=True, cancel_futures=True)
 
-    def task_overhead_s(self) -> float:
-        """Seconds one task spends outside its solve: handing it to a thread and back."""
+    def time_task(self, spec: SweepSpec, start: int, stop: int) -> float:
+        """Seconds from handing rows ``start .. stop - 1`` to a thread to having them back."""
         started = time.perf_counter()
-        self._pool.submit(time.perf_counter).result()
+        self._pool.submit(solve_rows, spec, start, stop).result()
         return time.perf_counter() - started
 
     def run(

@@ -16,7 +16,7 @@ from itertools import product
 
 from .. import _core
 from ..grid import GridConfig, GridScenario, _grid_scenario, _labels
-from ..scenario import HandoffCosts, Scenario
+from ..scenario import HandoffCosts, Recovery, Scenario
 from .spec import SweepSpec
 
 __all__ = ["Point", "base_ids", "core_scenario", "points"]
@@ -37,15 +37,20 @@ def points(spec: SweepSpec) -> tuple[Point, ...]:
 
 
 @cache
-def _grid_labels() -> tuple[tuple[str, float, float, float, str, str], ...]:
+def _grid_labels() -> tuple[tuple[str, float, float, float, Recovery, str], ...]:
     return tuple(_labels(GridConfig()))
+
+
+@cache
+def _ids(template: str, n: int) -> tuple[str, ...]:
+    return tuple(template.format(i) for i in range(n))  # built once: every chunk needs them
 
 
 def base_ids(spec: SweepSpec) -> tuple[str, ...]:
     """The id of every base scenario: ``S0000``.. for the paper grid, else ``scenario[i]``."""
     if isinstance(spec.base, str):  # the paper grid
-        return tuple(f"S{i:04d}" for i in range(len(_grid_labels())))
-    return tuple(f"scenario[{i}]" for i in range(len(spec.base)))
+        return _ids("S{:04d}", len(_grid_labels()))
+    return _ids("scenario[{}]", len(spec.base))
 
 
 def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str]:
@@ -77,7 +82,7 @@ def _costs(
 
 
 @cache
-def _grid_costs(point: Point, recovery: str) -> _core.HandoffCosts:
+def _grid_costs(point: Point, recovery: Recovery) -> _core.HandoffCosts:
     """The handoff costs of a grid recovery path at a point (shared by 960 scenarios)."""
     return _costs(GridConfig().costs(recovery), dict(point), f"{recovery}_recovery_s")
 

@@ -8,7 +8,6 @@ identical bit for bit; every node needs the same learnsched installed.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -26,11 +25,6 @@ __all__ = ["RayBackend"]
 # Tasks in flight per worker: enough to keep each busy while results come back, few
 # enough that finished rows do not pile up in the object store.
 IN_FLIGHT_PER_WORKER = 2
-OVERHEAD_SAMPLES = 5
-
-
-def _noop() -> None:
-    return None
 
 
 @lru_cache(maxsize=4)
@@ -58,8 +52,6 @@ class RayBackend:
         unless given.
     """
 
-    name = "ray"
-
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
         self.ray: ModuleType = require("ray", "ray")
         if workers is not None:
@@ -74,28 +66,31 @@ class RayBackend:
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
         self.workers = workers if workers is not None else max(cpus, 1)
         self._solve = self.ray.remote(num_cpus=1)(_solve_task)
+        self._specs: dict[str, Any] = {}
 
     def close(self) -> None:
         """Stop the local Ray this backend started (a cluster it joined keeps running)."""
         if self._started:
             self.ray.shutdown()
 
-    def task_overhead_s(self) -> float:
-        """Median round trip of an empty task, seconds (after one to start a worker)."""
-        noop = self.ray.remote(num_cpus=1)(_noop)
-        self.ray.get(noop.remote())
-        samples = []
-        for _ in range(OVERHEAD_SAMPLES):
-            started = time.perf_counter()
-            self.ray.get(noop.remote())
-            samples.append(time.perf_counter() - started)
-        return statistics.median(samples)
+    def _spec_ref(self, spec: SweepSpec) -> Any:
+        """The SPEC as JSON in the object store, put once per SPEC and shipped by reference."""
+        if spec.hash not in self._specs:
+            self._specs[spec.hash] = self.ray.put(json.dumps(spec.to_json()))
+        return self._specs[spec.hash]
+
+    def time_task(self, spec: SweepSpec, start: int, stop: int) -> float:
+        """Seconds from submitting rows ``start .. stop - 1`` as a task to having them back."""
+        spec_ref = self._spec_ref(spec)
+        started = time.perf_counter()
+        self.ray.get(self._solve.remote(spec_ref, start, stop))
+        return time.perf_counter() - started
 
     def run(
         self, spec: SweepSpec, chunks: Sequence[Chunk], done: Callable[[Chunk, Rows], None]
     ) -> None:
         """Submit every chunk as a task; ``done`` is called here as each one finishes."""
-        spec_ref = self.ray.put(json.dumps(spec.to_json()))  # shipped once, not per task
+        spec_ref = self._spec_ref(spec)
         waiting = list(reversed(chunks))
         running: dict[Any, Chunk] = {}
         limit = IN_FLIGHT_PER_WORKER * self.workers

@@ -26,23 +26,29 @@ from .table import write_rows
 __all__ = ["BACKENDS", "SweepResult", "choose_chunk_rows", "sweep"]
 
 BACKENDS = ("local", "ray")
-# A task's fixed cost (dispatch, transfer, writing its chunk) may be at most this share
-# of its solve time.
+# A task's fixed cost (its dispatch and the fixed part of writing its chunk) may be at
+# most this share of its solve time.
 MAX_OVERHEAD_SHARE = 0.1
-PROBE_ROWS = 64
+# Chunk sizing probes: repeats of the one-row task, the time a larger probe must reach,
+# its largest size, and the share of the sweep's rows it may take at most (probe rows
+# are solved again in their chunks).
+PROBE_REPEATS = 3
+PROBE_S = 0.05
+MAX_PROBE_ROWS = 4096
+MAX_PROBE_SHARE = 1 / 32
 # Chunks per worker when the sweep is small enough to split finer than the overhead
 # bound needs: keeps every worker busy to the end and a kill costs little.
 CHUNKS_PER_WORKER = 4
 MAX_TASK_S = 60.0
+WRITE_SAMPLES = 3
 
 
 class Backend(Protocol):
     """What :func:`sweep` needs of a backend (threads here, or Ray tasks)."""
 
-    name: str
     workers: int
 
-    def task_overhead_s(self) -> float: ...
+    def time_task(self, spec: SweepSpec, start: int, stop: int) -> float: ...
 
     def close(self) -> None: ...
 
@@ -93,17 +99,19 @@ class SweepResult:
 
 
 def _write_s(store: ChunkStore, rows: Rows) -> float:
-    """Seconds to write ``rows`` as a chunk file beside the real ones (after a first write
-    that loads the writer)."""
+    """Fixed seconds of writing a chunk file beside the real ones: the quickest of a few
+    one-row writes, after one that loads the writer."""
     fd, name = tempfile.mkstemp(dir=store.parts, prefix=".probe-", suffix=store.suffix)
     os.close(fd)
+    samples = []
     try:
-        write_rows(name, rows, store.spec)
-        started = time.perf_counter()
-        write_rows(name, rows, store.spec)
-        return time.perf_counter() - started
+        for _ in range(WRITE_SAMPLES + 1):
+            started = time.perf_counter()
+            write_rows(name, rows, store.spec, durable=False)
+            samples.append(time.perf_counter() - started)
     finally:
         Path(name).unlink(missing_ok=True)
+    return min(samples[1:])
 
 
 def choose_chunk_rows(row_s: float, overhead_s: float, total_rows: int, workers: int) -> int:
@@ -133,15 +141,33 @@ def choose_chunk_rows(row_s: float, overhead_s: float, total_rows: int, workers:
     return max(1, min(size, total_rows))
 
 
+def _task_cost(spec: SweepSpec, backend: Backend, total_rows: int) -> tuple[float, float]:
+    """(fixed, per-row) seconds of a task on ``backend``, from timing real tasks.
+
+    A one-row task (warmed once, quickest of a few) gives the fixed cost plus one row; a
+    task four times larger each round until it takes ``PROBE_S`` (or holds
+    ``MAX_PROBE_ROWS`` rows, or ``MAX_PROBE_SHARE`` of the sweep), the quicker of two
+    runs, gives the per-row slope, transfer of its rows included.
+    """
+    backend.time_task(spec, 0, 1)  # starts workers and fills their caches
+    one = min(backend.time_task(spec, 0, 1) for _ in range(PROBE_REPEATS))
+    largest = max(1, min(MAX_PROBE_ROWS, int(total_rows * MAX_PROBE_SHARE)))
+    rows, elapsed = 1, one
+    while elapsed - one < PROBE_S and rows < largest:
+        rows = min(rows * 4, largest)
+        elapsed = backend.time_task(spec, 0, rows)
+    if rows == 1:
+        return 0.0, one
+    elapsed = min(elapsed, backend.time_task(spec, 0, rows))  # once more: a busy machine
+    row_s = max(elapsed - one, 0.0) / (rows - 1)
+    return max(one - row_s, 0.0), row_s
+
+
 def _measured_chunk_rows(
     spec: SweepSpec, store: ChunkStore, backend: Backend, total_rows: int
 ) -> int:
-    probe = min(PROBE_ROWS, total_rows)
-    solve_rows(spec, 0, probe)  # the first call builds the cached base scenarios
-    started = time.perf_counter()
-    rows = solve_rows(spec, 0, probe)
-    row_s = (time.perf_counter() - started) / probe
-    overhead_s = backend.task_overhead_s() + _write_s(store, rows)
+    fixed_s, row_s = _task_cost(spec, backend, total_rows)
+    overhead_s = fixed_s + _write_s(store, solve_rows(spec, 0, 1))
     return choose_chunk_rows(row_s, overhead_s, total_rows, backend.workers)
 
 
@@ -252,7 +278,8 @@ def _solve(
     for chunk in todo:
         per_point -= np.bincount(np.arange(chunk.start, chunk.stop) // n, minlength=n_points)
     delay_s = 0.5 if progress else math.inf
-    with Progress(total, "scenarios", delay_s, done=total - sum(map(len, todo))) as bar:
+    before = total - sum(map(len, todo))
+    with Progress(total, "sweep", delay_s, done=before, unit="scenarios") as bar:
 
         def done(chunk: Chunk, rows: Rows) -> None:
             store.write(chunk, rows)

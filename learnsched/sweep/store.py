@@ -3,7 +3,9 @@
 ``OUT.parts/manifest.json`` records the SPEC's hash and the chunk size; each finished
 chunk is one file ``OUT.parts/chunk-NNNNNN.<suffix>`` written atomically, so a killed
 run leaves only whole chunks, and a rerun of the same SPEC solves only the missing
-ones. When every chunk is in, ``OUT`` is written atomically from them (in row order, so
+ones. Chunk files are not fsynced (two fsyncs would cost more than a small chunk's
+solve): a kill cannot cut one short, and a rerun reads every finished chunk back and
+solves again any that a crash of the machine left unreadable. When every chunk is in, ``OUT`` is written atomically from them (in row order, so
 it does not depend on how the work was split or which run solved what), the manifest
 is marked complete and the chunk files are removed.
 """
@@ -66,7 +68,7 @@ class ChunkStore:
         self.parts = self.out.with_name(self.out.name + ".parts")
         self.manifest_path = self.parts / "manifest.json"
         self.chunk_rows = 0
-        self._solved: dict[int, Rows] = {}  # chunks this run wrote: no need to read them back
+        self._solved: dict[int, Rows] = {}  # every finished chunk's rows, by index
 
     def _manifest(self, chunk_rows: int, complete: bool) -> dict[str, Any]:
         return {
@@ -116,6 +118,24 @@ class ChunkStore:
             leftover.unlink()
         if manifest is not None and manifest["complete"]:  # killed before the clean-up
             self._remove_chunks()
+        elif manifest is not None:
+            self._load_finished()
+
+    def _load_finished(self) -> None:
+        """Read back the chunks an earlier run finished; drop any that do not read whole."""
+        for chunk in self.chunks():
+            path = self._path(chunk)
+            if not path.exists():
+                continue
+            try:
+                rows = read_rows(path, self.spec, chunk.start)
+            except (ValueError, OSError):  # pyarrow's errors derive from these too
+                path.unlink()
+                continue
+            if len(rows) != len(chunk):
+                path.unlink()
+                continue
+            self._solved[chunk.index] = rows
 
     @property
     def complete(self) -> bool:
@@ -138,19 +158,18 @@ class ChunkStore:
         """The chunks already written (all of them once ``out`` is complete)."""
         if self.complete:
             return self.chunks()
-        return tuple(c for c in self.chunks() if self._path(c).exists())
+        return tuple(c for c in self.chunks() if c.index in self._solved)
 
     def write(self, chunk: Chunk, rows: Rows) -> None:
         """Record a solved chunk (atomically and durably)."""
         if (rows.start, len(rows)) != (chunk.start, len(chunk)):
             raise ValueError(f"rows {rows.start}+{len(rows)} do not match chunk {chunk}")
-        write_rows(self._path(chunk), rows, self.spec)
+        write_rows(self._path(chunk), rows, self.spec, durable=False)
         self._solved[chunk.index] = rows
 
     def _parts(self) -> Iterator[Rows]:
         for chunk in self.chunks():
-            rows = self._solved.get(chunk.index)
-            yield rows if rows is not None else read_rows(self._path(chunk), self.spec, chunk.start)
+            yield self._solved[chunk.index]
 
     def finish(self) -> Rows:
         """Write ``out`` from every chunk (or read it back if complete) and return its rows."""

@@ -83,10 +83,13 @@ def _write_parquet(file: IO[bytes], rows: Rows, spec: SweepSpec) -> None:
     pq.write_table(pa.table(data, names=names), file)
 
 
-def write_rows(path: str | os.PathLike[str], rows: Rows, spec: SweepSpec) -> None:
-    """Write ``rows`` to ``path`` atomically and durably, in the format of its suffix."""
+def write_rows(
+    path: str | os.PathLike[str], rows: Rows, spec: SweepSpec, durable: bool = True
+) -> None:
+    """Write ``rows`` to ``path`` atomically (and durably unless told not to, see
+    :func:`~learnsched._atomic.atomic_write`), in the format of its suffix."""
     writer = _write_parquet if file_format(path) == "parquet" else _write_csv
-    atomic_write(path, lambda file: writer(file, rows, spec))
+    atomic_write(path, lambda file: writer(file, rows, spec), durable=durable)
 
 
 def _rows(start: int, spec: SweepSpec, table: dict[str, list[Any]]) -> Rows:

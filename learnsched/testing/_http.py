@@ -240,6 +240,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             temperature = _temperature_of(body, path)
             prompt = _prompt_of(body, path)
             nonce = "" if temperature == 0 else uuid.uuid4().hex  # only greedy repeats
+            # The request leaves the running count before its last bytes go out, as an
+            # engine finishes a request before its server flushes the answer: a client
+            # that read the whole answer never sees its own request still running.
             with state.request_slot():
                 model_print = state.current_print()
                 words = tokens(model_print, prompt, count, nonce)
@@ -250,7 +253,10 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                     for word in words:
                         time.sleep(config.token_s)
                         text += word
-                    self._json(200, self._answer(path, text, count))
+            if body.get("stream"):
+                self._event(b"[DONE]")
+            else:
+                self._json(200, self._answer(path, text, count))
 
         def _answer(self, path: str, text: str, count: int) -> dict[str, Any]:
             if path == "/generate":
@@ -273,20 +279,19 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             }
 
         def _stream(self, path: str, words: Iterator[str], count: int) -> None:
+            """Every token's event (the caller ends the stream with ``[DONE]``)."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             if config.stream != "ok":
                 broken = b'{"error": {"message": "out of memory"}}'
                 self._event(broken if config.stream == "error" else b"{oops")
-                self._event(b"[DONE]")
                 return
             text = ""
             for word in words:
                 time.sleep(config.token_s)
                 text += word
                 self._event(self._chunk(path, word, text))
-            self._event(b"[DONE]")
 
         def _chunk(self, path: str, word: str, text: str) -> dict[str, Any]:
             if path == "/generate":

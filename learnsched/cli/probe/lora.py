@@ -15,6 +15,7 @@ from ...handoff.lora import (
     AdapterPreset,
     LoraBenchmark,
     benchmark_lora,
+    check_device,
     default_device,
     read_adapter,
     target_gpu,
@@ -72,6 +73,8 @@ def add_lora_arguments(parser: argparse.ArgumentParser) -> None:
 def check_lora(args: argparse.Namespace) -> None:
     """Bad LoRA input as ``ValueError``/``OSError``, before anything is measured."""
     integer("--runs", args.runs, low=2)
+    if args.device is not None:
+        check_device(args.device)
     if args.folder is not None and not Path(args.folder).is_dir():
         raise NotADirectoryError(f"--folder {args.folder}: not an existing directory")
     if args.adapter is not None:

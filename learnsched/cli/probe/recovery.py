@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,14 @@ from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
 from ...handoff.endpoint import ServingEndpoint
 from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS
+from ...handoff.errors import RecoveryFailed
 from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
 from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.readiness import check_poll
-from ...handoff.recovery import measure_warm_recovery
+from ...handoff.recovery import DEFAULT_RELEASE_TIMEOUT_S, measure_warm_recovery
+from ...scenario import Recovery
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
@@ -51,7 +54,19 @@ def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -
     parser.add_argument(
         "--level", type=int, choices=VLLM_SLEEP_LEVELS, default=1, help="vLLM sleep level (1 or 2)"
     )
-    parser.add_argument("--tags", nargs="*", default=[], help="memory tags to release/resume")
+    parser.add_argument(
+        "--tags",
+        nargs="*",
+        default=[],
+        help="memory tags (weights, kv_cache): SGLang releases just these; vLLM sleeps all "
+        "and wakes these first, then the rest",
+    )
+    parser.add_argument(
+        "--reload",
+        action="store_true",
+        help="reload the weights during the resume (vLLM reload_weights, needed for level 2; "
+        "SGLang update_weights_from_disk)",
+    )
     parser.add_argument(
         "--pid", type=int, help="engine PID for host PSS and its GPU processes (default: launched)"
     )
@@ -62,7 +77,22 @@ def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -
         "(default: half of what NVML lists for the engine's processes)",
     )
     parser.add_argument("--parked-s", type=float, default=1.0, help="time parked, seconds")
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="bound per phase, seconds")
+    parser.add_argument(
+        "--timeout-s", type=float, default=600.0, help="bound per launch/resume phase, seconds"
+    )
+    parser.add_argument(
+        "--release-timeout-s",
+        type=float,
+        default=DEFAULT_RELEASE_TIMEOUT_S,
+        help="bound per release phase (call, engine's report, memory seen freed), seconds "
+        "(default %(default)g)",
+    )
+    parser.add_argument(
+        "--idle-wait-s",
+        type=float,
+        default=5.0,
+        help="wait this long for running requests to drain before parking (default 5)",
+    )
     parser.add_argument("--poll-ms", type=float, default=20.0, help="poll interval, ms (10-50)")
     parser.add_argument("--ledger", metavar="FILE", help="append one record per recovery")
     parser.add_argument("--engine-log", metavar="FILE", help="append the engine's output here")
@@ -79,13 +109,17 @@ def check_recovery(args: argparse.Namespace) -> ServingEndpoint:
     check_poll(args.poll_ms / 1e3)
     positive("--timeout-s", args.timeout_s)
     nonnegative("--parked-s", args.parked_s)
+    positive("--release-timeout-s", args.release_timeout_s)
+    nonnegative("--idle-wait-s", args.idle_wait_s)
     if args.release_gib is not None:
         positive("--release-gib", args.release_gib)
     if args.pid is not None:
         check_pid(args.pid)
     if args.ledger is not None and not Path(args.ledger).parent.is_dir():
         raise NotADirectoryError(f"--ledger {args.ledger}: its folder does not exist")
-    return ServingEndpoint(args.url, args.engine)
+    endpoint = ServingEndpoint(args.url, args.engine)
+    endpoint.dialect.check_park(level=args.level, tags=args.tags, reload=args.reload)
+    return endpoint
 
 
 class _Runs:
@@ -97,6 +131,8 @@ class _Runs:
 
     def record(self, run: RecoveryRun) -> None:
         self.runs.append(run)
+        for note in run.notes:
+            print(f"learnsched probe recovery: warning: {note}", file=sys.stderr)
         if self.ledger is not None:
             self.ledger.append(run.to_record())
 
@@ -112,17 +148,25 @@ def _warm_runs(
     release_bytes = None if args.release_gib is None else max(1, int(args.release_gib * GIB))
     with Progress(args.warm_runs, "warm recovery") as progress:
         for _ in range(args.warm_runs):
-            run = measure_warm_recovery(
-                endpoint,
-                level=args.level,
-                tags=args.tags,
-                pid=pid,
-                device=device,
-                release_bytes=release_bytes,
-                parked_s=args.parked_s,
-                timeout_s=args.timeout_s,
-                poll_s=args.poll_ms / 1e3,
-            )
+            try:
+                run = measure_warm_recovery(
+                    endpoint,
+                    level=args.level,
+                    tags=args.tags,
+                    reload=args.reload,
+                    pid=pid,
+                    device=device,
+                    release_bytes=release_bytes,
+                    parked_s=args.parked_s,
+                    timeout_s=args.timeout_s,
+                    release_timeout_s=args.release_timeout_s,
+                    idle_wait_s=args.idle_wait_s,
+                    poll_s=args.poll_ms / 1e3,
+                )
+            except RecoveryFailed as failed:
+                if isinstance(failed.run, RecoveryRun):
+                    runs.record(failed.run)  # recorded as failed, never counted as a recovery
+                raise
             runs.record(run)
             progress.advance(1)
 
@@ -173,10 +217,12 @@ def run_json(run: RecoveryRun) -> dict[str, Any]:
             if (bytes_ := run.device_bytes(phase)) is not None
         },
     }
-    if run.kind == "warm":
+    if run.kind is Recovery.WARM:
         report["resume_s"] = run.resume_s
         report["release"] = run.release
         report["release_s"] = run.release_s
+    report["notes"] = list(run.notes)
+    report["failure"] = run.failure
     return report
 
 
@@ -187,7 +233,7 @@ def recovery_rows(runs: Sequence[RecoveryRun]) -> Rows:
         start = run.stamps_ns[run.start_stamp]
         stamps = ", ".join(f"{name} {(t - start) / 1e9:+.3f}" for name, t in run.stamps_ns.items())
         head = f"ready {run.ready_s:.3f} s"
-        if run.kind == "warm":
+        if run.kind is Recovery.WARM:
             released = "" if run.release_s is None else f" after {run.release_s:.3f} s"
             head = f"resume {run.resume_s:.3f} s, {head}, release {run.release}{released}"
         rows.append((f"{run.kind} #{number}", f"{head}  ({stamps} s)"))

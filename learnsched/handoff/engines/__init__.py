@@ -6,11 +6,20 @@ line to :data:`REGISTRY`.
 
 from __future__ import annotations
 
-from .base import PROMPT, Engine, Server
+from .base import MEMORY_TAGS, PROMPT, Engine, Server
 from .sglang import SGLang
 from .vllm import VLLM_SLEEP_LEVELS, Vllm
 
-__all__ = ["ENGINES", "PROMPT", "REGISTRY", "VLLM_SLEEP_LEVELS", "Engine", "Server", "engine"]
+__all__ = [
+    "ENGINES",
+    "MEMORY_TAGS",
+    "PROMPT",
+    "REGISTRY",
+    "VLLM_SLEEP_LEVELS",
+    "Engine",
+    "Server",
+    "engine",
+]
 
 # Engine name (``--engine NAME``) -> its dialect.
 REGISTRY: dict[str, Engine] = {

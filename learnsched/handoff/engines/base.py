@@ -14,15 +14,21 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import HandoffProbeError
 
-__all__ = ["PROMPT", "Engine", "Server"]
+__all__ = ["MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
 
 PROMPT = "The capital of France is"
+# The memory kinds both engines release and resume by name.
+MEMORY_TAGS = ("weights", "kv_cache")
 
 
 class Server(Protocol):
     """The HTTP side a dialect talks through (a :class:`ServingEndpoint`)."""
 
     url: str
+
+    def request(self, method: str, path: str, body: object, timeout_s: float) -> tuple[int, bytes]:
+        """One exchange; ``(status, body)``."""
+        ...
 
     def call(self, method: str, path: str, body: object, timeout_s: float) -> bytes:
         """One exchange that must answer 200; the response body."""
@@ -42,10 +48,44 @@ class Engine(ABC):
         The registry name (``--engine NAME``).
     reports_parked
         Whether the engine has its own route saying it is parked (:meth:`is_parked`).
+    load_metrics
+        The Prometheus gauges of running and waiting requests on ``/metrics``.
     """
 
     name: ClassVar[str]
     reports_parked: ClassVar[bool] = False
+    load_metrics: ClassVar[tuple[str, str]]
+
+    def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
+        """``ValueError`` for a park this engine cannot undo as asked (before any call)."""
+        unknown = sorted(set(tags) - set(MEMORY_TAGS))
+        if unknown:
+            raise ValueError(f"tags must be among {', '.join(MEMORY_TAGS)}, got {unknown}")
+
+    def check_config(
+        self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
+    ) -> list[str]:
+        """Refuse (:class:`~..errors.ServerConfigError`, naming the flag to add) a park
+        the server's start-up flags cannot honour; notes on what could not be checked."""
+        return [f"{self.name}: server configuration not checked"]
+
+    def released_tags(self, tags: Sequence[str]) -> tuple[str, ...]:
+        """The memory tags a park asked for ``tags`` releases (empty: all of them)."""
+        return tuple(tags) or MEMORY_TAGS
+
+    def released_bytes(self, server: Server, tags: Sequence[str], timeout_s: float) -> int | None:
+        """Device bytes a park of ``tags`` frees by the engine's own account (``None``:
+        it gives none, or the park frees everything)."""
+        return None
+
+    def reload(self, server: Server, timeout_s: float) -> None:
+        """Load the weights again from where the server loaded them (after a resume that
+        did not keep them)."""
+        raise HandoffProbeError(f"{self.name} has no weights reload route")
+
+    def accumulate(self, text: str, piece: str) -> str:
+        """The generated text so far after one stream event's ``piece`` (deltas)."""
+        return text + piece
 
     @abstractmethod
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
@@ -56,8 +96,11 @@ class Engine(ABC):
         """
 
     @abstractmethod
-    def resume(self, server: Server, *, tags: Sequence[str], timeout_s: float) -> None:
-        """Ask the engine to restore its device state (returns when acknowledged)."""
+    def resume(
+        self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
+    ) -> None:
+        """Ask the engine to restore its device state (returns when acknowledged);
+        with ``reload`` the weights are loaded again (:meth:`reload`) on the way."""
 
     def is_parked(self, server: Server, timeout_s: float) -> bool:
         """The engine's own view of whether it is parked (only if :attr:`reports_parked`)."""
@@ -81,3 +124,16 @@ class Engine(ABC):
         """The served models' names, from the OpenAI-style ``GET /v1/models``."""
         data = json.loads(server.call("GET", "/v1/models", None, timeout_s))
         return [str(model["id"]) for model in data.get("data") or []]
+
+
+def server_json(server: Server, paths: Sequence[str], timeout_s: float) -> Any:
+    """The JSON of the first of ``paths`` that answers 200 (``None``: none does)."""
+    for path in paths:
+        status, data = server.request("GET", path, None, timeout_s)
+        if status != 200:
+            continue
+        try:
+            return json.loads(data)
+        except ValueError:
+            return None
+    return None

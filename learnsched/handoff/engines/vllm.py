@@ -1,9 +1,18 @@
 """vLLM's sleep mode (server started with ``--enable-sleep-mode`` and
-``VLLM_SERVER_DEV_MODE=1``): ``POST /sleep?level=N``, ``POST /wake_up``,
+``VLLM_SERVER_DEV_MODE=1``): ``POST /sleep?level=N``, ``POST /wake_up?tags=..``,
 ``GET /is_sleeping``; generation through ``POST /v1/completions``.
 
-vLLM's ``/health`` answers 200 while the engine sleeps: only a completed generation
-request shows capacity is ready.
+What vLLM's own sources say (``vllm/entrypoints/serve/sleep/api_router.py``, the
+executor's ``sleep``/``wake_up``), and this dialect follows:
+
+- ``/sleep`` reads only ``level``: it always puts both ``weights`` and ``kv_cache`` to
+  sleep. ``/wake_up?tags=T`` wakes those tags, and ``/is_sleeping`` stays true until
+  every sleeping tag is woken, so a resume here always wakes every tag: the ones asked
+  for first, in order, then the rest (a partial wake would leave the engine asleep).
+- Level 2 discards the weights: until ``collective_rpc("reload_weights")`` (dev-mode
+  ``POST /collective_rpc``) the model answers from garbage. The docs' recipe is wake
+  ``weights``, reload, wake ``kv_cache``; without a reload step level 2 is refused.
+- ``/health`` answers 200 while asleep: only a completed generation shows readiness.
 """
 
 from __future__ import annotations
@@ -13,7 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from .base import PROMPT, Engine, Server
+from ..errors import ServerConfigError
+from .base import MEMORY_TAGS, PROMPT, Engine, Server, server_json
 
 __all__ = ["VLLM_SLEEP_LEVELS", "Vllm"]
 
@@ -25,15 +35,65 @@ class Vllm(Engine):
 
     name = "vllm"
     reports_parked = True
+    load_metrics = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+    def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
+        """Tags must be known; level 2 needs a reload step."""
+        super().check_park(level=level, tags=tags, reload=reload)
+        if level == 2 and not reload:
+            raise ValueError(
+                "vLLM sleep level 2 discards the weights, so a resume would answer from "
+                "garbage: give a reload step (--reload: POST /collective_rpc reload_weights) "
+                "or use level 1"
+            )
+
+    def check_config(
+        self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
+    ) -> list[str]:
+        """Dev mode (``/is_sleeping`` exists) and ``model_config.enable_sleep_mode``."""
+        if server.request("GET", "/is_sleeping", None, timeout_s)[0] == 404:
+            raise ServerConfigError(
+                f"vLLM at {server.url} has no /is_sleeping: start it with "
+                "VLLM_SERVER_DEV_MODE=1 and --enable-sleep-mode"
+            )
+        info = server_json(server, ("/server_info?config_format=json",), timeout_s)
+        config = info.get("vllm_config") if isinstance(info, dict) else None
+        model = config.get("model_config") if isinstance(config, dict) else None
+        sleep_mode = model.get("enable_sleep_mode") if isinstance(model, dict) else None
+        if sleep_mode is False:
+            raise ServerConfigError(
+                f"vLLM at {server.url} runs without --enable-sleep-mode: /sleep would free "
+                "nothing; restart it with --enable-sleep-mode"
+            )
+        if sleep_mode is None:
+            return ["sleep mode not checked: /server_info has no model_config.enable_sleep_mode"]
+        return []
+
+    def released_tags(self, tags: Sequence[str]) -> tuple[str, ...]:
+        """Every tag: ``/sleep`` takes no tags."""
+        return MEMORY_TAGS
 
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
-        """``POST /sleep?level=N`` (vLLM frees every tag at once)."""
+        """``POST /sleep?level=N``: vLLM reads no tags there and frees every tag at once."""
         server.call("POST", f"/sleep?{urlencode({'level': level})}", None, timeout_s)
 
-    def resume(self, server: Server, *, tags: Sequence[str], timeout_s: float) -> None:
-        """``POST /wake_up`` (``?tags=...`` for a partial wake-up)."""
-        query = f"?{urlencode([('tags', t) for t in tags])}" if tags else ""
-        server.call("POST", f"/wake_up{query}", None, timeout_s)
+    def resume(
+        self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
+    ) -> None:
+        """``POST /wake_up?tags=T`` for each asked tag in order, then every other sleeping
+        tag; ``reload_weights`` right after the weights wake when ``reload``."""
+        if not tags and not reload:
+            server.call("POST", "/wake_up", None, timeout_s)
+            return
+        order = list(dict.fromkeys([*tags, *MEMORY_TAGS]))
+        for tag in order:
+            server.call("POST", f"/wake_up?{urlencode({'tags': tag})}", None, timeout_s)
+            if tag == "weights" and reload:
+                self.reload(server, timeout_s)
+
+    def reload(self, server: Server, timeout_s: float) -> None:
+        """Dev-mode ``POST /collective_rpc`` with ``reload_weights`` (the worker method)."""
+        server.call("POST", "/collective_rpc", {"method": "reload_weights"}, timeout_s)
 
     def is_parked(self, server: Server, timeout_s: float) -> bool:
         """``GET /is_sleeping``."""

@@ -1,0 +1,239 @@
+"""``learnsched run`` (the scheduler next to a real engine) and ``learnsched demo``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+
+__all__ = ["register"]
+
+
+def _run_errors() -> tuple[type[Exception], ...]:
+    from ..control.trainer import TrainerError
+    from ..handoff.errors import HandoffProbeError
+
+    return (TrainerError, HandoffProbeError)
+
+
+class _ProgressLine:
+    """One status line on stderr: redrawn in place on a terminal, else once a second."""
+
+    def __init__(self, stream: TextIO | None = None, every_s: float = 1.0) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.every_s = every_s
+        self.last = -float("inf")
+        self.tty = self.stream.isatty()
+
+    def __call__(self, line: str) -> None:
+        now = time.monotonic()
+        if self.tty:
+            self.stream.write(f"\r{line[:150]:<150}")
+        elif now - self.last >= self.every_s:
+            self.stream.write(line + "\n")
+        else:
+            return
+        self.last = now
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``run`` and ``demo``."""
+    run = commands.add_parser(
+        "run", help="run the scheduler next to a vLLM or SGLang server and a trainer"
+    )
+    add = run.add_argument
+    add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
+    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
+    add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
+    add("--calendar", required=True, metavar="FILE", help="windows JSON (see README)")
+    add("--forecast", choices=("empirical", "exact"), help="decide under a forecast")
+    add("--samples", type=int, default=64, help="sampled calendars per forecast decision")
+    add("--history", metavar="FILE", help="past windows (calendar JSON) to fit the forecast")
+    add("--ledger", required=True, type=Path, help="the fsynced JSON-lines ledger")
+    add("--state-dir", required=True, type=Path, help="the trainer's folder")
+    add("--policy", default="rollout", help="the model's policy (default rollout)")
+    add("--benefit-rate", type=float, default=1.0, help="g, s-eq. per s after publishing")
+    add("--horizon", type=float, help="H on the loop's clock, s (default: last window + 1 h)")
+    add("--recovery-s", type=float, default=0.5, help="return path t_ret, s (0.487 paper warm)")
+    add("--residency-rate", type=float, default=0.0, help="rho, s-eq. per parked s")
+    add("--quantum-margin", type=float, default=1.5, help="plan with this x measured quantum")
+    add("--level", type=int, default=1, help="vLLM sleep level (1 keeps weights in host RAM)")
+    add("--timeout", type=float, default=60.0, help="bound on each engine call, s")
+    add("--seconds", type=float, help="stop after this long, s")
+    add("--json", action="store_true", help="print the totals as JSON")
+    run.set_defaults(func=run_run)
+
+    demo = commands.add_parser(
+        "demo", help="the scheduler on the simulated engine, Azure trace and CPU LoRA trainer"
+    )
+    add = demo.add_argument
+    add("--seconds", type=float, default=60.0, help="wall seconds of replay (default 60)")
+    add("--speedup", type=float, default=10.0, help="trace time compression (default 10)")
+    add("--ledger", type=Path, help="ledger file (default: STATE_DIR/ledger.jsonl)")
+    add("--state-dir", type=Path, help="the trainer's folder (default: beside the ledger)")
+    add("--engine", choices=("vllm", "sglang"), default="vllm", help="simulated dialect")
+    add("--work-quanta", type=int, default=240, help="J of the LoRA job")
+    add("--plot", type=Path, metavar="FILE.png", help="draw the timeline")
+    add("--json", action="store_true", help="print the summary as JSON")
+    demo.set_defaults(func=run_demo)
+
+
+def _stop_on_signals(stop: Any) -> None:
+    """SIGTERM and SIGINT stop the loop cleanly (a lent window returns first)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _check_demo_extras() -> None:
+    """The demo's trainer needs the gpu extra: say so before starting anything."""
+    from importlib.util import find_spec
+
+    from .._extras import MissingExtra, install_hint
+
+    for module in ("torch", "transformers", "peft", "safetensors"):
+        if find_spec(module) is None:
+            raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
+
+
+def _failed(prog: str, err: Exception) -> int:
+    """A trainer or engine that failed mid-run: one line, status 1."""
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    print(f"{prog}: error: {first}", file=sys.stderr)
+    return EXIT_VIOLATION
+
+
+def _windows_file(path: str | None, start_unix: float) -> list[Any]:
+    from ..control.windows import read_calendar
+
+    return [] if path is None else read_calendar(path, start_unix).windows
+
+
+def run_run(args: argparse.Namespace) -> int:
+    """``learnsched run``."""
+    from ..control.actuation import ServingEngine
+    from ..control.loop import ControlLoop, LoopOptions, ModelDecider
+    from ..control.trainer import TrainerCosts, TrainerProcess
+    from ..control.windows import KnownCalendar
+    from ..handoff.endpoint import ServingEndpoint
+    from ..scenario import HandoffCosts
+
+    options = json.loads(args.trainer_options)
+    if not isinstance(options, dict):
+        raise TypeError(f"--trainer-options must be a JSON object, got {args.trainer_options!r}")
+    if not args.ledger.parent.is_dir():
+        raise ValueError(f"--ledger {args.ledger}: folder {args.ledger.parent} does not exist")
+    start_unix = time.time()
+    calendar = KnownCalendar(_windows_file(args.calendar, start_unix))
+    history = _windows_file(args.history, start_unix)
+    engine = ServingEngine(
+        ServingEndpoint(args.url, args.engine), level=args.level, timeout_s=args.timeout
+    )
+    last = calendar.windows[-1].end_s if calendar.windows else 0.0
+    horizon = args.horizon if args.horizon is not None else last + 3600.0
+
+    def decider(work_quanta: int, costs: TrainerCosts) -> Any:
+        handoff = HandoffCosts(
+            recovery_s=args.recovery_s,
+            residency_rate=args.residency_rate,
+            save_s=costs.save_s,
+            load_s=costs.load_s,
+        )
+        quantum_s = args.quantum_margin * costs.quantum_s
+        if args.forecast is None:
+            return ModelDecider(
+                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy
+            )
+        from ..control.forecast import ForecastDecider
+
+        return ForecastDecider(
+            work_quanta, quantum_s, handoff, args.benefit_rate, horizon,
+            forecaster=args.forecast, samples=args.samples, history=history,
+            truth=calendar.windows, policy=args.policy,
+        )  # fmt: skip
+
+    line = _ProgressLine()
+    loop = ControlLoop(
+        engine,
+        TrainerProcess(args.trainer, args.state_dir, options),
+        calendar,
+        decider,
+        args.ledger,
+        recovery_s=args.recovery_s,
+        options=LoopOptions(until_s=args.seconds),
+        progress=line,
+    )
+    _stop_on_signals(loop.stop)
+    try:
+        totals = loop.run()
+    except _run_errors() as err:
+        return _failed(args.command_prog, err)
+    finally:
+        line.close()
+    result = {**totals.to_json(), "ledger": str(args.ledger), "overhead": loop.overhead.to_json()}
+    if args.json:
+        emit_json(result)
+    else:
+        print_rows([(key, str(value)) for key, value in result.items() if key != "overhead"])
+    return EXIT_OK
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """``learnsched demo``."""
+    from ..control.demo import DemoOptions
+    from ..control.demo import run_demo as demo
+
+    _check_demo_extras()
+    if args.plot is not None:
+        from .._figures import pyplot
+
+        pyplot()  # fail on a missing matplotlib before running, not after
+    options = DemoOptions(
+        seconds=args.seconds,
+        speedup=args.speedup,
+        ledger=args.ledger,
+        state_dir=args.state_dir,
+        engine=args.engine,
+        work_quanta=args.work_quanta,
+    )
+    line = _ProgressLine()
+    try:
+        summary, timeline = demo(options, progress=line)
+    except _run_errors() as err:
+        return _failed(args.command_prog, err)
+    finally:
+        line.close()
+    if args.plot is not None:
+        from ..control.timeline import plot_timeline
+
+        plot_timeline(
+            args.plot,
+            ledger=timeline["ledger"],
+            run=timeline["run"],
+            windows=timeline["windows"],
+            load=timeline["load"],
+            arrivals=timeline["arrivals"],
+            misses=timeline["misses"],
+        )
+    if args.json:
+        emit_json(summary)
+    else:
+        print_rows([(key, str(value)) for key, value in summary.items()])
+    return EXIT_OK

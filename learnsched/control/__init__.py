@@ -1,0 +1,90 @@
+"""The running scheduler: LearnSched's online control loop over a serving engine and a trainer.
+
+- :mod:`.loop`: :class:`ControlLoop` (the event loop), :class:`ModelDecider`;
+- :mod:`.forecast`: :class:`ForecastDecider` (decisions under sampled calendars);
+- :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);
+- :mod:`.metrics`, :mod:`.watcher`: the load signal from ``/metrics`` and arrivals;
+- :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);
+- :mod:`.trainer`: the trainer protocol over a process boundary (:class:`Trainer`,
+  :class:`TrainerProcess`); :mod:`.lora_trainer`: the reference LoRA trainer;
+- :mod:`.journal`: the ledger's records and their replay (:func:`replay`);
+- :mod:`.loadgen`: the trace replayer; :mod:`.demo`, :mod:`.timeline`: the demo and its plot.
+
+Names load on first use, so importing the package costs nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .actuation import EngineControl, ServingEngine
+    from .journal import SUMMARY_KEYS, Totals, replay
+    from .loadgen import LoadGenerator, RequestResult, TraceRequest, read_requests
+    from .loop import ControlLoop, Decider, LoopOptions, ModelDecider
+    from .metrics import Load, parse_load, read_load
+    from .trainer import Advanced, Trainer, TrainerCosts, TrainerError, TrainerLost, TrainerProcess
+    from .windows import KnownCalendar, Window, read_calendar
+
+_NAMES = {
+    "EngineControl": "actuation",
+    "ServingEngine": "actuation",
+    "SUMMARY_KEYS": "journal",
+    "Totals": "journal",
+    "replay": "journal",
+    "LoadGenerator": "loadgen",
+    "RequestResult": "loadgen",
+    "TraceRequest": "loadgen",
+    "read_requests": "loadgen",
+    "ControlLoop": "loop",
+    "Decider": "loop",
+    "LoopOptions": "loop",
+    "ModelDecider": "loop",
+    "Load": "metrics",
+    "parse_load": "metrics",
+    "read_load": "metrics",
+    "Advanced": "trainer",
+    "Trainer": "trainer",
+    "TrainerCosts": "trainer",
+    "TrainerError": "trainer",
+    "TrainerLost": "trainer",
+    "TrainerProcess": "trainer",
+    "KnownCalendar": "windows",
+    "Window": "windows",
+    "read_calendar": "windows",
+}
+
+__all__ = [
+    "SUMMARY_KEYS",
+    "Advanced",
+    "ControlLoop",
+    "Decider",
+    "EngineControl",
+    "KnownCalendar",
+    "Load",
+    "LoadGenerator",
+    "LoopOptions",
+    "ModelDecider",
+    "RequestResult",
+    "ServingEngine",
+    "Totals",
+    "TraceRequest",
+    "Trainer",
+    "TrainerCosts",
+    "TrainerError",
+    "TrainerLost",
+    "TrainerProcess",
+    "Window",
+    "parse_load",
+    "read_calendar",
+    "read_load",
+    "read_requests",
+    "replay",
+]
+
+
+def __getattr__(name: str) -> object:
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

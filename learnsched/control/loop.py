@@ -1,0 +1,612 @@
+"""The running scheduler: LearnSched's online control loop (the paper's Fig. 3(a)).
+
+At each window of its calendar the loop observes the state (progress ``p``, durable
+progress ``pbar``, the engine's load), asks the model what to do (``Model.decide`` on
+the windows still ahead, or a forecast decision) and actuates it: park the engine, run
+the trainer ``u`` quanta, checkpoint or not, return capacity by the window's deadline
+(resume, then a real completed request), publish when done. Load inside a lent window
+wins over the calendar: the loop stops at the next quantum, lets the model choose
+between checkpointing and discarding the unsaved work (an active state with only the
+return left), records the loss and returns at once. Every decision, quantum and
+handoff goes to the fsynced ledger (:mod:`.journal`); a restarted loop reads it, returns
+an engine a killed run left parked, and resumes the trainer from its last durable
+checkpoint, counting the unsaved work as lost, as the model does.
+
+Threads, not asyncio. Everything the loop calls blocks: the engines' HTTP dialects and
+readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answers over a
+pipe, and each ledger append fsyncs. The control flow itself is one sequence (decide,
+park, work, save, return) that must never interleave with itself, so it runs on one
+thread; a second thread polls ``/metrics`` and sets an event the moment load appears,
+so the reaction to an arrival is bounded by one poll plus one quantum (the paper's
+pollable waits, Section 6.3), never by a sleep. asyncio would have to push every one
+of those calls to executor threads and would add no concurrency the loop can use.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from .._checks import nonnegative, positive
+from ..handoff.endpoint import HttpStatusError
+from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
+from ..scenario import HandoffCosts, InitialState, Scenario
+from ..solver import Action, ActionKind, Model, Policy
+from .actuation import EngineControl
+from .journal import Totals, last_run, open_park, progress_seen
+from .trainer import TrainerError, TrainerLost, TrainerProcess
+from .watcher import LoadWatcher
+from .windows import CalendarSource, Window
+
+__all__ = ["ControlLoop", "Decider", "LoopOptions", "ModelDecider", "Overhead"]
+
+# Slack for Eq. 10 on a window trimmed to "now": a decision is taken a moment after it.
+_EPS_S = 1e-6
+
+
+class Decider(Protocol):
+    """Chooses a window's action from the windows ahead and the state."""
+
+    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
+        """The action for ``windows[0]`` (the current window) in state ``(p, pbar)``."""
+        ...
+
+
+class ModelDecider:
+    """``Model.decide`` on a scenario built from the windows still ahead.
+
+    The model is rebuilt at every decision (O(K*J), well under a millisecond for a
+    day's calendar): its first window is what is left of the current one, so a window
+    entered late, a calendar that changed and a restarted loop are all planned exactly.
+
+    Parameters
+    ----------
+    work_quanta, quantum_s
+        ``J`` and ``delta`` (seconds).
+    costs
+        Handoff costs (``t_ret``, ``rho``, ``t_ck``, ``t_ld``).
+    benefit_rate, horizon_s
+        ``g`` (s-eq./s) and ``H`` on the loop's clock (seconds).
+    policy
+        The model's policy (LearnSched's rollout by default).
+    """
+
+    def __init__(
+        self,
+        work_quanta: int,
+        quantum_s: float,
+        costs: HandoffCosts,
+        benefit_rate: float,
+        horizon_s: float,
+        policy: str | Policy = Policy.ROLLOUT,
+    ) -> None:
+        self.work_quanta = work_quanta
+        self.quantum_s = positive("quantum_s", quantum_s)
+        self.costs = costs
+        self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
+        self.horizon_s = horizon_s
+        self.policy = Policy.parse(policy)
+
+    def scenario(
+        self, windows: Sequence[Window], progress: int, durable: int, active: bool
+    ) -> Scenario:
+        """The scenario of ``windows`` with the state ``(p, pbar, active)`` at the first."""
+        return Scenario(
+            windows=tuple((w.start_s, w.end_s) for w in windows),
+            work_quanta=self.work_quanta,
+            quantum_s=self.quantum_s,
+            benefit_rate=self.benefit_rate,
+            horizon_s=self.horizon_s,
+            costs=self.costs,
+            initial=InitialState(progress, durable, active),
+        )
+
+    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
+        """See :class:`Decider`."""
+        model = Model(self.scenario(windows, progress, durable, active))
+        return model.decide(0, progress, durable, active, self.policy)
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """How the loop runs.
+
+    Parameters
+    ----------
+    poll_s
+        Load poll interval, seconds.
+    until_s
+        Stop at this time on the loop's clock (``None``: when the calendar ends).
+    trainer_timeout_s
+        Bound on one trainer call, seconds (the trainer is killed past it).
+    """
+
+    poll_s: float = 0.05
+    until_s: float | None = None
+    trainer_timeout_s: float = 120.0
+
+
+@dataclass
+class Overhead:
+    """What the loop itself cost.
+
+    Attributes
+    ----------
+    decision_s
+        Each decision's latency (building the model and deciding), seconds.
+    control_cpu_s, watcher_cpu_s
+        CPU time of the control and load threads, seconds.
+    wall_s
+        The run's wall time, seconds.
+    """
+
+    decision_s: list[float]
+    control_cpu_s: float = 0.0
+    watcher_cpu_s: float = 0.0
+    wall_s: float = 0.0
+
+    def to_json(self) -> dict[str, float]:
+        """Median and maximum decision latency (ms) and CPU use (s, and % of wall)."""
+        ordered = sorted(self.decision_s) or [math.nan]
+        cpu = self.control_cpu_s + self.watcher_cpu_s
+        return {
+            "decisions": len(self.decision_s),
+            "decision_ms_median": 1e3 * ordered[len(ordered) // 2] if self.decision_s else 0.0,
+            "decision_ms_max": 1e3 * ordered[-1] if self.decision_s else 0.0,
+            "control_cpu_s": self.control_cpu_s,
+            "watcher_cpu_s": self.watcher_cpu_s,
+            "wall_s": self.wall_s,
+            "cpu_percent": 100.0 * cpu / self.wall_s if self.wall_s > 0 else 0.0,
+        }
+
+
+class _Interrupted(Exception):
+    """Load arrived (or a stop was asked) inside a lent window."""
+
+
+class ControlLoop:
+    """The scheduler: one engine, one trainer, one calendar, one ledger.
+
+    Parameters
+    ----------
+    engine
+        The serving engine to lend (:class:`~.actuation.ServingEngine`).
+    trainer
+        The trainer's process (not yet started: the loop starts it).
+    calendar
+        Where the windows come from (on the loop's clock).
+    decider
+        Builds a :class:`Decider` once the trainer's ``J`` and timings are known:
+        ``decider(work_quanta, trainer_costs) -> Decider``.
+    ledger
+        The fsynced ledger file (created if missing; appended to if it exists).
+    recovery_s
+        The return path's estimate ``t_ret`` the loop guards deadlines with, seconds
+        (it grows to the slowest return seen).
+    options
+        Polling and stopping.
+    clock_start
+        ``time.monotonic()`` at the loop clock's zero (default: when the trainer is
+        ready and any recovery is done, so start-up time is not taken from windows).
+    progress
+        Called with one line describing the state after each event.
+    on_ready
+        Called with ``clock_start`` once the loop is ready (e.g. to start a replay).
+    """
+
+    def __init__(
+        self,
+        engine: EngineControl,
+        trainer: TrainerProcess,
+        calendar: CalendarSource,
+        decider: Callable[[int, Any], Decider],
+        ledger: str | os.PathLike[str],
+        *,
+        recovery_s: float,
+        options: LoopOptions | None = None,
+        clock_start: float | None = None,
+        progress: Callable[[str], None] | None = None,
+        on_ready: Callable[[float], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.trainer = trainer
+        self.calendar = calendar
+        self.make_decider = decider
+        self.ledger = HandoffLedger(ledger)
+        self.options = options or LoopOptions()
+        self.recovery_s = nonnegative("recovery_s", recovery_s)
+        self._fixed_start = clock_start
+        self.clock_start = time.monotonic() if clock_start is None else clock_start
+        self.unix_start = time.time() - (time.monotonic() - self.clock_start)
+        self.report = progress
+        self.on_ready = on_ready
+        self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
+        self.totals = Totals()
+        self.overhead = Overhead(decision_s=[])
+        self.run_id = 0
+        self.progress = 0
+        self.durable = 0
+        self.work_quanta = 0
+        self.quantum_s = 0.0
+        self.save_s = 0.0
+        self.return_s = self.recovery_s
+        self._stop = threading.Event()
+        self._handled_end = -math.inf
+        self._decider: Decider | None = None
+        self._park_stamps: dict[str, int] = {}
+
+    # --- clock, ledger, progress ----------------------------------------------------------
+    def now(self) -> float:
+        """The loop's clock: seconds since its start."""
+        return time.monotonic() - self.clock_start
+
+    def stop(self) -> None:
+        """Ask the loop to stop (a lent window returns at the next quantum)."""
+        self._stop.set()
+
+    def _record(self, kind: str, **fields: Any) -> None:
+        detail = {"run": self.run_id, "t_s": self.now(), **fields.pop("detail", {})}
+        self.ledger.append(
+            HandoffRecord(kind=kind, engine=self.engine.engine, detail=detail, **fields)
+        )
+
+    def _say(self, event: str) -> None:
+        if self.report is not None:
+            t = self.totals
+            self.report(
+                f"t={self.now():7.1f}s {event:<14} progress {self.progress}/{self.work_quanta} "
+                f"(durable {self.durable}) windows {t.windows} handoffs {t.handoffs} "
+                f"late {t.late_returns} early {t.early_returns}"
+            )
+
+    # --- start and recovery ---------------------------------------------------------------
+    def _start(self) -> None:
+        records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
+        self.run_id = last_run(records) + 1
+        published = any(r.kind == "publish" for r in records)
+        self.trainer.start()
+        self.work_quanta = self.trainer.work_quanta
+        costs = self.trainer.costs
+        self.quantum_s, self.save_s = costs.quantum_s, costs.save_s
+        self._decider = self.make_decider(self.work_quanta, costs)
+        durable = self.work_quanta if published else self._trainer_durable()
+        self.progress = self.durable = durable
+        self.totals.resumed_from_quanta = self.totals.durable_quanta = durable
+        self.totals.published = published
+        self._record(
+            "run-start",
+            durable_progress=durable,
+            detail={
+                "published": published,
+                "work_quanta": self.work_quanta,
+                "costs": {**asdict(costs), "recovery_s": self.recovery_s},
+                "pid": os.getpid(),
+                "trainer_pid": self.trainer.pid,
+                "unix_start": self.unix_start,
+            },
+        )
+        parked = open_park(records)
+        if parked is not None:
+            self._recover_parked(parked, max(progress_seen(records) - durable, 0))
+        if self._fixed_start is None:
+            self.clock_start = time.monotonic()
+            self.unix_start = time.time()
+        if self.on_ready is not None:
+            self.on_ready(self.clock_start)
+        self._say("started")
+
+    def _trainer_durable(self) -> int:
+        """The trainer's durable quanta (resumed, then its device freed again)."""
+        timeout = self.options.trainer_timeout_s
+        self.trainer.resume(timeout)
+        return self.trainer.discard(timeout)
+
+    def _recover_parked(self, parked: HandoffRecord, lost: int) -> None:
+        """A killed run left the engine parked: return it now, count its unsaved work.
+
+        The run may have died before its release reached the engine: an SGLang engine
+        then refuses the resume of memory it never released (400), and only readiness
+        is left to confirm.
+        """
+        try:
+            stamps = self.engine.unpark()
+        except HttpStatusError as err:
+            if err.status != 400:
+                raise
+            stamps = self.engine.ready()
+        ready_unix = time.time()
+        deadline_unix = float(parked.detail.get("deadline_unix", math.inf))
+        late = ready_unix > deadline_unix
+        self.totals.unsaved_lost += lost
+        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
+
+    # --- the loop ---------------------------------------------------------------------------
+    def run(self) -> Totals:
+        """Run until the calendar ends, ``until_s`` passes, the job publishes or
+        :meth:`stop`; the run's totals (also in the ``run-end`` record)."""
+        wall = time.perf_counter()
+        cpu = time.thread_time()
+        try:
+            self._start()
+            # The overhead counts from here: the trainer's start-up is not the loop's.
+            wall = time.perf_counter()
+            cpu = time.thread_time()
+            self.watcher.start()
+            while not self._stop.is_set() and not self.totals.published:
+                window = self._next_window()
+                if window is None:
+                    break
+                if not self._wait_until(window[0].start_s):
+                    break
+                self._window_of(window)
+        finally:
+            self.watcher.stop()
+            self.overhead.control_cpu_s = time.thread_time() - cpu
+            self.overhead.watcher_cpu_s = self.watcher.cpu_s
+            self.overhead.wall_s = time.perf_counter() - wall
+            self.trainer.close()
+        self._record(
+            "run-end",
+            durable_progress=self.durable,
+            detail={"totals": self.totals.to_json(), "overhead": self.overhead.to_json()},
+        )
+        self._say("stopped")
+        return self.totals
+
+    def _next_window(self) -> list[Window] | None:
+        """The windows ahead, the next unhandled one first (``None``: none to act in)."""
+        ahead = [w for w in self.calendar.upcoming(self.now()) if w.end_s > self._handled_end]
+        if ahead and ahead[0].start_s < self._handled_end:
+            ahead[0] = Window(self._handled_end, ahead[0].end_s)
+        # Windows after ``until_s`` stay in the model's view: the plan continues there.
+        until = self.options.until_s
+        if not ahead or (until is not None and ahead[0].start_s >= until):
+            return None
+        return ahead
+
+    def _wait_until(self, t_s: float) -> bool:
+        """Sleep until ``t_s`` on the loop clock; ``False`` if stopped first."""
+        until = self.options.until_s
+        while not self._stop.is_set():
+            now = self.now()
+            if until is not None and now >= until:
+                return False
+            if now >= t_s:
+                return True
+            self._stop.wait(min(t_s - now, 1.0, math.inf if until is None else until - now))
+            self._say("waiting")
+        return False
+
+    def _decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
+        decider = self._decider
+        if decider is None:
+            raise RuntimeError("the loop has not started")
+        start = time.perf_counter()
+        action = decider.decide(windows, progress, durable, active)
+        self.overhead.decision_s.append(time.perf_counter() - start)
+        return action
+
+    def _decision(
+        self, phase: str, window: Window, action: Action, policy: str, **extra: Any
+    ) -> None:
+        self.totals.decisions += 1
+        self.totals.windows += phase == "window"
+        self._record(
+            "decision",
+            durable_progress=self.durable,
+            detail={
+                "phase": phase,
+                "policy": policy,
+                "window": [window.start_s, window.end_s],
+                "progress": self.progress,
+                "action": action.kind.name.lower(),
+                "quanta": action.quanta,
+                "checkpoint": action.checkpoint,
+                "latency_s": self.overhead.decision_s[-1] if policy == "model" else 0.0,
+                **extra,
+            },
+        )
+
+    def _window_of(self, windows: list[Window]) -> None:
+        """Decide and act on ``windows[0]``, now open."""
+        now = self.now()
+        window = Window(max(windows[0].start_s, now), windows[0].end_s)
+        windows = [window, *windows[1:]]
+        self._handled_end = window.end_s
+        if self.watcher.busy:  # the load signal wins: the engine is serving now
+            self._decision("window", window, Action(ActionKind.WAIT), "load", reason="busy")
+            self._say("busy: no loan")
+            return
+        action = self._decide(windows, self.progress, self.durable, False)
+        self._decision("window", window, action, "model")
+        lend = action.kind in (ActionKind.ADVANCE, ActionKind.PUBLISH) and action.quanta > 0
+        if lend and not self._fits(window, 1, action.checkpoint):
+            # The decision itself took the time (a slow forecast): lending now would
+            # return late, so serving keeps the GPU.
+            self._record("skip", durable_progress=self.durable, detail={"reason": "no time left"})
+            self._say("no time left")
+        elif lend:
+            self._lend(window, windows, action)
+        else:
+            self._say(action.kind.name.lower())
+
+    # --- one lent window ------------------------------------------------------------------
+    def _lend(self, window: Window, windows: list[Window], action: Action) -> None:
+        self.watcher.arrived.clear()
+        # Recorded before the release is sent: a run killed at any point after this
+        # line leaves an open park, and the next run returns the engine.
+        self._record(
+            "park",
+            durable_progress=self.durable,
+            detail={
+                "window": [window.start_s, window.end_s],
+                "deadline_unix": self.unix_start + window.end_s,
+                "trainer_pid": self.trainer.pid,
+            },
+        )
+        self._park_stamps = self.engine.park()
+        self._say("parked")
+        early = False
+        lost = 0
+        try:
+            try:
+                self.trainer.resume(self.options.trainer_timeout_s)
+                publish = action.kind == ActionKind.PUBLISH
+                self._work(window, action.quanta, action.checkpoint or publish)
+                if publish and self.progress == self.work_quanta:
+                    self._publish()
+                elif (
+                    action.checkpoint
+                    and self.progress > self.durable
+                    and self._fits(window, 0, True)
+                ):
+                    self._checkpoint()
+            except _Interrupted as why:
+                early = why.args[0] == "load"
+                self._early_save(windows, why.args[0])
+            lost = self._discard()
+        except TrainerLost as err:
+            lost = self._trainer_lost(str(err))
+        finally:  # capacity goes back whatever happened to the trainer
+            stamps = self.engine.unpark()
+            late = self.now() > window.end_s
+            self._returned(
+                stamps, late=late, early=early, lost=lost, window=window, recovered=False
+            )
+        if not self.trainer.running:  # restarted only now: serving came first
+            self._restart_trainer()
+
+    def _fits(self, window: Window, quanta: int, save: bool) -> bool:
+        """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
+        need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.return_s
+        return self.now() + need <= window.end_s + _EPS_S
+
+    def _interrupt(self) -> None:
+        """Raise :class:`_Interrupted` if load arrived or the loop must stop."""
+        until = self.options.until_s
+        if self._stop.is_set() or (until is not None and self.now() >= until):
+            raise _Interrupted("stop")
+        if self.watcher.arrived.is_set():
+            raise _Interrupted("load")
+
+    def _work(self, window: Window, quanta: int, save: bool) -> None:
+        """Advance up to ``quanta`` quanta, one at a time, checking load between them."""
+        for _ in range(quanta):
+            self._interrupt()
+            if not self._fits(window, 1, save):
+                self._say("deadline")
+                return
+            start = time.perf_counter()
+            advanced = self.trainer.advance(1, self.options.trainer_timeout_s)
+            seconds = time.perf_counter() - start
+            self.quantum_s = max(self.quantum_s, seconds)
+            self.progress = advanced.progress
+            self.totals.quanta_done += 1
+            self._record(
+                "work",
+                durable_progress=self.durable,
+                detail={"progress": self.progress, "loss": advanced.loss, "seconds": seconds},
+            )
+        self._interrupt()
+
+    def _checkpoint(self) -> None:
+        start = time.perf_counter()
+        self.durable = self.trainer.checkpoint(self.options.trainer_timeout_s)
+        seconds = time.perf_counter() - start
+        self.save_s = max(self.save_s, seconds)
+        self.totals.durable_quanta = self.durable
+        self._record("checkpoint", durable_progress=self.durable, detail={"seconds": seconds})
+        self._say("checkpoint")
+
+    def _discard(self) -> int:
+        """Free the trainer's device; the unsaved quanta that were lost (recorded if any)."""
+        lost = self.progress - self.durable
+        self.trainer.discard(self.options.trainer_timeout_s)
+        if lost > 0:
+            self._record("discard", durable_progress=self.durable, unsaved_lost=lost)
+        self.progress = self.durable
+        self.totals.unsaved_lost += lost
+        return lost
+
+    def _publish(self) -> None:
+        path = self.trainer.publish(self.options.trainer_timeout_s)
+        self.durable = self.progress
+        self.totals.durable_quanta = self.durable
+        self.totals.published = True
+        self._record("publish", durable_progress=self.durable, detail={"path": path})
+        self._say("published")
+
+    def _early_save(self, windows: list[Window], reason: str) -> None:
+        """Cut short: checkpoint if the model says the progress is worth the save.
+
+        The state is active with unsaved work, and all that is left of the window is
+        the save and the return; the model weighs checkpoint-and-return against
+        discard-and-return with the windows after this one as the continuation.
+        """
+        if self.progress <= self.durable:
+            return
+        now = self.now()
+        budget = Window(now, now + self.save_s + self.return_s + _EPS_S)
+        ahead = [budget, *(w for w in windows[1:] if w.start_s >= budget.end_s)]
+        action = self._decide(ahead, self.progress, self.durable, True)
+        self._decision("early-return", budget, action, "model", reason=reason)
+        if action.kind == ActionKind.CHECKPOINT_RETURN:
+            self._checkpoint()
+
+    def _trainer_lost(self, why: str) -> int:
+        """The trainer died: its unsaved work is lost (recorded); the quanta lost."""
+        lost = self.progress - self.durable
+        self._record(
+            "trainer-lost", durable_progress=self.durable, unsaved_lost=lost, detail={"why": why}
+        )
+        self.totals.unsaved_lost += lost
+        self.progress = self.durable
+        self._say("trainer lost")
+        return lost
+
+    def _restart_trainer(self) -> None:
+        """Start a fresh trainer for later windows, from its durable checkpoint."""
+        try:
+            self.trainer.start()
+            # A checkpoint written just before the crash is durable even if unrecorded.
+            self.durable = self.progress = self._trainer_durable()
+            self.totals.durable_quanta = self.durable
+        except TrainerError as err:
+            self._record("trainer-lost", durable_progress=self.durable, detail={"why": str(err)})
+            self.stop()
+
+    def _returned(
+        self,
+        stamps: dict[str, int],
+        *,
+        late: bool,
+        early: bool,
+        lost: int,
+        window: Window | None,
+        recovered: bool,
+    ) -> None:
+        readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
+        self.return_s = max(self.return_s, readiness)
+        self.totals.handoffs += 1
+        self.totals.late_returns += late
+        self.totals.early_returns += early
+        self._record(
+            "return",
+            stamps_ns={**self._park_stamps, **stamps},
+            readiness_s=readiness,
+            durable_progress=self.durable,
+            unsaved_lost=lost,
+            detail={
+                "window": None if window is None else [window.start_s, window.end_s],
+                "late": late,
+                "early": early,
+                "recovered": recovered,
+            },
+        )
+        self._park_stamps = {}
+        self._say("returned late" if late else "returned")

@@ -1,0 +1,338 @@
+"""The trainer protocol: what the scheduler asks of an evolution job, across a process.
+
+A trainer is any class with the five operations of :class:`Trainer` (advance ``u``
+quanta, checkpoint, discard, resume from the last durable checkpoint, publish), built
+as ``Class(state_dir, **options)``. The scheduler never runs it in its own process:
+:class:`TrainerProcess` starts it in a child process and calls it over a pipe, so a
+trainer that crashes, hangs or is killed cannot take the scheduler with it, and a
+scheduler that dies leaves a trainer that stops at once (its pipe closes: unsaved work
+is lost, as the model counts it, and the device is freed).
+
+Children come from a ``forkserver`` that has imported the trainer's heavy modules once
+(:attr:`Trainer.preload`, e.g. torch and peft): a trainer restarted after a crash starts
+in a fraction of a second instead of paying the imports again.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import multiprocessing
+import os
+import traceback
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .._checks import integer, nonnegative, positive
+
+__all__ = [
+    "Advanced",
+    "Trainer",
+    "TrainerCosts",
+    "TrainerError",
+    "TrainerLost",
+    "TrainerProcess",
+    "load_trainer_class",
+]
+
+
+class TrainerError(RuntimeError):
+    """The trainer refused or failed an operation (its message names it)."""
+
+
+class TrainerLost(TrainerError):
+    """The trainer process died or stopped answering; its unsaved work is gone."""
+
+
+@dataclass(frozen=True)
+class TrainerCosts:
+    """A trainer's own estimates of its timings, seconds.
+
+    Parameters
+    ----------
+    quantum_s
+        One quantum of work (``delta``).
+    save_s
+        One durable checkpoint (``t_ck``).
+    load_s
+        Resuming from a checkpoint (``t_ld``).
+    """
+
+    quantum_s: float
+    save_s: float
+    load_s: float
+
+    def __post_init__(self) -> None:
+        positive("quantum_s", self.quantum_s)
+        nonnegative("save_s", self.save_s)
+        nonnegative("load_s", self.load_s)
+
+
+@dataclass(frozen=True)
+class Advanced:
+    """After :meth:`Trainer.advance`.
+
+    Parameters
+    ----------
+    progress
+        Completed quanta ``p`` (durable or not).
+    loss
+        Training loss of the last optimiser step (``nan`` if none ran).
+    """
+
+    progress: int
+    loss: float
+
+
+class Trainer(abc.ABC):
+    """An evolution job the scheduler drives in whole quanta.
+
+    Subclasses are built as ``Class(state_dir, **options)`` and keep every durable
+    byte under ``state_dir``; a fresh instance on the same folder must resume where
+    the last durable checkpoint left off.
+
+    Parameters
+    ----------
+    state_dir
+        The job's folder (exists).
+    """
+
+    preload: ClassVar[tuple[str, ...]] = ()
+    """Modules to import once in the forkserver (heavy imports the trainer needs)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+
+    @property
+    @abc.abstractmethod
+    def work_quanta(self) -> int:
+        """``J``: quanta to finish the job."""
+
+    @abc.abstractmethod
+    def costs(self) -> TrainerCosts:
+        """Timing estimates the scheduler plans with (measured by the trainer)."""
+
+    @abc.abstractmethod
+    def resume(self) -> int:
+        """Load the last durable checkpoint onto the device; its quanta (0: fresh)."""
+
+    @abc.abstractmethod
+    def advance(self, quanta: int) -> Advanced:
+        """Run ``quanta`` more quanta from the current (resumed) state."""
+
+    @abc.abstractmethod
+    def checkpoint(self) -> int:
+        """Save the current progress durably (atomic, fsynced); the durable quanta."""
+
+    @abc.abstractmethod
+    def discard(self) -> int:
+        """Drop the in-memory state and free the device; unsaved work is lost.
+
+        Returns the durable quanta (where the next :meth:`resume` starts).
+        """
+
+    @abc.abstractmethod
+    def publish(self) -> str:
+        """Write the finished artifact (all ``J`` quanta done); where it is."""
+
+
+def load_trainer_class(spec: str) -> type[Trainer]:
+    """The class named by ``MODULE:CLASS``.
+
+    Raises
+    ------
+    ValueError
+        Not ``MODULE:CLASS``, or the module cannot be imported.
+    TypeError
+        The name is not a :class:`Trainer` class.
+    """
+    module_name, sep, class_name = spec.partition(":")
+    if not sep or not module_name or not class_name:
+        raise ValueError(f"trainer must be MODULE:CLASS, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"trainer {spec!r}: cannot import {module_name} ({err})") from err
+    cls = getattr(module, class_name, None)
+    if not isinstance(cls, type) or not issubclass(cls, Trainer):
+        raise TypeError(f"trainer {spec!r}: {class_name} is not a learnsched Trainer class")
+    return cls
+
+
+def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connection) -> None:
+    """The child: build the trainer, answer calls until the pipe closes, then exit.
+
+    A closed pipe means the scheduler is gone: exit at once without saving (unsaved
+    work is lost, as a crash loses it; the durable checkpoint is untouched).
+    """
+    try:
+        trainer = load_trainer_class(spec)(Path(state_dir), **options)
+        conn.send(("ready", {"work_quanta": trainer.work_quanta, "costs": asdict(trainer.costs())}))
+    except Exception as err:  # noqa: BLE001 (any failure goes back to the scheduler)
+        conn.send(("error", f"{type(err).__name__}: {err}"))
+        return
+    while True:
+        try:
+            op, args = conn.recv()
+        except (EOFError, OSError):
+            os._exit(0)  # the scheduler died: stop now, no cleanup that could save work
+        try:
+            result: object = getattr(trainer, op)(*args)
+            if isinstance(result, Advanced):
+                result = asdict(result)
+            conn.send(("ok", result))
+        except Exception as err:  # noqa: BLE001 (the scheduler raises it as TrainerError)
+            conn.send(("error", f"{op}: {type(err).__name__}: {err}\n{traceback.format_exc(-1)}"))
+
+
+_OPERATIONS = ("resume", "advance", "checkpoint", "discard", "publish")
+
+
+class TrainerProcess:
+    """A trainer running in a child process, called over a pipe.
+
+    Parameters
+    ----------
+    spec
+        ``MODULE:CLASS`` of a :class:`Trainer`.
+    state_dir
+        The trainer's folder (created if missing).
+    options
+        Keyword arguments for the trainer's constructor (picklable).
+    start_timeout_s
+        Bound on start-up (imports, building the model), seconds.
+    """
+
+    def __init__(
+        self,
+        spec: str,
+        state_dir: str | os.PathLike[str],
+        options: Mapping[str, Any] | None = None,
+        start_timeout_s: float = 300.0,
+    ) -> None:
+        cls = load_trainer_class(spec)
+        self.spec = spec
+        self.state_dir = Path(state_dir)
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.options = dict(options or {})
+        self.start_timeout_s = positive("start_timeout_s", start_timeout_s)
+        self._context = multiprocessing.get_context("forkserver")
+        module = spec.partition(":")[0]
+        self._context.set_forkserver_preload([module, *cls.preload])
+        self._process: Any = None
+        self._conn: Connection | None = None
+        self.work_quanta = 0
+        self.costs = TrainerCosts(1.0, 0.0, 0.0)
+        self.starts = 0
+
+    @property
+    def running(self) -> bool:
+        """Whether a child is started and its pipe open (not known dead)."""
+        return self._conn is not None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (``None`` before :meth:`start`)."""
+        return None if self._process is None else int(self._process.pid)
+
+    def start(self) -> None:
+        """Start (or restart) the child and wait until the trainer is built."""
+        self.close()
+        parent, child = self._context.Pipe()
+        self._process = self._context.Process(
+            target=_serve,
+            args=(self.spec, str(self.state_dir), self.options, child),
+            name="learnsched-trainer",
+            daemon=True,
+        )
+        self._process.start()
+        child.close()
+        self._conn = parent
+        self.starts += 1
+        kind, payload = self._receive("start", self.start_timeout_s)
+        if kind != "ready":
+            self.close()
+            raise TrainerError(f"trainer {self.spec} did not start: {payload}")
+        self.work_quanta = integer("work_quanta", payload["work_quanta"], low=1)
+        self.costs = TrainerCosts(**payload["costs"])
+
+    def _receive(self, op: str, timeout_s: float) -> tuple[str, Any]:
+        conn = self._conn
+        if conn is None:
+            raise TrainerLost(f"trainer {self.spec} is not running")
+        try:
+            if not conn.poll(timeout_s):
+                self.kill()
+                raise TrainerLost(f"trainer {op}: no answer in {timeout_s:g} s (killed it)")
+            message: tuple[str, Any] = conn.recv()
+        except (EOFError, OSError) as err:
+            self.close()
+            raise TrainerLost(f"trainer {op}: the trainer process died ({err!r})") from err
+        return message
+
+    def call(self, op: str, *args: object, timeout_s: float = 600.0) -> Any:
+        """Run one operation in the child; its result.
+
+        Raises
+        ------
+        TrainerLost
+            The child died, or did not answer within ``timeout_s`` (then it is killed).
+        TrainerError
+            The trainer raised (the message carries its error).
+        """
+        if op not in _OPERATIONS:
+            raise ValueError(f"op must be one of {', '.join(_OPERATIONS)}, got {op!r}")
+        if self._conn is None:
+            raise TrainerLost(f"trainer {self.spec} is not running")
+        try:
+            self._conn.send((op, args))
+        except OSError as err:
+            self.close()
+            raise TrainerLost(f"trainer {op}: the trainer process died ({err})") from err
+        kind, payload = self._receive(op, timeout_s)
+        if kind != "ok":
+            raise TrainerError(str(payload))
+        return payload
+
+    def resume(self, timeout_s: float = 600.0) -> int:
+        """:meth:`Trainer.resume` in the child."""
+        return int(self.call("resume", timeout_s=timeout_s))
+
+    def advance(self, quanta: int, timeout_s: float = 600.0) -> Advanced:
+        """:meth:`Trainer.advance` in the child."""
+        return Advanced(
+            **self.call("advance", integer("quanta", quanta, low=1), timeout_s=timeout_s)
+        )
+
+    def checkpoint(self, timeout_s: float = 600.0) -> int:
+        """:meth:`Trainer.checkpoint` in the child."""
+        return int(self.call("checkpoint", timeout_s=timeout_s))
+
+    def discard(self, timeout_s: float = 600.0) -> int:
+        """:meth:`Trainer.discard` in the child."""
+        return int(self.call("discard", timeout_s=timeout_s))
+
+    def publish(self, timeout_s: float = 600.0) -> str:
+        """:meth:`Trainer.publish` in the child."""
+        return str(self.call("publish", timeout_s=timeout_s))
+
+    def kill(self) -> None:
+        """Kill the child now (SIGKILL) and forget it."""
+        if self._process is not None and self._process.is_alive():
+            self._process.kill()
+        self.close()
+
+    def close(self) -> None:
+        """Close the pipe (the child exits without saving) and reap the child."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._process is not None:
+            self._process.join(timeout=5.0)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(timeout=5.0)
+            self._process = None

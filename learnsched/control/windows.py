@@ -1,0 +1,141 @@
+"""Where the scheduler's windows come from: a known calendar, or a forecast.
+
+Times are seconds on the loop's clock (seconds since the loop started). A window
+``[start, end]`` may be lent from ``start``; serving capacity must be ready again by
+``end`` (its return deadline, after the return path: Eqs. 7-8).
+
+A calendar file is JSON: ``{"windows": [[start, end], ...], "clock": "relative"}``
+(``"relative"``: seconds after the loop starts; ``"unix"``: seconds since the epoch),
+or a list of pairs (relative). ``learnsched windows TRACE.csv`` writes windows a
+scenario can use directly, and any JSON object with a ``windows`` list reads here.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from .._checks import number
+
+__all__ = ["CLOCKS", "CalendarSource", "KnownCalendar", "Window", "read_calendar"]
+
+CLOCKS = ("relative", "unix")
+
+
+@dataclass(frozen=True)
+class Window:
+    """One lendable window on the loop's clock, seconds.
+
+    Parameters
+    ----------
+    start_s
+        When capacity may be lent.
+    end_s
+        Its return deadline: capacity ready again by then.
+    """
+
+    start_s: float
+    end_s: float
+
+    @property
+    def length_s(self) -> float:
+        """``L_k``, seconds."""
+        return self.end_s - self.start_s
+
+
+class CalendarSource(Protocol):
+    """Windows known (or believed) at a moment."""
+
+    def upcoming(self, now_s: float) -> list[Window]:
+        """Windows whose deadline is after ``now_s``, the current one first, sorted.
+
+        A window already open at ``now_s`` starts at ``now_s`` (what is left of it).
+        """
+        ...
+
+
+def check_windows(pairs: Sequence[object], where: str) -> list[Window]:
+    """Sorted, non-overlapping, finite ``[start, end]`` pairs as windows.
+
+    Raises
+    ------
+    ValueError, TypeError
+        A pair that is not two finite numbers, or ``end <= start``, or windows that
+        are unsorted or overlap (the message names the index).
+    """
+    windows: list[Window] = []
+    for i, pair in enumerate(pairs):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise TypeError(f"{where}windows[{i}] must be [start, end], got {pair!r}")
+        start = number(f"{where}windows[{i}][0]", pair[0])
+        end = number(f"{where}windows[{i}][1]", pair[1])
+        if end <= start:
+            raise ValueError(f"{where}windows[{i}]: end {end!r} must be after start {start!r}")
+        if windows and start < windows[-1].end_s:
+            raise ValueError(
+                f"{where}windows[{i}] starts at {start!r}, before windows[{i - 1}] ends "
+                f"({windows[-1].end_s!r}): windows must be sorted and not overlap"
+            )
+        windows.append(Window(start, end))
+    return windows
+
+
+class KnownCalendar:
+    """A calendar known in advance (the paper's setting).
+
+    Parameters
+    ----------
+    windows
+        Windows on the loop's clock.
+    """
+
+    def __init__(self, windows: Sequence[Window]) -> None:
+        self.windows = check_windows([(w.start_s, w.end_s) for w in windows], "")
+
+    def upcoming(self, now_s: float) -> list[Window]:
+        """See :meth:`CalendarSource.upcoming`."""
+        ahead = [w for w in self.windows if w.end_s > now_s]
+        if ahead and ahead[0].start_s < now_s:
+            ahead[0] = Window(now_s, ahead[0].end_s)
+        return ahead
+
+
+def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> KnownCalendar:
+    """A calendar file (see the module docstring) on the loop's clock.
+
+    Parameters
+    ----------
+    path
+        The JSON file.
+    loop_start_unix
+        When the loop started, seconds since the epoch (for ``"clock": "unix"``).
+
+    Raises
+    ------
+    ValueError, TypeError
+        Not JSON, no ``windows``, an unknown clock, or bad windows (named).
+    """
+    try:
+        data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not JSON ({err})") from None
+    clock = "relative"
+    if isinstance(data, dict):
+        if "windows" not in data:
+            raise ValueError(f"{path}: no 'windows' list")
+        clock = data.get("clock", "relative")
+        data = data["windows"]
+    if clock not in CLOCKS:
+        raise ValueError(f"{path}: clock must be one of {', '.join(CLOCKS)}, got {clock!r}")
+    if not isinstance(data, list):
+        raise TypeError(f"{path}: windows must be a list of [start, end] pairs")
+    windows = check_windows(data, f"{path}: ")
+    offset = loop_start_unix if clock == "unix" else 0.0
+    if not math.isfinite(offset):
+        raise ValueError(f"loop_start_unix must be finite, got {loop_start_unix!r}")
+    return KnownCalendar([Window(w.start_s - offset, w.end_s - offset) for w in windows])

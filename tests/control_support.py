@@ -1,0 +1,129 @@
+"""Helpers for the control-loop tests: a trainer without torch, and a loop builder."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from learnsched._atomic import atomic_write_text
+from learnsched.control.actuation import ServingEngine
+from learnsched.control.forecast import ForecastDecider
+from learnsched.control.loop import ControlLoop, LoopOptions, ModelDecider
+from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerProcess
+from learnsched.control.windows import KnownCalendar, Window
+from learnsched.handoff.endpoint import ServingEndpoint
+from learnsched.scenario import HandoffCosts
+
+COUNTING = "control_support:CountingTrainer"
+LORA = "learnsched.control.lora_trainer:LoraTrainer"
+
+
+class CountingTrainer(Trainer):
+    """A trainer whose quantum is a sleep: the protocol and its durability, without torch.
+
+    The checkpoint is a JSON file written atomically; ``fail_at`` makes ``advance``
+    raise at that progress (a trainer error, not a crash).
+    """
+
+    def __init__(
+        self, state_dir: Path, *, work_quanta: int = 20, quantum_s: float = 0.02,
+        fail_at: int | None = None,
+    ) -> None:  # fmt: skip
+        super().__init__(state_dir)
+        self._work_quanta = work_quanta
+        self.quantum_s = quantum_s
+        self.fail_at = fail_at
+        self.progress = self.durable = self.read()
+        self.loaded = False
+
+    def read(self) -> int:
+        path = self.state_dir / "count.json"
+        return int(json.loads(path.read_text())["quanta"]) if path.exists() else 0
+
+    @property
+    def work_quanta(self) -> int:
+        return self._work_quanta
+
+    def costs(self) -> TrainerCosts:
+        return TrainerCosts(quantum_s=self.quantum_s, save_s=0.005, load_s=0.005)
+
+    def resume(self) -> int:
+        self.progress = self.durable = self.read()
+        self.loaded = True
+        return self.durable
+
+    def advance(self, quanta: int) -> Advanced:
+        if not self.loaded:
+            raise RuntimeError("advance before resume")
+        if self.fail_at is not None and self.progress >= self.fail_at:
+            raise RuntimeError(f"failing at {self.progress} as asked")
+        time.sleep(quanta * self.quantum_s)
+        self.progress += quanta
+        return Advanced(self.progress, 1.0 / self.progress)
+
+    def checkpoint(self) -> int:
+        atomic_write_text(self.state_dir / "count.json", json.dumps({"quanta": self.progress}))
+        self.durable = self.progress
+        return self.durable
+
+    def discard(self) -> int:
+        self.loaded = False
+        self.progress = self.durable
+        return self.durable
+
+    def publish(self) -> str:
+        path = self.state_dir / "published.json"
+        atomic_write_text(path, json.dumps({"quanta": self.progress}))
+        return str(path)
+
+
+def make_loop(
+    url: str,
+    dialect: str,
+    windows: list[tuple[float, float]],
+    folder: Path,
+    *,
+    trainer: str = COUNTING,
+    trainer_options: dict[str, Any] | None = None,
+    recovery_s: float = 0.2,
+    until_s: float | None = None,
+    horizon_s: float = 3600.0,
+    on_ready: Any = None,
+    forecast: str | None = None,
+) -> ControlLoop:
+    """A loop on a known calendar (relative seconds), ledger and state under ``folder``;
+    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars."""
+
+    def decider(work_quanta: int, costs: TrainerCosts) -> Any:
+        handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
+        if forecast is None:
+            return ModelDecider(work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon_s)
+        return ForecastDecider(
+            work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon_s, forecaster=forecast,
+            samples=16, truth=[Window(a, b) for a, b in windows],
+        )  # fmt: skip
+
+    return ControlLoop(
+        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0),
+        TrainerProcess(trainer, folder / "state", trainer_options or {}),
+        KnownCalendar([Window(a, b) for a, b in windows]),
+        decider,
+        folder / "ledger.jsonl",
+        recovery_s=recovery_s,
+        options=LoopOptions(until_s=until_s),
+        on_ready=on_ready,
+    )
+
+
+def unix_calendar(path: Path, start_unix: float, count: int, length_s: float, gap_s: float) -> None:
+    """``count`` windows of ``length_s`` every ``length_s + gap_s`` from ``start_unix``,
+    then one long window an hour later (so the job is always worth advancing)."""
+    windows = [
+        [start_unix + i * (length_s + gap_s), start_unix + i * (length_s + gap_s) + length_s]
+        for i in range(count)
+    ]
+    last = windows[-1][1]
+    windows.append([last + 3600.0, last + 7200.0])
+    path.write_text(json.dumps({"windows": windows, "clock": "unix"}))

@@ -1,0 +1,235 @@
+"""``learnsched windows | online``: JSON contracts, the trace study, plots and bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import learnsched as ls
+from learnsched.calendar import AZURE_TRACE
+from learnsched.cli import main
+
+from conftest import calendar
+
+POLICIES = {"window", "costed_window", "rollout", "dp", "clairvoyant"}
+SUMMARY_KEYS = {"values", "mean_value", "ci95", "mean_regret", "handoffs", "checkpoints"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def spec_file(tmp_path: Path, spec: Any) -> str:
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+def s0348_spec(forecast: Any) -> dict[str, Any]:
+    obj = ls.scenario_by_id("S0348").scenario.to_json()
+    obj["forecast"] = forecast
+    return obj
+
+
+def test_online_exact_spec_json_contract(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, err = run(capsys, "online", spec_file(tmp_path, s0348_spec("exact")), "--json")
+    assert (status, err) == (0, "")
+    data = json.loads(out)
+    assert set(data) == {"policies"}
+    assert set(data["policies"]) == POLICIES
+    for summary in data["policies"].values():
+        assert set(summary) == SUMMARY_KEYS
+    # The paper's worked example: Rollout 72.512 against Costed Window 3.646.
+    assert data["policies"]["rollout"]["values"] == [
+        ls.solve(ls.scenario_by_id("S0348").scenario).value
+    ]
+    assert data["policies"]["rollout"]["mean_regret"] == 0.0
+    assert data["policies"]["costed_window"]["mean_regret"] == pytest.approx(68.866, abs=1e-3)
+    assert data["policies"]["rollout"]["ci95"] is None
+
+
+def test_online_samples_and_lists(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    truth = calendar(80, 80, 80, 240)
+    wrong = calendar(240, 80, 80, 80)
+    spec = [
+        s0348_spec({"samples": [truth, truth]}),
+        s0348_spec({"samples": [wrong]}),
+        s0348_spec("exact"),
+    ]
+    status, out, _ = run(capsys, "online", spec_file(tmp_path, spec), "--json", "--threads", "2")
+    data = json.loads(out)["policies"]
+    assert status == 0
+    assert len(data["rollout"]["values"]) == 3
+    assert data["rollout"]["values"][0] == data["rollout"]["values"][2]  # truth twice = exact
+    low, high = data["rollout"]["ci95"]
+    assert low <= data["rollout"]["mean_value"] <= high
+    status, out, _ = run(capsys, "online", spec_file(tmp_path, spec))
+    assert status == 0
+    assert "3 true calendar(s)" in out
+    assert out.count("\n") >= 7
+
+
+@pytest.mark.parametrize(
+    ("forecast", "message"),
+    [
+        ({"samples": []}, r"forecast.samples must hold at least one calendar"),
+        ({"samples": [[]]}, r"forecast.samples\[0\] must hold at least one"),
+        ({"samples": [[[0, 80], [50, 90]]]}, r"forecast.samples\[0\]\[1\] starts at 50"),
+        ({"samples": [[[100, 180], [0, 80]]]}, r"forecast.samples\[0\]\[1\] starts at 0"),
+        ({"samples": [[[0, "nan"]]]}, r"forecast.samples\[0\]\[0\] end must be a number"),
+        ({"samples": [[[0, 1e999]]]}, r"forecast.samples\[0\]\[0\] end must be finite"),
+        ({"samples": "x"}, r"forecast.samples must be a list"),
+        ({"samples": [5]}, r"forecast.samples\[0\] must be a list"),
+        ({"samples": [[5]]}, r"forecast.samples\[0\]\[0\] must be a \[start, end\] pair"),
+        ("guess", r'forecast must be "exact" or'),
+        ({"sample": []}, r'forecast must be "exact" or'),
+    ],
+)
+def test_online_bad_forecasts_exit_2_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, forecast: Any, message: str
+) -> None:
+    status, out, err = run(capsys, "online", spec_file(tmp_path, [s0348_spec(forecast)]))
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert "spec[0]: " in err
+    assert re.search(message, err), err
+
+
+def test_online_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    for argv in (
+        ["online"],
+        ["online", spec_file(tmp_path, s0348_spec("exact")), "--trace"],
+        ["online", spec_file(tmp_path, s0348_spec("exact")), "--plot", str(tmp_path / "x.png")],
+        ["online", spec_file(tmp_path, {"windows": []})],
+        ["online", spec_file(tmp_path, [])],
+        ["online", "--trace", "--samples", "4,x"],
+        ["online", "--trace", "--work-s", "7"],
+    ):
+        status, _, err = run(capsys, *argv)
+        assert status == 2, argv
+        assert err.count("\n") == 1, err
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    status, _, err = run(capsys, "online", str(tmp_path / "bad.json"))
+    assert status == 2
+    assert "is not valid JSON" in err
+
+
+def test_online_trace_study_json_and_plot(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib", reason="the plot needs matplotlib")
+    plot = tmp_path / "study.png"
+    out_file = tmp_path / "study.json"
+    status, out, _ = run(
+        capsys,
+        "online",
+        "--trace",
+        "--samples",
+        "1,4",
+        "--recovery",
+        "cold",
+        "--json",
+        "--plot",
+        str(plot),
+        "--out",
+        str(out_file),
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert data == json.loads(out_file.read_text(encoding="utf-8"))
+    assert set(data["samples"]) == {"1", "4"}
+    assert data["calendars"] >= 1
+    for result in data["samples"].values():
+        assert set(result["policies"]) == POLICIES
+        best = result["policies"]["clairvoyant"]["values"]
+        for summary in result["policies"].values():
+            assert all(v <= b + 1e-9 for v, b in zip(summary["values"], best, strict=True))
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_online_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "online", "--trace", "--samples", "2", "--recovery", "warm")
+    assert status == 0
+    assert "rolling horizons" in out
+    assert "N = 2" in out
+    assert "clairvoyant" in out
+
+
+def test_windows_json_drops_into_a_scenario(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "w.json"
+    status, out, _ = run(
+        capsys,
+        "windows",
+        str(AZURE_TRACE),
+        "--return-s",
+        "69.988",
+        "--json",
+        "--out",
+        str(out_file),
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert data == json.loads(out_file.read_text(encoding="utf-8"))
+    assert data["return_path_s"] == 69.988
+    assert len(data["windows"]) == len(data["reclaim_by"]) > 5
+    scenario = ls.Scenario(data["windows"], 12, 5.0, 0.25, 5000.0, ls.PAPER_COLD)
+    assert ls.solve(scenario, "dp").value > 0
+    status, out, _ = run(capsys, "windows", str(AZURE_TRACE))
+    assert status == 0
+    assert "8819 requests over 3435.9 s" in out
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("TIMESTAMP,ContextTokens,GeneratedTokens\nnot-a-time,1,2\n", "line 2: TIMESTAMP"),
+        (
+            "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,-5,2\n",
+            "line 2: ContextTokens",
+        ),
+        (
+            (
+                "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:05,1,2\n"
+                "2023-11-16 18:17:04,1,2\n"
+            ),
+            "line 3: TIMESTAMP 2023-11-16 18:17:04 is earlier",
+        ),
+        ("arrival,work,deadline\n3,1,5\n2,1,5\n", "arrival must be sorted, got arrival[1]"),
+    ],
+)
+def test_windows_bad_traces_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = run(capsys, "windows", str(path))
+    assert status == 2
+    assert out == ""
+    assert err.count("\n") == 1
+    assert message in err
+
+
+def test_windows_sort_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    rows = [
+        "2023-11-16 18:17:00,100,10",
+        "2023-11-16 18:18:40,100,10",
+        "2023-11-16 18:17:01,100,10",
+    ]
+    path.write_text(
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n", encoding="utf-8"
+    )
+    status, out, _ = run(capsys, "windows", str(path), "--sort", "--json", "--slo-s", "5")
+    assert status == 0
+    assert len(json.loads(out)["windows"]) == 1

@@ -1,0 +1,117 @@
+"""End to end on CPU: the simulated engine, the load generator and the real LoRA trainer.
+
+Real processes on loopback: the engine is a child process, the trainer a child of the
+loop's forkserver, the requests real HTTP streams. Skipped without the gpu extra.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from control_support import LORA, make_loop
+
+for _module in ("torch", "peft", "safetensors", "transformers"):
+    pytest.importorskip(_module, reason="the reference LoRA trainer needs the gpu extra")
+
+from learnsched.capacity import Trace, write_trace_csv
+from learnsched.control.journal import SUMMARY_KEYS, replay
+from learnsched.control.loadgen import LoadGenerator, read_requests
+from learnsched.control.lora_trainer import read_checkpoint_quanta
+from learnsched.handoff.ledger import read_ledger
+from learnsched.testing import EngineConfig, EngineProcess
+
+SLO_S = 2.0
+TRAINER = {"work_quanta": 400, "steps_per_quantum": 1}
+
+
+def bursts(path: Path, starts: list[float], per_burst: int = 6) -> None:
+    """A project trace CSV: bursts of requests 50 ms apart, each with a 2 s budget."""
+    arrival = np.concatenate([s + 0.05 * np.arange(per_burst) for s in starts])
+    n = arrival.shape[0]
+    trace = Trace(
+        arrival=arrival, work=np.ones(n), deadline=arrival + SLO_S,
+        prompt_tokens=np.full(n, 16.0), max_output_tokens=np.full(n, 8.0),
+    )  # fmt: skip
+    write_trace_csv(path, trace)
+
+
+def run_with_load(tmp_path: Path, windows: list[tuple[float, float]], starts: list[float],
+                  until_s: float) -> tuple[object, LoadGenerator, Path]:  # fmt: skip
+    bursts(tmp_path / "trace.csv", starts)
+    requests = read_requests(tmp_path / "trace.csv")
+    with EngineProcess(EngineConfig("vllm", token_s=0.002), lifetime_s=600.0) as engine:
+        load = LoadGenerator(engine.url, requests)
+        loop = make_loop(
+            engine.url, "vllm", windows, tmp_path, trainer=LORA, trainer_options=TRAINER,
+            until_s=until_s, on_ready=load.start, recovery_s=0.3,
+        )  # fmt: skip
+        load.on_arrival = loop.watcher.notify_arrival
+        totals = loop.run()
+        load.join(30.0)
+    return totals, load, tmp_path / "ledger.jsonl"
+
+
+def test_known_calendar_no_late_return_and_no_slo_miss(tmp_path: Path) -> None:
+    # Quiet gaps between the bursts at 0, 4 and 8 s, known in advance (a long one after).
+    windows = [(0.6, 3.8), (4.6, 7.8), (8.6, 600.0)]
+    totals, load, ledger = run_with_load(tmp_path, windows, [0.0, 4.0, 8.0], until_s=8.4)
+    assert totals.handoffs == 2
+    assert totals.late_returns == 0
+    assert totals.early_returns == 0
+    assert totals.quanta_done > 0
+    assert totals.durable_quanta == totals.quanta_done
+    summary = load.summary()
+    assert summary["requests"] == 18
+    assert summary["slo_misses"] == 0
+    records = read_ledger(ledger)
+    assert replay(records, 1) == totals
+    assert read_checkpoint_quanta(tmp_path / "state") == totals.durable_quanta
+    losses = [r.detail["loss"] for r in records if r.kind == "work"]
+    assert losses[-1] < losses[0]  # it really trains
+
+
+def test_requests_arriving_early_make_the_loop_return_at_once(tmp_path: Path) -> None:
+    # The calendar says idle until 9 s; a burst comes at 3 s.
+    totals, load, ledger = run_with_load(tmp_path, [(0.6, 9.0), (10.0, 600.0)], [0.0, 3.0],
+                                         until_s=9.5)  # fmt: skip
+    assert totals.early_returns == 1
+    assert totals.late_returns == 0
+    back = next(r for r in read_ledger(ledger) if r.kind == "return")
+    assert back.detail["early"]
+    assert back.detail["t_s"] - 3.0 < 1.0
+    assert load.summary()["slo_misses"] == 0  # refused while parked, served within budget
+    assert replay(read_ledger(ledger), 1) == totals
+
+
+def _demo(tmp_path: Path, ledger: Path, state: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "learnsched", "demo", "--seconds", "8", "--speedup", "20",
+         "--ledger", str(ledger), "--state-dir", str(state), "--json"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    summary: dict[str, object] = json.loads(done.stdout)
+    return summary
+
+
+def test_demo_twice_resumes_where_the_first_stopped(tmp_path: Path) -> None:
+    ledger, state = tmp_path / "ledger.jsonl", tmp_path / "state"
+    first = _demo(tmp_path, ledger, state)
+    assert tuple(first) == SUMMARY_KEYS
+    assert first["late_returns"] == 0
+    assert first["ledger"] == str(ledger)
+    second = _demo(tmp_path, ledger, state)
+    assert second["resumed_from_quanta"] == first["durable_quanta"]
+    records = read_ledger(ledger)
+    for run, summary in ((1, first), (2, second)):
+        totals = replay(records, run).to_json()
+        assert {k: summary[k] for k in totals if k in summary} == {
+            k: v for k, v in totals.items() if k in summary
+        }
+    starts = [r.detail["trace_start_s"] for r in records if r.kind == "load"]
+    assert starts == [0.0, 160.0]  # the second replays the next 8 s x 20 of the trace

@@ -1,0 +1,279 @@
+"""The control loop against the simulated engine (real HTTP) and a trainer process.
+
+The trainer here is :class:`control_support.CountingTrainer` (a quantum is a sleep), so
+these run in the bare suite; ``test_control_e2e.py`` repeats the end-to-end checks with
+the real LoRA trainer.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from learnsched.cli import main
+from learnsched.control.forecast import ForecastDecider
+from learnsched.control.journal import replay
+from learnsched.control.loadgen import LoadGenerator, TraceRequest
+from learnsched.control.loop import ModelDecider
+from learnsched.control.trainer import TrainerError
+from learnsched.control.windows import Window
+from learnsched.handoff.endpoint import ServingEndpoint
+from learnsched.handoff.ledger import read_ledger
+from learnsched.scenario import HandoffCosts
+from learnsched.testing import EngineConfig, SimulatedEngine
+
+from control_support import COUNTING, make_loop
+
+FAST = {"token_s": 0.001}
+
+
+@pytest.fixture(params=["vllm", "sglang"])
+def engine(request: pytest.FixtureRequest) -> SimulatedEngine:
+    with SimulatedEngine(EngineConfig(request.param, **FAST)) as running:
+        yield running
+
+
+def kinds(path: Path) -> list[str]:
+    return [r.kind for r in read_ledger(path)]
+
+
+def test_known_calendar_lends_returns_on_time_and_publishes(
+    engine: SimulatedEngine, tmp_path: Path
+) -> None:
+    dialect = engine.state.config.dialect
+    loop = make_loop(
+        engine.url, dialect, [(0.3, 1.3), (1.8, 3.5)], tmp_path,
+        trainer_options={"work_quanta": 30, "quantum_s": 0.02},
+    )  # fmt: skip
+    totals = loop.run()
+    assert totals.published
+    assert totals.late_returns == 0
+    assert totals.early_returns == 0
+    assert totals.handoffs == 2
+    assert totals.windows == 2
+    assert totals.quanta_done == 30
+    assert totals.durable_quanta == 30
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert replay(records, loop.run_id) == totals
+    order = [r.kind for r in records if r.kind != "work"]
+    assert order == [
+        "run-start", "decision", "park", "checkpoint", "return",
+        "decision", "park", "publish", "return", "run-end",
+    ]  # fmt: skip
+    returns = [r for r in records if r.kind == "return"]
+    for record in returns:  # ready (a completed request) before the window's deadline
+        assert record.detail["t_s"] <= record.detail["window"][1]
+        assert record.readiness_s is not None
+        assert record.readiness_s < 1.0
+    assert not engine.state.sleeping
+    assert engine.state.weights_intact()
+    assert (tmp_path / "state" / "published.json").exists()
+
+
+def test_an_arrival_inside_a_lent_window_returns_at_once(
+    engine: SimulatedEngine, tmp_path: Path
+) -> None:
+    arrival_s = 1.0
+    timers: list[threading.Timer] = []
+
+    def arrive(clock_start: float) -> None:
+        timer = threading.Timer(arrival_s, lambda: loop.watcher.notify_arrival())
+        timers.append(timer)
+        timer.start()
+
+    loop = make_loop(
+        engine.url, engine.state.config.dialect, [(0.2, 8.0), (9.0, 60.0)], tmp_path,
+        trainer_options={"work_quanta": 400, "quantum_s": 0.02}, on_ready=arrive, until_s=8.5,
+    )  # fmt: skip
+    totals = loop.run()
+    for timer in timers:
+        timer.join()
+    assert totals.early_returns == 1
+    assert totals.late_returns == 0
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    back = next(r for r in records if r.kind == "return")
+    # One quantum, the save the model chose and the return: well under a second.
+    assert back.detail["early"]
+    assert back.detail["t_s"] - arrival_s < 0.5
+    early = [r for r in records if r.kind == "decision" and r.detail["phase"] == "early-return"]
+    assert len(early) == 1
+    assert early[0].detail["action"] == "checkpoint_return"
+    assert totals.durable_quanta == early[0].detail["progress"] > 0
+    assert replay(records, loop.run_id) == totals
+
+
+def test_a_killed_trainer_loses_only_unsaved_work(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        timers: list[threading.Timer] = []
+
+        def kill_trainer(clock_start: float) -> None:
+            pid = loop.trainer.pid
+            assert pid is not None
+            timer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+            timers.append(timer)
+            timer.start()
+
+        loop = make_loop(
+            engine.url, "vllm", [(0.2, 1.0), (1.2, 3.0), (3.5, 5.0), (6.0, 60.0)], tmp_path,
+            trainer_options={"work_quanta": 1000, "quantum_s": 0.02}, on_ready=kill_trainer,
+            until_s=5.5,
+        )  # fmt: skip
+        totals = loop.run()
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    lost = [r for r in records if r.kind == "trainer-lost"]
+    assert len(lost) == 1
+    assert lost[0].unsaved_lost is not None
+    assert lost[0].unsaved_lost > 0
+    durable = [r.durable_progress for r in records if r.kind == "checkpoint"]
+    assert durable == sorted(durable)  # never went back
+    # The second window's unsaved work is lost; the third resumes from the first's save.
+    after = [r for r in records if r.kind == "park"]
+    assert after[2].durable_progress == durable[0]
+    assert totals.handoffs == 3
+    assert totals.late_returns == 0
+    assert totals.unsaved_lost == lost[0].unsaved_lost
+    assert replay(records, loop.run_id) == totals
+
+
+def test_a_second_run_resumes_from_the_durable_checkpoint(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        options = {"work_quanta": 1000, "quantum_s": 0.02}
+        windows = [(0.2, 1.0), (2.0, 60.0)]
+        first = make_loop(
+            engine.url, "vllm", windows, tmp_path, trainer_options=options, until_s=1.5
+        )
+        done = first.run()
+        second = make_loop(
+            engine.url, "vllm", windows, tmp_path, trainer_options=options, until_s=1.5
+        )
+        again = second.run()
+    assert done.durable_quanta > 0
+    assert again.resumed_from_quanta == done.durable_quanta
+    assert again.durable_quanta > done.durable_quanta
+    assert (first.run_id, second.run_id) == (1, 2)
+
+
+def test_busy_engine_at_a_window_start_is_not_lent(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", token_s=0.05)) as engine:
+        endpoint = ServingEndpoint(engine.url, "vllm")
+        stream = threading.Thread(target=endpoint.generate, args=(60, 30.0))
+
+        def busy(clock_start: float) -> None:
+            stream.start()
+
+        loop = make_loop(engine.url, "vllm", [(0.5, 1.5)], tmp_path, on_ready=busy)
+        totals = loop.run()
+        stream.join()
+    assert totals.handoffs == 0
+    assert totals.windows == 1
+    decision = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "decision")
+    assert decision.detail["policy"] == "load"
+    assert decision.detail["action"] == "wait"
+
+
+def test_load_generator_replays_open_loop_and_counts_misses() -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        requests = [TraceRequest(0.05 * i, 8, 4, 1.0) for i in range(10)]
+        arrivals: list[float] = []
+        served = LoadGenerator(engine.url, requests, on_arrival=arrivals.append)
+        served.start()
+        served.join(10.0)
+        assert served.summary()["requests"] == 10
+        assert served.summary()["slo_misses"] == 0
+        assert arrivals == pytest.approx([0.05 * i for i in range(10)])
+        # Parked: refused (503) and retried; resumed in time for the first half only.
+        endpoint = ServingEndpoint(engine.url, "vllm")
+        endpoint.release(level=1, tags=(), timeout_s=5.0)
+        late = LoadGenerator(
+            engine.url, [TraceRequest(0.0, 8, 4, 0.6), TraceRequest(0.0, 8, 4, 5.0)]
+        )
+        late.start()
+        threading.Timer(1.0, endpoint.resume, kwargs={"tags": (), "timeout_s": 5.0}).start()
+        late.join(10.0)
+    results = sorted(late.results, key=lambda r: r.slo_s)
+    assert results[0].missed
+    assert results[0].latency_s is None
+    assert results[0].retries > 0
+    assert not results[1].missed
+    assert results[1].latency_s is not None
+    assert results[1].latency_s >= 1.0
+    assert results[1].retries > 0
+
+
+def test_exact_forecast_decides_as_the_model() -> None:
+    costs = HandoffCosts(recovery_s=0.3, save_s=0.05, load_s=0.04)
+    windows = [Window(0.0, 4.0), Window(5.0, 6.0), Window(8.0, 20.0)]
+    model = ModelDecider(60, 0.1, costs, 0.5, 200.0)
+    for progress in (0, 10, 30, 59):
+        exact = ForecastDecider(60, 0.1, costs, 0.5, 200.0, forecaster="exact", truth=windows)
+        assert exact.decide(windows, progress, progress, False) == model.decide(
+            windows, progress, progress, False
+        )
+    active = [Window(1.0, 1.36), *windows[1:]]
+    exact = ForecastDecider(60, 0.1, costs, 0.5, 200.0, forecaster="exact", truth=windows)
+    assert exact.decide(active, 12, 4, True) == model.decide(active, 12, 4, True)
+
+
+def test_forecast_bad_names() -> None:
+    costs = HandoffCosts(recovery_s=0.3)
+    with pytest.raises(ValueError, match="forecast must be"):
+        ForecastDecider(6, 1.0, costs, 1.0, 100.0, forecaster="oracle")
+    with pytest.raises(ValueError, match="under a forecast"):
+        ForecastDecider(6, 1.0, costs, 1.0, 100.0, policy="static_roi")
+
+
+def test_empirical_forecast_loop_returns_on_time(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("sglang", **FAST)) as engine:
+        windows = [(0.2, 1.0), (1.3, 2.0), (2.3, 3.0), (3.3, 60.0)]
+        loop = make_loop(
+            engine.url, "sglang", windows, tmp_path, forecast="empirical", until_s=3.2,
+            trainer_options={"work_quanta": 2000, "quantum_s": 0.02},
+        )  # fmt: skip
+        totals = loop.run()
+    assert totals.windows == 3
+    assert totals.late_returns == 0
+    assert replay(read_ledger(tmp_path / "ledger.jsonl"), loop.run_id) == totals
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"--trainer": "nomodule:Nothing"}, "cannot import nomodule"),
+        ({"--trainer": "learnsched.control.loop:ControlLoop"}, "not a learnsched Trainer"),
+        ({"--trainer-options": "[1]"}, "must be a JSON object"),
+        ({"--calendar": "missing.json"}, "missing.json"),
+        ({"--url": "ftp://x"}, "url must be"),
+    ],
+)
+def test_run_bad_input_is_one_line_and_status_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, str], message: str
+) -> None:
+    (tmp_path / "cal.json").write_text('{"windows": [[1, 2]]}')
+    argv = {
+        "--engine": "vllm", "--url": "http://127.0.0.1:9", "--trainer": COUNTING,
+        "--calendar": str(tmp_path / "cal.json"), "--ledger": str(tmp_path / "l.jsonl"),
+        "--state-dir": str(tmp_path / "state"), **change,
+    }  # fmt: skip
+    if change.get("--calendar") == "missing.json":
+        argv["--calendar"] = str(tmp_path / "missing.json")
+    assert main(["run", *(x for kv in argv.items() for x in kv)]) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        loop = make_loop(
+            engine.url, "vllm", [(0.2, 2.0), (3.0, 60.0)], tmp_path,
+            trainer_options={"work_quanta": 100, "quantum_s": 0.02, "fail_at": 5},
+        )  # fmt: skip
+        with pytest.raises(TrainerError, match="failing at 5 as asked"):
+            loop.run()
+        assert not engine.state.sleeping  # returned before the error left the loop
+    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind != "work"]
+    assert kinds[-2:] == ["park", "return"]

@@ -1,0 +1,63 @@
+"""Calendar files and what the loop sees of them at a moment."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from learnsched.control.windows import KnownCalendar, Window, read_calendar
+
+
+def write(tmp_path: Path, obj: object) -> Path:
+    path = tmp_path / "calendar.json"
+    path.write_text(json.dumps(obj))
+    return path
+
+
+def test_relative_and_unix_clocks(tmp_path: Path) -> None:
+    relative = read_calendar(write(tmp_path, {"windows": [[1, 2], [3, 5]]}), 1000.0)
+    assert relative.windows == [Window(1.0, 2.0), Window(3.0, 5.0)]
+    unix = read_calendar(write(tmp_path, {"windows": [[1001, 1002]], "clock": "unix"}), 1000.0)
+    assert unix.windows == [Window(1.0, 2.0)]
+    bare = read_calendar(write(tmp_path, [[0, 1]]), 0.0)
+    assert bare.windows == [Window(0.0, 1.0)]
+
+
+def test_windows_output_of_the_trace_wing_reads(tmp_path: Path) -> None:
+    # ``learnsched windows TRACE.csv`` writes more keys beside ``windows``.
+    obj = {"windows": [[10.0, 40.5]], "reclaim_by": [40.0], "return_path_s": 0.5}
+    assert read_calendar(write(tmp_path, obj), 0.0).windows == [Window(10.0, 40.5)]
+
+
+@pytest.mark.parametrize(
+    ("obj", "match"),
+    [
+        ({"windows": [[2, 1]]}, r"windows\[0\]: end"),
+        ({"windows": [[0, 3], [2, 4]]}, r"windows\[1\] starts"),
+        ({"windows": [[0, "x"]]}, r"windows\[0\]\[1\]"),
+        ({"windows": [[0, 1, 2]]}, r"windows\[0\] must be"),
+        ({"windows": [[0, 1]], "clock": "utc"}, "clock"),
+        ({"calendar": []}, "no 'windows'"),
+        ({"windows": [[0, float("nan")]]}, "finite"),
+    ],
+)
+def test_bad_calendars_name_the_field(tmp_path: Path, obj: object, match: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=match):
+        read_calendar(write(tmp_path, obj), 0.0)
+
+
+def test_not_json(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text("{")
+    with pytest.raises(ValueError, match="not JSON"):
+        read_calendar(path, 0.0)
+
+
+def test_upcoming_trims_the_open_window() -> None:
+    calendar = KnownCalendar([Window(0, 10), Window(20, 30)])
+    assert calendar.upcoming(-1.0) == [Window(0, 10), Window(20, 30)]
+    assert calendar.upcoming(4.0) == [Window(4.0, 10), Window(20, 30)]
+    assert calendar.upcoming(10.0) == [Window(20, 30)]
+    assert calendar.upcoming(31.0) == []
