@@ -1,4 +1,5 @@
-"""Types of the Cython kernels in _capacity.pyx (arguments are float64/intp C-contiguous)."""
+"""Types of the Cython kernels in _capacity.pyx (arrays: float64 C-contiguous, or converted
+when lossless; outputs must already be writable C-contiguous float64 or intp)."""
 
 from typing import TypeAlias
 

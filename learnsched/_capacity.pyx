@@ -275,10 +275,11 @@ cdef inline double _next_share(
     return min(max(share, min_share), max_share)
 
 
-def next_share(double share, double arrival_rate, double backlog_s, config):
+def next_share(share, arrival_rate, backlog_s, config):
     """One AIMD update under ``config``, an AIMDConfig (learnsched.capacity.aimd.next_share
-    checks the arguments)."""
-    return _next_share(share, arrival_rate, backlog_s, config.step, config.factor,
+    checks the arguments; here they are only converted by name)."""
+    return _next_share(real("share", share), real("arrival_rate", arrival_rate),
+                       real("backlog_s", backlog_s), config.step, config.factor,
                        config.min_share, config.max_share, config.burst_rate,
                        config.pressure_limit_s)
 

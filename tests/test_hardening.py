@@ -487,7 +487,7 @@ def test_kill_9_leftovers_are_removed_by_the_next_write(tmp_path: Path) -> None:
     )
     for _ in range(3):  # each writer removes the temp its killed predecessor left
         with subprocess.Popen(
-            [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=tmp_path
         ) as child:
             assert child.stdout is not None
             assert child.stdout.readline() == "writing\n"
@@ -511,7 +511,7 @@ def test_open_writes_are_removed_at_exit(tmp_path: Path) -> None:
         started.wait()
         """
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60, cwd=tmp_path)
     assert temps(tmp_path) == []
 
 
@@ -536,7 +536,8 @@ def test_two_processes_updating_one_profile_lose_nothing(tmp_path: Path) -> None
     halves = [names[0::2], names[1::2]]
     children = [
         subprocess.Popen(
-            [sys.executable, "-c", script, str(path), ",".join(h), ",".join(units[n] for n in h)]
+            [sys.executable, "-c", script, str(path), ",".join(h), ",".join(units[n] for n in h)],
+            cwd=tmp_path,
         )
         for h in halves
     ]
