@@ -123,7 +123,7 @@ def test_replay_python_reference(benchmark: BenchmarkFixture, n: int) -> None:
     record_rate(benchmark, n)
 
 
-def schedule_profile(trace: Trace) -> RateProfile:
+def schedule_rates(trace: Trace) -> RateProfile:
     """100 equal segments of 60 work/s over the trace: about a third is lendable."""
     edges = np.linspace(0.0, float(trace.arrival[-1]), SCHEDULE_SEGMENTS)
     return RateProfile(edges, np.full(SCHEDULE_SEGMENTS, 60.0))
@@ -133,7 +133,7 @@ def schedule_profile(trace: Trace) -> RateProfile:
 @pytest.mark.parametrize("n", SCHEDULE_SIZES)
 def test_schedule_windowed(benchmark: BenchmarkFixture, n: int) -> None:
     trace = poisson_trace(n)
-    capacity = schedule_profile(trace)
+    capacity = schedule_rates(trace)
     shares = benchmark.pedantic(max_share_schedule, (trace, capacity), rounds=3, iterations=1)
     assert shares is not None
     assert shares.shape == (SCHEDULE_SEGMENTS,)
@@ -146,7 +146,7 @@ def test_schedule_windowed(benchmark: BenchmarkFixture, n: int) -> None:
 @pytest.mark.parametrize("n", SCHEDULE_REFERENCE_SIZES)
 def test_schedule_full_rescan_reference(benchmark: BenchmarkFixture, n: int) -> None:
     trace = poisson_trace(n)
-    capacity = schedule_profile(trace)
+    capacity = schedule_rates(trace)
     args = (trace, capacity, DEFAULT_TOLERANCE, DEFAULT_RESOLUTION)
     shares = benchmark.pedantic(ref.max_share_schedule_bisect, args, rounds=1, iterations=1)
     assert shares is not None

@@ -27,7 +27,7 @@ def test_alert_experiment(benchmark: Callable[..., Any], n_alerts: int) -> None:
     check(benchmark(simulate_alerts, n_alerts, 0))
 
 
-def recovery_profile(n_samples: int) -> dict[str, np.ndarray]:
+def recovery_samples(n_samples: int) -> dict[str, np.ndarray]:
     """Two engines with ``n_samples`` recovery times each, around the paper's means (s)."""
     rng = np.random.default_rng(n_samples)
     return {
@@ -36,11 +36,11 @@ def recovery_profile(n_samples: int) -> dict[str, np.ndarray]:
     }
 
 
-# A real cost profile has hundreds of recovery samples per engine; pricing B(L) per alert
+# A real measurement has hundreds of recovery samples per engine; pricing B(L) per alert
 # and sample would hold 10^6 x 1200 doubles (9.6 GB) for the two engines and the pool.
-@pytest.mark.benchmark(group="alerts-profile")
+@pytest.mark.benchmark(group="alerts-recovery-samples")
 @pytest.mark.parametrize("n_samples", [20, 100, 500])
-def test_alert_experiment_with_a_measured_profile(
+def test_alert_experiment_with_measured_recovery_samples(
     benchmark: Callable[..., Any], n_samples: int
 ) -> None:
-    check(benchmark(simulate_alerts, 10**6, 0, recovery_profile(n_samples)))
+    check(benchmark(simulate_alerts, 10**6, 0, recovery_samples(n_samples)))

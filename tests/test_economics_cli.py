@@ -159,12 +159,14 @@ def test_alerts_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert set(data["loss_per_alert"]) == {"vllm", "sglang"}
 
 
-def test_alerts_profile_and_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_alerts_recovery_samples_and_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pytest.importorskip("matplotlib")
-    profile = tmp_path / "profile.json"
-    profile.write_text(json.dumps({"fast": [1.0, 2.0], "slow": [80.0]}))
+    samples = tmp_path / "samples.json"
+    samples.write_text(json.dumps({"fast": [1.0, 2.0], "slow": [80.0]}))
     plot = tmp_path / "fig10.png"
-    argv = ["econ", "alerts", "--n", "2000", "--repeats", "2", "--profile", str(profile)]
+    argv = ["econ", "alerts", "--n", "2000", "--repeats", "2", "--recovery-samples", str(samples)]
     _, out = run([*argv, "--plot", str(plot)], capsys)
     assert "fast learnsched" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
@@ -208,15 +210,17 @@ def test_bad_input_raises_value_error(
         ('{"a": [-1]}', "recovery_samples"),
     ],
 )
-def test_bad_profile(
+def test_bad_recovery_samples(
     tmp_path: Path, text: str, match: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    profile = tmp_path / "profile.json"
-    profile.write_text(text)
+    samples = tmp_path / "samples.json"
+    samples.write_text(text)
     with pytest.raises(ValueError, match=match):
-        run(["econ", "alerts", "--n", "10", "--profile", str(profile)], capsys)
+        run(["econ", "alerts", "--n", "10", "--recovery-samples", str(samples)], capsys)
 
 
-def test_missing_profile_is_an_os_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_recovery_samples_is_an_os_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(OSError, match="missing"):
-        run(["econ", "alerts", "--profile", str(tmp_path / "missing.json")], capsys)
+        run(["econ", "alerts", "--recovery-samples", str(tmp_path / "missing.json")], capsys)

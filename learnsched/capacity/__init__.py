@@ -28,7 +28,7 @@ from .lending import (
     max_share_schedule,
     return_deadline,
 )
-from .profile import RateProfile
+from .rates import RateProfile
 from .replay import MAX_PERIODS, ReplayResult, replay
 from .risk import (
     RiskSummary,

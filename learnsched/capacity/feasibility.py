@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _capacity
 from .._checks import FloatArray, nonnegative
-from .profile import RateProfile, require_profile
+from .rates import RateProfile, require_rates
 from .traces import Trace
 
 __all__ = ["DEFAULT_TOLERANCE", "Feasibility", "check_feasibility"]
@@ -67,7 +67,7 @@ def check_types(trace: object, capacity: object) -> None:
     """``TypeError`` unless ``trace`` is a :class:`Trace` and ``capacity`` a RateProfile."""
     if not isinstance(trace, Trace):
         raise TypeError(f"trace must be a Trace, got {type(trace).__name__}")
-    require_profile(capacity)
+    require_rates(capacity)
 
 
 def absolute_tolerance(trace: Trace, tolerance: float) -> float:

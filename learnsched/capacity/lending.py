@@ -26,7 +26,7 @@ from .. import _capacity
 from .._checks import FloatArray, fraction, nonnegative, positive
 from ._checks import first_index, float_array, same_length
 from .feasibility import DEFAULT_TOLERANCE, absolute_tolerance, check_types, scan
-from .profile import RateProfile, require_profile
+from .rates import RateProfile, require_rates
 from .traces import Trace
 
 __all__ = [
@@ -102,7 +102,7 @@ def lend(capacity: RateProfile, shares: Sequence[float] | FloatArray | float) ->
     shares
         Background share in ``[0, 1]``: one number, or one per segment of ``capacity``.
     """
-    require_profile(capacity)
+    require_rates(capacity)
     if np.ndim(shares) == 0:
         return _lent(capacity, fraction("share", shares))
     per_segment = float_array("shares", shares)

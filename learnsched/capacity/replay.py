@@ -19,7 +19,7 @@ from .._checks import FloatArray, nonnegative, positive
 from .admission import CountThresholdAdmission, WorkBudgetAdmission
 from .aimd import AIMDConfig
 from .feasibility import check_types
-from .profile import RateProfile
+from .rates import RateProfile
 from .risk import RunRisk
 from .traces import Trace
 

@@ -29,7 +29,7 @@ from ._checks import (
     same_length,
 )
 from .admission import estimate_work
-from .profile import RateProfile
+from .rates import RateProfile
 
 __all__ = [
     "TOKEN_COLUMNS",

@@ -14,7 +14,7 @@ from ..capacity.admission import CountThresholdAdmission, WorkBudgetAdmission
 from ..capacity.aimd import AIMDConfig
 from ..capacity.feasibility import DEFAULT_TOLERANCE, check_feasibility
 from ..capacity.lending import ReturnPath, max_share, max_share_schedule, return_deadline
-from ..capacity.profile import RateProfile
+from ..capacity.rates import RateProfile
 from ..capacity.replay import ReplayResult, replay
 from ..capacity.traces import Trace, read_rate_csv, read_trace_csv, write_csv
 from .output import EXIT_OK, EXIT_VIOLATION, Rows, emit_json, finite, print_rows

@@ -122,7 +122,7 @@ def _add_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     parser.add_argument("--seed", type=int, default=0, help="first seed")
     parser.add_argument("--repeats", type=int, default=10, help="seeds seed..seed+repeats-1")
     parser.add_argument(
-        "--profile",
+        "--recovery-samples",
         metavar="FILE",
         help='recovery samples as JSON {"engine": [seconds, ...]}; the paper\'s by default',
     )
@@ -250,10 +250,12 @@ def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
     return f"{breakeven:g} (below 0: {better} is {verdict} at every W >= 0)"
 
 
-def _read_profile(path: str) -> dict[str, Any]:
-    data = parse_json(Path(path).read_text(), f"--profile {path}")
+def _read_recovery_samples(path: str) -> dict[str, Any]:
+    data = parse_json(Path(path).read_text(), f"--recovery-samples {path}")
     if not isinstance(data, dict) or not data:
-        raise ValueError(f"--profile {path}: must hold a non-empty JSON object, got {data!r}")
+        raise ValueError(
+            f"--recovery-samples {path}: must hold a non-empty JSON object, got {data!r}"
+        )
     return data
 
 
@@ -282,8 +284,9 @@ def run_alerts(args: argparse.Namespace) -> int:
     """``econ alerts``: the paired alert experiment on ``--n`` alerts per seed."""
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    profile = None if args.profile is None else _read_profile(args.profile)
-    result = run_alert_experiment(args.n, range(args.seed, args.seed + args.repeats), profile)
+    path = args.recovery_samples
+    samples = None if path is None else _read_recovery_samples(path)
+    result = run_alert_experiment(args.n, range(args.seed, args.seed + args.repeats), samples)
     if args.plot:
         from ..economics.plotting import plot_alert_experiment
 

@@ -19,7 +19,7 @@ from .alerts import (
     ALERT_RULES,
     AlertModel,
     _mean_losses,
-    _profile,
+    _samples_by_engine,
     draw_alerts,
     return_boundary,
     simulate_alerts,
@@ -153,7 +153,7 @@ def run_alert_experiment(
     seeds
         One or more seeds; each gives an independent, reproducible sample.
     recovery_samples
-        Recovery-time samples per engine, seconds (a cost profile); the paper's
+        Recovery-time samples per engine, seconds; the paper's
         :data:`PAPER_RECOVERY_S` by default.
     model
         Distributions and prices (Table C.1 by default).
@@ -163,7 +163,7 @@ def run_alert_experiment(
         Lead times for the return boundary and the fixed-lead sweep, seconds.
     """
     model = AlertModel() if model is None else model
-    profile = _profile(recovery_samples)
+    by_engine = _samples_by_engine(recovery_samples)
     seed_list = tuple(integer("seeds", s) for s in seeds)
     if not seed_list:
         raise ValueError("seeds must name at least one seed, got none")
@@ -173,19 +173,19 @@ def run_alert_experiment(
     low_q, high_q = float(bounds[0]), float(bounds[1])
     leads = tuple(float(x) for x in array("lead_times_s", lead_times_s, low=0.0))
 
-    per_seed = [simulate_alerts(n_alerts, seed, profile, model) for seed in seed_list]
+    per_seed = [simulate_alerts(n_alerts, seed, by_engine, model) for seed in seed_list]
     stats = {
         engine: {
             rule: _stats([means[engine][rule] for means in per_seed], low_q, high_q)
             for rule in ALERT_RULES
         }
-        for engine in profile
+        for engine in by_engine
     }
     boundary = {
         engine: tuple(float(p) for p in return_boundary(leads, samples, model))
-        for engine, samples in profile.items()
+        for engine, samples in by_engine.items()
     }
-    sweep = lead_time_sweep(n_alerts, seed_list[0], leads, profile, model)
+    sweep = lead_time_sweep(n_alerts, seed_list[0], leads, by_engine, model)
     return AlertExperiment(n_alerts, seed_list, (low_q, high_q), stats, leads, boundary, sweep)
 
 

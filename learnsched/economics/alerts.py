@@ -47,7 +47,7 @@ loss averaged over the independent ``r`` and ``R`` (a Rao-Blackwellised estimate
 same expectation and lower variance), and it makes the oracle a lower bound alert by alert:
 every rule decides from ``(p, L)`` and the recovery samples alone, so it picks one of the
 three actions whose conditional losses the oracle minimises over. Hence the oracle's mean
-is at most every rule's on every seed, with any recovery profile.
+is at most every rule's on every seed, with any recovery samples.
 
 ``alert_losses(..., realised=True)`` scores the realised ``r`` and ``R`` instead (engines
 share one recovery quantile per alert). The oracle then still decides without ``r`` and
@@ -56,7 +56,7 @@ decision minimises ``E[loss | p, L, E, D]``, information that contains every rul
 ``E[oracle] = E[min_a E[loss_a | p, L, E, D]] <= E[loss_rule]``.
 
 The paper publishes neither its per-run recovery samples nor its failed-wait samples; the
-default profile uses its reported means, 34.7 s for vLLM (reactive capacity ready 34.7 s
+default samples are its reported means, 34.7 s for vLLM (reactive capacity ready 34.7 s
 after burst onset, Section 6.3) and 69.988 s for cold SGLang (App. D.2), and failed waits
 are not modelled. With these defaults the rules rank as in Fig. 10(a), each mean within
 1.4 s-eq./alert of the paper's: all lie 0.5-1.4 below it (oracle 7.99 and
@@ -257,7 +257,7 @@ def alert_losses(
     draws
         The sampled alerts, shared by every engine and rule.
     recovery_samples
-        Measured recovery times per engine, seconds (a cost profile): an engine's
+        Measured recovery times per engine, seconds: an engine's
         samples set its realised ``R`` and its ``learnsched`` estimate; all of them
         pooled set the ``shared`` estimate. :data:`PAPER_RECOVERY_S` by default.
     model
@@ -272,14 +272,14 @@ def alert_losses(
         ``losses[engine][rule]``, one loss per alert.
     """
     model = AlertModel() if model is None else model
-    profile = _profile(recovery_samples)
-    pooled = np.concatenate(list(profile.values()))
+    by_engine = _samples_by_engine(recovery_samples)
+    pooled = np.concatenate(list(by_engine.values()))
     grid = _lead_grid(draws.lead_s)
     # The pooled rule's decisions depend only on the draws: price them once for all engines.
     shared_returns = _selective_returns(draws, pooled, model, grid)
     shared_reacts = model.reactive_waits(pooled)
     losses = {}
-    for engine, samples in profile.items():
+    for engine, samples in by_engine.items():
         expected = _expected_action_losses(draws, samples, model)
         actual = _action_losses(draws, draws.recovery_s(samples), model) if realised else expected
         early, reactive, no_scaling = actual
@@ -461,7 +461,7 @@ def return_boundary(
     return return_threshold(model.benefit(lead_s, recovery_samples), model.false_alarm_cost)
 
 
-def _profile(samples: object) -> dict[str, FloatArray]:
+def _samples_by_engine(samples: object) -> dict[str, FloatArray]:
     """Checked recovery samples per engine; :data:`PAPER_RECOVERY_S` when ``samples`` is None."""
     samples = PAPER_RECOVERY_S if samples is None else samples
     if not isinstance(samples, Mapping) or not samples:

@@ -11,7 +11,7 @@ import numpy.typing as npt
 from .._checks import FloatArray, positive
 from ._checks import first_index, float_array, same_length
 
-__all__ = ["RateProfile", "require_profile"]
+__all__ = ["RateProfile", "require_rates"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -96,7 +96,7 @@ class RateProfile:
         return float(g[1] - g[0])
 
 
-def require_profile(capacity: object, name: str = "capacity") -> RateProfile:
+def require_rates(capacity: object, name: str = "capacity") -> RateProfile:
     """``capacity`` itself if it is a :class:`RateProfile`; ``TypeError`` naming it if not."""
     if not isinstance(capacity, RateProfile):
         raise TypeError(f"{name} must be a RateProfile, got {type(capacity).__name__}")
