@@ -74,7 +74,7 @@ def campaign(
         ]  # fmt: skip
         env = {**os.environ, "PYTHONPATH": str(TESTS)}
         loop: subprocess.Popen[str] | None = None
-        for _ in range(KILLS):
+        for round_ in range(KILLS):
             if loop is None or loop.poll() is not None:
                 seen = len(_records(ledger))
                 loop = subprocess.Popen(
@@ -85,9 +85,13 @@ def campaign(
             seen = len(_records(ledger))
             park = _wait_for(ledger, "park", seen, 60.0)  # lent: work is under way
             assert park is not None
-            time.sleep(rng.uniform(0.0, window_s))  # a random point of the segment (or after)
+            # Round 0 kills the loop at once, while the engine is surely parked, so the
+            # restart's return of a park left open is always exercised; the others kill
+            # at a random point of the segment (or after).
+            first = round_ == 0
+            time.sleep(0.0 if first else rng.uniform(0.0, window_s))
             pid = park.detail.get("trainer_pid")
-            if rng.random() < loop_share or not isinstance(pid, int):
+            if first or rng.random() < loop_share or not isinstance(pid, int):
                 _kill(loop)
             else:
                 try:
