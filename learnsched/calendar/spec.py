@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._checks import indexed
 from ..scenario import Scenario
 from .forecast import SampleForecaster
 from .online import OnlineCase
@@ -46,11 +47,5 @@ def parse_online_spec(data: object) -> list[OnlineCase]:
     if isinstance(data, list):
         if not data:
             raise ValueError("spec must hold at least one scenario object, got []")
-        cases = []
-        for i, obj in enumerate(data):
-            try:
-                cases.append(_case(obj))
-            except ValueError as err:
-                raise ValueError(f"spec[{i}]: {err}") from None
-        return cases
+        return indexed("spec", data, _case)
     return [_case(data)]
