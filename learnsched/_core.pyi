@@ -325,6 +325,10 @@ class Model:
         """
         The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.
         """
+    def decide_many(self, window: typing.Any, progress: typing.Any, durable: typing.Any, active: typing.Any, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.bool], numpy.typing.NDArray[numpy.bool]]:
+        """
+        The policy's actions in many states: 1-D arrays window, progress, durable (int32) and active (bool) of equal length; guarded scores exactly with bound epsilon (s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, cold: bool), one entry per state; ValueError names the first invalid states[i].
+        """
     def optimal_value(self, state: State) -> float:
         """
         V*: optimal value of the state (Eq. D.2), s-eq.

@@ -5,8 +5,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -55,6 +57,55 @@ BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vect
     return out;
 }
 
+// `obj` as a contiguous 1-D array of exactly T (a copy only if it is strided), or TypeError /
+// ValueError naming the argument: no silent casts (a float is not a window, an int not a flag).
+template <class T>
+py::array_t<T, py::array::c_style> column(const py::object& obj, const char* what,
+                                          const char* dtype, py::ssize_t size) {
+    const auto fail_type = [&](const std::string& got) {
+        throw py::type_error(std::string(what) + " must be a 1-D numpy array of " + dtype +
+                             ", got " + got);
+    };
+    if (!py::isinstance<py::array>(obj)) fail_type(py::str(py::type::of(obj).attr("__name__")));
+    const auto array = py::reinterpret_borrow<py::array>(obj);
+    if (!array.dtype().is(py::dtype::of<T>())) fail_type("dtype " + std::string(py::str(array.dtype())));
+    if (array.ndim() != 1) {
+        throw py::value_error(std::string(what) + " must be 1-D, got " +
+                              std::to_string(array.ndim()) + " dimensions");
+    }
+    if (size >= 0 && array.shape(0) != size) {
+        throw py::value_error(std::string(what) + " must have the length of window (" +
+                              std::to_string(size) + "), got " + std::to_string(array.shape(0)));
+    }
+    return py::array_t<T, py::array::c_style>::ensure(array);
+}
+
+using Decisions = std::tuple<py::array_t<std::uint8_t>, py::array_t<int>, py::array_t<bool>,
+                             py::array_t<bool>>;
+
+Decisions decide_many(const Model& model, const py::object& window, const py::object& progress,
+                      const py::object& durable, const py::object& active, Policy policy,
+                      double epsilon) {
+    const auto windows = column<int>(window, "window", "int32", -1);
+    const py::ssize_t n = windows.shape(0);
+    const auto progresses = column<int>(progress, "progress", "int32", n);
+    const auto durables = column<int>(durable, "durable", "int32", n);
+    const auto actives = column<bool>(active, "active", "bool", n);
+    py::array_t<std::uint8_t> kind(n);
+    py::array_t<int> quanta(n);
+    py::array_t<bool> checkpoint(n), cold(n);
+    const StateColumns states{windows.data(), progresses.data(), durables.data(),
+                              reinterpret_cast<const std::uint8_t*>(actives.data()),
+                              static_cast<std::size_t>(n)};
+    const ActionColumns out{kind.mutable_data(), quanta.mutable_data(), checkpoint.mutable_data(),
+                            cold.mutable_data()};
+    {
+        py::gil_scoped_release release;  // pure C++ from here; arrays already checked
+        model.decide_many(states, policy, Guard{epsilon, {}}, out);
+    }
+    return {kind, quanta, checkpoint, cold};
+}
+
 }  // namespace
 
 void bind_solver(py::module_& m) {
@@ -98,6 +149,12 @@ void bind_solver(py::module_& m) {
             py::arg("window"), py::arg("progress"), py::arg("durable"),
             py::arg("active").noconvert(), py::arg("policy"),
             "The policy's action in a validated state; O(J).")
+        .def("decide_many", &decide_many, py::arg("window"), py::arg("progress"),
+             py::arg("durable"), py::arg("active"), py::arg("policy"), py::arg("epsilon") = 0.0,
+             "The policy's actions in many states: 1-D arrays window, progress, durable (int32) "
+             "and active (bool) of equal length; guarded scores exactly with bound epsilon "
+             "(s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, "
+             "cold: bool), one entry per state; ValueError names the first invalid states[i].")
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
