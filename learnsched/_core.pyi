@@ -291,6 +291,10 @@ class Plan:
     """
     A policy's plan from the initial state.
     """
+    def columns(self) -> dict[str, numpy.ndarray]:
+        """
+        The segments as arrays, one entry per step: window, kind (ActionKind values), quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s (NaN for a wait), cost (n, 5: in the order of cost_fields()), benefit, progress and durable (the next state's).
+        """
     @property
     def benefit(self) -> float:
         ...
@@ -307,7 +311,9 @@ class Plan:
         """
     @property
     def steps(self) -> list[Segment]:
-        ...
+        """
+        A list of copies of the segments (copied per read).
+        """
     @property
     def value(self) -> float:
         ...

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any
+from typing import Any, overload
+
+from numpy.typing import NDArray
 
 from . import _core
 from .scenario import Recovery
 
-__all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
+__all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
 
 # The cost causes in the core's column order (solve_batch's cost[..., i]).
 COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
+# Action names by the core's ActionKind value (the plan columns' "kind").
+ACTION_NAMES: tuple[str, ...] = tuple(
+    _core.Action(kind).name for kind in sorted(_core.ActionKind.__members__.values(), key=int)
+)
 
 
 def _optional(seconds: float) -> float | None:
@@ -125,6 +132,125 @@ class Step:
         return out
 
 
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Step))
+_WAIT = ACTION_NAMES.index("wait")
+
+
+class Steps(Sequence[Step]):
+    """A plan's steps held as the core's columns; each :class:`Step` is made on first use.
+
+    A long plan costs about its C++ walk to return: nothing per step is built until a step
+    is read, and :meth:`to_json` reads the columns without building any. Indexing, slicing
+    (a tuple), iteration, equality, hashing and ``repr`` behave as for the tuple of steps;
+    reading the same step twice gives the same object.
+
+    Parameters
+    ----------
+    columns
+        ``_core.Plan.columns()``: one array per segment field.
+    two_path
+        Whether the scenario offers both recovery paths (steps then name theirs).
+    """
+
+    __slots__ = ("_columns", "_items", "_rows", "_two_path")
+
+    def __init__(self, columns: dict[str, NDArray[Any]], two_path: bool = False) -> None:
+        self._columns = columns
+        self._two_path = two_path
+        self._rows: list[tuple[Any, ...]] | None = None
+        self._items: list[Step | None] = [None] * len(columns["window"])
+
+    def _fields(self) -> list[tuple[Any, ...]]:
+        """Every step's field values in :class:`Step`'s order, cost as a 5-tuple of s-eq."""
+        if self._rows is None:
+            c = self._columns
+            kinds = c["kind"].tolist()
+            if self._two_path:  # a wait returns by no path
+                cold = c["cold"].tolist()
+                paths: list[Recovery | None] = [
+                    None if k == _WAIT else Recovery.COLD if x else Recovery.WARM
+                    for k, x in zip(kinds, cold, strict=True)
+                ]
+            else:
+                paths = [None] * len(kinds)
+            publish = [_optional(t) for t in c["publish_s"].tolist()]
+            ready = [_optional(t) for t in c["ready_s"].tolist()]
+            self._rows = list(
+                zip(
+                    c["window"].tolist(),
+                    [ACTION_NAMES[k] for k in kinds],
+                    c["quanta"].tolist(),
+                    c["checkpoint"].tolist(),
+                    c["start_s"].tolist(),
+                    publish,
+                    ready,
+                    map(tuple, c["cost"].tolist()),
+                    c["benefit"].tolist(),
+                    c["progress"].tolist(),
+                    c["durable"].tolist(),
+                    paths,
+                    strict=True,
+                )
+            )
+        return self._rows
+
+    def _step(self, i: int) -> Step:
+        item = self._items[i]
+        if item is None:
+            w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[i]
+            benefit, progress, durable, path = rest
+            item = Step(
+                w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
+                benefit, progress, durable, path,
+            )
+            self._items[i] = item
+        return item
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Step, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Step | tuple[Step, ...]:
+        if isinstance(index, slice):
+            return tuple(self._step(i) for i in range(*index.indices(len(self))))
+        n = len(self)
+        i = index.__index__()
+        if not -n <= i < n:
+            raise IndexError(f"step index {index} out of range for {n} steps")
+        return self._step(i % n)
+
+    def __iter__(self) -> Iterator[Step]:
+        return (self._step(i) for i in range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Steps, tuple)):
+            return other is self or tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self) -> tuple[type[Steps], tuple[dict[str, NDArray[Any]], bool]]:
+        return (type(self), (self._columns, self._two_path))
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Every step's :meth:`Step.to_json`, read from the columns."""
+        out = []
+        for row in self._fields():
+            step = dict(zip(STEP_FIELDS, row, strict=True))
+            step["cost"] = dict(zip(COST_FIELDS, row[7], strict=True))
+            out.append(step)
+        return out
+
+
 @dataclass(frozen=True)
 class Plan:
     """A policy's plan from the initial state until it publishes, abandons or runs out of windows.
@@ -142,7 +268,8 @@ class Plan:
     cost
         Total cost split, s-eq.
     steps
-        One :class:`Step` per window visited.
+        One :class:`Step` per window visited: a tuple, or :class:`Steps` (which behaves
+        as one) for a plan from the core.
     """
 
     policy: str
@@ -150,7 +277,7 @@ class Plan:
     benefit: float
     publish_s: float | None
     cost: CostSplit
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
 
     @classmethod
     def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
@@ -161,7 +288,7 @@ class Plan:
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=tuple(Step.from_core(seg, two_path) for seg in plan.steps),
+            steps=Steps(plan.columns(), two_path),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -171,5 +298,9 @@ class Plan:
             "benefit": self.benefit,
             "publish_s": self.publish_s,
             "cost": self.cost.to_json(),
-            "steps": [step.to_json() for step in self.steps],
+            "steps": (
+                self.steps.to_json()
+                if isinstance(self.steps, Steps)
+                else [step.to_json() for step in self.steps]
+            ),
         }

@@ -106,6 +106,61 @@ Decisions decide_many(const Model& model, const py::object& window, const py::ob
     return {kind, quanta, checkpoint, cold};
 }
 
+using PlanColumns = py::typing::Dict<py::str, py::array>;
+
+// A plan's segments as one array per field, filled in one pass: reading `steps` builds a
+// Python object per segment and field, which costs ~250x the plan's C++ walk.
+PlanColumns plan_columns(const Plan& plan) {
+    const auto n = static_cast<py::ssize_t>(plan.steps.size());
+    constexpr auto kCauses = static_cast<py::ssize_t>(CostSplit::kFields.size());
+    py::array_t<int> window(n), quanta(n), progress(n), durable(n);
+    py::array_t<std::uint8_t> kind(n);
+    py::array_t<bool> checkpoint(n), cold(n);
+    py::array_t<double> start(n), publish(n), ready(n), benefit(n), cost({n, kCauses});
+    auto w = window.mutable_unchecked<1>();
+    auto q = quanta.mutable_unchecked<1>();
+    auto p = progress.mutable_unchecked<1>();
+    auto d = durable.mutable_unchecked<1>();
+    auto k = kind.mutable_unchecked<1>();
+    auto ck = checkpoint.mutable_unchecked<1>();
+    auto cd = cold.mutable_unchecked<1>();
+    auto l = start.mutable_unchecked<1>();
+    auto t = publish.mutable_unchecked<1>();
+    auto r = ready.mutable_unchecked<1>();
+    auto b = benefit.mutable_unchecked<1>();
+    auto c = cost.mutable_unchecked<2>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+        const Segment& seg = plan.steps[static_cast<std::size_t>(i)];
+        w(i) = seg.window;
+        k(i) = static_cast<std::uint8_t>(seg.action.kind);
+        q(i) = seg.action.quanta;
+        ck(i) = seg.action.checkpoint;
+        cd(i) = seg.action.cold;
+        l(i) = seg.start_s;
+        t(i) = seg.publish_s;
+        r(i) = seg.ready_s;
+        b(i) = seg.benefit;
+        p(i) = seg.next.progress;
+        d(i) = seg.next.durable;
+        const auto split = seg.cost.as_array();
+        for (py::ssize_t j = 0; j < kCauses; ++j) c(i, j) = split[static_cast<std::size_t>(j)];
+    }
+    PlanColumns out;
+    out["window"] = window;
+    out["kind"] = kind;
+    out["quanta"] = quanta;
+    out["checkpoint"] = checkpoint;
+    out["cold"] = cold;
+    out["start_s"] = start;
+    out["publish_s"] = publish;
+    out["ready_s"] = ready;
+    out["cost"] = cost;
+    out["benefit"] = benefit;
+    out["progress"] = progress;
+    out["durable"] = durable;
+    return out;
+}
+
 }  // namespace
 
 void bind_solver(py::module_& m) {
@@ -133,7 +188,12 @@ void bind_solver(py::module_& m) {
         .def_readonly("benefit", &Plan::benefit)
         .def_readonly("publish_s", &Plan::publish_s, "NaN if never published.")
         .def_readonly("cost", &Plan::cost)
-        .def_readonly("steps", &Plan::steps);
+        .def_readonly("steps", &Plan::steps, "A list of copies of the segments (copied per read).")
+        .def("columns", &plan_columns,
+             "The segments as arrays, one entry per step: window, kind (ActionKind values), "
+             "quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s "
+             "(NaN for a wait), cost (n, 5: in the order of cost_fields()), benefit, progress "
+             "and durable (the next state's).");
 
     py::class_<Model>(m, "Model", "A validated scenario with cached continuation values.")
         .def(py::init<Scenario>(), py::arg("scenario"),
