@@ -65,6 +65,7 @@ are not modelled. With these defaults the rules rank as in Fig. 10(a), each mean
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -348,14 +349,64 @@ class _SeedTerms:
         """
         model = self.model
         late = _mean_excess(waiting.ordered, waiting.prefix, lead_s, self.duration_s)
-        on_bursts = model.handoff_loss + model.overflow_rate.mean * late
-        return self._on_bursts(on_bursts, model.handoff_loss), on_bursts
+        late *= model.overflow_rate.mean
+        late += model.handoff_loss
+        return self._on_bursts(late, model.handoff_loss), late
 
     def oracle(self, waiting: _Waiting, early_bursts: FloatArray) -> FloatArray:
         """The oracle's expected loss: the cheapest action under a burst, 0 otherwise
         (:func:`_oracle` with ``expected`` as ``actual``, whose choice then costs the
         minimum of the three)."""
         return self._on_bursts(np.minimum(early_bursts, waiting.best_wait), 0.0)
+
+    def fixed_lead(
+        self,
+        waiting: _Waiting,
+        lead_s: float,
+        own_threshold: FloatArray,
+        shared_thresholds: list[FloatArray],
+        shared_wait: FloatArray,
+        out: list[FloatArray],
+    ) -> None:
+        """Per-alert expected losses with every lead time ``lead_s``, written into ``out``:
+        early return, the engine's selective rule, the oracle, then the shared rule at each
+        of ``shared_thresholds`` (``2 + len(shared_thresholds)`` more arrays of one entry
+        per alert).
+
+        The values of :meth:`early`, :func:`_choose` and :meth:`oracle`, computed in
+        blocks of ``_BLOCK_ALERTS`` so that the temporaries stay in cache: at a fixed lead
+        time the sweep is bound by memory traffic, and this halves it.
+        """
+        model, confidence = self.model, self.draws.confidence
+        h, rate = model.handoff_loss, model.overflow_rate.mean
+        early, selective, oracle, *shared = out
+        for lo, hi, first, last in self._blocks():
+            local = self.burst[first:last] - lo
+            late = _mean_excess(
+                waiting.ordered, waiting.prefix, lead_s, self.duration_s[first:last]
+            )
+            late *= rate
+            late += h  # the burst alerts' early-return loss
+            block = early[lo:hi]
+            block.fill(h)
+            block[local] = late
+            alerts = confidence[lo:hi]
+            selective[lo:hi] = np.where(alerts > own_threshold, block, waiting.wait[lo:hi])
+            for rule, threshold in zip(shared, shared_thresholds, strict=True):
+                rule[lo:hi] = np.where(alerts > threshold, block, shared_wait[lo:hi])
+            oracle[lo:hi] = 0.0
+            oracle[lo:hi][local] = np.minimum(late, waiting.best_wait[first:last])
+
+    def _blocks(self) -> list[tuple[int, int, int, int]]:
+        """``(lo, hi, first, last)`` per block of alerts: alerts ``lo:hi`` hold the burst
+        alerts ``first:last``."""
+        n = self.draws.event.size
+        edges = np.append(np.arange(0, n, _BLOCK_ALERTS), n)
+        bursts = np.searchsorted(self.burst, edges)
+        return [
+            (int(edges[k]), int(edges[k + 1]), int(bursts[k]), int(bursts[k + 1]))
+            for k in range(edges.size - 1)
+        ]
 
 
 def _choose(where: npt.NDArray[np.intp], chosen: FloatArray, otherwise: FloatArray) -> FloatArray:
@@ -415,6 +466,9 @@ def _oracle(
     return np.where(burst, choice, 0.0)
 
 
+# Alerts per block of the fixed-lead sweep: a block's dozen temporaries fit in cache.
+_BLOCK_ALERTS = 1 << 17
+
 # Recovery samples up to which counting them beats a binary search per alert (the
 # paper's defaults have one per engine).
 _FEW_SAMPLES = 4
@@ -425,9 +479,10 @@ def _rank(ordered: FloatArray, at: FloatArray | float, side: str) -> npt.NDArray
     (left), counted by comparison when there are at most ``_FEW_SAMPLES``."""
     if ordered.size > _FEW_SAMPLES:
         return np.searchsorted(ordered, at, side=side)  # type: ignore[call-overload, no-any-return]
-    count = np.zeros(np.shape(at), dtype=np.intp)
-    for sample in ordered:
-        count += (sample <= at) if side == "right" else (sample < at)
+    below = np.less_equal if side == "right" else np.less
+    count: npt.NDArray[np.intp] = below(ordered[0], at).astype(np.intp)
+    for sample in ordered[1:]:
+        count += below(sample, at)
     return count
 
 
@@ -443,9 +498,16 @@ def _mean_excess(
     if np.ndim(start) == 0 and start >= ordered[-1]:  # what the formula gives: 0 for every cap
         return np.zeros_like(cap)
     below = _rank(ordered, start, "right")
-    above = np.maximum(_rank(ordered, start + cap, "left"), below)
-    inside = prefix[above] - prefix[below] - (above - below) * start
-    return np.clip((inside + (n - above) * cap) / n, 0.0, cap)  # clip: rounding only
+    above = _rank(ordered, start + cap, "left")
+    np.maximum(above, below, out=above)
+    # In place, each step the same operation on the same operands as written out:
+    # clip((prefix[above] - prefix[below] - (above - below) * start + (n - above) * cap) / n)
+    inside = prefix[above]
+    inside -= prefix[below]
+    inside -= (above - below) * start
+    inside += (n - above) * cap
+    inside /= n
+    return np.clip(inside, 0.0, cap, out=inside)  # clip: rounding only
 
 
 def _action_losses(
@@ -519,7 +581,10 @@ def _points_at_most(points: FloatArray, values: FloatArray) -> npt.NDArray[np.in
     (at most ``_MOST_PER_BIN`` points, else the binary search is used).
     """
     bins = _BINS_PER_POINT * points.size
-    scale = bins / (points[-1] - points[0])
+    span = float(points[-1] - points[0])
+    if not span > bins / sys.float_info.max:  # bins / span would overflow
+        return np.searchsorted(points, values, side="right")
+    scale = bins / span
 
     def bin_of(v: FloatArray) -> npt.NDArray[np.intp]:
         index: npt.NDArray[np.intp] = np.minimum(
@@ -557,9 +622,11 @@ def _selective_returns(
         # Eq. C.2: ties and B(L) <= 0 keep waiting (the threshold is then 1)
         return confidence > return_threshold(model.benefit(lead, samples), c_f)
     at_grid = return_threshold(model.benefit(grid.points, samples), c_f)
-    returns = confidence > at_grid[grid.cell] + _BRACKET_MARGIN  # above p* at the left end
-    unsure = ~returns & (confidence > at_grid[grid.cell + 1] - _BRACKET_MARGIN)
-    if unsure.any():
+    # The bracket's ends with their margins, per cell (the same sums as per alert).
+    left, right = at_grid[:-1] + _BRACKET_MARGIN, at_grid[1:] - _BRACKET_MARGIN
+    returns = confidence > left[grid.cell]  # above p* at the left end
+    unsure = np.flatnonzero(~returns & (confidence > right[grid.cell]))
+    if unsure.size:
         exact = return_threshold(model.benefit(lead[unsure], samples), c_f)
         returns[unsure] = confidence[unsure] > exact
     return returns
@@ -610,45 +677,41 @@ def _fixed_lead_means(
     after any return, so there every term is the one at the last sample: each distinct
     (engine's, pooled) clamped lead time is priced once.
     """
-    model, confidence = terms.model, terms.draws.confidence
+    model = terms.model
+    leads = lead_times_s.tolist()
 
-    def returns(lead: float, samples: FloatArray) -> npt.NDArray[np.intp]:
-        """The alerts the selective rule priced with ``samples`` returns at."""
-        threshold = return_threshold(model.benefit(lead, samples), model.false_alarm_cost)
-        return np.flatnonzero(confidence > threshold)
+    def threshold(lead: float, samples: FloatArray) -> FloatArray:
+        return return_threshold(model.benefit(lead, samples), model.false_alarm_cost)
 
     pooled_last = float(terms.pooled.max())
-    shared_returns: dict[float, npt.NDArray[np.intp]] = {}
+    n = terms.draws.event.size
+    buffers: list[FloatArray] = []
     sweep = {}
     for engine, waiting in terms.engines.items():
         own_last = float(waiting.ordered[-1])
         shared_wait = waiting.reactive if terms.shared_reacts else waiting.no_scaling
-        early_at: dict[float, FloatArray] = {}
-        own_means: dict[float, tuple[float, float, float]] = {}
-        shared_means: dict[tuple[float, float], float] = {}
-        for lead in lead_times_s.tolist():
-            own, pooled = min(lead, own_last), min(lead, pooled_last)
-            if own not in early_at:
-                early, early_bursts = terms.early(waiting, own)
-                early_at[own] = early
-                own_means[own] = (
-                    float(early.mean()),
-                    float(_choose(returns(own, waiting.samples), early, waiting.wait).mean()),
-                    float(terms.oracle(waiting, early_bursts).mean()),
-                )
-            if pooled not in shared_returns:
-                shared_returns[pooled] = returns(pooled, terms.pooled)
-            if (own, pooled) not in shared_means:
-                shared = _choose(shared_returns[pooled], early_at[own], shared_wait)
-                shared_means[own, pooled] = float(shared.mean())
-        fixed = [(min(lead, own_last), min(lead, pooled_last)) for lead in lead_times_s.tolist()]
+        keys = [(min(lead, own_last), min(lead, pooled_last)) for lead in leads]
+        means: dict[tuple[str, float, float], float] = {}
+        for own in dict.fromkeys(own for own, _ in keys):
+            pooled = list(dict.fromkeys(p for o, p in keys if o == own))
+            while len(buffers) < 3 + len(pooled):  # reused: fresh pages cost a fault each
+                buffers.append(np.empty(n))
+            out = buffers[: 3 + len(pooled)]
+            shared = [threshold(p, terms.pooled) for p in pooled]
+            terms.fixed_lead(
+                waiting, own, threshold(own, waiting.samples), shared, shared_wait, out
+            )
+            for rule, losses in zip(("eager", "learnsched", "oracle"), out, strict=False):
+                means[rule, own, own] = float(losses.mean())
+            for p, losses in zip(pooled, out[3:], strict=True):
+                means["shared", own, p] = float(losses.mean())
         sweep[engine] = {
-            "no_scaling": (float(waiting.no_scaling.mean()),) * len(fixed),
-            "reactive": (float(waiting.reactive.mean()),) * len(fixed),
-            "eager": tuple(own_means[own][0] for own, _ in fixed),
-            "learnsched": tuple(own_means[own][1] for own, _ in fixed),
-            "shared": tuple(shared_means[key] for key in fixed),
-            "oracle": tuple(own_means[own][2] for own, _ in fixed),
+            "no_scaling": (float(waiting.no_scaling.mean()),) * len(keys),
+            "reactive": (float(waiting.reactive.mean()),) * len(keys),
+            "eager": tuple(means["eager", own, own] for own, _ in keys),
+            "learnsched": tuple(means["learnsched", own, own] for own, _ in keys),
+            "shared": tuple(means["shared", own, p] for own, p in keys),
+            "oracle": tuple(means["oracle", own, own] for own, _ in keys),
         }
     return sweep
 
