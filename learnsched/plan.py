@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, overload
+from typing import Any
 
 from numpy.typing import NDArray
 
 from . import _core
+from ._lazy import LazyTuple
 from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
@@ -136,13 +137,12 @@ STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Step))
 _WAIT = ACTION_NAMES.index("wait")
 
 
-class Steps(Sequence[Step]):
+class Steps(LazyTuple[Step]):
     """A plan's steps held as the core's columns; each :class:`Step` is made on first use.
 
     A long plan costs about its C++ walk to return: nothing per step is built until a step
-    is read, and :meth:`to_json` reads the columns without building any. Indexing, slicing
-    (a tuple), iteration, equality, hashing and ``repr`` behave as for the tuple of steps;
-    reading the same step twice gives the same object.
+    is read, and :meth:`to_json` reads the columns without building any. It behaves as the
+    tuple of its steps (:class:`~learnsched._lazy.LazyTuple`).
 
     Parameters
     ----------
@@ -152,13 +152,13 @@ class Steps(Sequence[Step]):
         Whether the scenario offers both recovery paths (steps then name theirs).
     """
 
-    __slots__ = ("_columns", "_items", "_rows", "_two_path")
+    __slots__ = ("_columns", "_rows", "_two_path")
 
     def __init__(self, columns: dict[str, NDArray[Any]], two_path: bool = False) -> None:
+        super().__init__(len(columns["window"]))
         self._columns = columns
         self._two_path = two_path
         self._rows: list[tuple[Any, ...]] | None = None
-        self._items: list[Step | None] = [None] * len(columns["window"])
 
     def _fields(self) -> list[tuple[Any, ...]]:
         """Every step's field values in :class:`Step`'s order, cost as a 5-tuple of s-eq."""
@@ -194,49 +194,13 @@ class Steps(Sequence[Step]):
             )
         return self._rows
 
-    def _step(self, i: int) -> Step:
-        item = self._items[i]
-        if item is None:
-            w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[i]
-            benefit, progress, durable, path = rest
-            item = Step(
-                w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
-                benefit, progress, durable, path,
-            )
-            self._items[i] = item
-        return item
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> Step: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Step, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Step | tuple[Step, ...]:
-        if isinstance(index, slice):
-            return tuple(self._step(i) for i in range(*index.indices(len(self))))
-        n = len(self)
-        i = index.__index__()
-        if not -n <= i < n:
-            raise IndexError(f"step index {index} out of range for {n} steps")
-        return self._step(i % n)
-
-    def __iter__(self) -> Iterator[Step]:
-        return (self._step(i) for i in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Steps, tuple)):
-            return other is self or tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
+    def _make(self, index: int) -> Step:
+        w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[index]
+        benefit, progress, durable, path = rest
+        return Step(
+            w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
+            benefit, progress, durable, path,
+        )
 
     def __reduce__(self) -> tuple[type[Steps], tuple[dict[str, NDArray[Any]], bool]]:
         return (type(self), (self._columns, self._two_path))

@@ -204,9 +204,7 @@ def run_grid(args: argparse.Namespace) -> int:
     grid = paper_grid(args.quantum, args.fresh_only, _profile_costs(args))
     started = time.perf_counter()
     with Progress(len(grid), "solving grid") as progress:
-        result = solve_batch(
-            [g.scenario for g in grid.scenarios], ALL_POLICIES, args.threads, progress.advance
-        )
+        result = solve_batch(grid.batch, ALL_POLICIES, args.threads, progress.advance)
     seconds = time.perf_counter() - started
     summary = summarize(grid, result)
     paper = PAPER_FIGURES.get(_paper_key(args) or "")

@@ -55,7 +55,7 @@ def base_ids(spec: SweepSpec) -> tuple[str, ...]:
 
 def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str]:
     try:
-        return _grid_scenario(config, index, _grid_labels()[index]), ""
+        return _grid_scenario(config, index), ""
     except ValueError as err:  # the quantum does not divide this work size
         return None, str(err)
 
