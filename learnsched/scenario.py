@@ -47,6 +47,7 @@ TWO_PATH_JSON_KEYS = (
 )
 INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
+_EXACT_INT = 2**53  # every int up to this magnitude is exactly a double
 
 
 def flag(name: str, value: object) -> bool:
@@ -61,11 +62,24 @@ def _listed(value: object) -> object:
     return value.tolist() if isinstance(value, np.ndarray) else value
 
 
+def _seconds(name: str, value: object) -> float:
+    """A window time as a float: plain floats and ints directly (JSON gives both)."""
+    if type(value) is float:
+        return value
+    if type(value) is int and -_EXACT_INT <= value <= _EXACT_INT:
+        return float(value)
+    return real(name, value)
+
+
 def _window(index: int, pair: object) -> tuple[float, float]:
-    pair = _listed(pair)
-    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+    if type(pair) is not list and type(pair) is not tuple:
+        pair = _listed(pair)
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence):
+            raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
+    if len(pair) != 2:
         raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
-    return (real(f"windows[{index}] start", pair[0]), real(f"windows[{index}] end", pair[1]))
+    start, end = pair
+    return (_seconds(f"windows[{index}] start", start), _seconds(f"windows[{index}] end", end))
 
 
 def _windows(windows: object) -> tuple[tuple[float, float], ...]:
