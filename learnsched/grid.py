@@ -148,33 +148,32 @@ class _Pieces:
             self.initial[key] = _initial(name, work_quanta)
         return self.initial[key]
 
-    def core(self, numbers: list[int]) -> list[_core.Scenario]:
-        """The validated core scenarios of the grid's entries ``numbers`` (their ids), built
-        in one call from each label's piece (the ids index the product of the labels)."""
+    def core(self, index: tuple[list[int], ...]) -> list[_core.Scenario]:
+        """The validated core scenarios of grid entries, built in one call: ``index`` holds
+        one list per label (calendar, work, rate, tail, recovery, initial state) of each
+        entry's position in that label's values."""
         c = self.config
-        calendars = list(CALENDARS)
-        dims = (calendars, c.work_s, c.benefit_rates, c.tails_s, c.recoveries, INITIAL_STATES)
-        index = np.unravel_index(np.asarray(numbers, dtype=np.intp), tuple(map(len, dims)))
         cal, work, rate, tail, recovery, initial = index
-        works, initials = work.tolist(), initial.tolist()
-        quanta = {w: self.work_quanta(c.work_s[w]) for w in dict.fromkeys(works)}
+        quanta = {w: self.work_quanta(c.work_s[w]) for w in dict.fromkeys(work)}
         states = {
             key: self.initial_state(INITIAL_STATES[key[1]], quanta[key[0]])
-            for key in dict.fromkeys(zip(works, initials, strict=True))
+            for key in dict.fromkeys(zip(work, initial, strict=True))
         }
         state_set = {key: i for i, key in enumerate(states)}
+        calendars = list(CALENDARS)
         ends = np.array([self.windows[name][-1][1] for name in calendars])
+        horizon_s = ends[cal] + np.asarray(c.tails_s, dtype=np.float64)[tail]  # last end + tail
         cores = _core.scenario_rows(
             [list(self.windows[name]) for name in calendars],
             [c.costs(r).to_core() for r in c.recoveries],
             [state.to_core() for state in states.values()],
-            cal.tolist(),
-            [quanta[w] for w in works],
-            [float(c.quantum_s)] * len(numbers),
+            cal,
+            [quanta[w] for w in work],
+            [float(c.quantum_s)] * len(cal),
             np.asarray(c.benefit_rates, dtype=np.float64)[rate].tolist(),
-            (ends[cal] + np.asarray(c.tails_s, dtype=np.float64)[tail]).tolist(),  # H
-            recovery.tolist(),
-            [state_set[key] for key in zip(works, initials, strict=True)],
+            horizon_s.tolist(),
+            recovery,
+            [state_set[key] for key in zip(work, initial, strict=True)],
         )
         for core in cores:
             _core.validate(core)  # the one check of each scenario (it names the field)
@@ -185,31 +184,48 @@ class GridScenarios(LazyTuple[GridScenario]):
     """A grid's scenarios in id order, built as the core's; each :class:`GridScenario` (and
     its :class:`Scenario`) is made on first access, like the items of a tuple.
 
+    Parameters
+    ----------
+    config
+        The grid's configuration.
+    numbers
+        The entries' ids as numbers (``S0348`` is 348), indices into the product of the
+        labels in :func:`paper_grid`'s order.
+
     Attributes
     ----------
     batch
         The scenarios as a :class:`~learnsched.ScenarioBatch` for ``solve_batch``.
     """
 
-    __slots__ = ("_labels", "_numbers", "_pieces", "batch")
+    __slots__ = ("_dims", "_index", "_numbers", "_pieces", "batch")
 
     def __init__(self, config: GridConfig, numbers: list[int]) -> None:
         super().__init__(len(numbers))
         self._pieces = _Pieces(config)
         self._numbers = numbers
-        self._labels = _labels(config)  # of the whole product, which the ids index
-        self.batch = ScenarioBatch(self._pieces.core(numbers), self._scenario)
+        self._dims = _dims(config)
+        shape = tuple(map(len, self._dims))
+        flat = np.asarray(numbers, dtype=np.intp)
+        self._index = tuple(a.tolist() for a in np.unravel_index(flat, shape))
+        self.batch = ScenarioBatch(self._pieces.core(self._index), self._scenario)
+
+    def _labels(self, index: int) -> Labels:
+        cal, work, rate, tail, recovery, initial = (
+            dim[at[index]] for dim, at in zip(self._dims, self._index, strict=True)
+        )
+        return (cal, work, rate, tail, recovery, initial)
 
     def _scenario(self, index: int) -> Scenario:
-        calendar, _, _, _, recovery, initial = self._labels[self._numbers[index]]
+        calendar, _, _, _, recovery, initial = self._labels(index)
         core = self.batch.to_core()[index]
         state = self._pieces.initial_state(initial, core.work_quanta)
         costs = self._pieces.config.costs(recovery)
         return Scenario._validated(core, self._pieces.windows[calendar], costs, state)
 
     def _make(self, index: int) -> GridScenario:
-        number = self._numbers[index]
-        return GridScenario(f"S{number:04d}", *self._labels[number], scenario=self.batch[index])
+        sid = f"S{self._numbers[index]:04d}"
+        return GridScenario(sid, *self._labels(index), scenario=self.batch[index])
 
     def column(self, name: str) -> tuple[Any, ...]:
         """One label of every scenario, in id order, without building them.
@@ -226,7 +242,8 @@ class GridScenarios(LazyTuple[GridScenario]):
             fields = ", ".join(LABEL_FIELDS)
             raise ValueError(f"name must be 'sid' or one of {fields}, got {name!r}")
         at = LABEL_FIELDS.index(name)
-        return tuple(self._labels[number][at] for number in self._numbers)
+        dim = self._dims[at]
+        return tuple(dim[i] for i in self._index[at])
 
     def __reduce__(self) -> tuple[type[GridScenarios], tuple[GridConfig, list[int]]]:
         return (type(self), (self._pieces.config, self._numbers))
@@ -256,18 +273,21 @@ class Grid:
         return self.scenarios.batch
 
 
+def _dims(config: GridConfig) -> tuple[tuple[Any, ...], ...]:
+    """The values of each label, in the order the ids nest them."""
+    return (
+        tuple(CALENDARS),
+        config.work_s,
+        config.benefit_rates,
+        config.tails_s,
+        config.recoveries,
+        INITIAL_STATES,
+    )
+
+
 def _labels(config: GridConfig) -> list[Labels]:
     """Every scenario's labels, in id order."""
-    return list(
-        product(
-            CALENDARS,
-            config.work_s,
-            config.benefit_rates,
-            config.tails_s,
-            config.recoveries,
-            INITIAL_STATES,
-        )
-    )
+    return list(product(*_dims(config)))
 
 
 def _grid_scenario(config: GridConfig, index: int) -> GridScenario:

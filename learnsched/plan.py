@@ -17,10 +17,11 @@ __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
 
 # The cost causes in the core's column order (solve_batch's cost[..., i]).
 COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
-# Action names by the core's ActionKind value (the plan columns' "kind").
-ACTION_NAMES: tuple[str, ...] = tuple(
-    _core.Action(kind).name for kind in sorted(_core.ActionKind.__members__.values(), key=int)
-)
+# Action names by the core's ActionKind value (the plan columns' "kind": 0, 1, ...).
+_KINDS = sorted(_core.ActionKind.__members__.values(), key=int)
+ACTION_NAMES: tuple[str, ...] = tuple(_core.Action(kind).name for kind in _KINDS)
+if [int(kind) for kind in _KINDS] != list(range(len(_KINDS))):  # pragma: no cover - build mismatch
+    raise ImportError("the core's ActionKind values are not 0, 1, ...: rebuild the extension")
 
 
 def _optional(seconds: float) -> float | None:

@@ -193,9 +193,9 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     labels = ["sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"]
     writer.writerow(labels + [f"value_{p.value}" for p in result.policies])
-    for g, values in zip(grid.scenarios, result.value, strict=True):
-        row = [g.sid, g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.recovery, g.initial_state]
-        writer.writerow(row + [repr(float(v)) for v in values])
+    columns = [grid.scenarios.column(name) for name in labels]  # no GridScenario built
+    for row, values in zip(zip(*columns, strict=True), result.value.tolist(), strict=True):
+        writer.writerow([*row, *map(repr, values)])
     return out.getvalue()
 
 
