@@ -310,6 +310,11 @@ class Plan:
         NaN if never published.
         """
     @property
+    def step_count(self) -> int:
+        """
+        Number of segments, without copying them.
+        """
+    @property
     def steps(self) -> list[Segment]:
         """
         A list of copies of the segments (copied per read).

@@ -138,33 +138,44 @@ STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Step))
 _WAIT = ACTION_NAMES.index("wait")
 
 
-class Steps(LazyTuple[Step]):
-    """A plan's steps held as the core's columns; each :class:`Step` is made on first use.
+Columns = dict[str, NDArray[Any]]
+"""``_core.Plan.columns()``: one array per segment field."""
 
-    A long plan costs about its C++ walk to return: nothing per step is built until a step
-    is read, and :meth:`to_json` reads the columns without building any. It behaves as the
-    tuple of its steps (:class:`~learnsched._lazy.LazyTuple`).
+
+class Steps(LazyTuple[Step]):
+    """A plan's steps, read from the core's plan as columns when first needed; each
+    :class:`Step` is made on first use.
+
+    A long plan costs about its C++ walk to return: nothing per step is converted until a
+    step is read, and :meth:`to_json` reads the columns without building any. It behaves
+    as the tuple of its steps (:class:`~learnsched._lazy.LazyTuple`).
 
     Parameters
     ----------
-    columns
-        ``_core.Plan.columns()``: one array per segment field.
+    source
+        The core's plan, or its :data:`Columns`.
     two_path
         Whether the scenario offers both recovery paths (steps then name theirs).
     """
 
-    __slots__ = ("_columns", "_rows", "_two_path")
+    __slots__ = ("_rows", "_source", "_two_path")
 
-    def __init__(self, columns: dict[str, NDArray[Any]], two_path: bool = False) -> None:
-        super().__init__(len(columns["window"]))
-        self._columns = columns
+    def __init__(self, source: _core.Plan | Columns, two_path: bool = False) -> None:
+        super().__init__(len(source["window"]) if isinstance(source, dict) else source.step_count)
+        self._source = source
         self._two_path = two_path
         self._rows: list[tuple[Any, ...]] | None = None
+
+    def columns(self) -> Columns:
+        """The steps as arrays (``_core.Plan.columns()``), converted once."""
+        if not isinstance(self._source, dict):
+            self._source = self._source.columns()  # the core's plan is no longer needed
+        return self._source
 
     def _fields(self) -> list[tuple[Any, ...]]:
         """Every step's field values in :class:`Step`'s order, cost as a 5-tuple of s-eq."""
         if self._rows is None:
-            c = self._columns
+            c = self.columns()
             kinds = c["kind"].tolist()
             if self._two_path:  # a wait returns by no path
                 cold = c["cold"].tolist()
@@ -203,8 +214,8 @@ class Steps(LazyTuple[Step]):
             benefit, progress, durable, path,
         )
 
-    def __reduce__(self) -> tuple[type[Steps], tuple[dict[str, NDArray[Any]], bool]]:
-        return (type(self), (self._columns, self._two_path))
+    def __reduce__(self) -> tuple[type[Steps], tuple[Columns, bool]]:
+        return (type(self), (self.columns(), self._two_path))  # the core's plan does not pickle
 
     def to_json(self) -> list[dict[str, Any]]:
         """Every step's :meth:`Step.to_json`, read from the columns."""
@@ -253,7 +264,7 @@ class Plan:
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=Steps(plan.columns(), two_path),
+            steps=Steps(plan, two_path),
         )
 
     def to_json(self) -> dict[str, Any]:
