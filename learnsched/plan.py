@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, overload
+from typing import Any
 
 from numpy.typing import NDArray
 
 from . import _core
+from ._lazy import LazyTuple
 from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
 
 # The cost causes in the core's column order (solve_batch's cost[..., i]).
 COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
-# Action names by the core's ActionKind value (the plan columns' "kind").
-ACTION_NAMES: tuple[str, ...] = tuple(
-    _core.Action(kind).name for kind in sorted(_core.ActionKind.__members__.values(), key=int)
-)
+# Action names by the core's ActionKind value (the plan columns' "kind": 0, 1, ...).
+_KINDS = sorted(_core.ActionKind.__members__.values(), key=int)
+ACTION_NAMES: tuple[str, ...] = tuple(_core.Action(kind).name for kind in _KINDS)
+if [int(kind) for kind in _KINDS] != list(range(len(_KINDS))):  # pragma: no cover - build mismatch
+    raise ImportError("the core's ActionKind values are not 0, 1, ...: rebuild the extension")
 
 
 def _optional(seconds: float) -> float | None:
@@ -136,34 +138,44 @@ STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Step))
 _WAIT = ACTION_NAMES.index("wait")
 
 
-class Steps(Sequence[Step]):
-    """A plan's steps held as the core's columns; each :class:`Step` is made on first use.
+Columns = dict[str, NDArray[Any]]
+"""``_core.Plan.columns()``: one array per segment field."""
 
-    A long plan costs about its C++ walk to return: nothing per step is built until a step
-    is read, and :meth:`to_json` reads the columns without building any. Indexing, slicing
-    (a tuple), iteration, equality, hashing and ``repr`` behave as for the tuple of steps;
-    reading the same step twice gives the same object.
+
+class Steps(LazyTuple[Step]):
+    """A plan's steps, read from the core's plan as columns when first needed; each
+    :class:`Step` is made on first use.
+
+    A long plan costs about its C++ walk to return: nothing per step is converted until a
+    step is read, and :meth:`to_json` reads the columns without building any. It behaves
+    as the tuple of its steps (:class:`~learnsched._lazy.LazyTuple`).
 
     Parameters
     ----------
-    columns
-        ``_core.Plan.columns()``: one array per segment field.
+    source
+        The core's plan, or its :data:`Columns`.
     two_path
         Whether the scenario offers both recovery paths (steps then name theirs).
     """
 
-    __slots__ = ("_columns", "_items", "_rows", "_two_path")
+    __slots__ = ("_rows", "_source", "_two_path")
 
-    def __init__(self, columns: dict[str, NDArray[Any]], two_path: bool = False) -> None:
-        self._columns = columns
+    def __init__(self, source: _core.Plan | Columns, two_path: bool = False) -> None:
+        super().__init__(len(source["window"]) if isinstance(source, dict) else source.step_count)
+        self._source = source
         self._two_path = two_path
         self._rows: list[tuple[Any, ...]] | None = None
-        self._items: list[Step | None] = [None] * len(columns["window"])
+
+    def columns(self) -> Columns:
+        """The steps as arrays (``_core.Plan.columns()``), converted once."""
+        if not isinstance(self._source, dict):
+            self._source = self._source.columns()  # the core's plan is no longer needed
+        return self._source
 
     def _fields(self) -> list[tuple[Any, ...]]:
         """Every step's field values in :class:`Step`'s order, cost as a 5-tuple of s-eq."""
         if self._rows is None:
-            c = self._columns
+            c = self.columns()
             kinds = c["kind"].tolist()
             if self._two_path:  # a wait returns by no path
                 cold = c["cold"].tolist()
@@ -194,52 +206,16 @@ class Steps(Sequence[Step]):
             )
         return self._rows
 
-    def _step(self, i: int) -> Step:
-        item = self._items[i]
-        if item is None:
-            w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[i]
-            benefit, progress, durable, path = rest
-            item = Step(
-                w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
-                benefit, progress, durable, path,
-            )
-            self._items[i] = item
-        return item
+    def _make(self, index: int) -> Step:
+        w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[index]
+        benefit, progress, durable, path = rest
+        return Step(
+            w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
+            benefit, progress, durable, path,
+        )
 
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @overload
-    def __getitem__(self, index: int) -> Step: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> tuple[Step, ...]: ...
-
-    def __getitem__(self, index: int | slice) -> Step | tuple[Step, ...]:
-        if isinstance(index, slice):
-            return tuple(self._step(i) for i in range(*index.indices(len(self))))
-        n = len(self)
-        i = index.__index__()
-        if not -n <= i < n:
-            raise IndexError(f"step index {index} out of range for {n} steps")
-        return self._step(i % n)
-
-    def __iter__(self) -> Iterator[Step]:
-        return (self._step(i) for i in range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (Steps, tuple)):
-            return other is self or tuple(self) == tuple(other)
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(tuple(self))
-
-    def __repr__(self) -> str:
-        return repr(tuple(self))
-
-    def __reduce__(self) -> tuple[type[Steps], tuple[dict[str, NDArray[Any]], bool]]:
-        return (type(self), (self._columns, self._two_path))
+    def __reduce__(self) -> tuple[type[Steps], tuple[Columns, bool]]:
+        return (type(self), (self.columns(), self._two_path))  # the core's plan does not pickle
 
     def to_json(self) -> list[dict[str, Any]]:
         """Every step's :meth:`Step.to_json`, read from the columns."""
@@ -288,7 +264,7 @@ class Plan:
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=Steps(plan.columns(), two_path),
+            steps=Steps(plan, two_path),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def test_steps_index_slice_and_keep_identity() -> None:
     assert isinstance(steps[::7], tuple)
     assert list(reversed(steps)) == list(steps)[::-1]
     assert steps.index(steps[5]) == 5
-    with pytest.raises(IndexError, match="step index 40 out of range for 40 steps"):
+    with pytest.raises(IndexError, match="index 40 out of range for 40 items"):
         steps[40]
     with pytest.raises(IndexError):
         steps[-41]

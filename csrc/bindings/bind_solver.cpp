@@ -189,6 +189,9 @@ void bind_solver(py::module_& m) {
         .def_readonly("publish_s", &Plan::publish_s, "NaN if never published.")
         .def_readonly("cost", &Plan::cost)
         .def_readonly("steps", &Plan::steps, "A list of copies of the segments (copied per read).")
+        .def_property_readonly(
+            "step_count", [](const Plan& plan) { return plan.steps.size(); },
+            "Number of segments, without copying them.")
         .def("columns", &plan_columns,
              "The segments as arrays, one entry per step: window, kind (ActionKind values), "
              "quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s "
