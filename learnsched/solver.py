@@ -187,13 +187,14 @@ class Model:
         The scenario to prepare.
     """
 
-    __slots__ = ("_model", "_scenario")
+    __slots__ = ("_decide", "_model", "_scenario")
 
     def __init__(self, scenario: Scenario) -> None:
         if not isinstance(scenario, Scenario):
             raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
         self._scenario = scenario
         self._model = _core.Model(scenario.to_core())
+        self._decide = self._model.decide  # bound once: decide()'s hot path is one call
 
     def __repr__(self) -> str:
         s = self._scenario
@@ -270,7 +271,7 @@ class Model:
             and type(active) is bool
         ):
             try:
-                return self._model.decide(window, progress, durable, active, core)
+                return self._decide(window, progress, durable, active, core)
             except TypeError:  # an int beyond C int: name the field
                 _state_args(window, progress, durable, active)
                 raise

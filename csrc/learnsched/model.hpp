@@ -1,5 +1,5 @@
 // A prepared scenario: validated once, with every policy's continuation values cached,
-// so that a scheduler can ask for a decision at each window in O(J).
+// so that a scheduler can ask for a decision at each window in O(log J) (decision_index.hpp).
 #pragma once
 
 #include <cstddef>
