@@ -79,16 +79,57 @@ class RateProfile:
 
     def segment_of(self, times: FloatArray) -> npt.NDArray[np.intp]:
         """The index of the segment holding each of ``times`` (0 before ``starts[0]``)."""
+        if self.starts.shape[0] == 1:  # one segment: no search (10x a comparison per time)
+            return np.zeros(np.shape(times), dtype=np.intp)
         return np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
 
     def cumulative_at(self, times: FloatArray) -> FloatArray:
         """``G(t)`` at each of ``times``, work: the service offered from ``starts[0]``
         (negative before it), computed as the Cython kernels compute it."""
+        if self.starts.shape[0] == 1:  # one segment: its numbers, not gathered per time
+            start, rate, base = float(self.starts[0]), float(self.rates[0]), 0.0
+            return np.asarray(base + rate * (times - start), dtype=np.float64)
         segment = self.segment_of(times)
         return np.asarray(
             self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment]),
             dtype=np.float64,
         )
+
+    def time_of(self, service: FloatArray) -> FloatArray:
+        """The earliest time with ``G(t) >= g`` for each ``g`` of ``service`` (work), as the
+        replay kernel computes it, seconds: ``inf`` where the profile never offers that
+        much, ``-inf`` where the first rate is 0 and ``g`` is reached at or before
+        ``starts[0]``."""
+        starts, rates, cum = self.starts, self.rates, self.cumulative
+        m = starts.shape[0]
+        # Divisions as the kernel's C: a zero or tiny rate gives inf, excluded or kept below.
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            if m == 1:  # one segment: no search, and the kernel's two cases directly
+                first = float(rates[0])
+                if not first > 0.0:
+                    return np.where(service <= cum[0], -np.inf, np.inf)
+                times: FloatArray = np.where(
+                    service <= cum[0],
+                    starts[0] - (cum[0] - service) / first,
+                    starts[0] + (service - cum[0]) / first,
+                )
+                return times
+            lo = np.searchsorted(cum, service, side="left")  # first j with cum[j] >= g
+            j = np.maximum(lo - 1, 0)  # the segment rising to g (lo = 0: the first one)
+            rate = rates[j]
+            # lo = 0: g is reached at or before starts[0], where the first rate extends back
+            before = starts[0] - (cum[0] - service) / rate
+            inside = np.minimum(
+                starts[j] + (service - cum[j]) / rate,
+                np.where(lo < m, starts[np.minimum(lo, m - 1)], np.inf),
+            )
+        # cum[lo - 1] < g, so segment lo - 1 has a positive rate unless it is the last one
+        times = np.where(
+            lo == 0,
+            np.where(rate > 0.0, before, -np.inf),
+            np.where(rate > 0.0, inside, np.inf),
+        )
+        return times
 
     def service(self, start_s: float, end_s: float) -> float:
         """The service offered on ``[start_s, end_s]``, work: the integral of the rate."""
