@@ -83,6 +83,26 @@ def kernel_replay(
     return finish, shares, progress
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-5.0, 30.0), min_size=1, max_size=60),
+    st.lists(st.floats(0.1, 4.0), min_size=1, max_size=8),
+    st.lists(st.sampled_from([0.0, 2.0]) | st.floats(0.0, 9.0), min_size=8, max_size=8),
+)
+def test_ordered_lookups_equal_the_searches(
+    times: list[float], segments: list[float], rates: list[float]
+) -> None:
+    """Sorted times and service levels take the one-pass lookups: the same numbers."""
+    capacity = RateProfile(np.cumsum(segments) - 3.0, np.array(rates[: len(segments)]))
+    ordered = np.sort(times)
+    np.testing.assert_array_equal(
+        capacity.segment_of(ordered, ordered=True), capacity.segment_of(ordered)
+    )
+    g = capacity.cumulative_at(ordered, ordered=True)
+    assert g.tobytes() == capacity.cumulative_at(ordered).tobytes()
+    assert capacity.time_of(g, ordered=True).tobytes() == capacity.time_of(g).tobytes()
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.floats(0.0, 2.0), min_size=1, max_size=50),

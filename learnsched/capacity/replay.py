@@ -119,18 +119,20 @@ def _static_replay(
     # As the kernel: t = start + k * period
     starts: FloatArray = start_s + np.arange(periods, dtype=np.float64) * period_s
     ends: FloatArray = starts + period_s
-    gained = share * (capacity.cumulative_at(ends) - capacity.cumulative_at(starts))
+    gained = share * (
+        capacity.cumulative_at(ends, ordered=True) - capacity.cumulative_at(starts, ordered=True)
+    )
     progress = float(np.cumsum(gained)[-1])  # cumsum: the kernel's sequential sum
     shares = np.full(periods, share)
     keep = 1.0 - share
     if not keep > 0.0:  # with share 1 nothing is served and nothing finishes
         return np.full(len(trace), np.inf), shares, progress
     through = np.cumsum(trace.work / keep)
-    ready = capacity.cumulative_at(trace.arrival)
+    ready = capacity.cumulative_at(trace.arrival, ordered=True)  # sorted
     ready[1:] -= through[:-1]  # G(a_k) - S_{k-1}
     done = np.maximum.accumulate(ready, out=ready)
     done += through  # F_i
-    finish = capacity.time_of(done)
+    finish = capacity.time_of(done, ordered=True)  # F never falls
     np.maximum(finish, trace.arrival, out=finish)
     np.minimum(finish, ends[-1], out=finish)
     finish[done > capacity.cumulative_at(ends[-1:])[0]] = np.inf  # unfinished at the end
