@@ -1,0 +1,88 @@
+// Uninitialised, reusable storage for value tables and their scratch rows.
+//
+// Why not std::vector: a vector value-initialises (zero-fills) every element, and the
+// tables' rows are all overwritten by the backward passes, so the fill only adds a pass
+// over memory that is page-faulted for the first time. Large blocks are also mapped on
+// 2 MiB boundaries with huge-page advice (Linux): first touch of a few hundred MiB then
+// faults 512x fewer pages.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+namespace learnsched {
+
+// Blocks of at least this many bytes are mapped 2 MiB-aligned with MADV_HUGEPAGE (Linux;
+// elsewhere, and below it, aligned operator new). One huge page: anything smaller cannot
+// use one.
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+namespace detail {
+
+// Frees a block from allocate_block by how it was made (its size decides that).
+struct BlockRelease {
+    std::size_t bytes = 0;
+    void operator()(void* block) const noexcept;
+};
+
+// At least `bytes` of uninitialised memory, 64-byte aligned (2 MiB-aligned with huge-page
+// advice from kHugePageBytes on, on Linux); std::bad_alloc if the system has none.
+std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes);
+
+}  // namespace detail
+
+// A run of trivially copyable T whose capacity only grows: resize() keeps the memory it
+// already has (already faulted in) and leaves every element uninitialised.
+template <class T>
+class UninitializedArray {
+    static_assert(std::is_trivially_copyable_v<T>, "elements are copied with memcpy");
+
+  public:
+    UninitializedArray() = default;
+    explicit UninitializedArray(std::size_t size) { resize(size); }
+    UninitializedArray(const UninitializedArray& other) : UninitializedArray(other.size_) {
+        if (size_ > 0) std::memcpy(data(), other.data(), size_ * sizeof(T));
+    }
+    UninitializedArray& operator=(const UninitializedArray& other) {
+        if (this != &other) {
+            resize(other.size_);
+            if (size_ > 0) std::memcpy(data(), other.data(), size_ * sizeof(T));
+        }
+        return *this;
+    }
+    UninitializedArray(UninitializedArray&& other) noexcept
+        : block_(std::move(other.block_)),
+          size_(std::exchange(other.size_, 0)),
+          capacity_(std::exchange(other.capacity_, 0)) {}
+    UninitializedArray& operator=(UninitializedArray&& other) noexcept {
+        block_ = std::move(other.block_);
+        size_ = std::exchange(other.size_, 0);
+        capacity_ = std::exchange(other.capacity_, 0);
+        return *this;
+    }
+
+    // `size` elements of unspecified value: contents are discarded when it must grow.
+    void resize(std::size_t size) {
+        if (size > capacity_) {
+            block_.reset();  // release first: peak memory is the new block, not both
+            block_ = detail::allocate_block(size * sizeof(T));
+            capacity_ = size;
+        }
+        size_ = size;
+    }
+
+    std::size_t size() const { return size_; }
+    std::size_t capacity() const { return capacity_; }
+    T* data() { return static_cast<T*>(block_.get()); }
+    const T* data() const { return static_cast<const T*>(block_.get()); }
+
+  private:
+    std::unique_ptr<void, detail::BlockRelease> block_;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
+};
+
+}  // namespace learnsched
