@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -55,6 +56,11 @@ BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vect
     return out;
 }
 
+// The tables `policies` read; every table when None.
+TableNeeds needed_tables(const std::optional<std::vector<Policy>>& policies) {
+    return policies ? table_needs(*policies) : kAllTables;
+}
+
 }  // namespace
 
 void bind_solver(py::module_& m) {
@@ -85,8 +91,23 @@ void bind_solver(py::module_& m) {
         .def_readonly("steps", &Plan::steps);
 
     py::class_<Model>(m, "Model", "A validated scenario with cached continuation values.")
-        .def(py::init<Scenario>(), py::arg("scenario"),
-             py::call_guard<py::gil_scoped_release>())  // O(K*J) table construction
+        .def(py::init([](Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
+                 const TableNeeds tables = needed_tables(policies);
+                 py::gil_scoped_release release;  // O(K*J) table construction, pure C++
+                 return Model(std::move(scenario), tables);
+             }),
+             py::arg("scenario"), py::arg("policies") = py::none(),
+             "Build the tables the policies read (None: every policy's).")
+        .def(
+            "rebuild",
+            [](Model& model, Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
+                const TableNeeds tables = needed_tables(policies);
+                py::gil_scoped_release release;  // pure C++, as in the constructor
+                model.rebuild(std::move(scenario), tables);
+            },
+            py::arg("scenario"), py::arg("policies") = py::none(),
+            "Prepare another scenario in this model's memory (tables keep their capacity); "
+            "a scenario that fails validation leaves the model unchanged.")
         .def_property_readonly("scenario", &Model::scenario)
         .def(
             "decide",

@@ -45,12 +45,11 @@ void Model::build_tables(TableNeeds tables) {
     const int J = acc_.work_quanta();
     if (tables.window) {
         window_values_.reset(K, J);
-        evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
+        fill_window_plan_values(acc_, window_values_);
     }
     if (tables.reference) {
         reference_values_.reset(K, J);
-        evaluate_policy(acc_, reference_values_,
-                        [&](const State& s) { return costed_window_action(s); });
+        fill_reference_values(acc_, window_values_, reference_values_);
     }
     if (tables.optimal) {
         optimal_values_.reset(K, J);

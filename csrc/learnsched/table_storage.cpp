@@ -48,7 +48,7 @@ void* map_huge_aligned(std::size_t bytes) {
 
 void BlockRelease::operator()(void* block) const noexcept {
 #if defined(__linux__)
-    if (bytes >= kHugePageBytes) {
+    if (bytes >= kMappedBlockBytes) {
         munmap(block, mapped_bytes(bytes));
         return;
     }
@@ -58,7 +58,7 @@ void BlockRelease::operator()(void* block) const noexcept {
 
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes) {
 #if defined(__linux__)
-    if (bytes >= kHugePageBytes) return {map_huge_aligned(bytes), BlockRelease{bytes}};
+    if (bytes >= kMappedBlockBytes) return {map_huge_aligned(bytes), BlockRelease{bytes}};
 #endif
     return {::operator new(bytes, kLineAlignment), BlockRelease{bytes}};
 }

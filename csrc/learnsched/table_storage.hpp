@@ -2,9 +2,9 @@
 //
 // Why not std::vector: a vector value-initialises (zero-fills) every element, and the
 // tables' rows are all overwritten by the backward passes, so the fill only adds a pass
-// over memory that is page-faulted for the first time. Large blocks are also mapped on
-// 2 MiB boundaries with huge-page advice (Linux): first touch of a few hundred MiB then
-// faults 512x fewer pages.
+// over memory that is often page-faulted for the first time. Large blocks are mapped on
+// 2 MiB boundaries with huge-page advice (Linux), so that their first touch faults 512x
+// fewer pages.
 #pragma once
 
 #include <cstddef>
@@ -15,10 +15,15 @@
 
 namespace learnsched {
 
-// Blocks of at least this many bytes are mapped 2 MiB-aligned with MADV_HUGEPAGE (Linux;
-// elsewhere, and below it, aligned operator new). One huge page: anything smaller cannot
-// use one.
+// 2 MiB: a huge page, the alignment of mapped blocks.
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+// Blocks of at least this many bytes are mapped 2 MiB-aligned with MADV_HUGEPAGE (Linux);
+// smaller ones (and every block elsewhere) come from aligned operator new. 32 MiB is
+// glibc's largest mmap threshold: below it freed tables go back to the heap, where the
+// next model reuses them already faulted in; above it every block is a fresh mapping
+// whose first touch huge pages make cheaper.
+inline constexpr std::size_t kMappedBlockBytes = std::size_t{32} << 20;
 
 namespace detail {
 
@@ -29,7 +34,7 @@ struct BlockRelease {
 };
 
 // At least `bytes` of uninitialised memory, 64-byte aligned (2 MiB-aligned with huge-page
-// advice from kHugePageBytes on, on Linux); std::bad_alloc if the system has none.
+// advice from kMappedBlockBytes on, on Linux); std::bad_alloc if the system has none.
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes);
 
 }  // namespace detail

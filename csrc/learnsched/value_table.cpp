@@ -25,10 +25,11 @@ namespace {
 //   max_{q in [pbar+1, min(pbar+U, J-1)]} V_{k+1}(q) - c*(t_ld + (q-pbar)*delta + t_ck + t_ret)
 // = c*pbar*delta - c*(t_ld + t_ck + t_ret) + max_q [V_{k+1}(q) - c*q*delta],
 // a sliding-window maximum whose both ends only move right: a monotone deque.
-// `row` is V_k, `next` is V_{k+1}; `key` and `deque` are scratch rows of J+1 entries.
+// `row` is V_k, `next` is V_{k+1}; the deque holds each entry's q and key side by side
+// (scratch rows of J+1 entries), so that comparing keys loads no index first.
 void relax_resumed_advances(const SegmentAccounting& acc, double* __restrict row,
                             const double* __restrict next, int k, bool cold,
-                            double* __restrict key, int* __restrict deque) {
+                            double* __restrict keys, int* __restrict quanta) {
     const Scenario& sc = acc.scenario();
     const int J = sc.work_quanta;
     const int reach = acc.max_quanta(State{k, 1, 1, false}, true, cold);  // same for every pbar >= 1
@@ -37,19 +38,20 @@ void relax_resumed_advances(const SegmentAccounting& acc, double* __restrict row
     const double charge = 1.0 + path.residency_rate;
     const double fixed = charge * (sc.costs.load_s + sc.costs.save_s + path.recovery_s);
     const double delta = sc.quantum_s;
-    for (int q = 0; q <= J; ++q) key[q] = next[q] - charge * q * delta;
 
     std::size_t head = 0;
     std::size_t tail = 0;
     int next_q = 2;
     for (int pbar = 1; pbar <= J - 2; ++pbar) {
         for (const int hi = std::min(pbar + reach, J - 1); next_q <= hi; ++next_q) {
-            while (tail > head && key[deque[tail - 1]] <= key[next_q]) --tail;
-            deque[tail++] = next_q;
+            const double key = next[next_q] - charge * next_q * delta;
+            while (tail > head && keys[tail - 1] <= key) --tail;
+            keys[tail] = key;
+            quanta[tail++] = next_q;
         }
-        while (head < tail && deque[head] <= pbar) ++head;
+        while (head < tail && quanta[head] <= pbar) ++head;
         if (head == tail) continue;
-        const double advance = key[deque[head]] + charge * pbar * delta - fixed;
+        const double advance = keys[head] + charge * pbar * delta - fixed;
         row[pbar] = std::max(row[pbar], advance);
     }
 }
@@ -60,12 +62,19 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
     const int K = acc.window_count();
     const int J = acc.work_quanta();
     const auto row_size = static_cast<std::size_t>(J) + 1;
-    UninitializedArray<double> key(row_size);  // every entry written before it is read
-    UninitializedArray<int> deque(row_size);
+    UninitializedArray<double> keys(row_size);  // the deque: every entry written before it is read
+    UninitializedArray<int> quanta(row_size);
     for (int k = K - 1; k >= 0; --k) {
         double* __restrict row = v.row(k);
         const double* __restrict next = v.row(k + 1);
+        // Every pbar >= 1 pays the load (rule 1): below J - P (P: the most quanta any path
+        // fits without a checkpoint) the rest does not fit, and waiting is all there is.
+        const int publish_from = J - acc.max_quanta_any(State{k, 1, 1, false}, false);
         for (int pbar = 0; pbar <= J; ++pbar) {
+            if (pbar >= 1 && pbar < publish_from) {
+                row[pbar] = next[pbar];  // wait
+                continue;
+            }
             const State s{k, pbar, pbar, false};
             double best = next[pbar];  // wait
             for (int p = 0; p < acc.path_count(); ++p) {
@@ -83,7 +92,7 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
                 const Segment seg = acc.take(fresh, Action{ActionKind::Advance, u, true, p == 1});
                 row[0] = std::max(row[0], seg.reward() + next[seg.next.durable]);  // Eq. D.2
             }
-            relax_resumed_advances(acc, row, next, k, p == 1, key.data(), deque.data());
+            relax_resumed_advances(acc, row, next, k, p == 1, keys.data(), quanta.data());
         }
         // Advancing without a checkpoint reaches the waiting successor at a higher cost
         // (spec, DP paragraph), so it never raises V*.
