@@ -3,7 +3,8 @@ DP + Rollout scaling, batch threads, and table memory.
 
 Run with ``pytest bench`` (outside the default test run); each benchmark asserts its
 answer. Targets (issue 2): grid >= 1000x the reference; one decide < 5 us; DP + Rollout
-for 100 windows x 3600 quanta < 50 ms on one core; memory proportional to K*J.
+for 100 windows x 3600 quanta < 50 ms on one core; memory proportional to K*J. Issue 12:
+repeated Model builds at 100 x 3600 at most 6 ns/state, the MAX_STATES build 1.5x faster.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 
 import learnsched as ls
+from learnsched import _core
 from learnsched.recovery_choice import two_path_pairs
 
 import reference
@@ -162,6 +164,101 @@ def test_table_memory_is_proportional_to_states(
     measured = json.loads(out.stdout)["bytes"]
     predicted = 3 * (windows + 1) * (quanta + 1) * 8
     assert 0.8 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
+
+
+def ns_per_state(benchmark: Benchmark, scenario: ls.Scenario) -> None:
+    """Record the median build time per state, (K+1) x (J+1)."""
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        states = (len(scenario.windows) + 1) * (scenario.work_quanta + 1)
+        benchmark.extra_info["ns_per_state"] = benchmark.stats.stats.median / states * 1e9
+
+
+def assert_built(model: _core.Model, scenario: ls.Scenario) -> None:
+    """The model answers for `scenario` with all three tables."""
+    assert model.scenario.work_quanta == scenario.work_quanta
+    assert model.optimal_value(model.scenario.initial) >= model.reference_value(
+        model.scenario.initial
+    ) - 1e-9 * max(1.0, abs(model.optimal_value(model.scenario.initial)))
+
+
+BUILD_100_3600 = large_scenario(100, 3600)
+
+
+# Baseline: a fresh model per build, every table allocated (and first touched) anew.
+@pytest.mark.benchmark(group="Model build, 100 x 3600, repeated")
+def test_model_build_fresh(benchmark: Benchmark) -> None:
+    core = BUILD_100_3600.to_core()
+    model = benchmark(_core.Model, core)
+    assert_built(model, BUILD_100_3600)
+    ns_per_state(benchmark, BUILD_100_3600)
+
+
+# Target (issue 12): at most 6 ns/state rebuilding into the memory of the last build.
+@pytest.mark.benchmark(group="Model build, 100 x 3600, repeated")
+def test_model_rebuild(benchmark: Benchmark) -> None:
+    core = BUILD_100_3600.to_core()
+    model = _core.Model(core)
+    benchmark(model.rebuild, core)
+    assert_built(model, BUILD_100_3600)
+    ns_per_state(benchmark, BUILD_100_3600)
+
+
+# The largest model (MAX_STATES): one window, 2^23 - 1 quanta; 384 MiB of tables.
+CAP = large_scenario(1, 2**23 - 1)
+
+
+@pytest.mark.benchmark(group="Model build at MAX_STATES (K = 1, J = 2^23 - 1)")
+def test_cap_build_fresh(benchmark: Benchmark) -> None:
+    assert (len(CAP.windows) + 1) * (CAP.work_quanta + 1) == _core.MAX_STATES
+    core = CAP.to_core()
+    model = benchmark.pedantic(_core.Model, (core,), rounds=3, iterations=1)
+    assert_built(model, CAP)
+    ns_per_state(benchmark, CAP)
+
+
+@pytest.mark.benchmark(group="Model build at MAX_STATES (K = 1, J = 2^23 - 1)")
+def test_cap_rebuild(benchmark: Benchmark) -> None:
+    core = CAP.to_core()
+    model = _core.Model(core)
+    benchmark.pedantic(model.rebuild, (core,), rounds=3, iterations=1)
+    assert_built(model, CAP)
+    ns_per_state(benchmark, CAP)
+
+
+PEAK_RSS = """
+import json, resource, sys
+import learnsched as ls
+from learnsched import _core
+scenario = ls.Scenario.from_json(json.load(sys.stdin)).to_core()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model = _core.Model(scenario, [_core.Policy(p) for p in json.loads(sys.argv[1])])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"peak_kib": peak - before}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB (Linux)")
+@pytest.mark.parametrize(
+    ("policies", "predicted_mib"),
+    [(list(range(7)), 3 * 128), ([int(_core.Policy.DP)], 128 + 96), ([0, 1, 2], 0)],
+    ids=["all tables", "dp", "table-free"],
+)
+def test_cap_build_peak_memory(
+    policies: list[int], predicted_mib: int, tmp_path: pathlib.Path
+) -> None:
+    """Peak memory added by the largest build: its tables (128 MiB each), or V* and its
+    two scratch rows (96 MiB, freed before the other tables are allocated); nothing for
+    the table-free policies."""
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, json.dumps(policies)],
+        input=json.dumps(CAP.to_json()),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,  # outside the source tree, whose flat layout would shadow the install
+    )
+    peak_mib = json.loads(out.stdout)["peak_kib"] / 1024
+    assert peak_mib <= predicted_mib * 1.05 + 16, (peak_mib, predicted_mib)
 
 
 TWO_PATH = [both for _, _, both in two_path_pairs(0.1)]  # parked state at 10x the paper

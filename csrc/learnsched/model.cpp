@@ -43,6 +43,12 @@ void Model::build_tables(TableNeeds tables) {
     built_ = TableNeeds{};  // until every requested table is complete
     const int K = acc_.window_count();
     const int J = acc_.work_quanta();
+    // V* first: its two scratch rows are freed before a fresh model allocates the others,
+    // so they never add to the peak of three tables.
+    if (tables.optimal) {
+        optimal_values_.reset(K, J);
+        fill_optimal_values(acc_, optimal_values_);
+    }
     if (tables.window) {
         window_values_.reset(K, J);
         fill_window_plan_values(acc_, window_values_);
@@ -50,10 +56,6 @@ void Model::build_tables(TableNeeds tables) {
     if (tables.reference) {
         reference_values_.reset(K, J);
         fill_reference_values(acc_, window_values_, reference_values_);
-    }
-    if (tables.optimal) {
-        optimal_values_.reset(K, J);
-        fill_optimal_values(acc_, optimal_values_);
     }
     built_ = tables;
 }
