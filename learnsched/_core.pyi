@@ -333,7 +333,7 @@ class Model:
         """
     def rebuild(self, scenario: Scenario, policies: collections.abc.Sequence[Policy] | None = None) -> None:
         """
-        Prepare another scenario in this model's memory (tables keep their capacity); a scenario that fails validation leaves the model unchanged.
+        Prepare another scenario in this model's memory (tables keep their capacity); a scenario that fails validation leaves the model unchanged. Not while another thread uses this model.
         """
     def reference_value(self, state: State) -> float:
         """

@@ -107,7 +107,8 @@ void bind_solver(py::module_& m) {
             },
             py::arg("scenario"), py::arg("policies") = py::none(),
             "Prepare another scenario in this model's memory (tables keep their capacity); "
-            "a scenario that fails validation leaves the model unchanged.")
+            "a scenario that fails validation leaves the model unchanged. Not while another "
+            "thread uses this model.")
         .def_property_readonly("scenario", &Model::scenario)
         .def(
             "decide",

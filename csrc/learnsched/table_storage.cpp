@@ -11,8 +11,6 @@
 namespace learnsched::detail {
 namespace {
 
-constexpr std::align_val_t kLineAlignment{64};  // a cache line: rows start on one
-
 #if defined(__linux__)
 std::size_t page_bytes() {
     static const std::size_t bytes = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -53,14 +51,16 @@ void BlockRelease::operator()(void* block) const noexcept {
         return;
     }
 #endif
-    ::operator delete(block, kLineAlignment);
+    ::operator delete(block);
 }
 
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes) {
 #if defined(__linux__)
     if (bytes >= kMappedBlockBytes) return {map_huge_aligned(bytes), BlockRelease{bytes}};
 #endif
-    return {::operator new(bytes, kLineAlignment), BlockRelease{bytes}};
+    // The heap: rows need no more than a double's alignment, and an over-aligned request
+    // (memalign) only wastes the chunk's head.
+    return {::operator new(bytes), BlockRelease{bytes}};
 }
 
 }  // namespace learnsched::detail

@@ -19,10 +19,10 @@ namespace learnsched {
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
 // Blocks of at least this many bytes are mapped 2 MiB-aligned with MADV_HUGEPAGE (Linux);
-// smaller ones (and every block elsewhere) come from aligned operator new. 32 MiB is
-// glibc's largest mmap threshold: below it freed tables go back to the heap, where the
-// next model reuses them already faulted in; above it every block is a fresh mapping
-// whose first touch huge pages make cheaper.
+// smaller ones (and every block elsewhere) come from operator new. 32 MiB is glibc's
+// largest mmap threshold: below it a freed table may stay in the heap, already faulted
+// in, for the next model (or be trimmed: Model::rebuild is what never faults); above it
+// every block is a fresh mapping anyway, whose first touch huge pages make cheaper.
 inline constexpr std::size_t kMappedBlockBytes = std::size_t{32} << 20;
 
 namespace detail {
@@ -33,8 +33,8 @@ struct BlockRelease {
     void operator()(void* block) const noexcept;
 };
 
-// At least `bytes` of uninitialised memory, 64-byte aligned (2 MiB-aligned with huge-page
-// advice from kMappedBlockBytes on, on Linux); std::bad_alloc if the system has none.
+// At least `bytes` of uninitialised memory, aligned for any scalar (2 MiB-aligned with
+// huge-page advice from kMappedBlockBytes on, on Linux); std::bad_alloc if there is none.
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes);
 
 }  // namespace detail
