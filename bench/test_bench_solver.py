@@ -3,7 +3,8 @@ DP + Rollout scaling, batch threads, and table memory.
 
 Run with ``pytest bench`` (outside the default test run); each benchmark asserts its
 answer. Targets (issue 2): grid >= 1000x the reference; one decide < 5 us; DP + Rollout
-for 100 windows x 3600 quanta < 50 ms on one core; memory proportional to K*J.
+for 100 windows x 3600 quanta < 50 ms on one core; memory proportional to K*J. Issue 12:
+repeated Model builds at 100 x 3600 at most 6 ns/state, the MAX_STATES build 1.5x faster.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import pytest
 
 import learnsched as ls
+from learnsched import _core
 from learnsched.recovery_choice import two_path_pairs
 
 import reference
@@ -162,6 +164,82 @@ def test_table_memory_is_proportional_to_states(
     measured = json.loads(out.stdout)["bytes"]
     predicted = 3 * (windows + 1) * (quanta + 1) * 8
     assert 0.8 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
+
+
+def assert_built(model: _core.Model, scenario: ls.Scenario) -> None:
+    """The model answers for `scenario` with all three tables."""
+    init = model.scenario.initial
+    assert model.scenario.work_quanta == scenario.work_quanta
+    best = model.optimal_value(init)
+    assert best >= model.reference_value(init) - 1e-9 * max(1.0, abs(best))
+
+
+# Issue 12 targets: repeated builds at 100 x 3600 at most 6 ns/state; the largest model
+# (MAX_STATES: one window of 2^23 - 1 quanta, 384 MiB of tables) 1.5x faster than before.
+BUILDS = {"100 x 3600": large_scenario(100, 3600), "MAX_STATES": large_scenario(1, 2**23 - 1)}
+
+
+@pytest.mark.parametrize("size", list(BUILDS))
+@pytest.mark.parametrize("path", ["fresh", "rebuild"])
+def test_model_build(benchmark: Benchmark, size: str, path: str) -> None:
+    """Baseline "fresh": a new model per build, every table allocated (and first touched)
+    anew; "rebuild": the same model rebuilt into the memory of its last build."""
+    benchmark.group = f"Model build, {size}, repeated"
+    scenario = BUILDS[size]
+    core = scenario.to_core()
+    build: Callable[[], _core.Model] = lambda: _core.Model(core)
+    if path == "rebuild":
+        model = build()
+
+        def build() -> _core.Model:
+            model.rebuild(core)
+            return model
+
+    if size == "MAX_STATES":  # 0.2-1 s a build
+        assert (len(scenario.windows) + 1) * (scenario.work_quanta + 1) == _core.MAX_STATES
+        built = benchmark.pedantic(build, rounds=3, iterations=1)
+    else:
+        built = benchmark(build)
+    assert_built(built, scenario)
+    if not benchmark.disabled:  # no timings under --benchmark-disable
+        states = (len(scenario.windows) + 1) * (scenario.work_quanta + 1)
+        benchmark.extra_info["ns_per_state"] = benchmark.stats.stats.median / states * 1e9
+
+
+PEAK_RSS = """
+import json, resource, sys
+import learnsched as ls
+from learnsched import _core
+scenario = ls.Scenario.from_json(json.load(sys.stdin)).to_core()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+model = _core.Model(scenario, [_core.Policy(p) for p in json.loads(sys.argv[1])])
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"peak_kib": peak - before}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB (Linux)")
+@pytest.mark.parametrize(
+    ("policies", "predicted_mib"),
+    [(list(range(7)), 3 * 128), ([int(_core.Policy.DP)], 128 + 96), ([0, 1, 2], 0)],
+    ids=["all tables", "dp", "table-free"],
+)
+def test_cap_build_peak_memory(
+    policies: list[int], predicted_mib: int, tmp_path: pathlib.Path
+) -> None:
+    """Peak memory added by the largest build: its tables (128 MiB each), or V* and its
+    two scratch rows (96 MiB, freed before the other tables are allocated); nothing for
+    the table-free policies."""
+    out = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, json.dumps(policies)],
+        input=json.dumps(BUILDS["MAX_STATES"].to_json()),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,  # outside the source tree, whose flat layout would shadow the install
+    )
+    peak_mib = json.loads(out.stdout)["peak_kib"] / 1024
+    assert peak_mib <= predicted_mib * 1.05 + 16, (peak_mib, predicted_mib)
 
 
 TWO_PATH = [both for _, _, both in two_path_pairs(0.1)]  # parked state at 10x the paper

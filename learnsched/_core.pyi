@@ -326,8 +326,10 @@ class Model:
     """
     A validated scenario with cached continuation values.
     """
-    def __init__(self, scenario: Scenario) -> None:
-        ...
+    def __init__(self, scenario: Scenario, policies: collections.abc.Sequence[Policy] | None = None) -> None:
+        """
+        Build the tables the policies read (None: every policy's).
+        """
     def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
         """
         The policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)).
@@ -343,6 +345,10 @@ class Model:
     def optimal_value(self, state: State) -> float:
         """
         V*: optimal value of the state (Eq. D.2), s-eq.
+        """
+    def rebuild(self, scenario: Scenario, policies: collections.abc.Sequence[Policy] | None = None) -> None:
+        """
+        Prepare another scenario in this model's memory (tables keep their capacity); a scenario that fails validation leaves the model unchanged. Not while another thread uses this model.
         """
     def reference_value(self, state: State) -> float:
         """

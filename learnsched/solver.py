@@ -185,15 +185,25 @@ class Model:
     ----------
     scenario
         The scenario to prepare.
+    policies
+        The policies it will be asked about (names or :class:`Policy`): only the value
+        tables they read are built (none for never, window and static_roi). ``None``
+        (default) builds them all; a decision or value that reads a table not built
+        raises ``ValueError``.
     """
 
     __slots__ = ("_decide", "_model", "_scenario")
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(
+        self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
+    ) -> None:
         if not isinstance(scenario, Scenario):
             raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+        tables_for = (
+            None if policies is None else [core_policy(p) for p in parse_policies(policies)]
+        )
         self._scenario = scenario
-        self._model = _core.Model(scenario.to_core())
+        self._model = _core.Model(scenario.to_core(), tables_for)
         self._decide = self._model.decide  # bound once: decide()'s hot path is one call
 
     def __repr__(self) -> str:
@@ -456,7 +466,7 @@ def solve(
     ValueError
         An unknown policy, or a guard argument for a policy other than ``guarded``.
     """
-    return Model(scenario).solve(policy, epsilon, score_noise)
+    return Model(scenario, (policy,)).solve(policy, epsilon, score_noise)
 
 
 def solve_all(
@@ -481,4 +491,5 @@ def solve_all(
     ValueError
         An unknown policy.
     """
-    return Model(scenario).solve_all(policies)
+    chosen = parse_policies(policies)  # once: `policies` may be an iterator
+    return Model(scenario, chosen).solve_all(chosen)

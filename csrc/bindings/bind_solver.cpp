@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "learnsched/batch.hpp"
@@ -161,6 +162,11 @@ PlanColumns plan_columns(const Plan& plan) {
     return out;
 }
 
+// The tables `policies` read; every table when None.
+TableNeeds needed_tables(const std::optional<std::vector<Policy>>& policies) {
+    return policies ? table_needs(*policies) : kAllTables;
+}
+
 }  // namespace
 
 void bind_solver(py::module_& m) {
@@ -199,8 +205,24 @@ void bind_solver(py::module_& m) {
              "and durable (the next state's).");
 
     py::class_<Model>(m, "Model", "A validated scenario with cached continuation values.")
-        .def(py::init<Scenario>(), py::arg("scenario"),
-             py::call_guard<py::gil_scoped_release>())  // O(K*J) table construction
+        .def(py::init([](Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
+                 const TableNeeds tables = needed_tables(policies);
+                 py::gil_scoped_release release;  // O(K*J) table construction, pure C++
+                 return Model(std::move(scenario), tables);
+             }),
+             py::arg("scenario"), py::arg("policies") = py::none(),
+             "Build the tables the policies read (None: every policy's).")
+        .def(
+            "rebuild",
+            [](Model& model, Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
+                const TableNeeds tables = needed_tables(policies);
+                py::gil_scoped_release release;  // pure C++, as in the constructor
+                model.rebuild(std::move(scenario), tables);
+            },
+            py::arg("scenario"), py::arg("policies") = py::none(),
+            "Prepare another scenario in this model's memory (tables keep their capacity); "
+            "a scenario that fails validation leaves the model unchanged. Not while another "
+            "thread uses this model.")
         .def_property_readonly("scenario", &Model::scenario)
         .def(
             "decide",

@@ -1,8 +1,8 @@
 #include "batch.hpp"
 
+#include <optional>
 #include <stdexcept>
 #include <string>
-#include <string_view>
 
 #include "parallel.hpp"
 
@@ -10,12 +10,17 @@ namespace learnsched {
 namespace {
 
 void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Policy>& policies,
-                 const Guard& guard, std::size_t begin, std::size_t end,
-                 std::vector<PlanSummary>& out) {
+                 const TableNeeds& tables, const Guard& guard, std::size_t begin,
+                 std::size_t end, std::vector<PlanSummary>& out) {
+    std::optional<Model> model;  // one per worker, rebuilt in the memory of the last scenario
     for (std::size_t i = begin; i < end; ++i) {
-        const Model model(scenarios[i]);
+        if (model) {
+            model->rebuild(scenarios[i], tables);
+        } else {
+            model.emplace(scenarios[i], tables);
+        }
         for (std::size_t j = 0; j < policies.size(); ++j) {
-            const Plan plan = model.solve(policies[j], guard);
+            const Plan plan = model->solve(policies[j], guard);
             out[i * policies.size() + j] =
                 PlanSummary{plan.value, plan.benefit, plan.publish_s, plan.cost};
         }
@@ -33,12 +38,7 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
         throw std::invalid_argument("threads must be in [1, " + std::to_string(kMaxThreads) +
                                     "], got " + std::to_string(threads));
     }
-    for (const Policy p : policies) {
-        if (name(p) == "unknown") {
-            throw std::invalid_argument("policies must hold Policy values, got " +
-                                        std::to_string(static_cast<int>(p)));
-        }
-    }
+    const TableNeeds tables = table_needs(policies);  // only these are built
     for (std::size_t i = 0; i < scenarios.size(); ++i) {
         try {
             validate(scenarios[i]);
@@ -49,7 +49,7 @@ std::vector<PlanSummary> solve_batch(const std::vector<Scenario>& scenarios,
     std::vector<PlanSummary> out(scenarios.size() * policies.size());
     // Contiguous blocks: each worker writes only its own rows of `out`.
     run_blocks(scenarios.size(), threads, [&](std::size_t begin, std::size_t end) {
-        solve_range(scenarios, policies, guard, begin, end, out);
+        solve_range(scenarios, policies, tables, guard, begin, end, out);
     });
     return out;
 }

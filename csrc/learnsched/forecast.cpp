@@ -61,17 +61,16 @@ const std::vector<Calendar>& after_current(const Scenario& current,
 }
 
 TableNeeds needs_of(const std::vector<Policy>& policies) {
-    TableNeeds needs;
     for (const Policy p : policies) {
         switch (p) {
-            case Policy::Window: break;
-            case Policy::CostedWindow: needs.window = true; break;
-            case Policy::Rollout: needs.window = needs.reference = true; break;
-            case Policy::Dp: needs.optimal = true; break;
+            case Policy::Window:
+            case Policy::CostedWindow:
+            case Policy::Rollout:
+            case Policy::Dp: break;
             default: unsupported(p);
         }
     }
-    return needs;
+    return table_needs(policies);
 }
 
 bool same_candidate(const Scenario& a, const Scenario& b) {

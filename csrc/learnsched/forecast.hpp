@@ -20,13 +20,6 @@ using Calendar = std::vector<Window>;
 // Largest number of samples one decision may average over.
 inline constexpr std::size_t kMaxSamples = std::size_t{1} << 16;
 
-// Which per-sample tables the requested policies need.
-struct TableNeeds {
-    bool window = false;     // V_G: CostedWindow and Rollout
-    bool reference = false;  // V^pi0: Rollout
-    bool optimal = false;    // V*: Dp
-};
-
 // The continuation tables of N sampled calendars, each built once. Tables are computed
 // backwards, so the continuation after any current window is the row of the sample's
 // first window that starts at or after the current window's end: fixed samples serve

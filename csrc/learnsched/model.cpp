@@ -27,14 +27,54 @@ Action first_action(const SegmentAccounting& acc, const State& s) {
 
 }  // namespace
 
-Model::Model(Scenario scenario)
-    : acc_(validated(std::move(scenario))),
-      window_values_(acc_.window_count(), acc_.work_quanta()),
-      reference_values_(acc_.window_count(), acc_.work_quanta()),
-      optimal_values_(optimal_values(acc_)) {
-    evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
-    evaluate_policy(acc_, reference_values_,
-                    [&](const State& s) { return costed_window_action(s); });
+Model::Model(Scenario scenario) : Model(std::move(scenario), kAllTables) {}
+
+Model::Model(Scenario scenario, TableNeeds tables) : acc_(validated(std::move(scenario))) {
+    build_tables(tables);
+}
+
+void Model::rebuild(Scenario scenario, TableNeeds tables) {
+    acc_ = SegmentAccounting(validated(std::move(scenario)));
+    // The lookahead indexes served the old tables: empty ones, sized for the new scenario.
+    reference_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
+    optimal_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
+    build_tables(tables);
+}
+
+void Model::build_tables(TableNeeds tables) {
+    tables.window = tables.window || tables.reference;  // Costed Window's actions read V_G
+    built_ = TableNeeds{};  // until every requested table is complete
+    const int K = acc_.window_count();
+    const int J = acc_.work_quanta();
+    // V* first: its two scratch rows are freed before a fresh model allocates the others,
+    // so they never add to the peak of three tables.
+    if (tables.optimal) {
+        optimal_values_.reset(K, J);
+        fill_optimal_values(acc_, optimal_values_);
+    }
+    if (tables.window) {
+        window_values_.reset(K, J);
+        fill_window_plan_values(acc_, window_values_);
+    }
+    if (tables.reference) {
+        reference_values_.reset(K, J);
+        fill_reference_values(acc_, window_values_, reference_values_);
+    }
+    built_ = tables;
+}
+
+void Model::require(const TableNeeds& needs, const char* reader) const {
+    if (built_.covers(needs)) return;
+    const char* table = needs.window && !built_.window         ? "window-plan values V_G"
+                        : needs.reference && !built_.reference ? "reference values V^pi0"
+                                                               : "optimal values V*";
+    throw std::invalid_argument(std::string(reader) + " reads the " + table +
+                                ", which this model was built without");
+}
+
+void Model::require_tables(Policy policy) const {
+    const TableNeeds needs = table_needs(policy);
+    if (!built_.covers(needs)) require(needs, ("policy " + std::string(name(policy))).c_str());
 }
 
 Action Model::costed_window_action(const State& s) const {
@@ -96,6 +136,7 @@ Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
 Action Model::decide(const State& state, Policy policy, const Guard& guard) const {
     validate_state(scenario(), state);
     validate(guard);
+    require_tables(policy);
     return choose(state, policy, guard);
 }
 
@@ -124,6 +165,7 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
 
 Plan Model::solve(Policy policy, const Guard& guard) const {
     validate(guard);
+    require_tables(policy);
     Plan plan;
     plan.policy = policy;
     plan.publish_s = std::numeric_limits<double>::quiet_NaN();
@@ -145,18 +187,21 @@ Plan Model::solve(Policy policy, const Guard& guard) const {
 
 double Model::window_plan_value(const State& state) const {
     validate_state(scenario(), state);
+    require(TableNeeds{true, false, false}, "window_plan_value");
     return state_value(acc_, window_values_, state,
                        [&](const State& s) { return window_action(acc_, s); });
 }
 
 double Model::reference_value(const State& state) const {
     validate_state(scenario(), state);
+    require(TableNeeds{true, true, false}, "reference_value");
     return state_value(acc_, reference_values_, state,
                        [&](const State& s) { return costed_window_action(s); });
 }
 
 double Model::optimal_value(const State& state) const {
     validate_state(scenario(), state);
+    require(TableNeeds{false, false, true}, "optimal_value");
     return state_value(acc_, optimal_values_, state,
                        [&](const State& s) { return choose(s, Policy::Dp, Guard{}); });
 }

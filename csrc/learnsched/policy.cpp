@@ -1,5 +1,8 @@
 #include "policy.hpp"
 
+#include <stdexcept>
+#include <string>
+
 namespace learnsched {
 
 std::string_view name(Policy policy) {
@@ -13,6 +16,43 @@ std::string_view name(Policy policy) {
         case Policy::Guarded: return "guarded";
     }
     return "unknown";
+}
+
+TableNeeds& TableNeeds::operator|=(const TableNeeds& other) {
+    window = window || other.window;
+    reference = reference || other.reference;
+    optimal = optimal || other.optimal;
+    return *this;
+}
+
+bool TableNeeds::covers(const TableNeeds& other) const {
+    return (window || !other.window) && (reference || !other.reference) &&
+           (optimal || !other.optimal);
+}
+
+TableNeeds table_needs(Policy policy) {
+    switch (policy) {
+        case Policy::Never:
+        case Policy::Window:
+        case Policy::StaticRoi: return {};
+        case Policy::CostedWindow: return {true, false, false};
+        case Policy::Rollout:
+        case Policy::Guarded: return {true, true, false};
+        case Policy::Dp: return {false, false, true};
+    }
+    return {};
+}
+
+TableNeeds table_needs(const std::vector<Policy>& policies) {
+    TableNeeds needs;
+    for (const Policy p : policies) {
+        if (name(p) == "unknown") {
+            throw std::invalid_argument("policies must hold Policy values, got " +
+                                        std::to_string(static_cast<int>(p)));
+        }
+        needs |= table_needs(p);
+    }
+    return needs;
 }
 
 }  // namespace learnsched

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string_view>
+#include <vector>
 
 namespace learnsched {
 
@@ -17,5 +18,23 @@ enum class Policy : unsigned char {
 };
 
 std::string_view name(Policy policy);
+
+// Which continuation tables decisions read. Never, Window and Static ROI read none;
+// Costed Window prices the Window plan (V_G); Rollout and Guarded score by V^pi0 and take
+// pi0's action by V_G; Dp reads V*.
+struct TableNeeds {
+    bool window = false;     // V_G
+    bool reference = false;  // V^pi0 (building it reads V_G)
+    bool optimal = false;    // V*
+
+    TableNeeds& operator|=(const TableNeeds& other);
+    bool covers(const TableNeeds& other) const;  // every table `other` needs is here
+};
+
+inline constexpr TableNeeds kAllTables{true, true, true};
+
+TableNeeds table_needs(Policy policy);  // none for a value outside the enum
+// Every table some of `policies` reads; std::invalid_argument for a value outside the enum.
+TableNeeds table_needs(const std::vector<Policy>& policies);
 
 }  // namespace learnsched

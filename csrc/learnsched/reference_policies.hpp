@@ -78,4 +78,13 @@ inline Action costed_window_action(const SegmentAccounting& acc, const ValueTabl
     return strictly_greater(go, stop) ? window_action(acc, s) : decline_action(acc, s);
 }
 
+// V_G: evaluate_policy with window_action, into `values` shaped for acc (constructed or
+// reset), bit for bit the same values.
+void fill_window_plan_values(const SegmentAccounting& acc, ValueTable& values);
+
+// V^pi0: evaluate_policy with costed_window_action over `window_values` (V_G), into
+// `values` shaped for acc, bit for bit the same values.
+void fill_reference_values(const SegmentAccounting& acc, const ValueTable& window_values,
+                           ValueTable& values);
+
 }  // namespace learnsched

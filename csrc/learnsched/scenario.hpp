@@ -8,9 +8,10 @@
 namespace learnsched {
 
 // Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
-// model keeps three such tables of doubles (384 MiB at the cap) and two scratch rows of
-// work_quanta + 1 entries (12 bytes each, at most 96 MiB). Measured peak RSS of building
-// a Model (README, Performance): 480 MiB at K = 1, J = 2^23 - 1; 414 MiB at K = 2^17, J = 126.
+// model keeps up to three such tables of doubles (384 MiB at the cap); building V* also
+// takes two scratch rows of work_quanta + 1 entries (12 bytes each, at most 96 MiB), freed
+// before a fresh model allocates its other tables. Measured peak RSS added by building a
+// Model (README, Performance): 384 MiB at K = 1, J = 2^23 - 1; 385 MiB at K = 2^17, J = 126.
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 
 // Most windows a scenario may have: this bounds a plan's length (one step per window,

@@ -5,28 +5,45 @@
 // with row K (after the last window) all zero.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <vector>
 
 #include "segment.hpp"
+#include "table_storage.hpp"
 
 namespace learnsched {
 
 class ValueTable {
   public:
-    ValueTable(int windows, int work_quanta)
-        : stride_(static_cast<std::size_t>(work_quanta) + 1),
-          values_((static_cast<std::size_t>(windows) + 1) * stride_, 0.0) {}
+    ValueTable() = default;  // empty until reset()
+    // All (K+1) x (J+1) entries zero.
+    ValueTable(int windows, int work_quanta) {
+        reset(windows, work_quanta);
+        std::fill_n(values_.data(), values_.size(), 0.0);
+    }
 
-    double operator()(int window, int durable) const { return values_[index(window, durable)]; }
-    double& operator()(int window, int durable) { return values_[index(window, durable)]; }
+    // Shape the table for K windows and J quanta in the memory it already holds (growing
+    // it if needed): row K is zero; rows 0..K-1 are unspecified until a backward pass
+    // (evaluate_policy, optimal_values) overwrites every one of them.
+    void reset(int windows, int work_quanta) {
+        stride_ = static_cast<std::size_t>(work_quanta) + 1;
+        values_.resize((static_cast<std::size_t>(windows) + 1) * stride_);
+        std::fill_n(row(windows), stride_, 0.0);
+    }
+
+    double operator()(int window, int durable) const { return row(window)[durable]; }
+    double& operator()(int window, int durable) { return row(window)[durable]; }
+
+    // Row k (J+1 entries by durable progress): the backward passes store through it, so
+    // that a store is not taken to alias the table's own bookkeeping.
+    const double* row(int window) const {
+        return values_.data() + static_cast<std::size_t>(window) * stride_;
+    }
+    double* row(int window) { return values_.data() + static_cast<std::size_t>(window) * stride_; }
 
   private:
-    std::size_t index(int window, int durable) const {
-        return static_cast<std::size_t>(window) * stride_ + static_cast<std::size_t>(durable);
-    }
-    std::size_t stride_;
-    std::vector<double> values_;
+    std::size_t stride_ = 1;
+    UninitializedArray<double> values_;
 };
 
 // Q(s, a) = R(s, a) + V(s'): terminal actions and the last window continue with 0.
@@ -51,18 +68,27 @@ double state_value(const SegmentAccounting& acc, const ValueTable& values, const
 Action best_action(const SegmentAccounting& acc, const ValueTable& next_values, const State& s,
                    Action incumbent);
 
-// Fill `values` backwards with the value of following `choose` in every service state.
+// Fill rows 0..K-1 of `values` (shaped for acc: constructed or reset) backwards with the
+// value of following `choose` in every service state.
 template <class ChooseAction>
 void evaluate_policy(const SegmentAccounting& acc, ValueTable& values, ChooseAction&& choose) {
+    const int J = acc.work_quanta();
     for (int k = acc.window_count() - 1; k >= 0; --k) {
-        for (int pbar = 0; pbar <= acc.work_quanta(); ++pbar) {
+        double* __restrict row = values.row(k);
+        const double* __restrict next = values.row(k + 1);
+        for (int pbar = 0; pbar <= J; ++pbar) {
             const State s{k, pbar, pbar, false};
-            values(k, pbar) = action_value(acc, values, s, choose(s));
+            const Action a = choose(s);
+            const Segment seg = acc.take(s, a);  // seg.next.window == k + 1
+            row[pbar] = seg.reward() + (a.is_terminal() ? 0.0 : next[seg.next.durable]);  // Eq. 11
         }
     }
 }
 
-// V* over service states (Eq. D.2), O(K * J) with a monotone deque per window.
+// V* over service states (Eq. D.2), O(K * J) with a monotone deque per window, into
+// `values` reset for acc (its memory reused).
+void fill_optimal_values(const SegmentAccounting& acc, ValueTable& values);
+// The same into a new table.
 ValueTable optimal_values(const SegmentAccounting& acc);
 
 }  // namespace learnsched

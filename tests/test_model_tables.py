@@ -1,0 +1,216 @@
+"""Model tables: only those the policies read are built, rebuilds reuse their memory, and
+every value is bit for bit a fresh model's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import learnsched as ls
+from learnsched import _core
+
+from strategies import scenarios
+
+POLICIES = list(_core.Policy.__members__.values())
+# The table each reader needs, as Model names it in its error.
+V_G = "window-plan values V_G"
+V_PI0 = "reference values V\\^pi0"
+V_STAR = "optimal values V\\*"
+
+
+def bits(x: float) -> str:
+    """Exact, NaN-equal identity of a double."""
+    return float.hex(x)
+
+
+def plan_bits(plan: _core.Plan) -> tuple[object, ...]:
+    """Every number of a plan, exactly."""
+    cost = plan.cost
+    steps = tuple(
+        (
+            s.window,
+            s.action,
+            bits(s.publish_s),
+            bits(s.ready_s),
+            bits(s.benefit),
+            bits(s.cost.total),
+            (s.next.window, s.next.progress, s.next.durable, s.next.active),
+        )
+        for s in plan.steps
+    )
+    totals = (cost.work, cost.save, cost.load, cost.recovery, cost.residency)
+    return (
+        bits(plan.value),
+        bits(plan.benefit),
+        bits(plan.publish_s),
+        tuple(map(bits, totals)),
+        steps,
+    )
+
+
+def service_values(model: _core.Model, reader: str) -> list[str]:
+    """The reader's value in every service state, exactly."""
+    sc = model.scenario
+    read = getattr(model, reader)
+    return [
+        bits(read(_core.State(k, p, p, False)))
+        for k in range(len(sc.windows))
+        for p in range(sc.work_quanta + 1)
+    ]
+
+
+def variant(base: _core.Scenario, **overrides: object) -> _core.Scenario:
+    """`base` with some fields replaced (the core checks nothing until a model is built)."""
+    fields = ("windows", "work_quanta", "quantum_s", "benefit_rate", "horizon_s", "costs")
+    args = {f: getattr(base, f) for f in fields} | {"initial": _core.State(0, 0, 0, False)}
+    return _core.Scenario(**(args | overrides))
+
+
+@pytest.fixture
+def small(s0348: ls.Scenario) -> _core.Scenario:
+    """The paper's worked example in the core's types (fresh start)."""
+    return s0348.to_core()
+
+
+def same_answers(a: _core.Model, b: _core.Model) -> None:
+    for policy in POLICIES:
+        assert plan_bits(a.solve(policy)) == plan_bits(b.solve(policy)), policy
+    for reader in ("window_plan_value", "reference_value", "optimal_value"):
+        assert service_values(a, reader) == service_values(b, reader), reader
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios(), scenarios(two_path=True), st.booleans())
+def test_rebuild_answers_as_a_fresh_model(
+    first: ls.Scenario, second: ls.Scenario, two_path_first: bool
+) -> None:
+    a, b = (second, first) if two_path_first else (first, second)
+    model = _core.Model(a.to_core())
+    model.rebuild(b.to_core())
+    same_answers(model, _core.Model(b.to_core()))
+    model.rebuild(a.to_core())  # back into the capacity the larger of the two left
+    same_answers(model, _core.Model(a.to_core()))
+
+
+@settings(max_examples=100, deadline=None)
+@given(scenarios(two_path=True), st.sampled_from(POLICIES))
+def test_a_model_for_one_policy_solves_it_as_the_full_model(
+    scenario: ls.Scenario, policy: _core.Policy
+) -> None:
+    core = scenario.to_core()
+    full = _core.Model(core)
+    lean = _core.Model(core, [policy])
+    assert plan_bits(lean.solve(policy)) == plan_bits(full.solve(policy))
+    init = core.initial
+    state = (init.window, init.progress, init.durable, init.active)
+    if policy != _core.Policy.GUARDED:
+        assert lean.decide(*state, policy) == full.decide(*state, policy)
+
+
+@pytest.mark.parametrize(
+    ("built", "policy", "table"),
+    [
+        ([], _core.Policy.COSTED_WINDOW, V_G),
+        ([_core.Policy.WINDOW], _core.Policy.ROLLOUT, V_G),
+        ([_core.Policy.COSTED_WINDOW], _core.Policy.ROLLOUT, V_PI0),
+        ([_core.Policy.COSTED_WINDOW], _core.Policy.GUARDED, V_PI0),
+        ([_core.Policy.ROLLOUT], _core.Policy.DP, V_STAR),
+        ([_core.Policy.DP], _core.Policy.COSTED_WINDOW, V_G),
+    ],
+)
+def test_a_policy_whose_table_was_not_built_is_refused(
+    small: _core.Scenario, built: list[_core.Policy], policy: _core.Policy, table: str
+) -> None:
+    model = _core.Model(small, built)
+    message = f"policy {_core.policy_name(policy)} reads the {table}, which this model was built"
+    with pytest.raises(ValueError, match=message):
+        model.solve(policy)
+    with pytest.raises(ValueError, match=message):
+        model.decide(0, 0, 0, False, policy)
+
+
+def test_tables_need_nothing_for_the_table_free_policies(small: _core.Scenario) -> None:
+    model = _core.Model(small, [_core.Policy.NEVER, _core.Policy.WINDOW, _core.Policy.STATIC_ROI])
+    full = _core.Model(small)
+    for policy in (_core.Policy.NEVER, _core.Policy.WINDOW, _core.Policy.STATIC_ROI):
+        assert plan_bits(model.solve(policy)) == plan_bits(full.solve(policy))
+    state = _core.State(0, 0, 0, False)
+    for reader, table in [
+        ("window_plan_value", V_G),
+        ("reference_value", V_G),
+        ("optimal_value", V_STAR),
+    ]:
+        with pytest.raises(ValueError, match=f"{reader} reads the {table}"):
+            getattr(model, reader)(state)
+
+
+def test_reference_values_bring_the_window_plan_values(small: _core.Scenario) -> None:
+    """Costed Window's actions read V_G, so a model built for Rollout answers it too."""
+    model = _core.Model(small, [_core.Policy.ROLLOUT])
+    full = _core.Model(small)
+    assert plan_bits(model.solve(_core.Policy.COSTED_WINDOW)) == plan_bits(
+        full.solve(_core.Policy.COSTED_WINDOW)
+    )
+
+
+def test_rebuild_with_an_invalid_scenario_keeps_the_model(small: _core.Scenario) -> None:
+    model = _core.Model(small)
+    before = plan_bits(model.solve(_core.Policy.DP))
+    with pytest.raises(ValueError, match="work_quanta must be >= 1, got 0"):
+        model.rebuild(variant(small, work_quanta=0))
+    assert model.scenario.work_quanta == small.work_quanta
+    assert plan_bits(model.solve(_core.Policy.DP)) == before
+
+
+def test_rebuild_with_fewer_tables_refuses_the_dropped_ones(small: _core.Scenario) -> None:
+    model = _core.Model(small)
+    model.rebuild(variant(small, work_quanta=4), [_core.Policy.WINDOW])
+    assert model.scenario.work_quanta == 4
+    with pytest.raises(ValueError, match=f"reads the {V_STAR}"):
+        model.solve(_core.Policy.DP)
+
+
+def test_policies_must_be_policy_values(small: _core.Scenario) -> None:
+    with pytest.raises(ValueError, match="policies must hold Policy values, got 9"):
+        _core.Model(small, [_core.Policy(9)])
+
+
+def test_large_mapped_tables_rebuild_to_the_same_values(small: _core.Scenario) -> None:
+    """Tables of 32 MiB and more live in mapped, huge-page-advised blocks: growing,
+    shrinking and reusing them keeps every value."""
+    big = variant(small, windows=[(0.0, 3.0e6)], work_quanta=2**21, quantum_s=1.0, horizon_s=4.0e6)
+    model = _core.Model(small)
+    model.rebuild(big)  # grows into a mapped block
+    fresh = _core.Model(big)
+    for policy in POLICIES:
+        assert plan_bits(model.solve(policy)) == plan_bits(fresh.solve(policy))
+    states = [_core.State(0, p, p, False) for p in (0, 1, 2**20, 2**21 - 1, 2**21)]
+    for reader in ("window_plan_value", "reference_value", "optimal_value"):
+        got = [bits(getattr(model, reader)(s)) for s in states]
+        assert got == [bits(getattr(fresh, reader)(s)) for s in states]
+    model.rebuild(small)  # keeps the big block, uses its start
+    same_answers(model, _core.Model(small))
+
+
+@pytest.mark.parametrize("policy", ls.ALL_POLICIES)
+def test_batch_of_one_policy_matches_its_column(policy: ls.Policy) -> None:
+    grid = ls.paper_grid()
+    scenarios = [g.scenario for g in grid.scenarios][::7]
+    every = ls.solve_batch(scenarios)
+    alone = ls.solve_batch(scenarios, (policy,))
+    np.testing.assert_array_equal(alone.value[:, 0], every.column(policy.value))
+
+
+def test_python_model_builds_the_tables_of_its_policies(s0348: ls.Scenario) -> None:
+    scenario = s0348
+    model = ls.Model(scenario, policies="window")
+    assert model.solve("window").value == ls.Model(scenario).solve("window").value
+    with pytest.raises(ValueError, match=f"policy dp reads the {V_STAR}"):
+        model.solve("dp")
+    with pytest.raises(ValueError, match="policy must be one of"):
+        ls.Model(scenario, policies=["nope"])
+    assert math.isfinite(ls.Model(scenario, policies=()).solve("never").value)
