@@ -186,21 +186,11 @@ def kernel_static_replay(trace: Trace, capacity: RateProfile) -> tuple[np.ndarra
     return finish, progress
 
 
-def static_profile(trace: Trace, segments: int) -> RateProfile:
-    """A constant 60 work/s, as one segment or as ``segments`` equal ones."""
-    if segments == 1:
-        return RateProfile.constant(60.0)
-    return RateProfile(
-        np.linspace(0.0, float(trace.arrival[-1]), segments), np.full(segments, 60.0)
-    )
-
-
 @pytest.mark.benchmark(group="static-share replay")
-@pytest.mark.parametrize("segments", [1, 100])
 @pytest.mark.parametrize("n", STATIC_SIZES)
-def test_static_replay_closed_form(benchmark: BenchmarkFixture, n: int, segments: int) -> None:
+def test_static_replay_closed_form(benchmark: BenchmarkFixture, n: int) -> None:
     trace = poisson_trace(n)
-    capacity = static_profile(trace, segments)
+    capacity = RateProfile.constant(60.0)
     result = benchmark(replay, trace, capacity, STATIC_SHARE)
     finish, progress = kernel_static_replay(trace, capacity)
     assert result.background_progress == progress
@@ -209,11 +199,10 @@ def test_static_replay_closed_form(benchmark: BenchmarkFixture, n: int, segments
 
 
 @pytest.mark.benchmark(group="static-share replay")
-@pytest.mark.parametrize("segments", [1, 100])
 @pytest.mark.parametrize("n", STATIC_SIZES)
-def test_static_replay_kernel(benchmark: BenchmarkFixture, n: int, segments: int) -> None:
+def test_static_replay_kernel(benchmark: BenchmarkFixture, n: int) -> None:
     trace = poisson_trace(n)
-    finish, _ = benchmark(kernel_static_replay, trace, static_profile(trace, segments))
+    finish, _ = benchmark(kernel_static_replay, trace, RateProfile.constant(60.0))
     assert np.all(finish >= trace.arrival)
     record_rate(benchmark, n)
 

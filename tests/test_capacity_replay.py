@@ -26,6 +26,7 @@ from learnsched.capacity import (
     next_share,
     replay,
 )
+from learnsched.capacity.replay import ReplayResult, _static_replay
 
 FULL_RATE = 45.0  # work/s: a 40 req/s burst of unit work leaves ~11 % headroom
 
@@ -83,26 +84,6 @@ def kernel_replay(
     return finish, shares, progress
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.floats(-5.0, 30.0), min_size=1, max_size=60),
-    st.lists(st.floats(0.1, 4.0), min_size=1, max_size=8),
-    st.lists(st.sampled_from([0.0, 2.0]) | st.floats(0.0, 9.0), min_size=8, max_size=8),
-)
-def test_ordered_lookups_equal_the_searches(
-    times: list[float], segments: list[float], rates: list[float]
-) -> None:
-    """Sorted times and service levels take the one-pass lookups: the same numbers."""
-    capacity = RateProfile(np.cumsum(segments) - 3.0, np.array(rates[: len(segments)]))
-    ordered = np.sort(times)
-    np.testing.assert_array_equal(
-        capacity.segment_of(ordered, ordered=True), capacity.segment_of(ordered)
-    )
-    g = capacity.cumulative_at(ordered, ordered=True)
-    assert g.tobytes() == capacity.cumulative_at(ordered).tobytes()
-    assert capacity.time_of(g, ordered=True).tobytes() == capacity.time_of(g).tobytes()
-
-
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.floats(0.0, 2.0), min_size=1, max_size=50),
@@ -131,7 +112,20 @@ def test_static_closed_form_is_the_kernel_to_its_rounding_bound(
     trace = Trace(arrival, work[:n], arrival + np.array(budgets[:n]))
     starts = origin + np.cumsum(segments) - 2.0
     capacity = RateProfile(starts, np.array(rates[:m]))
-    result = replay(trace, capacity, share, period_s=period_s)
+    start = float(trace.arrival[0])
+    periods = max(1, math.ceil((float(trace.deadline.max()) - start) / period_s))
+    # replay takes the closed form at a constant rate only; it holds for any profile
+    closed, closed_shares, closed_progress = _static_replay(
+        trace, capacity, share, start, period_s, periods
+    )
+    result = replay(trace, RateProfile.constant(2.0), share, period_s=period_s)
+    assert (
+        result.finish.tobytes()
+        == _static_replay(trace, RateProfile.constant(2.0), share, start, period_s, periods)[
+            0
+        ].tobytes()
+    )
+    result = ReplayResult(closed, closed_shares, start, period_s, closed_progress, 0)
     finish, shares, progress = kernel_replay(trace, capacity, share, period_s)
     assert result.shares.tobytes() == shares.tobytes()
     assert result.background_progress == progress

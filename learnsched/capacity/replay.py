@@ -97,7 +97,7 @@ def _static_replay(
     periods: int,
 ) -> tuple[FloatArray, FloatArray, float]:
     """The replay under a constant background ``share`` and no admission rule, in closed
-    form: ``(finish, shares, background_progress)``.
+    form, for any rate profile: ``(finish, shares, background_progress)``.
 
     The foreground is then a FIFO queue on ``(1 - share) * c(v)``. In service terms
     (``G``, the profile's cumulative service) request ``i`` completes at
@@ -119,20 +119,18 @@ def _static_replay(
     # As the kernel: t = start + k * period
     starts: FloatArray = start_s + np.arange(periods, dtype=np.float64) * period_s
     ends: FloatArray = starts + period_s
-    gained = share * (
-        capacity.cumulative_at(ends, ordered=True) - capacity.cumulative_at(starts, ordered=True)
-    )
+    gained = share * (capacity.cumulative_at(ends) - capacity.cumulative_at(starts))
     progress = float(np.cumsum(gained)[-1])  # cumsum: the kernel's sequential sum
     shares = np.full(periods, share)
     keep = 1.0 - share
     if not keep > 0.0:  # with share 1 nothing is served and nothing finishes
         return np.full(len(trace), np.inf), shares, progress
     through = np.cumsum(trace.work / keep)
-    ready = capacity.cumulative_at(trace.arrival, ordered=True)  # sorted
+    ready = capacity.cumulative_at(trace.arrival)
     ready[1:] -= through[:-1]  # G(a_k) - S_{k-1}
     done = np.maximum.accumulate(ready, out=ready)
     done += through  # F_i
-    finish = capacity.time_of(done, ordered=True)  # F never falls
+    finish = capacity.time_of(done)
     np.maximum(finish, trace.arrival, out=finish)
     np.minimum(finish, ends[-1], out=finish)
     finish[done > capacity.cumulative_at(ends[-1:])[0]] = np.inf  # unfinished at the end
@@ -196,7 +194,11 @@ def replay(
             f"period_s = {period_s!r} gives {periods} control periods over {span:g} s; "
             f"at most {MAX_PERIODS} are allowed"
         )
-    if admission is None and config.min_share == config.max_share:
+    # A static share with no admission rule has a closed form. Measured against the
+    # kernel at 10^6 requests it is 1.6x faster at a constant rate but no faster with 100
+    # rate segments (where the kernel's segment cursors cost it little), and it rounds a
+    # little more: it is used at a constant rate only.
+    if admission is None and config.min_share == config.max_share and capacity.rates.size == 1:
         finish, shares, progress = _static_replay(
             trace, capacity, config.min_share, start_s, period_s, periods
         )
