@@ -81,6 +81,48 @@ def test_scan_python_reference(benchmark: BenchmarkFixture, n: int) -> None:
     assert_scan(np.array(slack), ref.first_violation(slack), n)
 
 
+SEGMENTS = 100
+SEGMENTED_REFERENCE_SIZES = [1_000, 10_000]  # the reference is Python, about 2 us a request
+
+
+def segmented_rates(trace: Trace) -> RateProfile:
+    """100 equal segments of the constant rate over the trace: the same slack, so the two
+    scans differ only in finding each request's segments."""
+    return RateProfile(
+        np.linspace(0.0, float(trace.arrival[-1]), SEGMENTS), np.full(SEGMENTS, RATE)
+    )
+
+
+@pytest.mark.benchmark(group="feasibility scan, 100 segments (Eq. 6)")
+@pytest.mark.parametrize("n", [10_000, 1_000_000])
+def test_scan_constant_rate(benchmark: BenchmarkFixture, n: int) -> None:
+    trace = steady_trace(n)
+    result = benchmark(check_feasibility, trace, RateProfile.constant(RATE))
+    assert_scan(result.slack, result.first_violation, n)
+    record_rate(benchmark, n)
+
+
+@pytest.mark.benchmark(group="feasibility scan, 100 segments (Eq. 6)")
+@pytest.mark.parametrize("n", [*SEGMENTED_REFERENCE_SIZES, 1_000_000])
+def test_scan_segment_cursor(benchmark: BenchmarkFixture, n: int) -> None:
+    trace = steady_trace(n)
+    result = benchmark(check_feasibility, trace, segmented_rates(trace))
+    assert_scan(result.slack, result.first_violation, n)
+    record_rate(benchmark, n)
+
+
+@pytest.mark.benchmark(group="feasibility scan, 100 segments (Eq. 6)")
+@pytest.mark.parametrize("n", SEGMENTED_REFERENCE_SIZES)
+def test_scan_binary_search_reference(benchmark: BenchmarkFixture, n: int) -> None:
+    """The scan with two binary searches per request (the kernel before its cursors), in
+    Python: the kernel's slack must be bitwise its slack."""
+    trace = steady_trace(n)
+    capacity = segmented_rates(trace)
+    slack = benchmark.pedantic(ref.relative_scan, (trace, capacity), rounds=3, iterations=1)
+    assert np.array(slack).tobytes() == check_feasibility(trace, capacity).slack.tobytes()
+    record_rate(benchmark, n)
+
+
 REPLAY_CONFIG = AIMDConfig()
 
 

@@ -27,6 +27,7 @@ from .batch import BatchResult, solve_batch
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
 from .plan import COST_FIELDS, CostSplit, Plan, Step
 from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
+from .scenario_batch import ScenarioBatch
 from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, solve, solve_all
 from .summary import PAPER_FIGURES, GridSummary, summarize
 
@@ -52,6 +53,7 @@ __all__ = [
     "Policy",
     "Recovery",
     "Scenario",
+    "ScenarioBatch",
     "Step",
     "__version__",
     "paper_grid",

@@ -108,12 +108,63 @@ cdef inline Py_ssize_t _segment(const double[::1] starts, double t) noexcept nog
     return lo
 
 
+cdef inline Py_ssize_t _segment_from(
+    const double[::1] starts, double t, Py_ssize_t j
+) noexcept nogil:
+    """_segment(starts, t) found from a cursor j in [0, m): the same index for any t (the
+    largest j with starts[j] <= t, else 0; NaN gives 0 as well), in O(1) when t lies in
+    segment j or j + 1 and O(log distance) otherwise, by galloping from j and bisecting
+    the bracket. Times that mostly move forward, as sorted arrivals do, cost amortized
+    O(1) per lookup instead of the O(log m) of a binary search from scratch."""
+    cdef Py_ssize_t m = starts.shape[0], lo, hi, mid, step = 1
+    if starts[j] <= t:
+        if j + 1 == m or t < starts[j + 1]:
+            return j
+        lo = j + 1  # starts[lo] <= t; gallop forward to hi with t < starts[hi] (m: none)
+        while True:
+            hi = lo + step
+            if hi >= m:
+                hi = m
+                break
+            if t < starts[hi]:
+                break
+            lo = hi
+            step *= 2
+    else:  # t before segment j (or NaN): gallop back to lo with starts[lo] <= t
+        hi = j
+        while True:
+            lo = hi - step
+            if lo <= 0:
+                if not starts[0] <= t:
+                    return 0
+                lo = 0
+                break
+            if starts[lo] <= t:
+                break
+            hi = lo
+            step *= 2
+    while hi - lo > 1:  # starts[lo] <= t < starts[hi]
+        mid = (lo + hi) // 2
+        if starts[mid] <= t:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline double _service_in(
+    const double[::1] starts, const double[::1] rates, const double[::1] cum, double t,
+    Py_ssize_t j,
+) noexcept nogil:
+    """G(t) given t's segment j."""
+    return cum[j] + rates[j] * (t - starts[j])
+
+
 cdef inline double _service(
     const double[::1] starts, const double[::1] rates, const double[::1] cum, double t
 ) noexcept nogil:
     """G(t), the service the profile offers from starts[0] to t (negative before it)."""
-    cdef Py_ssize_t j = _segment(starts, t)
-    return cum[j] + rates[j] * (t - starts[j])
+    return _service_in(starts, rates, cum, t, _segment(starts, t))
 
 
 cdef inline double _service_inverse(
@@ -161,11 +212,13 @@ cdef inline Py_ssize_t _relative_scan(
     every term is a service or a backlog near request i, never a time or a cumulative
     sum since the first arrival, so precision does not fall as absolute times grow.
     """
-    cdef Py_ssize_t i, first = -1, j_arrival, j_deadline, j_previous = 0
+    cdef Py_ssize_t i, first = -1, j_arrival = 0, j_deadline = 0, j_previous = 0
     cdef double relative = 0.0, s
     for i in range(arrival.shape[0]):
-        j_arrival = _segment(starts, arrival[i])
-        j_deadline = _segment(starts, deadline[i])
+        # Forward cursors: arrivals are sorted and each deadline's segment is at or after
+        # its arrival's, so both indices mostly stay or step ahead.
+        j_arrival = _segment_from(starts, arrival[i], j_arrival)
+        j_deadline = _segment_from(starts, deadline[i], max(j_deadline, j_arrival))
         if i > 0:
             relative = min(0.0, relative + _between(starts, rates, cum, arrival[i - 1],
                                                     j_previous, arrival[i], j_arrival)
@@ -189,14 +242,16 @@ cdef inline double _scan(
     -tolerance (if first[0] is still -1), and return the running minimum after the last
     request. Its rounding grows with G and W (the service and work since the first
     arrival); lending keeps a margin for it and confirms with the relative scan."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, j_arrival = 0, j_deadline = 0
     cdef double through, s
     for i in range(arrival.shape[0]):
+        j_arrival = _segment_from(starts, arrival[i], j_arrival)  # forward cursors
+        j_deadline = _segment_from(starts, deadline[i], max(j_deadline, j_arrival))
         # sum_{j=k..i} w_j <= G(d_i) - G(a_k)  <=>  W_i - G(d_i) <= W_{k-1} - G(a_k),
         # so a running minimum of the right side over k replaces the inner loop.
-        best = min(best, before - _service(starts, rates, cum, arrival[i]))
+        best = min(best, before - _service_in(starts, rates, cum, arrival[i], j_arrival))
         through = before + work[i]
-        s = _service(starts, rates, cum, deadline[i]) - through + best
+        s = _service_in(starts, rates, cum, deadline[i], j_deadline) - through + best
         slack[i] = s
         if first[0] < 0 and s < -tolerance:
             first[0] = i
@@ -224,8 +279,9 @@ cdef class _Scan:
 def feasibility_scan(
     arrival, work, deadline, starts, rates, cum, tolerance, slack,
 ) -> int:
-    """Eq. 6 in O(n log m): fill slack[i] = min over k <= i of the spare service on
-    [a_k, d_i]; return the first i with slack[i] < -tolerance, or -1."""
+    """Eq. 6: fill slack[i] = min over k <= i of the spare service on [a_k, d_i]; return
+    the first i with slack[i] < -tolerance, or -1. O(n + m) for sorted arrivals and
+    deadlines (forward segment cursors), O(n log m) at worst."""
     cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
     cdef double tol = real("tolerance", tolerance)
     _check_at_least("tolerance", tol, 0.0)

@@ -15,9 +15,11 @@ import numpy.typing as npt
 __all__ = [
     "FloatArray",
     "at_least",
+    "bool_vector",
     "float64_vector",
     "fraction",
     "indexed",
+    "int32_vector",
     "integer",
     "nonnegative",
     "number",
@@ -164,3 +166,47 @@ def float64_vector(name: str, values: object) -> FloatArray:
     if array.dtype == np.float64 and array.flags.c_contiguous:
         return array
     return _lossless(name, array)
+
+
+def _vector(name: str, values: object, what: str) -> npt.NDArray[Any]:
+    """``values`` as a one-dimensional array (not converted yet)."""
+    if isinstance(values, (str, bytes, bytearray, memoryview)) or values is None:
+        raise TypeError(f"{name} must be a sequence of {what}, got {type(values).__name__}")
+    try:
+        array = np.asarray(values)
+    except (TypeError, ValueError, OverflowError) as err:
+        raise ValueError(f"{name} must be a sequence of {what}: {err}") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    return array
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def int32_vector(name: str, values: object) -> npt.NDArray[np.int32]:
+    """``values`` as a one-dimensional, C-contiguous int32 array (returned as it is when it
+    already is one): any integer dtype whose values fit; ``TypeError`` for bools, floats or
+    non-integers, ``ValueError`` for a wrong shape or (naming the index) a value beyond int32."""
+    array = _vector(name, values, "integers")
+    if array.size == 0:  # np.asarray([]) is float64: an empty column of any type is empty
+        return np.zeros(0, dtype=np.int32)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integers, got an array of dtype {array.dtype}")
+    if array.dtype.itemsize >= 4 and array.dtype != np.int32:
+        outside = np.flatnonzero((array < _INT32.min) | (array > _INT32.max))
+        if outside.size:
+            i = int(outside[0])
+            raise ValueError(f"{name}[{i}] = {int(array[i])} does not fit a C int (int32)")
+    return np.ascontiguousarray(array, dtype=np.int32)
+
+
+def bool_vector(name: str, values: object) -> npt.NDArray[np.bool_]:
+    """``values`` as a one-dimensional, C-contiguous bool array; ``TypeError`` unless it holds
+    bools (numbers are not flags), ``ValueError`` for a wrong shape."""
+    array = _vector(name, values, "bools")
+    if array.size == 0:
+        return np.zeros(0, dtype=np.bool_)
+    if array.dtype.kind != "b":
+        raise TypeError(f"{name} must hold bools (True/False), got an array of dtype {array.dtype}")
+    return np.ascontiguousarray(array)

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'solve_batch', 'ties', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -291,6 +291,10 @@ class Plan:
     """
     A policy's plan from the initial state.
     """
+    def columns(self) -> dict[str, numpy.ndarray]:
+        """
+        The segments as arrays, one entry per step: window, kind (ActionKind values), quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s (NaN for a wait), cost (n, 5: in the order of cost_fields()), benefit, progress and durable (the next state's).
+        """
     @property
     def benefit(self) -> float:
         ...
@@ -306,8 +310,15 @@ class Plan:
         NaN if never published.
         """
     @property
+    def step_count(self) -> int:
+        """
+        Number of segments, without copying them.
+        """
+    @property
     def steps(self) -> list[Segment]:
-        ...
+        """
+        A list of copies of the segments (copied per read).
+        """
     @property
     def value(self) -> float:
         ...
@@ -326,6 +337,10 @@ class Model:
     def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
         """
         The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.
+        """
+    def decide_many(self, window: typing.Any, progress: typing.Any, durable: typing.Any, active: typing.Any, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.bool], numpy.typing.NDArray[numpy.bool]]:
+        """
+        The policy's actions in many states: 1-D arrays window, progress, durable (int32) and active (bool) of equal length; guarded scores exactly with bound epsilon (s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, cold: bool), one entry per state; ValueError names the first invalid states[i].
         """
     def optimal_value(self, state: State) -> float:
         """
@@ -408,6 +423,10 @@ def cost_fields() -> list[str]:
 def policy_name(policy: Policy) -> str:
     """
     The policy's name in the Python API (e.g. 'costed_window').
+    """
+def scenario_rows(windows: collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]], costs: collections.abc.Sequence[HandoffCosts], initial: collections.abc.Sequence[State], window_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], work_quanta: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], quantum_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], benefit_rate: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], horizon_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], cost_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], initial_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Scenario]:
+    """
+    Scenarios (not validated until used) that share pieces: row i has windows[window_set[i]], costs[cost_set[i]], initial[initial_set[i]] and the i-th work_quanta, quantum_s, benefit_rate and horizon_s.
     """
 def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
     """

@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 from . import _core
 from ._checks import integer
 from .scenario import Scenario
+from .scenario_batch import ScenarioBatch
 from .solver import ALL_POLICIES, Policy, core_policy, guard_epsilon, parse_policies
 
 __all__ = ["MAX_THREADS", "BatchResult", "solve_batch"]
@@ -21,16 +22,12 @@ MAX_THREADS: int = _core.MAX_THREADS
 """Most worker threads a batch may use (1024): each holds one model's tables at a time."""
 
 
-def _core_scenarios(scenarios: object) -> list[_core.Scenario]:
-    """The core scenarios of a sequence of :class:`Scenario`, naming the first that is not."""
-    if isinstance(scenarios, (str, bytes, Scenario)) or not isinstance(scenarios, Iterable):
-        raise TypeError(f"scenarios must be a sequence of Scenario, got {type(scenarios).__name__}")
-    out = []
-    for i, scenario in enumerate(scenarios):
-        if not isinstance(scenario, Scenario):
-            raise TypeError(f"scenarios[{i}] must be a Scenario, got {type(scenario).__name__}")
-        out.append(scenario.to_core())
-    return out
+def _core_scenarios(scenarios: Iterable[Scenario]) -> list[_core.Scenario]:
+    """The core scenarios of a :class:`ScenarioBatch` as they are, or of a sequence of
+    :class:`Scenario` (naming the first item that is not one)."""
+    if isinstance(scenarios, ScenarioBatch):
+        return scenarios.to_core()
+    return ScenarioBatch.of(scenarios).to_core()
 
 
 @dataclass(frozen=True)
@@ -72,7 +69,9 @@ def solve_batch(
     Parameters
     ----------
     scenarios
-        Scenarios to solve; all are validated before any work starts.
+        Scenarios to solve; all are validated before any work starts. A
+        :class:`ScenarioBatch` (e.g. ``paper_grid().batch``) passes its core scenarios
+        without a loop over Python objects.
     policies
         One policy name (``"dp"``) or several (names or :class:`Policy`); all six by
         default.

@@ -15,10 +15,23 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any
 
-from ._checks import positive
-from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
+import numpy as np
 
-__all__ = ["CALENDARS", "Grid", "GridConfig", "GridScenario", "paper_grid", "scenario_by_id"]
+from . import _core
+from ._checks import positive
+from ._lazy import LazyTuple
+from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
+from .scenario_batch import ScenarioBatch
+
+__all__ = [
+    "CALENDARS",
+    "Grid",
+    "GridConfig",
+    "GridScenario",
+    "GridScenarios",
+    "paper_grid",
+    "scenario_by_id",
+]
 
 # Table D.1: window durations in seconds, 20 s gaps, first window at 0.
 CALENDARS: dict[str, tuple[float, ...]] = {
@@ -88,21 +101,15 @@ class GridScenario:
     scenario: Scenario
 
 
-@dataclass(frozen=True)
-class Grid:
-    """A frozen grid configuration and its scenarios, in id order."""
-
-    config: GridConfig
-    scenarios: tuple[GridScenario, ...]
-
-    def __len__(self) -> int:
-        return len(self.scenarios)
+Labels = tuple[str, float, float, float, Recovery, str]
+"""A scenario's labels: calendar, work_s, benefit_rate, tail_s, recovery, initial_state."""
+LABEL_FIELDS = ("calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state")
 
 
 def _windows(durations: tuple[float, ...], gap_s: float) -> tuple[tuple[float, float], ...]:
     windows, start = [], 0.0
     for length in durations:
-        windows.append((start, start + length))
+        windows.append((start, start + float(length)))
         start += length + gap_s
     return tuple(windows)
 
@@ -119,40 +126,173 @@ def _initial(name: str, work_quanta: int) -> InitialState:
     }[name]
 
 
-def _labels(config: GridConfig) -> list[tuple[str, float, float, float, Recovery, str]]:
-    """Every scenario's labels, in id order."""
-    return list(
-        product(
-            CALENDARS,
-            config.work_s,
-            config.benefit_rates,
-            config.tails_s,
-            config.recoveries,
-            INITIAL_STATES,
+class _Pieces:
+    """The immutable pieces a configuration's scenarios share (windows per calendar,
+    costs per recovery, initial states), each converted for the core once."""
+
+    def __init__(self, config: GridConfig) -> None:
+        self.config = config
+        self.windows = {name: _windows(d, config.gap_s) for name, d in CALENDARS.items()}
+        self.initial: dict[tuple[str, int], InitialState] = {}
+
+    def work_quanta(self, work_s: float) -> int:
+        quantum_s = self.config.quantum_s
+        work_quanta = round(work_s / quantum_s)
+        if abs(work_quanta * quantum_s - work_s) > 1e-9:
+            raise ValueError(f"quantum_s={quantum_s} does not divide the work size {work_s} s")
+        return int(work_quanta)
+
+    def initial_state(self, name: str, work_quanta: int) -> InitialState:
+        key = (name, work_quanta)
+        if key not in self.initial:
+            self.initial[key] = _initial(name, work_quanta)
+        return self.initial[key]
+
+    def core(self, index: tuple[list[int], ...]) -> list[_core.Scenario]:
+        """The validated core scenarios of grid entries, built in one call: ``index`` holds
+        one list per label (calendar, work, rate, tail, recovery, initial state) of each
+        entry's position in that label's values."""
+        c = self.config
+        cal, work, rate, tail, recovery, initial = index
+        quanta = {w: self.work_quanta(c.work_s[w]) for w in dict.fromkeys(work)}
+        states = {
+            key: self.initial_state(INITIAL_STATES[key[1]], quanta[key[0]])
+            for key in dict.fromkeys(zip(work, initial, strict=True))
+        }
+        state_set = {key: i for i, key in enumerate(states)}
+        calendars = list(CALENDARS)
+        ends = np.array([self.windows[name][-1][1] for name in calendars])
+        horizon_s = ends[cal] + np.asarray(c.tails_s, dtype=np.float64)[tail]  # last end + tail
+        cores = _core.scenario_rows(
+            [list(self.windows[name]) for name in calendars],
+            [c.costs(r).to_core() for r in c.recoveries],
+            [state.to_core() for state in states.values()],
+            cal,
+            [quanta[w] for w in work],
+            [float(c.quantum_s)] * len(cal),
+            np.asarray(c.benefit_rates, dtype=np.float64)[rate].tolist(),
+            horizon_s.tolist(),
+            recovery,
+            [state_set[key] for key in zip(work, initial, strict=True)],
         )
+        for core in cores:
+            _core.validate(core)  # the one check of each scenario (it names the field)
+        return cores
+
+
+class GridScenarios(LazyTuple[GridScenario]):
+    """A grid's scenarios in id order, built as the core's; each :class:`GridScenario` (and
+    its :class:`Scenario`) is made on first access, like the items of a tuple.
+
+    Parameters
+    ----------
+    config
+        The grid's configuration.
+    numbers
+        The entries' ids as numbers (``S0348`` is 348), indices into the product of the
+        labels in :func:`paper_grid`'s order.
+
+    Attributes
+    ----------
+    batch
+        The scenarios as a :class:`~learnsched.ScenarioBatch` for ``solve_batch``.
+    """
+
+    __slots__ = ("_dims", "_index", "_numbers", "_pieces", "batch")
+
+    def __init__(self, config: GridConfig, numbers: list[int]) -> None:
+        super().__init__(len(numbers))
+        self._pieces = _Pieces(config)
+        self._numbers = numbers
+        self._dims = _dims(config)
+        shape = tuple(map(len, self._dims))
+        flat = np.asarray(numbers, dtype=np.intp)
+        self._index = tuple(a.tolist() for a in np.unravel_index(flat, shape))
+        self.batch = ScenarioBatch(self._pieces.core(self._index), self._scenario)
+
+    def _labels(self, index: int) -> Labels:
+        cal, work, rate, tail, recovery, initial = (
+            dim[at[index]] for dim, at in zip(self._dims, self._index, strict=True)
+        )
+        return (cal, work, rate, tail, recovery, initial)
+
+    def _scenario(self, index: int) -> Scenario:
+        calendar, _, _, _, recovery, initial = self._labels(index)
+        core = self.batch.to_core()[index]
+        state = self._pieces.initial_state(initial, core.work_quanta)
+        costs = self._pieces.config.costs(recovery)
+        return Scenario._validated(core, self._pieces.windows[calendar], costs, state)
+
+    def _make(self, index: int) -> GridScenario:
+        sid = f"S{self._numbers[index]:04d}"
+        return GridScenario(sid, *self._labels(index), scenario=self.batch[index])
+
+    def column(self, name: str) -> tuple[Any, ...]:
+        """One label of every scenario, in id order, without building them.
+
+        Parameters
+        ----------
+        name
+            ``"sid"`` or a label: ``"calendar"``, ``"work_s"``, ``"benefit_rate"``,
+            ``"tail_s"``, ``"recovery"``, ``"initial_state"``.
+        """
+        if name == "sid":
+            return tuple(f"S{number:04d}" for number in self._numbers)
+        if name not in LABEL_FIELDS:
+            fields = ", ".join(LABEL_FIELDS)
+            raise ValueError(f"name must be 'sid' or one of {fields}, got {name!r}")
+        at = LABEL_FIELDS.index(name)
+        dim = self._dims[at]
+        return tuple(dim[i] for i in self._index[at])
+
+    def __reduce__(self) -> tuple[type[GridScenarios], tuple[GridConfig, list[int]]]:
+        return (type(self), (self._pieces.config, self._numbers))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A frozen grid configuration and its scenarios, in id order.
+
+    Attributes
+    ----------
+    config
+        The configuration.
+    scenarios
+        Every :class:`GridScenario`, made on first access (a sequence like a tuple).
+    """
+
+    config: GridConfig
+    scenarios: GridScenarios
+
+    def __len__(self) -> int:
+        return len(self.scenarios)
+
+    @property
+    def batch(self) -> ScenarioBatch:
+        """The scenarios for :func:`~learnsched.solve_batch`, without building Python objects."""
+        return self.scenarios.batch
+
+
+def _dims(config: GridConfig) -> tuple[tuple[Any, ...], ...]:
+    """The values of each label, in the order the ids nest them."""
+    return (
+        tuple(CALENDARS),
+        config.work_s,
+        config.benefit_rates,
+        config.tails_s,
+        config.recoveries,
+        INITIAL_STATES,
     )
 
 
-def _grid_scenario(
-    config: GridConfig, index: int, labels: tuple[str, float, float, float, Recovery, str]
-) -> GridScenario:
-    calendar, work_s, rate, tail_s, recovery, initial = labels
-    windows = _windows(CALENDARS[calendar], config.gap_s)
-    work_quanta = round(work_s / config.quantum_s)
-    if abs(work_quanta * config.quantum_s - work_s) > 1e-9:
-        raise ValueError(f"quantum_s={config.quantum_s} does not divide the work size {work_s} s")
-    scenario = Scenario(
-        windows=windows,
-        work_quanta=work_quanta,
-        quantum_s=config.quantum_s,
-        benefit_rate=rate,
-        horizon_s=windows[-1][1] + tail_s,
-        costs=config.costs(recovery),
-        initial=_initial(initial, work_quanta),
-    )
-    return GridScenario(
-        f"S{index:04d}", calendar, work_s, rate, tail_s, recovery, initial, scenario
-    )
+def _labels(config: GridConfig) -> list[Labels]:
+    """Every scenario's labels, in id order."""
+    return list(product(*_dims(config)))
+
+
+def _grid_scenario(config: GridConfig, index: int) -> GridScenario:
+    """Grid entry ``index`` (its id's number) alone."""
+    return GridScenarios(config, [index])[0]
 
 
 def paper_grid(
@@ -174,12 +314,12 @@ def paper_grid(
     """
     warm, cold = _recovery_costs(costs)
     config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only, warm=warm, cold=cold)
-    items = tuple(
-        _grid_scenario(config, index, labels)
+    numbers = [
+        index
         for index, labels in enumerate(_labels(config))
         if not fresh_only or labels[-1] == "fresh"
-    )
-    return Grid(config, items)
+    ]
+    return Grid(config, GridScenarios(config, numbers))
 
 
 def _recovery_costs(
@@ -204,5 +344,4 @@ def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:
     match = re.fullmatch(r"S(\d{4})", sid)
     if match is None or int(match.group(1)) >= len(labels):
         raise ValueError(f"scenario id must be one of S0000..S{len(labels) - 1:04d}, got {sid!r}")
-    index = int(match.group(1))
-    return _grid_scenario(config, index, labels[index])
+    return _grid_scenario(config, int(match.group(1)))

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from numpy.typing import NDArray
+
 from . import _core
+from ._lazy import LazyTuple
 from .scenario import Recovery
 
-__all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step"]
+__all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
 
 # The cost causes in the core's column order (solve_batch's cost[..., i]).
 COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
+# Action names by the core's ActionKind value (the plan columns' "kind": 0, 1, ...).
+_KINDS = sorted(_core.ActionKind.__members__.values(), key=int)
+ACTION_NAMES: tuple[str, ...] = tuple(_core.Action(kind).name for kind in _KINDS)
+if [int(kind) for kind in _KINDS] != list(range(len(_KINDS))):  # pragma: no cover - build mismatch
+    raise ImportError("the core's ActionKind values are not 0, 1, ...: rebuild the extension")
 
 
 def _optional(seconds: float) -> float | None:
@@ -125,6 +134,99 @@ class Step:
         return out
 
 
+STEP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Step))
+_WAIT = ACTION_NAMES.index("wait")
+
+
+Columns = dict[str, NDArray[Any]]
+"""``_core.Plan.columns()``: one array per segment field."""
+
+
+class Steps(LazyTuple[Step]):
+    """A plan's steps, read from the core's plan as columns when first needed; each
+    :class:`Step` is made on first use.
+
+    A long plan costs about its C++ walk to return: nothing per step is converted until a
+    step is read, and :meth:`to_json` reads the columns without building any. It behaves
+    as the tuple of its steps (:class:`~learnsched._lazy.LazyTuple`).
+
+    Parameters
+    ----------
+    source
+        The core's plan, or its :data:`Columns`.
+    two_path
+        Whether the scenario offers both recovery paths (steps then name theirs).
+    """
+
+    __slots__ = ("_rows", "_source", "_two_path")
+
+    def __init__(self, source: _core.Plan | Columns, two_path: bool = False) -> None:
+        super().__init__(len(source["window"]) if isinstance(source, dict) else source.step_count)
+        self._source = source
+        self._two_path = two_path
+        self._rows: list[tuple[Any, ...]] | None = None
+
+    def columns(self) -> Columns:
+        """The steps as arrays (``_core.Plan.columns()``), converted once."""
+        if not isinstance(self._source, dict):
+            self._source = self._source.columns()  # the core's plan is no longer needed
+        return self._source
+
+    def _fields(self) -> list[tuple[Any, ...]]:
+        """Every step's field values in :class:`Step`'s order, cost as a 5-tuple of s-eq."""
+        if self._rows is None:
+            c = self.columns()
+            kinds = c["kind"].tolist()
+            if self._two_path:  # a wait returns by no path
+                cold = c["cold"].tolist()
+                paths: list[Recovery | None] = [
+                    None if k == _WAIT else Recovery.COLD if x else Recovery.WARM
+                    for k, x in zip(kinds, cold, strict=True)
+                ]
+            else:
+                paths = [None] * len(kinds)
+            publish = [_optional(t) for t in c["publish_s"].tolist()]
+            ready = [_optional(t) for t in c["ready_s"].tolist()]
+            self._rows = list(
+                zip(
+                    c["window"].tolist(),
+                    [ACTION_NAMES[k] for k in kinds],
+                    c["quanta"].tolist(),
+                    c["checkpoint"].tolist(),
+                    c["start_s"].tolist(),
+                    publish,
+                    ready,
+                    map(tuple, c["cost"].tolist()),
+                    c["benefit"].tolist(),
+                    c["progress"].tolist(),
+                    c["durable"].tolist(),
+                    paths,
+                    strict=True,
+                )
+            )
+        return self._rows
+
+    def _make(self, index: int) -> Step:
+        w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[index]
+        benefit, progress, durable, path = rest
+        return Step(
+            w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
+            benefit, progress, durable, path,
+        )
+
+    def __reduce__(self) -> tuple[type[Steps], tuple[Columns, bool]]:
+        return (type(self), (self.columns(), self._two_path))  # the core's plan does not pickle
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """Every step's :meth:`Step.to_json`, read from the columns."""
+        out = []
+        for row in self._fields():
+            step = dict(zip(STEP_FIELDS, row, strict=True))
+            step["cost"] = dict(zip(COST_FIELDS, row[7], strict=True))
+            out.append(step)
+        return out
+
+
 @dataclass(frozen=True)
 class Plan:
     """A policy's plan from the initial state until it publishes, abandons or runs out of windows.
@@ -142,7 +244,8 @@ class Plan:
     cost
         Total cost split, s-eq.
     steps
-        One :class:`Step` per window visited.
+        One :class:`Step` per window visited: a tuple, or :class:`Steps` (which behaves
+        as one) for a plan from the core.
     """
 
     policy: str
@@ -150,7 +253,7 @@ class Plan:
     benefit: float
     publish_s: float | None
     cost: CostSplit
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
 
     @classmethod
     def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
@@ -161,7 +264,7 @@ class Plan:
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),
             cost=CostSplit.from_core(plan.cost),
-            steps=tuple(Step.from_core(seg, two_path) for seg in plan.steps),
+            steps=Steps(plan, two_path),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -171,5 +274,9 @@ class Plan:
             "benefit": self.benefit,
             "publish_s": self.publish_s,
             "cost": self.cost.to_json(),
-            "steps": [step.to_json() for step in self.steps],
+            "steps": (
+                self.steps.to_json()
+                if isinstance(self.steps, Steps)
+                else [step.to_json() for step in self.steps]
+            ),
         }

@@ -1,7 +1,9 @@
 """Finite-model scenarios: idle windows, handoff costs and the initial state.
 
 A :class:`Scenario` is validated when it is built (``ValueError`` naming the field and
-value) and round-trips through the JSON object read by ``learnsched solve``.
+value) and round-trips through the JSON object read by ``learnsched solve``. Python only
+converts each field to the core's C type (``TypeError`` for a wrong type); every range and
+consistency check is the core's own, run once per scenario.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._checks import integer, nonnegative, number
+from ._checks import integer, nonnegative, real
 
 __all__ = [
     "PAPER_COLD",
@@ -45,6 +47,7 @@ TWO_PATH_JSON_KEYS = (
 )
 INITIAL_KEYS = ("progress", "durable", "active")
 C_INT_MAX = 2**31 - 1
+_EXACT_INT = 2**53  # every int up to this magnitude is exactly a double
 
 
 def flag(name: str, value: object) -> bool:
@@ -59,11 +62,49 @@ def _listed(value: object) -> object:
     return value.tolist() if isinstance(value, np.ndarray) else value
 
 
+def _seconds(name: str, value: object) -> float:
+    """A window time as a float: plain floats and ints directly (JSON gives both)."""
+    if type(value) is float:
+        return value
+    if type(value) is int and -_EXACT_INT <= value <= _EXACT_INT:
+        return float(value)
+    return real(name, value)
+
+
 def _window(index: int, pair: object) -> tuple[float, float]:
-    pair = _listed(pair)
-    if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+    if type(pair) is not list and type(pair) is not tuple:
+        pair = _listed(pair)
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence):
+            raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
+    if len(pair) != 2:
         raise ValueError(f"windows[{index}] must be a [start, end] pair, got {pair!r}")
-    return (number(f"windows[{index}] start", pair[0]), number(f"windows[{index}] end", pair[1]))
+    start, end = pair
+    return (_seconds(f"windows[{index}] start", start), _seconds(f"windows[{index}] end", end))
+
+
+def _windows(windows: object) -> tuple[tuple[float, float], ...]:
+    """``windows`` as a tuple of ``(start, end)`` float pairs (a tuple of them as it is)."""
+    if type(windows) is tuple and len(windows) <= _core.MAX_WINDOWS and _float_pairs(windows):
+        return windows
+    if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
+        # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
+        raise ValueError(
+            f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
+        )
+    windows = _listed(windows)
+    if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
+        raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
+    return tuple(_window(i, w) for i, w in enumerate(windows))
+
+
+def _float_pairs(windows: tuple[object, ...]) -> bool:
+    """Whether every window is already a ``(start, end)`` tuple of floats."""
+    for w in windows:
+        if type(w) is not tuple or len(w) != 2 or type(w[0]) is not float:
+            return False
+        if type(w[1]) is not float:
+            return False
+    return True
 
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -76,6 +117,12 @@ def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any
     if unknown:
         raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
     return obj
+
+
+def _init_fields(obj: Any) -> tuple[Any, ...]:
+    """The constructor's fields of a dataclass holding a core object, which does not pickle:
+    pickle, copy and multiprocessing rebuild it from these."""
+    return tuple(getattr(obj, f.name) for f in fields(obj) if f.init)
 
 
 class Recovery(str, Enum):
@@ -130,13 +177,23 @@ class HandoffCosts:
     save_s: float = 0.0
     load_s: float = 0.0
     cold_recovery_s: float | None = None
+    _core_costs: _core.HandoffCosts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # Checked here, not only by the core's scenario checks: costs are a value of their
+        # own (profiles, sweeps), and every scenario sharing them reuses the core object.
         for name in ("recovery_s", "residency_rate", "save_s", "load_s"):
             object.__setattr__(self, name, nonnegative(name, getattr(self, name)))
         if self.cold_recovery_s is not None:
             cold = nonnegative("cold_recovery_s", self.cold_recovery_s)
             object.__setattr__(self, "cold_recovery_s", cold)
+        core = _core.HandoffCosts(
+            self.recovery_s, self.residency_rate, self.save_s, self.load_s, self.cold_recovery_s
+        )
+        object.__setattr__(self, "_core_costs", core)
+
+    def __reduce__(self) -> tuple[type[HandoffCosts], tuple[Any, ...]]:
+        return (type(self), _init_fields(self))
 
     @property
     def offers_choice(self) -> bool:
@@ -180,10 +237,8 @@ class HandoffCosts:
         return PAPER_COLD if Recovery.parse(recovery) is Recovery.COLD else PAPER_WARM
 
     def to_core(self) -> _core.HandoffCosts:
-        """The C++ core's value type."""
-        return _core.HandoffCosts(
-            self.recovery_s, self.residency_rate, self.save_s, self.load_s, self.cold_recovery_s
-        )
+        """The C++ core's value type (immutable: built once)."""
+        return self._core_costs
 
     def to_json(self) -> dict[str, float]:
         """The recovery and handoff keys of a scenario's JSON object (seconds, s-eq./s)."""
@@ -240,18 +295,28 @@ class InitialState:
     progress: int = 0
     durable: int = 0
     active: bool = False
+    _core_state: _core.State = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Range checks are the core's (they name work_quanta); these keep a C int.
         # Stored as Python ints and bool, so numpy scalars round-trip through JSON.
         for name in ("progress", "durable"):
-            value = integer(f"initial.{name}", getattr(self, name), -C_INT_MAX, C_INT_MAX)
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "active", flag("initial.active", self.active))
+            value = getattr(self, name)
+            if type(value) is not int or not -C_INT_MAX <= value <= C_INT_MAX:
+                value = integer(f"initial.{name}", value, -C_INT_MAX, C_INT_MAX)
+                object.__setattr__(self, name, value)
+        active: object = self.active  # callers may pass anything
+        if type(active) is not bool:
+            object.__setattr__(self, "active", flag("initial.active", active))
+        core = _core.State(0, self.progress, self.durable, self.active)
+        object.__setattr__(self, "_core_state", core)
+
+    def __reduce__(self) -> tuple[type[InitialState], tuple[Any, ...]]:
+        return (type(self), _init_fields(self))
 
     def to_core(self) -> _core.State:
-        """The C++ core's state at window 0."""
-        return _core.State(0, self.progress, self.durable, self.active)
+        """The C++ core's state at window 0 (immutable: built once)."""
+        return self._core_state
 
 
 @dataclass(frozen=True)
@@ -287,21 +352,20 @@ class Scenario:
     _core_scenario: _core.Scenario = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Checked at run time: callers may pass anything, numpy arrays included.
-        windows: object = self.windows
-        if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
-            # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
-            raise ValueError(
-                f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
-            )
-        windows = _listed(windows)
-        if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
-            raise TypeError(f"windows must be a list of [start, end] pairs, got {windows!r}")
-        object.__setattr__(self, "windows", tuple(_window(i, w) for i, w in enumerate(windows)))
-        work_quanta = integer("work_quanta", self.work_quanta, low=1, high=_core.MAX_STATES)
-        object.__setattr__(self, "work_quanta", work_quanta)
+        # Checked at run time: callers may pass anything, numpy arrays included. Only the
+        # conversion to C types is Python's (exact types pass as they are); the ranges are
+        # the core's validate, run once here.
+        put = object.__setattr__
+        windows = _windows(self.windows)
+        if windows is not self.windows:
+            put(self, "windows", windows)
+        work_quanta = self.work_quanta
+        if type(work_quanta) is not int or not 1 <= work_quanta <= _core.MAX_STATES:
+            put(self, "work_quanta", integer("work_quanta", work_quanta, 1, _core.MAX_STATES))
         for name in ("quantum_s", "benefit_rate", "horizon_s"):
-            object.__setattr__(self, name, number(name, getattr(self, name)))
+            value = getattr(self, name)
+            if type(value) is not float:  # inf and NaN pass: their check is the core's
+                put(self, name, real(name, value))
         if not isinstance(self.costs, HandoffCosts):
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):
@@ -317,12 +381,34 @@ class Scenario:
         )
         _core.validate(core)  # the core's own checks name the field and value
         # Built once: the core object is immutable, and batches reuse it.
-        object.__setattr__(self, "_core_scenario", core)
+        put(self, "_core_scenario", core)
+
+    @classmethod
+    def _validated(
+        cls,
+        core: _core.Scenario,
+        windows: tuple[tuple[float, float], ...],
+        costs: HandoffCosts,
+        initial: InitialState,
+    ) -> Scenario:
+        """The scenario of an already validated core scenario ``core``, whose windows,
+        costs and initial state are given as Python objects (shared by many scenarios)."""
+        scenario = cls.__new__(cls)
+        put = object.__setattr__
+        put(scenario, "windows", windows)
+        put(scenario, "work_quanta", core.work_quanta)
+        put(scenario, "quantum_s", core.quantum_s)
+        put(scenario, "benefit_rate", core.benefit_rate)
+        put(scenario, "horizon_s", core.horizon_s)
+        put(scenario, "costs", costs)
+        put(scenario, "initial", initial)
+        put(scenario, "_core_scenario", core)
+        return scenario
 
     def __reduce__(self) -> tuple[type[Scenario], tuple[Any, ...]]:
         # The core object does not pickle: rebuild it (and validate again) from the
         # constructor's fields, so pickle, copy.deepcopy and multiprocessing work.
-        return (type(self), tuple(getattr(self, f.name) for f in fields(self) if f.init))
+        return (type(self), _init_fields(self))
 
     def to_core(self) -> _core.Scenario:
         """The C++ core's (validated, immutable) scenario."""

@@ -5,9 +5,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from enum import Enum
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._checks import indexed, integer, number
+from ._checks import bool_vector, indexed, int32_vector, integer, number
 from .plan import Plan
 from .scenario import C_INT_MAX, Scenario, flag
 
@@ -15,6 +19,7 @@ __all__ = [
     "ALL_POLICIES",
     "Action",
     "ActionKind",
+    "Decisions",
     "Model",
     "Policy",
     "ScoreNoise",
@@ -88,6 +93,13 @@ if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a buil
     )
 
 
+# decide()'s hot path: the policies that take no guard, keyed by member (found by identity)
+# and so by name too (a member hashes and compares as its string).
+_UNGUARDED: dict[str, _core.Policy] = {
+    p: _CORE_POLICY[p.value] for p in Policy if p is not Policy.GUARDED
+}
+
+
 def core_policy(policy: str | Policy) -> _core.Policy:
     """The core's enum value for a policy name or member."""
     try:
@@ -144,12 +156,30 @@ def _guard(
     return eps, checked
 
 
+class Decisions(NamedTuple):
+    """The actions of :meth:`Model.decide_many`, one entry per state (numpy arrays).
+
+    ``kind`` holds :class:`ActionKind` values (``ActionKind(int(kind[i]))``): 0 wait,
+    1 abandon, 2 checkpoint_return, 3 discard_return, 4 publish, 5 advance.
+    """
+
+    kind: npt.NDArray[np.uint8]
+    """The action kind's value, in canonical order (above)."""
+    quanta: npt.NDArray[np.int32]
+    """Quanta to run in the window: the remaining quanta for publish, 0 for waits and returns."""
+    checkpoint: npt.NDArray[np.bool_]
+    """Whether to save a checkpoint before returning."""
+    cold: npt.NDArray[np.bool_]
+    """Whether to return by the cold path (two-path scenarios; False otherwise)."""
+
+
 class Model:
     """A validated scenario with every policy's continuation values cached.
 
     Building it costs O(K*J) time and memory (K windows, J work quanta) with the GIL
-    released; afterwards :meth:`decide` is O(J) and cheap enough to call at every window
-    from another scheduler.
+    released; afterwards :meth:`decide` costs O(log J) (the first decision in a window
+    indexes its continuation row, O(J)) and is cheap enough to call at every window from
+    another scheduler; :meth:`decide_many` answers many states in one call.
 
     Parameters
     ----------
@@ -232,15 +262,42 @@ class Model:
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
-        # The hot path: four type tests, then the core. bool is not an int here, numpy
-        # integers are converted, and an int beyond C int reaches the named check.
-        if not (
-            type(window) is int
+        # The hot path: one dict lookup and five type tests, then the core. bool is not an
+        # int here; anything else (numpy integers, names, guards) takes the checked path.
+        core: _core.Policy | None
+        try:
+            core = _UNGUARDED[policy]
+        except (KeyError, TypeError):
+            core = None
+        if (
+            core is not None
+            and type(window) is int
             and type(progress) is int
             and type(durable) is int
+            and score_noise is None
+            and type(epsilon) is float
+            and epsilon == 0.0
             and type(active) is bool
         ):
-            window, progress, durable, active = _state_args(window, progress, durable, active)
+            try:
+                return self._model.decide(window, progress, durable, active, core)
+            except TypeError:  # an int beyond C int: name the field
+                _state_args(window, progress, durable, active)
+                raise
+        return self._decide_checked(window, progress, durable, active, policy, epsilon, score_noise)
+
+    def _decide_checked(
+        self,
+        window: object,
+        progress: object,
+        durable: object,
+        active: object,
+        policy: str | Policy,
+        epsilon: float,
+        score_noise: ScoreNoise | None,
+    ) -> _core.Action:
+        """:meth:`decide` with every argument converted and checked."""
+        window, progress, durable, active = _state_args(window, progress, durable, active)
         core = core_policy(policy)
         try:
             if core == _core.Policy.GUARDED:
@@ -252,6 +309,62 @@ class Model:
         except TypeError:  # pybind11's message names no argument: say which one
             _state_args(window, progress, durable, active)
             raise
+
+    def decide_many(
+        self,
+        window: npt.ArrayLike,
+        progress: npt.ArrayLike,
+        durable: npt.ArrayLike,
+        active: npt.ArrayLike,
+        policy: str | Policy = Policy.ROLLOUT,
+        epsilon: float = 0.0,
+    ) -> Decisions:
+        """The policy's actions in many observed states at once (:meth:`decide` per state,
+        in one C++ loop with the GIL released).
+
+        Parameters
+        ----------
+        window, progress, durable
+            One-dimensional integer arrays of equal length: window index ``k`` (0-based),
+            completed and checkpointed quanta of each state. int32 C-contiguous arrays are
+            used as they are; other integer dtypes are converted when every value fits.
+        active
+            One-dimensional bool array of the same length: whether each candidate is running.
+        policy
+            Policy name or :class:`Policy`, the same for every state; LearnSched's rollout by
+            default.
+        epsilon
+            ``guarded`` only: the score-error bound, s-eq. (``>= 0``, ``inf`` allowed); scores
+            are exact (a score-noise callback is :meth:`decide`'s alone).
+
+        Returns
+        -------
+        Decisions
+            Arrays ``kind`` (uint8 :class:`ActionKind` values), ``quanta`` (int32),
+            ``checkpoint`` and ``cold`` (bool), entry ``i`` being ``decide`` of state ``i``.
+
+        Raises
+        ------
+        TypeError
+            An argument that is not an array of integers (``active``: of bools).
+        ValueError
+            An unknown policy, arrays that are not 1-D or differ in length, a guard argument
+            for a policy other than ``guarded``, or an invalid state (``states[i]: ...``).
+        """
+        core = core_policy(policy)
+        eps, _ = _guard(policy, epsilon, None)
+        columns = (
+            int32_vector("window", window),
+            int32_vector("progress", progress),
+            int32_vector("durable", durable),
+            bool_vector("active", active),
+        )
+        for name, column in zip(("progress", "durable", "active"), columns[1:], strict=True):
+            if len(column) != len(columns[0]):
+                raise ValueError(
+                    f"{name} must have the length of window ({len(columns[0])}), got {len(column)}"
+                )
+        return Decisions(*self._model.decide_many(*columns, core, eps))
 
     def solve(
         self,

@@ -120,10 +120,12 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
     )
     tie = _ties(rollout, costed)
     win = ~tie & (rollout > costed)
-    labels = [f"{g.calendar}/{g.recovery}" for g in grid.scenarios]
+    # Labels read as columns: no GridScenario is built (summarizing costs ~0.1 of the solve).
+    calendars, recoveries = grid.scenarios.column("calendar"), grid.scenarios.column("recovery")
+    initial_states = grid.scenarios.column("initial_state")
     wins_by_calendar = {f"{cal}/{rec}": 0 for cal in CALENDARS for rec in grid.config.recoveries}
-    for label, won in zip(labels, win, strict=True):
-        wins_by_calendar[label] += int(won)
+    for i in np.flatnonzero(win).tolist():
+        wins_by_calendar[f"{calendars[i]}/{recoveries[i].value}"] += 1
     never = result.column(Policy.NEVER)
     return GridSummary(
         scenarios=len(grid),
@@ -141,6 +143,6 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         rollout_equals_dp=int(_ties(rollout, dp).sum()),
         max_rollout_gap=float((dp - rollout).max()),
         never_negative_initial_states=tuple(
-            sorted({g.initial_state for g, v in zip(grid.scenarios, never, strict=True) if v < 0})
+            sorted({initial_states[i] for i in np.flatnonzero(never < 0).tolist()})
         ),
     )

@@ -7,6 +7,7 @@ the replay simulates requests one by one in time rather than in cumulative servi
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Sequence
 
@@ -46,6 +47,61 @@ def slack(
             worst = min(worst, service(starts, rates, arrival[k], deadline[i]) - total)
         result.append(worst)
     return result
+
+
+def _segment(starts: Sequence[float], t: float) -> int:
+    """The segment holding time t (0 before starts[0]), by binary search from scratch."""
+    return max(bisect_right(starts, t) - 1, 0)
+
+
+def _service(profile: RateProfile, t: float) -> float:
+    """G(t) as the kernels compute it, from t's segment."""
+    j = _segment(profile.starts.tolist(), t)
+    return float(profile.cumulative[j] + profile.rates[j] * (t - profile.starts[j]))
+
+
+def relative_scan(trace: Trace, profile: RateProfile) -> list[float]:
+    """The Eq. 6 kernel's relative scan, operation for operation, with each request's
+    segments found by two binary searches (the kernel's forward cursors must find the
+    same ones, so its slack is bitwise this one's)."""
+    starts, rates = profile.starts.tolist(), profile.rates.tolist()
+    cum = profile.cumulative.tolist()
+
+    def between(t0: float, j0: int, t1: float, j1: int) -> float:
+        if j1 <= j0:
+            return rates[j0] * (t1 - t0)
+        return (
+            rates[j0] * (starts[j0 + 1] - t0)
+            + (cum[j1] - cum[j0 + 1])
+            + rates[j1] * (t1 - starts[j1])
+        )
+
+    arrival, work = trace.arrival.tolist(), trace.work.tolist()
+    slacks, relative, previous = [], 0.0, 0
+    for i, (a, d) in enumerate(zip(arrival, trace.deadline.tolist(), strict=True)):
+        j_arrival, j_deadline = _segment(starts, a), _segment(starts, d)
+        if i > 0:
+            relative = min(
+                0.0, relative + between(arrival[i - 1], previous, a, j_arrival) - work[i - 1]
+            )
+        slacks.append(between(a, j_arrival, d, j_deadline) - work[i] + relative)
+        previous = j_arrival
+    return slacks
+
+
+def window_scan(
+    trace: Trace, profile: RateProfile, before: float, best: float
+) -> tuple[list[float], float]:
+    """The kernel's cumulative scan of a window (scan_window), operation for operation,
+    with binary-search segment lookups: its slack and the running minimum after it."""
+    slacks = []
+    for a, w, d in zip(
+        trace.arrival.tolist(), trace.work.tolist(), trace.deadline.tolist(), strict=True
+    ):
+        best = min(best, before - _service(profile, a))
+        before += w
+        slacks.append(_service(profile, d) - before + best)
+    return slacks, best
 
 
 def first_violation(slacks: Sequence[float]) -> int | None:

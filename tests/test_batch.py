@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -77,3 +78,23 @@ def test_numpy_integer_threads() -> None:
     scenarios = [g.scenario for g in ls.paper_grid().scenarios[:50]]
     result = ls.solve_batch(scenarios, threads=np.int64(2))
     np.testing.assert_array_equal(result.value, ls.solve_batch(scenarios).value)
+
+
+def test_a_scenario_batch_is_solved_as_its_scenarios() -> None:
+    grid = ls.paper_grid()
+    batch = grid.batch
+    assert isinstance(batch, ls.ScenarioBatch)
+    assert len(batch) == 1920
+    scenarios = [g.scenario for g in grid.scenarios]
+    assert batch[348] is scenarios[348]  # the grid's own, made once
+    both = (ls.solve_batch(batch), ls.solve_batch(scenarios))
+    for field in ("value", "benefit", "publish_s", "cost"):
+        np.testing.assert_array_equal(getattr(both[0], field), getattr(both[1], field))
+    mine = ls.ScenarioBatch.of(scenarios[:3])
+    assert mine[1] is scenarios[1]
+    assert mine == tuple(scenarios[:3])
+    again = pickle.loads(pickle.dumps(mine))
+    assert again == mine
+    np.testing.assert_array_equal(ls.solve_batch(again).value, both[1].value[:3])
+    with pytest.raises(TypeError, match=r"scenarios\[1\] must be a Scenario, got int"):
+        ls.ScenarioBatch.of([scenarios[0], 3])  # type: ignore[list-item]

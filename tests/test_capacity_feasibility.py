@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from capacity_support import MILLION, eighths_cases, million_request_trace, run_bounded
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from learnsched import _capacity
 from learnsched.capacity import RateProfile, Trace, check_feasibility
 
 # Multiples of 1/8 keep every sum and product exact in float64, so the scan and the
@@ -36,6 +38,51 @@ def test_scan_matches_quadratic_reference(case: tuple[Trace, RateProfile]) -> No
     assert result.first_violation == ref.first_violation(expected)
     assert result.feasible == (min(expected) >= 0)
     assert result.min_slack == min(expected)
+
+
+@st.composite
+def segmented_cases(draw: st.DrawFn) -> tuple[Trace, RateProfile]:
+    """Inexact times and rates over up to 60 segments, deadlines out of order and often
+    several segments past their arrival, so the forward cursors jump and step back."""
+    n = draw(st.integers(1, 40))
+    unit = st.floats(0.0, 3.0, allow_subnormal=False)
+    arrival = np.cumsum(draw(st.lists(unit, min_size=n, max_size=n)))
+    work = draw(st.lists(st.floats(0.01, 3.0), min_size=n, max_size=n))
+    budget = draw(st.lists(st.floats(0.0, 40.0, allow_subnormal=False), min_size=n, max_size=n))
+    m = draw(st.integers(1, 60))
+    gaps = draw(st.lists(st.floats(0.01, 4.0), min_size=m, max_size=m))
+    starts = np.cumsum(gaps) + draw(st.floats(-20.0, 20.0))
+    rates = draw(
+        st.lists(st.sampled_from([0.0, 0.5]) | st.floats(0.0, 9.0), min_size=m, max_size=m)
+    )
+    return Trace(arrival, work, arrival + np.array(budget)), RateProfile(starts, np.array(rates))
+
+
+@settings(max_examples=300, deadline=None)
+@given(segmented_cases(), st.floats(-5.0, 5.0), st.floats(-50.0, 50.0))
+def test_segment_cursors_give_the_binary_search_results_bitwise(
+    case: tuple[Trace, RateProfile], before: float, best: float
+) -> None:
+    """Both scans find segments with forward cursors; with binary searches from scratch
+    (the reference, operation for operation) every bit of every slack is the same."""
+    trace, capacity = case
+    slack = check_feasibility(trace, capacity, tolerance=0.0).slack
+    assert slack.tobytes() == np.array(ref.relative_scan(trace, capacity)).tobytes()
+    window = np.empty(len(trace))
+    running = _capacity.scan_window(
+        trace.arrival,
+        trace.work,
+        trace.deadline,
+        capacity.starts,
+        capacity.rates,
+        capacity.cumulative,
+        before,
+        best,
+        window,
+    )
+    expected, expected_best = ref.window_scan(trace, capacity, before, best)
+    assert window.tobytes() == np.array(expected).tobytes()
+    assert running == expected_best
 
 
 def test_single_request_exact_fit_is_feasible() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -58,18 +59,33 @@ def test_ctrl_c_in_a_command_is_one_line_and_130(
     assert one_line(err) == "learnsched grid: interrupted"
 
 
-def _wait_until_blocked(pid: int, timeout_s: float = 60.0) -> None:
-    """Wait until the child sleeps (blocked reading stdin, inside main's handlers).
+# read(2)'s number, for /proc/PID/syscall (absent elsewhere: the state check stands in).
+_READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}.get(platform.machine())
 
-    Between "ready" and that read the child only runs, so its first sleep is the read;
-    on a loaded machine a signal sent at once could land before main is entered.
+
+def _blocked_on_stdin(pid: int) -> bool:
+    """Whether the child's main thread sleeps in read(0, ...), main's handlers around it.
+
+    A sleep alone is not enough: the child also sleeps while it imports (numpy starts
+    its BLAS threads), and a SIGINT landing there can be swallowed by C code that clears
+    errors, which left the child blocked on stdin with no signal to end it.
     """
-    stat = Path(f"/proc/{pid}/stat")
-    if not stat.exists():  # not Linux: fall back to a pause
+    try:
+        call = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:  # no /proc/PID/syscall here (or no access): the sleeping state must do
+        call = []
+    if _READ_SYSCALL is not None and call:
+        return call[:2] == [_READ_SYSCALL, "0x0"]
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "S"
+
+
+def _wait_until_blocked(pid: int, timeout_s: float = 60.0) -> None:
+    """Wait until the child is blocked reading stdin, inside main's handlers."""
+    if not Path(f"/proc/{pid}/stat").exists():  # not Linux: fall back to a pause
         time.sleep(1.0)
         return
     deadline = time.monotonic() + timeout_s
-    while stat.read_text().rsplit(")", 1)[1].split()[0] != "S":
+    while not _blocked_on_stdin(pid):
         assert time.monotonic() < deadline, "the child never blocked on stdin"
         time.sleep(0.01)
 

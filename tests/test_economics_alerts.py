@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import tracemalloc
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from learnsched.economics import (
@@ -27,7 +28,7 @@ from learnsched.economics import (
     simulate_alerts,
 )
 from learnsched.economics.alert_experiment import PAPER_FIG10
-from learnsched.economics.alerts import _lead_grid, _selective_returns
+from learnsched.economics.alerts import _lead_grid, _points_at_most, _selective_returns
 
 MODEL = AlertModel()
 
@@ -122,6 +123,37 @@ def test_bracketed_decisions_equal_pricing_every_alert(
     assert (grid.cell is None) == (grid_size >= 5000)
     decided = _selective_returns(draws, np.asarray(samples), MODEL, grid)
     np.testing.assert_array_equal(decided, direct)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 1e6) | st.sampled_from([0.0, 1.0, 45.0]), min_size=3, max_size=400),
+    st.integers(2, 64),
+)
+def test_binned_counts_equal_binary_search(values: list[float], grid_size: int) -> None:
+    """_lead_grid's cells: counts through value bins, as np.searchsorted gives them."""
+    lead = np.array(values)
+    distinct = np.unique(lead)
+    points = distinct[np.linspace(0, distinct.size - 1, grid_size).round().astype(np.intp)]
+    assume(bool(np.all(np.diff(points) > 0)))  # else _lead_grid prices every lead time
+    expected = np.searchsorted(points, lead, side="right")
+    np.testing.assert_array_equal(_points_at_most(points, lead), expected)
+
+
+@pytest.mark.parametrize("samples", [None, {"a": [5.0, 20.0, 35.0, 80.0, 300.0], "b": [0.0]}])
+def test_sweep_equals_redrawing_with_each_lead_time_fixed(
+    samples: dict[str, list[float]] | None,
+) -> None:
+    """The sweep prices the lead-independent terms once; each value is still exactly the
+    simulation with every lead time set to it."""
+    leads = (0.0, 20.0, 34.7, 50.0, 69.988, 120.0, 400.0)
+    sweep = lead_time_sweep(4000, 11, leads, samples)
+    draws = draw_alerts(4000, 11)
+    for i, lead in enumerate(leads):
+        fixed = dataclasses.replace(draws, lead_s=np.full(4000, lead))
+        for engine, rules in alert_losses(fixed, samples).items():
+            for rule, loss in rules.items():
+                assert sweep[engine][rule][i] == float(loss.mean()), (engine, rule, lead)
 
 
 def test_many_recovery_samples_stay_in_bounded_memory() -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -125,3 +129,50 @@ def test_grid_with_measured_costs() -> None:
     assert grid.scenarios[348].scenario.costs.recovery_s == 5.0
     with pytest.raises(ValueError, match="costs must be keyed 'warm' and 'cold'"):
         ls.paper_grid(costs={"cold": ls.PAPER_COLD})
+
+
+def eager(g: ls.GridScenario, config: ls.GridConfig) -> ls.Scenario:
+    """The grid entry built as a user would: one validated Scenario from its labels."""
+    windows, start = [], 0.0
+    for length in ls.CALENDARS[g.calendar]:
+        windows.append((start, start + length))
+        start += length + config.gap_s
+    quanta = round(g.work_s / config.quantum_s)
+    half = 0 if g.initial_state == "fresh" else quanta // 2
+    durable = 0 if g.initial_state in ("fresh", "unsaved_active") else half
+    return ls.Scenario(
+        windows=windows,
+        work_quanta=quanta,
+        quantum_s=config.quantum_s,
+        benefit_rate=g.benefit_rate,
+        horizon_s=windows[-1][1] + g.tail_s,
+        costs=config.costs(g.recovery),
+        initial=ls.InitialState(half, durable, g.initial_state.endswith("_active")),
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"quantum_s": 1.0, "fresh_only": True}, {"costs": {"warm": ls.PAPER_WARM, "cold": ls.HandoffCosts(5.0)}}],
+)
+def test_the_lazy_grid_is_the_grid_built_scenario_by_scenario(kwargs: dict[str, Any]) -> None:
+    grid = ls.paper_grid(**kwargs)
+    built = [eager(g, grid.config) for g in grid.scenarios]
+    assert [g.scenario for g in grid.scenarios] == built
+    for g, scenario in zip(grid.scenarios[::37], built[::37], strict=True):
+        assert json.dumps(g.scenario.to_json()) == json.dumps(scenario.to_json())
+    for name in ("sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"):
+        assert grid.scenarios.column(name) == tuple(getattr(g, name) for g in grid.scenarios)
+    np.testing.assert_array_equal(ls.solve_batch(grid.batch).value, ls.solve_batch(built).value)
+
+
+def test_grid_entries_are_made_once_and_pickle() -> None:
+    grid = ls.paper_grid()
+    assert grid.scenarios[5] is grid.scenarios[5]
+    assert grid.scenarios[5].scenario is grid.batch[5]
+    assert grid.scenarios[-1].sid == "S1919"
+    again = pickle.loads(pickle.dumps(grid))
+    assert again == grid
+    assert again.scenarios[348] == grid.scenarios[348]
+    with pytest.raises(ValueError, match="name must be 'sid' or one of calendar"):
+        grid.scenarios.column("windows")

@@ -152,3 +152,36 @@ def test_numpy_windows_of_the_wrong_shape_name_the_field(s0348: ls.Scenario) -> 
         replace(s0348, windows=np.array([0.0, 80.0]))
     with pytest.raises(ValueError, match=r"windows\[0\] must be a \[start, end\] pair"):
         replace(s0348, windows=np.zeros((2, 3)))
+
+
+def test_exact_types_and_converted_ones_build_the_same_scenario(s0348: ls.Scenario) -> None:
+    fast = ls.Scenario(
+        s0348.windows, 6, 5.0, 0.25, 1020.0, s0348.costs, ls.InitialState(0, 0, False)
+    )
+    converted = ls.Scenario(
+        [[0, 80], [100, 180], [200, 280], [300, 540]], np.int8(6), 5, 0.25, 1020, s0348.costs
+    )
+    assert fast == converted == s0348
+    assert fast.windows is s0348.windows  # a tuple of float pairs is kept as it is
+    assert all(type(x) is float for w in converted.windows for x in w)
+    assert type(converted.horizon_s) is float
+    # the core objects are built once and shared by every scenario using them
+    assert fast.costs.to_core() is s0348.costs.to_core()
+    assert s0348.initial.to_core() is s0348.initial.to_core()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("quantum_s", math.inf, "quantum_s must be finite, got inf"),
+        ("benefit_rate", -1.0, "benefit_rate must be >= 0, got -1"),
+        ("windows", ((0.0, math.nan),), r"windows\[0\] must be finite, got \[0, nan\]"),
+        ("windows", ((0.0, 10.0), (5.0, 20.0)), r"windows\[1\] starts at 5 before windows\[0\]"),
+        ("work_quanta", 0, "work_quanta must be >= 1, got 0"),
+    ],
+)
+def test_ranges_are_the_cores_checks(
+    s0348: ls.Scenario, field: str, value: object, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        replace(s0348, **{field: value})

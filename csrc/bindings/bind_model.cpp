@@ -32,6 +32,51 @@ Scenario make_scenario(const std::vector<std::pair<double, double>>& windows, in
     return s;
 }
 
+using WindowPairs = std::vector<std::pair<double, double>>;
+
+// Item i of `pieces`, or std::out_of_range naming the column and row.
+template <class T>
+const T& piece(const std::vector<T>& pieces, const std::vector<int>& index, std::size_t row,
+               const char* column) {
+    const int i = index[row];
+    if (i < 0 || static_cast<std::size_t>(i) >= pieces.size()) {
+        throw std::out_of_range(std::string(column) + "[" + std::to_string(row) + "] must be in [0, " +
+                                std::to_string(pieces.size()) + "), got " + std::to_string(i));
+    }
+    return pieces[static_cast<std::size_t>(i)];
+}
+
+// Many scenarios sharing their windows, costs and initial states, built in one call: one
+// Python call per scenario costs more than validating it.
+std::vector<Scenario> scenario_rows(const std::vector<WindowPairs>& windows,
+                                    const std::vector<HandoffCosts>& costs,
+                                    const std::vector<State>& initial,
+                                    const std::vector<int>& window_set,
+                                    const std::vector<int>& work_quanta,
+                                    const std::vector<double>& quantum_s,
+                                    const std::vector<double>& benefit_rate,
+                                    const std::vector<double>& horizon_s,
+                                    const std::vector<int>& cost_set,
+                                    const std::vector<int>& initial_set) {
+    const std::size_t n = window_set.size();
+    for (const std::size_t size : {work_quanta.size(), quantum_s.size(), benefit_rate.size(),
+                                   horizon_s.size(), cost_set.size(), initial_set.size()}) {
+        if (size != n) {
+            throw std::invalid_argument("every row column must have " + std::to_string(n) +
+                                        " entries (window_set's), got " + std::to_string(size));
+        }
+    }
+    std::vector<Scenario> out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        out.push_back(make_scenario(piece(windows, window_set, i, "window_set"), work_quanta[i],
+                                    quantum_s[i], benefit_rate[i], horizon_s[i],
+                                    piece(costs, cost_set, i, "cost_set"),
+                                    piece(initial, initial_set, i, "initial_set")));
+    }
+    return out;
+}
+
 std::vector<std::pair<double, double>> window_pairs(const Scenario& s) {
     std::vector<std::pair<double, double>> out;
     out.reserve(s.windows.size());
@@ -131,6 +176,13 @@ void bind_model(py::module_& m) {
         .def_readonly("costs", &Scenario::costs)
         .def_readonly("initial", &Scenario::initial);
 
+    m.def("scenario_rows", &scenario_rows, py::arg("windows"), py::arg("costs"),
+          py::arg("initial"), py::arg("window_set"), py::arg("work_quanta"), py::arg("quantum_s"),
+          py::arg("benefit_rate"), py::arg("horizon_s"), py::arg("cost_set"),
+          py::arg("initial_set"),
+          "Scenarios (not validated until used) that share pieces: row i has windows[window_set[i]], "
+          "costs[cost_set[i]], initial[initial_set[i]] and the i-th work_quanta, quantum_s, "
+          "benefit_rate and horizon_s.");
     m.def("validate", &validate, py::arg("scenario"),
           "Raise ValueError naming the first invalid field of the scenario.");
     m.attr("MAX_STATES") = kMaxStates;

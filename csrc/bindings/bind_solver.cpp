@@ -5,8 +5,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,110 @@ BatchArrays batch_arrays(const std::vector<Scenario>& scenarios, const std::vect
     return out;
 }
 
+// `obj` as a contiguous 1-D array of exactly T (a copy only if it is strided), or TypeError /
+// ValueError naming the argument: no silent casts (a float is not a window, an int not a flag).
+template <class T>
+py::array_t<T, py::array::c_style> column(const py::object& obj, const char* what,
+                                          const char* dtype, py::ssize_t size) {
+    const auto fail_type = [&](const std::string& got) {
+        throw py::type_error(std::string(what) + " must be a 1-D numpy array of " + dtype +
+                             ", got " + got);
+    };
+    if (!py::isinstance<py::array>(obj)) fail_type(py::str(py::type::of(obj).attr("__name__")));
+    const auto array = py::reinterpret_borrow<py::array>(obj);
+    if (!array.dtype().is(py::dtype::of<T>())) fail_type("dtype " + std::string(py::str(array.dtype())));
+    if (array.ndim() != 1) {
+        throw py::value_error(std::string(what) + " must be 1-D, got " +
+                              std::to_string(array.ndim()) + " dimensions");
+    }
+    if (size >= 0 && array.shape(0) != size) {
+        throw py::value_error(std::string(what) + " must have the length of window (" +
+                              std::to_string(size) + "), got " + std::to_string(array.shape(0)));
+    }
+    return py::array_t<T, py::array::c_style>::ensure(array);
+}
+
+using Decisions = std::tuple<py::array_t<std::uint8_t>, py::array_t<int>, py::array_t<bool>,
+                             py::array_t<bool>>;
+
+Decisions decide_many(const Model& model, const py::object& window, const py::object& progress,
+                      const py::object& durable, const py::object& active, Policy policy,
+                      double epsilon) {
+    const auto windows = column<int>(window, "window", "int32", -1);
+    const py::ssize_t n = windows.shape(0);
+    const auto progresses = column<int>(progress, "progress", "int32", n);
+    const auto durables = column<int>(durable, "durable", "int32", n);
+    const auto actives = column<bool>(active, "active", "bool", n);
+    py::array_t<std::uint8_t> kind(n);
+    py::array_t<int> quanta(n);
+    py::array_t<bool> checkpoint(n), cold(n);
+    const StateColumns states{windows.data(), progresses.data(), durables.data(),
+                              reinterpret_cast<const std::uint8_t*>(actives.data()),
+                              static_cast<std::size_t>(n)};
+    const ActionColumns out{kind.mutable_data(), quanta.mutable_data(), checkpoint.mutable_data(),
+                            cold.mutable_data()};
+    {
+        py::gil_scoped_release release;  // pure C++ from here; arrays already checked
+        model.decide_many(states, policy, Guard{epsilon, {}}, out);
+    }
+    return {kind, quanta, checkpoint, cold};
+}
+
+using PlanColumns = py::typing::Dict<py::str, py::array>;
+
+// A plan's segments as one array per field, filled in one pass: reading `steps` builds a
+// Python object per segment and field, which costs ~250x the plan's C++ walk.
+PlanColumns plan_columns(const Plan& plan) {
+    const auto n = static_cast<py::ssize_t>(plan.steps.size());
+    constexpr auto kCauses = static_cast<py::ssize_t>(CostSplit::kFields.size());
+    py::array_t<int> window(n), quanta(n), progress(n), durable(n);
+    py::array_t<std::uint8_t> kind(n);
+    py::array_t<bool> checkpoint(n), cold(n);
+    py::array_t<double> start(n), publish(n), ready(n), benefit(n), cost({n, kCauses});
+    auto w = window.mutable_unchecked<1>();
+    auto q = quanta.mutable_unchecked<1>();
+    auto p = progress.mutable_unchecked<1>();
+    auto d = durable.mutable_unchecked<1>();
+    auto k = kind.mutable_unchecked<1>();
+    auto ck = checkpoint.mutable_unchecked<1>();
+    auto cd = cold.mutable_unchecked<1>();
+    auto l = start.mutable_unchecked<1>();
+    auto t = publish.mutable_unchecked<1>();
+    auto r = ready.mutable_unchecked<1>();
+    auto b = benefit.mutable_unchecked<1>();
+    auto c = cost.mutable_unchecked<2>();
+    for (py::ssize_t i = 0; i < n; ++i) {
+        const Segment& seg = plan.steps[static_cast<std::size_t>(i)];
+        w(i) = seg.window;
+        k(i) = static_cast<std::uint8_t>(seg.action.kind);
+        q(i) = seg.action.quanta;
+        ck(i) = seg.action.checkpoint;
+        cd(i) = seg.action.cold;
+        l(i) = seg.start_s;
+        t(i) = seg.publish_s;
+        r(i) = seg.ready_s;
+        b(i) = seg.benefit;
+        p(i) = seg.next.progress;
+        d(i) = seg.next.durable;
+        const auto split = seg.cost.as_array();
+        for (py::ssize_t j = 0; j < kCauses; ++j) c(i, j) = split[static_cast<std::size_t>(j)];
+    }
+    PlanColumns out;
+    out["window"] = window;
+    out["kind"] = kind;
+    out["quanta"] = quanta;
+    out["checkpoint"] = checkpoint;
+    out["cold"] = cold;
+    out["start_s"] = start;
+    out["publish_s"] = publish;
+    out["ready_s"] = ready;
+    out["cost"] = cost;
+    out["benefit"] = benefit;
+    out["progress"] = progress;
+    out["durable"] = durable;
+    return out;
+}
+
 // The tables `policies` read; every table when None.
 TableNeeds needed_tables(const std::optional<std::vector<Policy>>& policies) {
     return policies ? table_needs(*policies) : kAllTables;
@@ -88,7 +194,15 @@ void bind_solver(py::module_& m) {
         .def_readonly("benefit", &Plan::benefit)
         .def_readonly("publish_s", &Plan::publish_s, "NaN if never published.")
         .def_readonly("cost", &Plan::cost)
-        .def_readonly("steps", &Plan::steps);
+        .def_readonly("steps", &Plan::steps, "A list of copies of the segments (copied per read).")
+        .def_property_readonly(
+            "step_count", [](const Plan& plan) { return plan.steps.size(); },
+            "Number of segments, without copying them.")
+        .def("columns", &plan_columns,
+             "The segments as arrays, one entry per step: window, kind (ActionKind values), "
+             "quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s "
+             "(NaN for a wait), cost (n, 5: in the order of cost_fields()), benefit, progress "
+             "and durable (the next state's).");
 
     py::class_<Model>(m, "Model", "A validated scenario with cached continuation values.")
         .def(py::init([](Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
@@ -121,6 +235,12 @@ void bind_solver(py::module_& m) {
             py::arg("window"), py::arg("progress"), py::arg("durable"),
             py::arg("active").noconvert(), py::arg("policy"),
             "The policy's action in a validated state; O(J).")
+        .def("decide_many", &decide_many, py::arg("window"), py::arg("progress"),
+             py::arg("durable"), py::arg("active"), py::arg("policy"), py::arg("epsilon") = 0.0,
+             "The policy's actions in many states: 1-D arrays window, progress, durable (int32) "
+             "and active (bool) of equal length; guarded scores exactly with bound epsilon "
+             "(s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, "
+             "cold: bool), one entry per state; ValueError names the first invalid states[i].")
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,

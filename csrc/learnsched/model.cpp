@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -48,6 +49,7 @@ void Model::build_tables(TableNeeds tables) {
     if (tables.optimal) {
         optimal_values_.reset(K, J);
         fill_optimal_values(acc_, optimal_values_);
+        optimal_index_ = std::make_unique<AdvanceIndex>(K, J, acc_.path_count());
     }
     if (tables.window) {
         window_values_.reset(K, J);
@@ -56,6 +58,7 @@ void Model::build_tables(TableNeeds tables) {
     if (tables.reference) {
         reference_values_.reset(K, J);
         fill_reference_values(acc_, window_values_, reference_values_);
+        reference_index_ = std::make_unique<AdvanceIndex>(K, J, acc_.path_count());
     }
     built_ = tables;
 }
@@ -80,6 +83,14 @@ Action Model::costed_window_action(const State& s) const {
 
 Action Model::guarded_action(const State& s, const Guard& guard) const {
     const Action a0 = costed_window_action(s);
+    if (!guard.noise) {  // exact scores: Rollout's lookahead, then the margin of Eq. D.5
+        const ScoredAction best = lookahead(acc_, reference_values_, *reference_index_, s, a0);
+        const double q0 = action_value(acc_, reference_values_, s, a0);
+        return best.action != a0 && strictly_greater(best.value, q0 + 2.0 * guard.epsilon)
+                   ? best.action
+                   : a0;
+    }
+    // Noise can reorder the scores (and is asked for every action): the full scan.
     // Qhat(s, a) = Q^pi0(s, a) + e_a; exact scores (no noise) make the search Rollout's.
     auto score = [&](const Action& a) {
         const double e = guard.noise ? guard.noise(s, a) : 0.0;
@@ -112,9 +123,11 @@ Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
                                                                : decline_action(acc_, s);
         case Policy::CostedWindow: return costed_window_action(s);
         case Policy::Rollout:  // Eq. 11: keep pi0's action unless another scores strictly higher
-            return best_action(acc_, reference_values_, s, costed_window_action(s));
+            return lookahead(acc_, reference_values_, *reference_index_, s, costed_window_action(s))
+                .action;
         case Policy::Dp:  // from wait (or abandon), which leads the canonical order
-            return best_action(acc_, optimal_values_, s, first_action(acc_, s));
+            return lookahead(acc_, optimal_values_, *optimal_index_, s, first_action(acc_, s))
+                .action;
         case Policy::Guarded: return guarded_action(s, guard);
     }
     throw std::invalid_argument("policy must be one of the seven Policy values, got " +
@@ -126,6 +139,30 @@ Action Model::decide(const State& state, Policy policy, const Guard& guard) cons
     validate(guard);
     require_tables(policy);
     return choose(state, policy, guard);
+}
+
+void Model::decide_many(const StateColumns& states, Policy policy, const Guard& guard,
+                        const ActionColumns& out) const {
+    if (name(policy) == "unknown") {
+        throw std::invalid_argument("policy must be one of the seven Policy values, got " +
+                                    std::to_string(static_cast<int>(policy)));
+    }
+    validate(guard);
+    require_tables(policy);
+    for (std::size_t i = 0; i < states.size; ++i) {
+        const State s{states.window[i], states.progress[i], states.durable[i],
+                      states.active[i] != 0};
+        try {
+            validate_state(scenario(), s);
+        } catch (const std::invalid_argument& e) {
+            throw std::invalid_argument("states[" + std::to_string(i) + "]: " + e.what());
+        }
+        const Action a = choose(s, policy, guard);
+        out.kind[i] = static_cast<std::uint8_t>(a.kind);
+        out.quanta[i] = a.quanta;
+        out.checkpoint[i] = a.checkpoint;
+        out.cold[i] = a.cold;
+    }
 }
 
 Plan Model::solve(Policy policy, const Guard& guard) const {

@@ -3,8 +3,12 @@
 // Only the tables the policies asked for are built, and a model can be rebuilt in place.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "decision_index.hpp"
 #include "guard.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
@@ -20,6 +24,24 @@ struct Plan {
     double publish_s = 0.0;  // NaN if the plan never publishes
     CostSplit cost;
     std::vector<Segment> steps;
+};
+
+// Many decision states as columns of equal length (numpy arrays from Python): state i is
+// (window[i], progress[i], durable[i], active[i] != 0).
+struct StateColumns {
+    const int* window = nullptr;
+    const int* progress = nullptr;
+    const int* durable = nullptr;
+    const std::uint8_t* active = nullptr;
+    std::size_t size = 0;
+};
+
+// Their actions as columns: kind (ActionKind's value), quanta, checkpoint and cold.
+struct ActionColumns {
+    std::uint8_t* kind = nullptr;
+    int* quanta = nullptr;
+    bool* checkpoint = nullptr;
+    bool* cold = nullptr;
 };
 
 class Model {
@@ -43,6 +65,11 @@ class Model {
     // The policy's action in `state` (std::invalid_argument for an invalid state, policy or
     // guard). `guard` is read by Policy::Guarded only.
     Action decide(const State& state, Policy policy, const Guard& guard = {}) const;
+    // decide() for every state of `states`, written to `out` (each column states.size()
+    // long). The policy and guard are checked once; std::invalid_argument names the first
+    // invalid state as "states[i]: ...".
+    void decide_many(const StateColumns& states, Policy policy, const Guard& guard,
+                     const ActionColumns& out) const;
     // Follow the policy from the initial state to publication or the last window.
     Plan solve(Policy policy, const Guard& guard = {}) const;
 
@@ -66,6 +93,10 @@ class Model {
     ValueTable window_values_;
     ValueTable reference_values_;
     ValueTable optimal_values_;
+    // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily;
+    // made anew with their table (an index holds a mutex, so it is not reassignable).
+    std::unique_ptr<AdvanceIndex> reference_index_;
+    std::unique_ptr<AdvanceIndex> optimal_index_;
 };
 
 }  // namespace learnsched

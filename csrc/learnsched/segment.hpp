@@ -82,6 +82,12 @@ class SegmentAccounting {
     // two-path scenario each returning action comes by the warm path, then by the cold one.
     template <class Visit>
     void for_each_action(const State& s, Visit&& visit) const;
+    // The head of that order: wait or the three returns, then publish (by every path).
+    template <class Visit>
+    void for_each_leading_action(const State& s, Visit&& visit) const;
+    // Its advances with (or without) a checkpoint: u = max..1, warm before cold at each u.
+    template <class Visit>
+    void for_each_advance(const State& s, bool checkpoint, Visit&& visit) const;
 
   private:
     struct Limits {
@@ -160,7 +166,7 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
 }
 
 template <class Visit>
-void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
+void SegmentAccounting::for_each_leading_action(const State& s, Visit&& visit) const {
     const int paths = path_count();
     // Each returning action by every path that fits, warm (or the only path) first.
     auto by_paths = [&](const Action& a) {
@@ -176,20 +182,29 @@ void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
     } else {
         visit(Action{ActionKind::Wait, 0, false});
     }
-    const int rest = remaining(s);
-    by_paths(Action{ActionKind::Publish, rest, false});
-    for (const bool checkpoint : {true, false}) {
-        // Eq. 10 per path, looked up once: the hot loop compares u with each path's reach.
-        const std::array<int, 2> reach{max_quanta(s, checkpoint, false),
-                                       paths == 2 ? max_quanta(s, checkpoint, true) : -1};
-        for (int u = std::min(std::max(reach[0], reach[1]), rest - 1); u >= 1; --u) {
-            for (int p = 0; p < paths; ++p) {
-                if (u <= reach[static_cast<std::size_t>(p)]) {
-                    visit(Action{ActionKind::Advance, u, checkpoint, p == 1});
-                }
+    by_paths(Action{ActionKind::Publish, remaining(s), false});
+}
+
+template <class Visit>
+void SegmentAccounting::for_each_advance(const State& s, bool checkpoint, Visit&& visit) const {
+    const int paths = path_count();
+    // Eq. 10 per path, looked up once: the hot loop compares u with each path's reach.
+    const std::array<int, 2> reach{max_quanta(s, checkpoint, false),
+                                   paths == 2 ? max_quanta(s, checkpoint, true) : -1};
+    for (int u = std::min(std::max(reach[0], reach[1]), remaining(s) - 1); u >= 1; --u) {
+        for (int p = 0; p < paths; ++p) {
+            if (u <= reach[static_cast<std::size_t>(p)]) {
+                visit(Action{ActionKind::Advance, u, checkpoint, p == 1});
             }
         }
     }
+}
+
+template <class Visit>
+void SegmentAccounting::for_each_action(const State& s, Visit&& visit) const {
+    for_each_leading_action(s, visit);
+    for_each_advance(s, true, visit);
+    for_each_advance(s, false, visit);
 }
 
 }  // namespace learnsched

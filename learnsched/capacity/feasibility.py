@@ -2,7 +2,9 @@
 
 An initially empty, work-conserving FIFO fluid queue meets every deadline iff
 ``sum_{j=k..i} w_j <= integral_{a_k}^{d_i} c_cap`` for every ``k <= i`` (Section 3.3).
-The scan checks all pairs in O(n log m) for n requests and m rate segments.
+The scan checks all pairs in O(n + m) for n requests and m rate segments: requests come
+sorted by arrival, so each one's segments are found by cursors that move forward
+(O(n log m) at worst, when deadlines jump back and forth).
 
 Precision: each request's slack is measured from its own arrival (the service on
 ``[a_i, d_i]`` minus ``w_i``, plus the backlog carried from earlier requests), so rounding

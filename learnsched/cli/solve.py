@@ -193,9 +193,9 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
     writer = csv.writer(out, lineterminator="\n")
     labels = ["sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"]
     writer.writerow(labels + [f"value_{p.value}" for p in result.policies])
-    for g, values in zip(grid.scenarios, result.value, strict=True):
-        row = [g.sid, g.calendar, g.work_s, g.benefit_rate, g.tail_s, g.recovery, g.initial_state]
-        writer.writerow(row + [repr(float(v)) for v in values])
+    columns = [grid.scenarios.column(name) for name in labels]  # no GridScenario built
+    for row, values in zip(zip(*columns, strict=True), result.value.tolist(), strict=True):
+        writer.writerow([*row, *map(repr, values)])
     return out.getvalue()
 
 
@@ -204,9 +204,7 @@ def run_grid(args: argparse.Namespace) -> int:
     grid = paper_grid(args.quantum, args.fresh_only, _profile_costs(args))
     started = time.perf_counter()
     with Progress(len(grid), "solving grid") as progress:
-        result = solve_batch(
-            [g.scenario for g in grid.scenarios], ALL_POLICIES, args.threads, progress.advance
-        )
+        result = solve_batch(grid.batch, ALL_POLICIES, args.threads, progress.advance)
     seconds = time.perf_counter() - started
     summary = summarize(grid, result)
     paper = PAPER_FIGURES.get(_paper_key(args) or "")

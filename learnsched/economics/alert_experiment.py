@@ -7,7 +7,7 @@ Fig. 10(a), fixed lead times its panel (b), and the return boundary its panel (c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,10 @@ from ._checks import array, values
 from .alerts import (
     ALERT_RULES,
     AlertModel,
-    _mean_losses,
+    _fixed_lead_means,
     _samples_by_engine,
+    _seed_means,
+    _SeedTerms,
     draw_alerts,
     return_boundary,
     simulate_alerts,
@@ -173,7 +175,10 @@ def run_alert_experiment(
     low_q, high_q = float(bounds[0]), float(bounds[1])
     leads = tuple(float(x) for x in array("lead_times_s", lead_times_s, low=0.0))
 
-    per_seed = [simulate_alerts(n_alerts, seed, by_engine, model) for seed in seed_list]
+    # The first seed's terms also serve the sweep, which fixes L on the same draws.
+    first = _SeedTerms(draw_alerts(n_alerts, seed_list[0], model), by_engine, model)
+    per_seed = [_seed_means(first)]
+    per_seed += [simulate_alerts(n_alerts, seed, by_engine, model) for seed in seed_list[1:]]
     stats = {
         engine: {
             rule: _stats([means[engine][rule] for means in per_seed], low_q, high_q)
@@ -185,7 +190,7 @@ def run_alert_experiment(
         engine: tuple(float(p) for p in return_boundary(leads, samples, model))
         for engine, samples in by_engine.items()
     }
-    sweep = lead_time_sweep(n_alerts, seed_list[0], leads, by_engine, model)
+    sweep = _fixed_lead_means(first, np.asarray(leads, dtype=np.float64))
     return AlertExperiment(n_alerts, seed_list, (low_q, high_q), stats, leads, boundary, sweep)
 
 
@@ -201,16 +206,10 @@ def lead_time_sweep(
     Returns ``sweep[engine][rule]``, one mean per lead time, s-eq./alert.
     """
     leads = array("lead_times_s", lead_times_s, low=0.0)
+    model = AlertModel() if model is None else model
     # Fixing L leaves the other draws unchanged (draw_alerts): draw once, then set each L.
     draws = draw_alerts(n_alerts, seed, model)
-    runs = [
-        _mean_losses(replace(draws, lead_s=np.full(draws.lead_s.size, x)), recovery_samples, model)
-        for x in leads
-    ]
-    return {
-        engine: {rule: tuple(run[engine][rule] for run in runs) for rule in ALERT_RULES}
-        for engine in runs[0]
-    }
+    return _fixed_lead_means(_SeedTerms(draws, _samples_by_engine(recovery_samples), model), leads)
 
 
 def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:

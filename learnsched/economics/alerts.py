@@ -65,6 +65,7 @@ are not modelled. With these defaults the rules rank as in Fig. 10(a), each mean
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -272,27 +273,178 @@ def alert_losses(
         ``losses[engine][rule]``, one loss per alert.
     """
     model = AlertModel() if model is None else model
-    by_engine = _samples_by_engine(recovery_samples)
-    pooled = np.concatenate(list(by_engine.values()))
+    return _alert_losses(_SeedTerms(draws, _samples_by_engine(recovery_samples), model), realised)
+
+
+@dataclass(frozen=True)
+class _Waiting:
+    """One engine's terms that the lead time does not enter, s-eq. per alert.
+
+    ``reactive`` and ``no_scaling`` are the expected losses of returning at onset and of
+    no scaling (0 on a false alarm); ``wait`` is the one the engine's own estimate waits
+    with, and ``best_wait`` the cheaper of the two on each burst alert.
+    """
+
+    samples: FloatArray
+    ordered: FloatArray
+    prefix: FloatArray
+    reactive: FloatArray
+    no_scaling: FloatArray
+    wait: FloatArray
+    best_wait: FloatArray
+
+
+class _SeedTerms:
+    """One seed's draws with the terms every rule and lead time shares, computed once.
+
+    A lead time enters only early return's loss and the selective rule's threshold, so
+    Fig. 10(b)'s sweep reuses everything here. Per-alert terms of a burst are computed on
+    the burst alerts alone (``burst`` indexes them) and scattered into full arrays: the
+    same values as ``np.where(event, ...)``, at a fraction of the cost of a branch per
+    alert on a random mask.
+    """
+
+    def __init__(
+        self, draws: AlertDraws, by_engine: Mapping[str, FloatArray], model: AlertModel
+    ) -> None:
+        self.draws = draws
+        self.model = model
+        self.burst = np.flatnonzero(draws.event)
+        self.duration_s = draws.duration_s[self.burst]
+        self.pooled = np.concatenate(list(by_engine.values()))
+        self.shared_reacts = model.reactive_waits(self.pooled)
+        self.engines = {engine: self._waiting(samples) for engine, samples in by_engine.items()}
+
+    def _on_bursts(self, values: FloatArray, otherwise: float) -> FloatArray:
+        """``values`` (one per burst alert) at the burst alerts, ``otherwise`` elsewhere."""
+        out = np.full(self.draws.event.size, otherwise)
+        out[self.burst] = values
+        return out
+
+    def _waiting(self, samples: FloatArray) -> _Waiting:
+        model = self.model
+        ordered = np.sort(samples)
+        prefix = np.concatenate(([0.0], np.cumsum(ordered)))
+        rate = model.overflow_rate.mean
+        onset = _mean_excess(ordered, prefix, 0.0, self.duration_s)  # E_R[min(D, R)]
+        reactive = model.handoff_loss + rate * onset
+        no_scaling = rate * self.duration_s
+        full_reactive = self._on_bursts(reactive, 0.0)
+        full_no_scaling = self._on_bursts(no_scaling, 0.0)
+        return _Waiting(
+            samples=samples,
+            ordered=ordered,
+            prefix=prefix,
+            reactive=full_reactive,
+            no_scaling=full_no_scaling,
+            wait=full_reactive if model.reactive_waits(samples) else full_no_scaling,
+            best_wait=np.minimum(reactive, no_scaling),
+        )
+
+    def early(self, waiting: _Waiting, lead_s: FloatArray | float) -> tuple[FloatArray, FloatArray]:
+        """Expected loss of early return per alert, and on the burst alerts alone, s-eq.
+
+        ``lead_s`` is the lead time of each burst alert or one for all, seconds:
+        ``h + E[r]*E_R[min(D, (R - L)^+)]`` under a burst, ``h`` on a false alarm.
+        """
+        model = self.model
+        late = _mean_excess(waiting.ordered, waiting.prefix, lead_s, self.duration_s)
+        late *= model.overflow_rate.mean
+        late += model.handoff_loss
+        return self._on_bursts(late, model.handoff_loss), late
+
+    def oracle(self, waiting: _Waiting, early_bursts: FloatArray) -> FloatArray:
+        """The oracle's expected loss: the cheapest action under a burst, 0 otherwise
+        (:func:`_oracle` with ``expected`` as ``actual``, whose choice then costs the
+        minimum of the three)."""
+        return self._on_bursts(np.minimum(early_bursts, waiting.best_wait), 0.0)
+
+    def fixed_lead(
+        self,
+        waiting: _Waiting,
+        lead_s: float,
+        own_threshold: FloatArray,
+        shared_thresholds: list[FloatArray],
+        shared_wait: FloatArray,
+        out: list[FloatArray],
+    ) -> None:
+        """Per-alert expected losses with every lead time ``lead_s``, written into ``out``:
+        early return, the engine's selective rule, the oracle, then the shared rule at each
+        of ``shared_thresholds`` (``2 + len(shared_thresholds)`` more arrays of one entry
+        per alert).
+
+        The values of :meth:`early`, :func:`_choose` and :meth:`oracle`, computed in
+        blocks of ``_BLOCK_ALERTS`` so that the temporaries stay in cache: at a fixed lead
+        time the sweep is bound by memory traffic, and this halves it.
+        """
+        model, confidence = self.model, self.draws.confidence
+        h, rate = model.handoff_loss, model.overflow_rate.mean
+        early, selective, oracle, *shared = out
+        for lo, hi, first, last in self._blocks():
+            local = self.burst[first:last] - lo
+            late = _mean_excess(
+                waiting.ordered, waiting.prefix, lead_s, self.duration_s[first:last]
+            )
+            late *= rate
+            late += h  # the burst alerts' early-return loss
+            block = early[lo:hi]
+            block.fill(h)
+            block[local] = late
+            alerts = confidence[lo:hi]
+            selective[lo:hi] = np.where(alerts > own_threshold, block, waiting.wait[lo:hi])
+            for rule, threshold in zip(shared, shared_thresholds, strict=True):
+                rule[lo:hi] = np.where(alerts > threshold, block, shared_wait[lo:hi])
+            oracle[lo:hi] = 0.0
+            oracle[lo:hi][local] = np.minimum(late, waiting.best_wait[first:last])
+
+    def _blocks(self) -> list[tuple[int, int, int, int]]:
+        """``(lo, hi, first, last)`` per block of alerts: alerts ``lo:hi`` hold the burst
+        alerts ``first:last``."""
+        n = self.draws.event.size
+        edges = np.append(np.arange(0, n, _BLOCK_ALERTS), n)
+        bursts = np.searchsorted(self.burst, edges)
+        return [
+            (int(edges[k]), int(edges[k + 1]), int(bursts[k]), int(bursts[k + 1]))
+            for k in range(edges.size - 1)
+        ]
+
+
+def _choose(where: npt.NDArray[np.intp], chosen: FloatArray, otherwise: FloatArray) -> FloatArray:
+    """``otherwise`` with the entries ``where`` taken from ``chosen``: ``np.where`` by
+    index, without its branch per entry on a random mask (4x the cost)."""
+    out: FloatArray = otherwise.copy()
+    out[where] = chosen[where]
+    return out
+
+
+def _alert_losses(terms: _SeedTerms, realised: bool) -> dict[str, dict[str, FloatArray]]:
+    """:func:`alert_losses` on the shared terms of a seed's draws."""
+    draws, model = terms.draws, terms.model
     grid = _lead_grid(draws.lead_s)
     # The pooled rule's decisions depend only on the draws: price them once for all engines.
-    shared_returns = _selective_returns(draws, pooled, model, grid)
-    shared_reacts = model.reactive_waits(pooled)
+    shared_returns = np.flatnonzero(_selective_returns(draws, terms.pooled, model, grid))
+    burst_lead = draws.lead_s[terms.burst]
     losses = {}
-    for engine, samples in by_engine.items():
-        expected = _expected_action_losses(draws, samples, model)
-        actual = _action_losses(draws, draws.recovery_s(samples), model) if realised else expected
-        early, reactive, no_scaling = actual
-        own_returns = _selective_returns(draws, samples, model, grid)
-        own_wait = reactive if model.reactive_waits(samples) else no_scaling
-        shared_wait = reactive if shared_reacts else no_scaling  # realised R differs by engine
+    for engine, waiting in terms.engines.items():
+        early, early_bursts = terms.early(waiting, burst_lead)
+        if realised:
+            expected = early, waiting.reactive, waiting.no_scaling
+            actual = _action_losses(draws, draws.recovery_s(waiting.samples), model)
+            early, reactive, no_scaling = actual
+            oracle = _oracle(draws.event, expected, actual)
+            own_wait = reactive if model.reactive_waits(waiting.samples) else no_scaling
+        else:
+            reactive, no_scaling, own_wait = waiting.reactive, waiting.no_scaling, waiting.wait
+            oracle = terms.oracle(waiting, early_bursts)
+        own_returns = np.flatnonzero(_selective_returns(draws, waiting.samples, model, grid))
+        shared_wait = reactive if terms.shared_reacts else no_scaling  # realised R differs
         losses[engine] = {
             "no_scaling": no_scaling,
             "reactive": reactive,
             "eager": early,
-            "learnsched": np.where(own_returns, early, own_wait),
-            "shared": np.where(shared_returns, early, shared_wait),
-            "oracle": _oracle(draws.event, expected, actual),
+            "learnsched": _choose(own_returns, early, own_wait),
+            "shared": _choose(shared_returns, early, shared_wait),
+            "oracle": oracle,
         }
     return losses
 
@@ -314,35 +466,48 @@ def _oracle(
     return np.where(burst, choice, 0.0)
 
 
-def _expected_action_losses(
-    draws: AlertDraws, samples: FloatArray, model: AlertModel
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Losses of early return, reactive return and no scaling given ``(E, D, L)``, per alert.
+# Alerts per block of the fixed-lead sweep: a block's dozen temporaries fit in cache.
+_BLOCK_ALERTS = 1 << 17
 
-    ``r`` and ``R`` are integrated out: ``E[r]`` times the capacity missing, averaged
-    exactly over the samples in ``O(log n_samples)`` per alert.
-    """
-    d = draws.duration_s
-    ordered = np.sort(samples)
-    prefix = np.concatenate(([0.0], np.cumsum(ordered)))
-    late = _mean_excess(ordered, prefix, draws.lead_s, d)  # E_R[min(D, (R - L)^+)]
-    onset = _mean_excess(ordered, prefix, np.zeros_like(d), d)  # E_R[min(D, R)]
-    return _burst_losses(draws, model.overflow_rate.mean, late, onset, model.handoff_loss)
+# Recovery samples up to which counting them beats a binary search per alert (the
+# paper's defaults have one per engine).
+_FEW_SAMPLES = 4
+
+
+def _rank(ordered: FloatArray, at: FloatArray | float, side: str) -> npt.NDArray[np.intp]:
+    """``np.searchsorted(ordered, at, side)``: the samples ``<= at`` (right) or ``< at``
+    (left), counted by comparison when there are at most ``_FEW_SAMPLES``."""
+    if ordered.size > _FEW_SAMPLES:
+        return np.searchsorted(ordered, at, side=side)  # type: ignore[call-overload, no-any-return]
+    below = np.less_equal if side == "right" else np.less
+    count: npt.NDArray[np.intp] = below(ordered[0], at).astype(np.intp)
+    for sample in ordered[1:]:
+        count += below(sample, at)
+    return count
 
 
 def _mean_excess(
-    ordered: FloatArray, prefix: FloatArray, start: FloatArray, cap: FloatArray
+    ordered: FloatArray, prefix: FloatArray, start: FloatArray | float, cap: FloatArray
 ) -> FloatArray:
     """``mean_j min(cap, (R_j - start)^+)`` per alert from sorted samples and prefix sums.
 
     Samples at or below ``start`` add 0, those at or above ``start + cap`` add ``cap``,
-    and the ones between add ``R_j - start``.
+    and the ones between add ``R_j - start``. ``start`` is one per alert or one for all.
     """
     n = ordered.size
-    below = np.searchsorted(ordered, start, side="right")
-    above = np.maximum(np.searchsorted(ordered, start + cap, side="left"), below)
-    inside = prefix[above] - prefix[below] - (above - below) * start
-    return np.clip((inside + (n - above) * cap) / n, 0.0, cap)  # clip: rounding only
+    if np.ndim(start) == 0 and start >= ordered[-1]:  # what the formula gives: 0 for every cap
+        return np.zeros_like(cap)
+    below = _rank(ordered, start, "right")
+    above = _rank(ordered, start + cap, "left")
+    np.maximum(above, below, out=above)
+    # In place, each step the same operation on the same operands as written out:
+    # clip((prefix[above] - prefix[below] - (above - below) * start + (n - above) * cap) / n)
+    inside = prefix[above]
+    inside -= prefix[below]
+    inside -= (above - below) * start
+    inside += (n - above) * cap
+    inside /= n
+    return np.clip(inside, 0.0, cap, out=inside)  # clip: rounding only
 
 
 def _action_losses(
@@ -359,12 +524,13 @@ def _action_losses(
 
 def _burst_losses(
     draws: AlertDraws,
-    rate: float | FloatArray,
+    rate: FloatArray,
     early_missing: FloatArray,
     onset_missing: FloatArray,
     handoff: float,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Losses of early return, reactive return and no scaling from the capacity each misses.
+    """Realised losses of early return, reactive return and no scaling from the capacity
+    each misses.
 
     ``early_missing`` and ``onset_missing`` are the seconds of burst without capacity after
     returning at the alert and at onset; a false alarm costs early return one handoff.
@@ -394,8 +560,48 @@ def _lead_grid(lead: FloatArray, grid_size: int = _GRID_SIZE) -> _LeadGrid:
     if distinct.size <= grid_size:
         return _LeadGrid(distinct, None)
     points = distinct[np.linspace(0, distinct.size - 1, grid_size).round().astype(np.intp)]
-    cell = np.clip(np.searchsorted(points, lead, side="right") - 1, 0, grid_size - 2)
-    return _LeadGrid(points, cell)
+    return _LeadGrid(points, np.clip(_points_at_most(points, lead) - 1, 0, grid_size - 2))
+
+
+# Value bins per grid point in _points_at_most, and the most points one bin may hold
+# before a binary search per lead is cheaper than stepping through them.
+_BINS_PER_POINT = 4
+_MOST_PER_BIN = 8
+
+
+def _points_at_most(points: FloatArray, values: FloatArray) -> npt.NDArray[np.intp]:
+    """``np.searchsorted(points, values, side="right")`` for strictly increasing
+    ``points`` and ``values`` in ``[points[0], points[-1]]``, without a binary search
+    per value (a branch mispredicted at each of its 11 levels for 2048 points).
+
+    Equal-width bins cut the range; ``b(v) = floor((v - points[0]) * scale)`` is monotone
+    in ``v`` in floating point too, so every point in an earlier bin than ``v``'s is
+    below it and every point in a later one above it: the count is the points before
+    ``v``'s bin plus those of its bin up to ``v``, found by stepping through that bin
+    (at most ``_MOST_PER_BIN`` points, else the binary search is used).
+    """
+    bins = _BINS_PER_POINT * points.size
+    span = float(points[-1] - points[0])
+    if not span > bins / sys.float_info.max:  # bins / span would overflow
+        return np.searchsorted(points, values, side="right")
+    scale = bins / span
+
+    def bin_of(v: FloatArray) -> npt.NDArray[np.intp]:
+        index: npt.NDArray[np.intp] = np.minimum(
+            ((v - points[0]) * scale).astype(np.intp), bins - 1
+        )
+        return index
+
+    point_bins = bin_of(points)
+    per_bin = int(np.bincount(point_bins).max())
+    if per_bin > _MOST_PER_BIN:
+        return np.searchsorted(points, values, side="right")
+    before = np.searchsorted(point_bins, np.arange(bins), side="left")  # points in earlier bins
+    padded = np.append(points, np.inf)
+    count = before[bin_of(values)]
+    for _ in range(per_bin):
+        count += padded[count] <= values
+    return count
 
 
 def _selective_returns(
@@ -416,9 +622,11 @@ def _selective_returns(
         # Eq. C.2: ties and B(L) <= 0 keep waiting (the threshold is then 1)
         return confidence > return_threshold(model.benefit(lead, samples), c_f)
     at_grid = return_threshold(model.benefit(grid.points, samples), c_f)
-    returns = confidence > at_grid[grid.cell] + _BRACKET_MARGIN  # above p* at the left end
-    unsure = ~returns & (confidence > at_grid[grid.cell + 1] - _BRACKET_MARGIN)
-    if unsure.any():
+    # The bracket's ends with their margins, per cell (the same sums as per alert).
+    left, right = at_grid[:-1] + _BRACKET_MARGIN, at_grid[1:] - _BRACKET_MARGIN
+    returns = confidence > left[grid.cell]  # above p* at the left end
+    unsure = np.flatnonzero(~returns & (confidence > right[grid.cell]))
+    if unsure.size:
         exact = return_threshold(model.benefit(lead[unsure], samples), c_f)
         returns[unsure] = confidence[unsure] > exact
     return returns
@@ -444,10 +652,68 @@ def _mean_losses(
     model: AlertModel | None,
 ) -> dict[str, dict[str, float]]:
     """``mean_losses[engine][rule]`` of :func:`alert_losses` on ``draws``, s-eq./alert."""
+    model = AlertModel() if model is None else model
+    return _seed_means(_SeedTerms(draws, _samples_by_engine(recovery_samples), model))
+
+
+def _seed_means(terms: _SeedTerms) -> dict[str, dict[str, float]]:
+    """:func:`_mean_losses` on the shared terms of a seed's draws."""
     return {
         engine: {rule: float(loss.mean()) for rule, loss in rules.items()}
-        for engine, rules in alert_losses(draws, recovery_samples, model).items()
+        for engine, rules in _alert_losses(terms, realised=False).items()
     }
+
+
+def _fixed_lead_means(
+    terms: _SeedTerms, lead_times_s: FloatArray
+) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Mean loss per alert of every rule with every lead time set to each of
+    ``lead_times_s`` (seconds), the other draws kept: ``sweep[engine][rule]``, s-eq./alert.
+
+    The values of :func:`_mean_losses` on the draws with ``lead_s`` replaced, computed
+    from the lead-independent ``terms``: reactive return and no scaling do not depend on
+    the lead time, and with one lead time for all the selective rule's threshold is one
+    number (Eq. C.2). A lead time at or past every recovery sample finds capacity ready
+    after any return, so there every term is the one at the last sample: each distinct
+    (engine's, pooled) clamped lead time is priced once.
+    """
+    model = terms.model
+    leads = lead_times_s.tolist()
+
+    def threshold(lead: float, samples: FloatArray) -> FloatArray:
+        return return_threshold(model.benefit(lead, samples), model.false_alarm_cost)
+
+    pooled_last = float(terms.pooled.max())
+    n = terms.draws.event.size
+    buffers: list[FloatArray] = []
+    sweep = {}
+    for engine, waiting in terms.engines.items():
+        own_last = float(waiting.ordered[-1])
+        shared_wait = waiting.reactive if terms.shared_reacts else waiting.no_scaling
+        keys = [(min(lead, own_last), min(lead, pooled_last)) for lead in leads]
+        means: dict[tuple[str, float, float], float] = {}
+        for own in dict.fromkeys(own for own, _ in keys):
+            pooled = list(dict.fromkeys(p for o, p in keys if o == own))
+            while len(buffers) < 3 + len(pooled):  # reused: fresh pages cost a fault each
+                buffers.append(np.empty(n))
+            out = buffers[: 3 + len(pooled)]
+            shared = [threshold(p, terms.pooled) for p in pooled]
+            terms.fixed_lead(
+                waiting, own, threshold(own, waiting.samples), shared, shared_wait, out
+            )
+            for rule, losses in zip(("eager", "learnsched", "oracle"), out, strict=False):
+                means[rule, own, own] = float(losses.mean())
+            for p, losses in zip(pooled, out[3:], strict=True):
+                means["shared", own, p] = float(losses.mean())
+        sweep[engine] = {
+            "no_scaling": (float(waiting.no_scaling.mean()),) * len(keys),
+            "reactive": (float(waiting.reactive.mean()),) * len(keys),
+            "eager": tuple(means["eager", own, own] for own, _ in keys),
+            "learnsched": tuple(means["learnsched", own, own] for own, _ in keys),
+            "shared": tuple(means["shared", own, p] for own, p in keys),
+            "oracle": tuple(means["oracle", own, own] for own, _ in keys),
+        }
+    return sweep
 
 
 def return_boundary(

@@ -40,16 +40,16 @@ class ReleaseResult:
     condition
         What was seen: ``"process-gone"``, ``"process-below-floor"`` or ``"free-rose"``.
     latency_s
-        From ``since_ns`` to the start of the poll that saw it, seconds.
+        From ``since_ns`` to the end of the poll that saw it, seconds: an upper bound.
     resolution_s
-        Time between that poll and the one before it, seconds: the release happened
-        within this interval (0 if the first poll saw it).
+        From the start of the poll before it (or ``since_ns`` if the first poll saw it) to
+        ``seen_ns``, seconds: the release happened within this interval.
     polls
         NVML polls made.
     memory
         Device memory at the confirming poll.
     seen_ns
-        ``perf_counter_ns()`` at the start of the confirming poll.
+        ``perf_counter_ns()`` when the confirming poll returned.
     """
 
     condition: str
@@ -198,7 +198,7 @@ def wait_for_release(
         poll_s=poll_s,
     )
     condition, memory = seen.value
-    previous = seen.t_ns if seen.previous_ns is None else seen.previous_ns
+    previous = start if seen.previous_ns is None else seen.previous_ns
     return ReleaseResult(
         condition=condition,
         latency_s=(seen.t_ns - start) / 1e9,  # >= 0: start <= now <= the seeing poll

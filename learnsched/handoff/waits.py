@@ -39,10 +39,11 @@ class Polled(Generic[T]):
     value
         What the check returned.
     t_ns
-        When that poll started, ``perf_counter_ns``.
+        When that poll's check returned, ``perf_counter_ns``: the condition held by then.
     previous_ns
-        When the poll before it started (the condition became true in between), or
-        ``None`` if the first poll already saw it.
+        When the poll before it started, or ``None`` if the first poll already saw it. The
+        condition became true in ``(previous_ns, t_ns]``: a check that saw it may have started
+        just before it happened, so its own start would be early.
     polls
         Polls made, including the last.
     """
@@ -70,12 +71,12 @@ def poll_until(
     previous: int | None = None
     polls = 0
     while True:
-        now = time.perf_counter_ns()
+        started = time.perf_counter_ns()
         polls += 1
         value = check()
         if value is not None:
-            return Polled(value, now, previous, polls)
-        previous = now
+            return Polled(value, time.perf_counter_ns(), previous, polls)
+        previous = started
         remaining_ns = deadline - time.perf_counter_ns()
         if remaining_ns <= 0:
             raise TimeoutError(f"{what}: not seen within {timeout_s:g} s ({polls} polls)")

@@ -15,7 +15,7 @@ from functools import cache
 from itertools import product
 
 from .. import _core
-from ..grid import GridConfig, GridScenario, _grid_scenario, _labels
+from ..grid import GridConfig, GridScenario, GridScenarios, _grid_scenario, _labels
 from ..scenario import HandoffCosts, Recovery, Scenario
 from .spec import SweepSpec
 
@@ -55,7 +55,7 @@ def base_ids(spec: SweepSpec) -> tuple[str, ...]:
 
 def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str]:
     try:
-        return _grid_scenario(config, index, _grid_labels()[index]), ""
+        return _grid_scenario(config, index), ""
     except ValueError as err:  # the quantum does not divide this work size
         return None, str(err)
 
@@ -64,7 +64,11 @@ def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str
 def _grid_at(quantum_s: float) -> tuple[tuple[GridScenario | None, str], ...]:
     """The paper grid at a quantum (work sizes stay in seconds), or why a scenario fails."""
     config = GridConfig(quantum_s=quantum_s)
-    return tuple(_grid_item(config, i) for i in range(len(_grid_labels())))
+    numbers = list(range(len(_grid_labels())))
+    try:  # the whole grid in one core call when every work size divides
+        return tuple((item, "") for item in GridScenarios(config, numbers))
+    except ValueError:
+        return tuple(_grid_item(config, i) for i in numbers)
 
 
 def _costs(
