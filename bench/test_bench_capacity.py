@@ -1,6 +1,7 @@
 """Benchmarks of learnsched.capacity against pure-Python baselines, each pair in one group:
-the O(n) feasibility scan against the O(n^2) reference (Eq. 6), replay throughput against
-the request-by-request reference replay, and the per-segment lendable schedule against
+the O(n) feasibility scan against the O(n^2) reference (Eq. 6) and, with 100 rate segments, against the constant rate and
+the binary-search reference; replay throughput against the request-by-request reference
+replay; the static-share closed form against the period-by-period kernel; and the per-segment lendable schedule against
 bisecting every segment with full rescans.
 
 Run with ``pytest bench/test_bench_capacity.py --benchmark-only`` from the repository root;
@@ -16,6 +17,7 @@ import pytest
 from capacity_support import poisson_trace
 from pytest_benchmark.fixture import BenchmarkFixture
 
+from learnsched import _capacity
 from learnsched.capacity import (
     DEFAULT_RESOLUTION,
     DEFAULT_TOLERANCE,
@@ -162,6 +164,57 @@ def test_replay_python_reference(benchmark: BenchmarkFixture, n: int) -> None:
     expected = replay(trace, RateProfile.constant(RATE), REPLAY_CONFIG)
     np.testing.assert_allclose(shares, expected.shares, rtol=0, atol=1e-12)
     np.testing.assert_allclose(finish, expected.finish, rtol=1e-9, atol=1e-9)
+    record_rate(benchmark, n)
+
+
+STATIC_SHARE = 0.25
+STATIC_SIZES = [100_000, 1_000_000]
+
+
+def kernel_static_replay(trace: Trace, capacity: RateProfile) -> tuple[np.ndarray, float]:
+    """The period-by-period kernel under the static share (how replay ran it before its
+    closed form): finish times and background progress."""
+    start = float(trace.arrival[0])
+    periods = max(1, int(np.ceil((float(trace.deadline.max()) - start) / 0.1)))
+    finish, shares = np.full(len(trace), np.inf), np.empty(periods)
+    s = STATIC_SHARE
+    progress = _capacity.replay(
+        trace.arrival, trace.work, trace.work, capacity.starts, capacity.rates,
+        capacity.cumulative, start, 0.1, 1.0, s, 0.0, 1.0, s, s, 10.0, 0.2, 0, np.inf, 0.0,
+        finish, shares,
+    )  # fmt: skip
+    return finish, progress
+
+
+def static_profile(trace: Trace, segments: int) -> RateProfile:
+    """A constant 60 work/s, as one segment or as ``segments`` equal ones."""
+    if segments == 1:
+        return RateProfile.constant(60.0)
+    return RateProfile(
+        np.linspace(0.0, float(trace.arrival[-1]), segments), np.full(segments, 60.0)
+    )
+
+
+@pytest.mark.benchmark(group="static-share replay")
+@pytest.mark.parametrize("segments", [1, 100])
+@pytest.mark.parametrize("n", STATIC_SIZES)
+def test_static_replay_closed_form(benchmark: BenchmarkFixture, n: int, segments: int) -> None:
+    trace = poisson_trace(n)
+    capacity = static_profile(trace, segments)
+    result = benchmark(replay, trace, capacity, STATIC_SHARE)
+    finish, progress = kernel_static_replay(trace, capacity)
+    assert result.background_progress == progress
+    np.testing.assert_allclose(result.finish, finish, rtol=0, atol=1e-6)
+    record_rate(benchmark, n)
+
+
+@pytest.mark.benchmark(group="static-share replay")
+@pytest.mark.parametrize("segments", [1, 100])
+@pytest.mark.parametrize("n", STATIC_SIZES)
+def test_static_replay_kernel(benchmark: BenchmarkFixture, n: int, segments: int) -> None:
+    trace = poisson_trace(n)
+    finish, _ = benchmark(kernel_static_replay, trace, static_profile(trace, segments))
+    assert np.all(finish >= trace.arrival)
     record_rate(benchmark, n)
 
 

@@ -1,4 +1,6 @@
-"""Benchmark: the Fig. 10 alert experiment, one seed, every rule, growing alerts and samples.
+"""Benchmarks: the Fig. 10 alert experiment, one seed, every rule, growing alerts and
+samples; the whole one-seed experiment; and its lead-time sweep against pricing every lead
+time from scratch (how it ran before).
 
 Run with ``pytest bench/test_bench_economics.py`` (outside the default test run).
 """
@@ -6,12 +8,15 @@ Run with ``pytest bench/test_bench_economics.py`` (outside the default test run)
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
-from learnsched.economics import ALERT_RULES, simulate_alerts
+from learnsched.economics import ALERT_RULES, draw_alerts, lead_time_sweep, simulate_alerts
+from learnsched.economics.alert_experiment import DEFAULT_LEAD_TIMES_S, run_alert_experiment
+from learnsched.economics.alerts import _mean_losses
 
 
 def check(means: dict[str, dict[str, float]]) -> None:
@@ -25,6 +30,42 @@ def check(means: dict[str, dict[str, float]]) -> None:
 @pytest.mark.parametrize("n_alerts", [10**4, 10**5, 10**6])
 def test_alert_experiment(benchmark: Callable[..., Any], n_alerts: int) -> None:
     check(benchmark(simulate_alerts, n_alerts, 0))
+
+
+LEADS = np.array(DEFAULT_LEAD_TIMES_S)
+
+
+@pytest.mark.benchmark(group="alerts: one seed with the Fig. 10(b) sweep")
+def test_alert_experiment_one_seed(benchmark: Callable[..., Any]) -> None:
+    """What ``learnsched econ alerts --n 1000000 --repeats 1`` computes."""
+    result = benchmark.pedantic(run_alert_experiment, (10**6, [0]), rounds=3, iterations=1)
+    check({engine: {r: s.mean for r, s in rules.items()} for engine, rules in result.stats.items()})
+    assert result.sweep == redrawn_sweep(10**6, 0, LEADS)
+
+
+def redrawn_sweep(
+    n_alerts: int, seed: int, leads: np.ndarray
+) -> dict[str, dict[str, tuple[float, ...]]]:
+    """The sweep as it ran before its terms were shared: every lead time prices all rules
+    from scratch on the draws with that lead time fixed."""
+    draws = draw_alerts(n_alerts, seed)
+    runs = [_mean_losses(replace(draws, lead_s=np.full(n_alerts, x)), None, None) for x in leads]
+    return {
+        engine: {rule: tuple(run[engine][rule] for run in runs) for rule in ALERT_RULES}
+        for engine in runs[0]
+    }
+
+
+@pytest.mark.benchmark(group="alerts: the Fig. 10(b) sweep, 7 lead times")
+def test_sweep_shared_terms(benchmark: Callable[..., Any]) -> None:
+    sweep = benchmark.pedantic(lead_time_sweep, (10**6, 0, LEADS), rounds=3, iterations=1)
+    assert sweep == redrawn_sweep(10**6, 0, LEADS)
+
+
+@pytest.mark.benchmark(group="alerts: the Fig. 10(b) sweep, 7 lead times")
+def test_sweep_redrawn_baseline(benchmark: Callable[..., Any]) -> None:
+    sweep = benchmark.pedantic(redrawn_sweep, (10**6, 0, LEADS), rounds=3, iterations=1)
+    assert set(sweep) == {"vllm", "sglang"}
 
 
 def recovery_samples(n_samples: int) -> dict[str, np.ndarray]:

@@ -96,26 +96,14 @@ cdef int _check_positive_finite(str name, double value) except -1:
     return 0
 
 
-cdef inline Py_ssize_t _segment(const double[::1] starts, double t) noexcept nogil:
-    """Index of the segment holding time t (0 before starts[0])."""
-    cdef Py_ssize_t lo = 0, hi = starts.shape[0] - 1, mid
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if starts[mid] <= t:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 cdef inline Py_ssize_t _segment_from(
     const double[::1] starts, double t, Py_ssize_t j
 ) noexcept nogil:
-    """_segment(starts, t) found from a cursor j in [0, m): the same index for any t (the
-    largest j with starts[j] <= t, else 0; NaN gives 0 as well), in O(1) when t lies in
-    segment j or j + 1 and O(log distance) otherwise, by galloping from j and bisecting
-    the bracket. Times that mostly move forward, as sorted arrivals do, cost amortized
-    O(1) per lookup instead of the O(log m) of a binary search from scratch."""
+    """The segment holding time t (the largest j with starts[j] <= t, else 0; NaN gives
+    0), found from a cursor j in [0, m): O(1) when t lies in segment j or j + 1 and
+    O(log distance) otherwise, by galloping from j and bisecting the bracket. Times that
+    mostly move forward, as sorted arrivals do, cost amortized O(1) per lookup instead of
+    the O(log m) of a binary search from scratch, and find the same segment."""
     cdef Py_ssize_t m = starts.shape[0], lo, hi, mid, step = 1
     if starts[j] <= t:
         if j + 1 == m or t < starts[j + 1]:
@@ -156,15 +144,9 @@ cdef inline double _service_in(
     const double[::1] starts, const double[::1] rates, const double[::1] cum, double t,
     Py_ssize_t j,
 ) noexcept nogil:
-    """G(t) given t's segment j."""
+    """G(t), the service the profile offers from starts[0] to t (negative before it),
+    given t's segment j."""
     return cum[j] + rates[j] * (t - starts[j])
-
-
-cdef inline double _service(
-    const double[::1] starts, const double[::1] rates, const double[::1] cum, double t
-) noexcept nogil:
-    """G(t), the service the profile offers from starts[0] to t (negative before it)."""
-    return _service_in(starts, rates, cum, t, _segment(starts, t))
 
 
 cdef inline double _service_inverse(
@@ -381,6 +363,7 @@ cdef object _replay(
     double[::1] finish, double[::1] shares,
 ):
     cdef Py_ssize_t n = arrival.shape[0], k, head = 0, nxt = 0, window = 0
+    cdef Py_ssize_t j_start = 0, j_end = 0, j_event = 0  # forward segment cursors
     _same_length("work", work.shape[0], "arrival", n)
     _same_length("estimate", estimate.shape[0], "arrival", n)
     _same_length("finish", finish.shape[0], "arrival", n)
@@ -413,7 +396,8 @@ cdef object _replay(
             t1 = t + period_s
             while window < nxt and arrival[window] < t - rate_window_s:
                 window += 1
-            full_rate = rates[_segment(starts, t)]
+            j_start = _segment_from(starts, t, j_start)
+            full_rate = rates[j_start]
             backlog_s = backlog / full_rate if full_rate > 0.0 else (
                 INFINITY if backlog > 0.0 else 0.0)
             share = _next_share(share, (nxt - window) / rate_window_s, backlog_s, step,
@@ -427,12 +411,14 @@ cdef object _replay(
             active = share if admitted else 0.0
             shares[k] = active
             fg = 1.0 - active
-            g_now = _service(starts, rates, cum, t)
-            progress += active * (_service(starts, rates, cum, t1) - g_now)
+            g_now = _service_in(starts, rates, cum, t, j_start)
+            j_end = _segment_from(starts, t1, max(j_end, j_start))
+            progress += active * (_service_in(starts, rates, cum, t1, j_end) - g_now)
             # Serve the queue head up to each arrival in this period, then to its end.
             while True:
                 t_event = arrival[nxt] if nxt < n and arrival[nxt] < t1 else t1
-                g_event = _service(starts, rates, cum, t_event)
+                j_event = _segment_from(starts, t_event, max(j_event, j_start))
+                g_event = _service_in(starts, rates, cum, t_event, j_event)
                 while head < nxt and fg > 0.0:
                     g_target = g_now + remaining / fg
                     if g_target > g_event:
@@ -442,7 +428,8 @@ cdef object _replay(
                     finish[head] = min(max(_service_inverse(starts, rates, cum, g_target),
                                            arrival[head]), t_event)
                     backlog -= remaining
-                    in_flight -= estimate[head]
+                    if admission_kind == 1:  # only a work budget reads estimates
+                        in_flight -= estimate[head]
                     g_now = g_target
                     head += 1
                     remaining = work[head] if head < nxt else 0.0
@@ -454,7 +441,8 @@ cdef object _replay(
                 if head == nxt:
                     remaining = work[nxt]
                 backlog += work[nxt]
-                in_flight += estimate[nxt]
+                if admission_kind == 1:
+                    in_flight += estimate[nxt]
                 nxt += 1
     return progress
 

@@ -142,32 +142,6 @@ def _lossless(name: str, array: npt.NDArray[np.generic]) -> FloatArray:
     raise TypeError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
 
 
-def float64_vector(name: str, values: object) -> FloatArray:
-    """``values`` as a one-dimensional, C-contiguous float64 array (NaN and inf kept).
-
-    A float64 C-contiguous array is returned as it is; anything else is converted when
-    that changes no value (other float widths, integers up to 2**53, sequences of
-    numbers, non-contiguous arrays) and refused otherwise, naming ``name``: ``TypeError``
-    for bools, durations, complex numbers, strings or non-numbers, ``ValueError`` for a
-    wrong shape or a value float64 cannot hold.
-    """
-    if isinstance(values, (str, bytes, bytearray, memoryview)) or values is None:
-        raise TypeError(f"{name} must be a sequence of numbers, got {type(values).__name__}")
-    if isinstance(values, (list, tuple)):
-        flags = [i for i, v in enumerate(values) if isinstance(v, (bool, np.bool_))]
-        if flags:
-            raise TypeError(f"{name}[{flags[0]}] must be a number, got {values[flags[0]]!r}")
-    try:
-        array = np.asarray(values)
-    except (TypeError, ValueError, OverflowError) as err:
-        raise ValueError(f"{name} must be a sequence of numbers: {err}") from None
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    if array.dtype == np.float64 and array.flags.c_contiguous:
-        return array
-    return _lossless(name, array)
-
-
 def _vector(name: str, values: object, what: str) -> npt.NDArray[Any]:
     """``values`` as a one-dimensional array (not converted yet)."""
     if isinstance(values, (str, bytes, bytearray, memoryview)) or values is None:
@@ -179,6 +153,25 @@ def _vector(name: str, values: object, what: str) -> npt.NDArray[Any]:
     if array.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
     return array
+
+
+def float64_vector(name: str, values: object) -> FloatArray:
+    """``values`` as a one-dimensional, C-contiguous float64 array (NaN and inf kept).
+
+    A float64 C-contiguous array is returned as it is; anything else is converted when
+    that changes no value (other float widths, integers up to 2**53, sequences of
+    numbers, non-contiguous arrays) and refused otherwise, naming ``name``: ``TypeError``
+    for bools, durations, complex numbers, strings or non-numbers, ``ValueError`` for a
+    wrong shape or a value float64 cannot hold.
+    """
+    if isinstance(values, (list, tuple)):
+        flags = [i for i, v in enumerate(values) if isinstance(v, (bool, np.bool_))]
+        if flags:
+            raise TypeError(f"{name}[{flags[0]}] must be a number, got {values[flags[0]]!r}")
+    array = _vector(name, values, "numbers")
+    if array.dtype == np.float64 and array.flags.c_contiguous:
+        return array
+    return _lossless(name, array)
 
 
 _INT32 = np.iinfo(np.int32)

@@ -192,7 +192,7 @@ class Model:
         raises ``ValueError``.
     """
 
-    __slots__ = ("_model", "_scenario")
+    __slots__ = ("_decide", "_model", "_scenario")
 
     def __init__(
         self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
@@ -204,6 +204,7 @@ class Model:
         )
         self._scenario = scenario
         self._model = _core.Model(scenario.to_core(), tables_for)
+        self._decide = self._model.decide  # bound once: decide()'s hot path is one call
 
     def __repr__(self) -> str:
         s = self._scenario
@@ -280,7 +281,7 @@ class Model:
             and type(active) is bool
         ):
             try:
-                return self._model.decide(window, progress, durable, active, core)
+                return self._decide(window, progress, durable, active, core)
             except TypeError:  # an int beyond C int: name the field
                 _state_args(window, progress, durable, active)
                 raise

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import capacity_reference as ref
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ from capacity_support import MILLION, million_request_trace, run_bounded
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from learnsched import _capacity
 from learnsched.capacity import (
     AIMDConfig,
     AIMDController,
@@ -44,6 +47,116 @@ def test_static_share_matches_fifo_recursion(
     np.testing.assert_allclose(result.finish, expected, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(result.shares, share)
     assert result.background_progress == pytest.approx(share * 2.0 * result.duration_s)
+
+
+def kernel_replay(
+    trace: Trace, capacity: RateProfile, share: float, period_s: float
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """The period-by-period kernel under a static share: finish, shares and progress."""
+    start = float(trace.arrival[0])
+    periods = max(1, math.ceil((float(trace.deadline.max()) - start) / period_s))
+    finish, shares = np.full(len(trace), np.inf), np.empty(periods)
+    config = AIMDConfig.static(share)
+    progress = _capacity.replay(
+        trace.arrival,
+        trace.work,
+        trace.work,
+        capacity.starts,
+        capacity.rates,
+        capacity.cumulative,
+        start,
+        period_s,
+        1.0,
+        share,
+        config.step,
+        config.factor,
+        share,
+        share,
+        config.burst_rate,
+        config.pressure_limit_s,
+        0,
+        math.inf,
+        0.0,
+        finish,
+        shares,
+    )
+    return finish, shares, progress
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(-5.0, 30.0), min_size=1, max_size=60),
+    st.lists(st.floats(0.1, 4.0), min_size=1, max_size=8),
+    st.lists(st.sampled_from([0.0, 2.0]) | st.floats(0.0, 9.0), min_size=8, max_size=8),
+)
+def test_ordered_lookups_equal_the_searches(
+    times: list[float], segments: list[float], rates: list[float]
+) -> None:
+    """Sorted times and service levels take the one-pass lookups: the same numbers."""
+    capacity = RateProfile(np.cumsum(segments) - 3.0, np.array(rates[: len(segments)]))
+    ordered = np.sort(times)
+    np.testing.assert_array_equal(
+        capacity.segment_of(ordered, ordered=True), capacity.segment_of(ordered)
+    )
+    g = capacity.cumulative_at(ordered, ordered=True)
+    assert g.tobytes() == capacity.cumulative_at(ordered).tobytes()
+    assert capacity.time_of(g, ordered=True).tobytes() == capacity.time_of(g).tobytes()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.floats(0.0, 2.0), min_size=1, max_size=50),
+    st.lists(st.floats(0.01, 3.0), min_size=50, max_size=50),
+    st.lists(st.floats(0.0, 5.0), min_size=50, max_size=50),
+    st.lists(st.floats(0.1, 4.0), min_size=1, max_size=8),
+    st.lists(st.sampled_from([0.0, 1.0]) | st.floats(0.0, 9.0), min_size=8, max_size=8),
+    st.sampled_from([0.0, 0.25, 0.6, 1.0]) | st.floats(0.0, 0.99),
+    st.floats(-10.0, 1e6),
+    st.sampled_from([0.05, 0.1, 0.7]),
+)
+def test_static_closed_form_is_the_kernel_to_its_rounding_bound(
+    gaps: list[float],
+    work: list[float],
+    budgets: list[float],
+    segments: list[float],
+    rates: list[float],
+    share: float,
+    origin: float,
+    period_s: float,
+) -> None:
+    """Static-share replay in closed form against the period-by-period kernel: shares and
+    progress bit for bit, completions as service within the documented bound."""
+    n, m = len(gaps), len(segments)
+    arrival = origin + np.cumsum(gaps)
+    trace = Trace(arrival, work[:n], arrival + np.array(budgets[:n]))
+    starts = origin + np.cumsum(segments) - 2.0
+    capacity = RateProfile(starts, np.array(rates[:m]))
+    result = replay(trace, capacity, share, period_s=period_s)
+    finish, shares, progress = kernel_replay(trace, capacity, share, period_s)
+    assert result.shares.tobytes() == shares.tobytes()
+    assert result.background_progress == progress
+    keep = 1.0 - share
+    if keep == 0.0:
+        assert np.isinf(result.finish).all()
+        assert np.isinf(finish).all()
+        return
+    g = capacity.cumulative_at(
+        np.concatenate((trace.arrival, [result.start_s + result.duration_s]))
+    )
+    eps, periods = np.finfo(float).eps, result.shares.size
+    end_s = result.start_s + result.duration_s
+    largest_s = max(float(np.abs(starts).max()), abs(end_s))
+    scale = np.abs(g).max() + trace.work.sum() / keep + float(capacity.rates.max()) * largest_s
+    bound = 8 * (n + periods + 2) * eps * scale  # the documented bound
+    end = g[-1]
+    both = np.isfinite(result.finish) & np.isfinite(finish)
+    served = capacity.cumulative_at(result.finish[both]) - capacity.cumulative_at(finish[both])
+    assert np.all(np.abs(served) <= bound)
+    assert np.all(result.finish[both] >= trace.arrival[both])
+    # Finished by one and not the other: only within the bound of the replay's end.
+    one = np.isfinite(result.finish) != np.isfinite(finish)
+    reached = capacity.cumulative_at(np.where(np.isfinite(finish), finish, result.finish)[one])
+    assert np.all(end - reached <= bound)
 
 
 @settings(max_examples=200, deadline=None)

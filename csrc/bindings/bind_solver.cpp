@@ -234,7 +234,8 @@ void bind_solver(py::module_& m) {
             // noconvert: an int, numpy integer or float is not taken as a flag.
             py::arg("window"), py::arg("progress"), py::arg("durable"),
             py::arg("active").noconvert(), py::arg("policy"),
-            "The policy's action in a validated state; O(J).")
+            "The policy's action in a validated state; O(log J) per change of incumbent (a "
+             "continuation row's first decision indexes it, O(J)).")
         .def("decide_many", &decide_many, py::arg("window"), py::arg("progress"),
              py::arg("durable"), py::arg("active"), py::arg("policy"), py::arg("epsilon") = 0.0,
              "The policy's actions in many states: 1-D arrays window, progress, durable (int32) "
@@ -253,7 +254,8 @@ void bind_solver(py::module_& m) {
             py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
             py::arg("score_noise") = py::none(),
             "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. (None: exact scores); O(J) plus one call per action.")
+            "(state, action) -> s-eq. (None: exact scores, as fast as rollout); with noise O(J) plus "
+            "one call per action.")
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,

@@ -116,7 +116,7 @@ const AdvanceIndex::Row& AdvanceIndex::row(const SegmentAccounting& acc, const V
     // Each row is written once, under the lock; the release store publishes it complete to
     // every acquire load (std::call_once costs a thread-local setup on every call).
     if (!built_[i].load(std::memory_order_acquire)) {
-        const std::lock_guard<std::mutex> lock(building_);
+        const std::lock_guard<std::mutex> lock(*building_);
         if (!built_[i].load(std::memory_order_relaxed)) {
             build(acc, values, r, path, rows_[i]);
             built_[i].store(true, std::memory_order_release);

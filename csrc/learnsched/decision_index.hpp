@@ -58,8 +58,9 @@ class AdvanceIndex {
     int work_quanta_;
     int paths_;
     std::vector<std::size_t> level_offsets_;  // start of each level in Row::maxima; back() = size
+    // Held by pointer so that a Model stays movable (its rows hold values, not pointers).
     std::unique_ptr<std::atomic<bool>[]> built_;  // per row: rows_[i] is complete
-    mutable std::mutex building_;
+    std::unique_ptr<std::mutex> building_ = std::make_unique<std::mutex>();
     mutable std::vector<Row> rows_;  // [(window + 1) * paths + path], each written once
 };
 

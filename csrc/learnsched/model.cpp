@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -36,6 +35,9 @@ Model::Model(Scenario scenario, TableNeeds tables) : acc_(validated(std::move(sc
 
 void Model::rebuild(Scenario scenario, TableNeeds tables) {
     acc_ = SegmentAccounting(validated(std::move(scenario)));
+    // The lookahead indexes served the old tables: empty ones, sized for the new scenario.
+    reference_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
+    optimal_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
     build_tables(tables);
 }
 
@@ -49,7 +51,6 @@ void Model::build_tables(TableNeeds tables) {
     if (tables.optimal) {
         optimal_values_.reset(K, J);
         fill_optimal_values(acc_, optimal_values_);
-        optimal_index_ = std::make_unique<AdvanceIndex>(K, J, acc_.path_count());
     }
     if (tables.window) {
         window_values_.reset(K, J);
@@ -58,7 +59,6 @@ void Model::build_tables(TableNeeds tables) {
     if (tables.reference) {
         reference_values_.reset(K, J);
         fill_reference_values(acc_, window_values_, reference_values_);
-        reference_index_ = std::make_unique<AdvanceIndex>(K, J, acc_.path_count());
     }
     built_ = tables;
 }
@@ -84,7 +84,7 @@ Action Model::costed_window_action(const State& s) const {
 Action Model::guarded_action(const State& s, const Guard& guard) const {
     const Action a0 = costed_window_action(s);
     if (!guard.noise) {  // exact scores: Rollout's lookahead, then the margin of Eq. D.5
-        const ScoredAction best = lookahead(acc_, reference_values_, *reference_index_, s, a0);
+        const ScoredAction best = lookahead(acc_, reference_values_, reference_index_, s, a0);
         const double q0 = action_value(acc_, reference_values_, s, a0);
         return best.action != a0 && strictly_greater(best.value, q0 + 2.0 * guard.epsilon)
                    ? best.action
@@ -123,11 +123,10 @@ Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
                                                                : decline_action(acc_, s);
         case Policy::CostedWindow: return costed_window_action(s);
         case Policy::Rollout:  // Eq. 11: keep pi0's action unless another scores strictly higher
-            return lookahead(acc_, reference_values_, *reference_index_, s, costed_window_action(s))
+            return lookahead(acc_, reference_values_, reference_index_, s, costed_window_action(s))
                 .action;
         case Policy::Dp:  // from wait (or abandon), which leads the canonical order
-            return lookahead(acc_, optimal_values_, *optimal_index_, s, first_action(acc_, s))
-                .action;
+            return lookahead(acc_, optimal_values_, optimal_index_, s, first_action(acc_, s)).action;
         case Policy::Guarded: return guarded_action(s, guard);
     }
     throw std::invalid_argument("policy must be one of the seven Policy values, got " +
@@ -148,7 +147,7 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
                                     std::to_string(static_cast<int>(policy)));
     }
     validate(guard);
-    require_tables(policy);
+    require_tables(policy);  // a table not built is an error, never a read of it
     for (std::size_t i = 0; i < states.size; ++i) {
         const State s{states.window[i], states.progress[i], states.durable[i],
                       states.active[i] != 0};

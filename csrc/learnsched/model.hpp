@@ -1,11 +1,10 @@
 // A prepared scenario: validated once, with every policy's continuation values cached,
-// so that a scheduler can ask for a decision at each window in O(J).
+// so that a scheduler can ask for a decision at each window in O(log J) (decision_index.hpp).
 // Only the tables the policies asked for are built, and a model can be rebuilt in place.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "decision_index.hpp"
@@ -93,10 +92,9 @@ class Model {
     ValueTable window_values_;
     ValueTable reference_values_;
     ValueTable optimal_values_;
-    // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily;
-    // made anew with their table (an index holds a mutex, so it is not reassignable).
-    std::unique_ptr<AdvanceIndex> reference_index_;
-    std::unique_ptr<AdvanceIndex> optimal_index_;
+    // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
+    AdvanceIndex reference_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
+    AdvanceIndex optimal_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
 };
 
 }  // namespace learnsched

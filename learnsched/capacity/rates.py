@@ -77,23 +77,71 @@ class RateProfile:
         """The profile with each rate multiplied by ``keep`` (per segment or one factor)."""
         return RateProfile(self.starts, self.rates * keep)
 
-    def segment_of(self, times: FloatArray) -> npt.NDArray[np.intp]:
-        """The index of the segment holding each of ``times`` (0 before ``starts[0]``)."""
+    def segment_of(self, times: FloatArray, *, ordered: bool = False) -> npt.NDArray[np.intp]:
+        """The index of the segment holding each of ``times`` (0 before ``starts[0]``);
+        ``ordered`` promises non-decreasing ``times`` (unchecked), found faster."""
+        if self.starts.shape[0] == 1:  # one segment: no search (10x a comparison per time)
+            return np.zeros(np.shape(times), dtype=np.intp)
+        if ordered:
+            return np.maximum(_ordered_search(self.starts, times, "right") - 1, 0)
         return np.maximum(np.searchsorted(self.starts, times, side="right") - 1, 0)
 
-    def cumulative_at(self, times: FloatArray) -> FloatArray:
+    def cumulative_at(self, times: FloatArray, *, ordered: bool = False) -> FloatArray:
         """``G(t)`` at each of ``times``, work: the service offered from ``starts[0]``
-        (negative before it), computed as the Cython kernels compute it."""
-        segment = self.segment_of(times)
+        (negative before it), computed as the Cython kernels compute it; ``ordered`` as
+        in :meth:`segment_of`."""
+        if self.starts.shape[0] == 1:  # one segment: its numbers, not gathered per time
+            start, rate, base = float(self.starts[0]), float(self.rates[0]), 0.0
+            return np.asarray(base + rate * (times - start), dtype=np.float64)
+        segment = self.segment_of(times, ordered=ordered)
         return np.asarray(
             self.cumulative[segment] + self.rates[segment] * (times - self.starts[segment]),
             dtype=np.float64,
         )
 
+    def time_of(self, service: FloatArray, *, ordered: bool = False) -> FloatArray:
+        """The earliest time with ``G(t) >= g`` for each ``g`` of ``service`` (work), as the
+        replay kernel computes it, seconds: ``inf`` where the profile never offers that
+        much, ``-inf`` where the first rate is 0 and ``g`` is reached at or before
+        ``starts[0]``; ``ordered`` promises non-decreasing ``service`` (unchecked)."""
+        starts, rates, cum = self.starts, self.rates, self.cumulative
+        if starts.shape[0] == 1 and rates[0] > 0.0:  # one segment: no search, no cap
+            with np.errstate(over="ignore"):  # a tiny rate: inf, as in the kernel's C
+                one: FloatArray = starts[0] + (service - cum[0]) / rates[0]
+            return one
+        # first j with cum[j] >= g; j - 1 (or 0) is the segment rising to g
+        if ordered:
+            lo = _ordered_search(cum, service, "left")
+        else:
+            lo = np.searchsorted(cum, service, side="left")
+        j = np.maximum(lo - 1, 0)
+        rate = rates[j]
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # zero rates: below
+            # lo = 0 reads the first segment backwards: starts[0] - (cum[0] - g) / rate is
+            # the same number, and at most starts[0], so the cap there changes nothing.
+            times: FloatArray = np.minimum(
+                starts[j] + (service - cum[j]) / rate, np.append(starts, np.inf)[lo]
+            )
+        # cum[lo - 1] < g, so segment lo - 1 has a positive rate unless it is the last one
+        flat = np.flatnonzero(rate <= 0.0)
+        if flat.size:
+            times[flat] = np.where(lo[flat] == 0, -np.inf, np.inf)
+        return times
+
     def service(self, start_s: float, end_s: float) -> float:
         """The service offered on ``[start_s, end_s]``, work: the integral of the rate."""
         g = self.cumulative_at(np.array([start_s, end_s], dtype=np.float64))
         return float(g[1] - g[0])
+
+
+def _ordered_search(edges: FloatArray, values: FloatArray, side: str) -> npt.NDArray[np.intp]:
+    """``np.searchsorted(edges, values, side)`` for non-decreasing ``edges`` and
+    ``values``: one search into ``values`` per edge, then the counts laid out in one pass,
+    instead of a binary search per value."""
+    # An edge counts for every value from the first it is below (left: at or below) on.
+    first = np.searchsorted(values, edges, side="left" if side == "right" else "right")
+    runs = np.diff(first, prepend=0, append=values.shape[0])
+    return np.repeat(np.arange(edges.shape[0] + 1), runs)
 
 
 def require_rates(capacity: object, name: str = "capacity") -> RateProfile:
