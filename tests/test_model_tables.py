@@ -90,6 +90,7 @@ def test_rebuild_answers_as_a_fresh_model(
 ) -> None:
     a, b = (second, first) if two_path_first else (first, second)
     model = _core.Model(a.to_core())
+    same_answers(model, _core.Model(a.to_core()))  # decisions build the lookahead indexes
     model.rebuild(b.to_core())
     same_answers(model, _core.Model(b.to_core()))
     model.rebuild(a.to_core())  # back into the capacity the larger of the two left
@@ -131,6 +132,9 @@ def test_a_policy_whose_table_was_not_built_is_refused(
         model.solve(policy)
     with pytest.raises(ValueError, match=message):
         model.decide(0, 0, 0, False, policy)
+    zeros = np.zeros(1, dtype=np.int32)
+    with pytest.raises(ValueError, match=message):
+        model.decide_many(zeros, zeros, zeros, np.zeros(1, dtype=bool), policy)
 
 
 def test_tables_need_nothing_for_the_table_free_policies(small: _core.Scenario) -> None:

@@ -214,7 +214,8 @@ void bind_solver(py::module_& m) {
              "Build the tables the policies read (None: every policy's).")
         .def(
             "rebuild",
-            [](Model& model, Scenario scenario, const std::optional<std::vector<Policy>>& policies) {
+            [](Model& model, Scenario scenario,
+               const std::optional<std::vector<Policy>>& policies) {
                 const TableNeeds tables = needed_tables(policies);
                 py::gil_scoped_release release;  // pure C++, as in the constructor
                 model.rebuild(std::move(scenario), tables);

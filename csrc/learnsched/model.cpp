@@ -147,6 +147,7 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
                                     std::to_string(static_cast<int>(policy)));
     }
     validate(guard);
+    require_tables(policy);  // a table not built is an error, never a read of it
     for (std::size_t i = 0; i < states.size; ++i) {
         const State s{states.window[i], states.progress[i], states.durable[i],
                       states.active[i] != 0};

@@ -17,13 +17,14 @@ void window_rule_row(const SegmentAccounting& acc, int k, double* __restrict row
     const int J = acc.work_quanta();
     const auto generic = [&](int pbar) {
         const State s{k, pbar, pbar, false};
-        const Action a = take_window(pbar) ? window_action(acc, s) : Action{ActionKind::Wait, 0, false};
+        const Action a =
+            take_window(pbar) ? window_action(acc, s) : Action{ActionKind::Wait, 0, false};
         const Segment seg = acc.take(s, a);  // seg.next.window == k + 1
         row[pbar] = seg.reward() + (a.is_terminal() ? 0.0 : next[seg.next.durable]);  // Eq. 11
     };
     const State loaded{k, 1, 1, false};
-    const int advance = acc.max_quanta_any(loaded, true);                        // C
-    const int publish_from = J - acc.max_quanta_any(loaded, false);             // rest <= P
+    const int advance = acc.max_quanta_any(loaded, true);             // C
+    const int publish_from = J - acc.max_quanta_any(loaded, false);  // rest <= P from here
     const int last = advance >= 1 ? std::min(J - 1 - advance, publish_from - 1) : 0;
     generic(0);
     if (last >= 1) {

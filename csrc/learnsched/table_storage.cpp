@@ -33,7 +33,8 @@ void* map_huge_aligned(std::size_t bytes) {
     const std::uintptr_t aligned = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
     const std::size_t head = aligned - start;
     if (head > 0) munmap(raw, head);
-    if (span - head > length) munmap(reinterpret_cast<void*>(aligned + length), span - head - length);
+    const std::size_t tail = span - head - length;
+    if (tail > 0) munmap(reinterpret_cast<void*>(aligned + length), tail);
     void* block = reinterpret_cast<void*>(aligned);
 #if defined(MADV_HUGEPAGE)
     madvise(block, length, MADV_HUGEPAGE);  // advice only: without it the block still works
