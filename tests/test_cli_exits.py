@@ -64,12 +64,8 @@ _READ_SYSCALL = {"x86_64": "0", "aarch64": "63"}.get(platform.machine())
 
 
 def _blocked_on_stdin(pid: int) -> bool:
-    """Whether the child's main thread sleeps in read(0, ...), main's handlers around it.
-
-    A sleep alone is not enough: the child also sleeps while it imports (numpy starts
-    its BLAS threads), and a SIGINT landing there can be swallowed by C code that clears
-    errors, which left the child blocked on stdin with no signal to end it.
-    """
+    """Whether the child's main thread sleeps in read(0, ...), main's handlers around it
+    (a sleep alone could also be one while it imports)."""
     try:
         call = Path(f"/proc/{pid}/syscall").read_text().split()
     except OSError:  # no /proc/PID/syscall here (or no access): the sleeping state must do
@@ -94,7 +90,10 @@ def test_sigint_to_a_running_process(tmp_path: Path) -> None:
     # `solve -` blocks reading stdin; "ready" is printed once main's handlers are in place
     # for everything that follows (parsing included).
     code = (
-        "import sys\n"
+        "import signal, sys\n"
+        # Python keeps SIGINT ignored if its parent ignored it (a job started with & from a
+        # script): give the child what an interpreter in a terminal has.
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from learnsched.cli import main\n"
         "print('ready', flush=True)\n"
         "sys.exit(main(['solve', '-']))\n"
