@@ -129,8 +129,7 @@ Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
             return lookahead(acc_, optimal_values_, optimal_index_, s, first_action(acc_, s)).action;
         case Policy::Guarded: return guarded_action(s, guard);
     }
-    throw std::invalid_argument("policy must be one of the seven Policy values, got " +
-                                std::to_string(static_cast<int>(policy)));
+    invalid_policy(policy);
 }
 
 Action Model::decide(const State& state, Policy policy, const Guard& guard) const {
@@ -142,10 +141,7 @@ Action Model::decide(const State& state, Policy policy, const Guard& guard) cons
 
 void Model::decide_many(const StateColumns& states, Policy policy, const Guard& guard,
                         const ActionColumns& out) const {
-    if (name(policy) == "unknown") {
-        throw std::invalid_argument("policy must be one of the seven Policy values, got " +
-                                    std::to_string(static_cast<int>(policy)));
-    }
+    check_policy(policy);  // once, not per state
     validate(guard);
     require_tables(policy);  // a table not built is an error, never a read of it
     for (std::size_t i = 0; i < states.size; ++i) {

@@ -18,6 +18,11 @@ std::string_view name(Policy policy) {
     return "unknown";
 }
 
+void invalid_policy(Policy policy) {
+    throw std::invalid_argument("policy must be one of the seven Policy values, got " +
+                                std::to_string(static_cast<int>(policy)));
+}
+
 TableNeeds& TableNeeds::operator|=(const TableNeeds& other) {
     window = window || other.window;
     reference = reference || other.reference;

@@ -18,6 +18,11 @@ enum class Policy : unsigned char {
 };
 
 std::string_view name(Policy policy);
+// std::invalid_argument naming a value outside the enum (an integer from Python can be any).
+[[noreturn]] void invalid_policy(Policy policy);
+inline void check_policy(Policy policy) {
+    if (name(policy) == "unknown") invalid_policy(policy);
+}
 
 // Which continuation tables decisions read. Never, Window and Static ROI read none;
 // Costed Window prices the Window plan (V_G); Rollout and Guarded score by V^pi0 and take
