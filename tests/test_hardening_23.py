@@ -88,12 +88,12 @@ def test_sample_tables_refuse_out_of_bounds_offsets() -> None:
     windows = np.array([[600.0, 700.0], [800.0, 900.0]])
     policies = [_core.Policy.DP]
     for offsets in ([0, 100, 2], [0, -5, 2], [0, 3, 2], [0, 2, 1, 2]):
-        with pytest.raises(ValueError, match="offsets must be non-decreasing"):
+        with pytest.raises(ValueError, match="offsets"):
             _core.SampleTables(candidate, windows, np.array(offsets), policies)
     current = _core.Scenario(
         [(0.0, 500.0)], 6, 50.0, 1.0, 5000.0, candidate.costs, _core.State(0, 0, 0, False)
     )
-    with pytest.raises(ValueError, match="offsets must be non-decreasing"):
+    with pytest.raises(ValueError, match="offsets"):
         _core.ForecastModel(current, windows, np.array([0, 7, 2]), policies)
     with pytest.raises(ValueError, match="more than the limit of 65536"):
         _core.SampleTables(candidate, windows, np.zeros(2**16 + 2, dtype=np.int64), policies)
