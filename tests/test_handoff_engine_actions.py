@@ -27,6 +27,7 @@ from learnsched.handoff.engines import (
 )
 
 from engine_support import engine as sim_engine
+from engine_support import strict_engine
 
 Answer = tuple[int, bytes]
 
@@ -276,22 +277,24 @@ def test_the_usage_only_stream_event_has_no_text() -> None:
 
 
 # --- on the simulated engine ---------------------------------------------------------------
+@pytest.mark.parametrize("strict", [False, True])
 @pytest.mark.parametrize("dialect", ["vllm", "sglang"])
-def test_park_and_resume_on_the_simulator_serve_the_same_model(dialect: str) -> None:
-    with sim_engine(dialect) as sim:
+def test_park_and_resume_on_the_simulator_serve_the_same_model(dialect: str, strict: bool) -> None:
+    with (strict_engine if strict else sim_engine)(dialect) as sim:
         endpoint = ServingEndpoint(sim.url, dialect)
         before = endpoint.generate(4, timeout_s=5).text
         parked = park(endpoint, timeout_s=5.0)
         assert endpoint.request("GET", "/sim/state", None, 5)[0] == 200
         state = json.loads(endpoint.call("GET", "/sim/state", None, 5))
         assert state["sleeping_tags"] == ["kv_cache", "weights"]
-        assert state["paused"] is parked.paused
+        assert state["paused"] == ("in_place" if parked.paused else None)
         resume(endpoint, parked, timeout_s=5.0)
         assert same_model(before, endpoint.generate(4, timeout_s=5).text) is None
+        assert sim.alive()
 
 
 def test_a_generation_sent_to_a_paused_sglang_waits_for_the_continue() -> None:
-    with sim_engine("sglang") as sim:
+    with strict_engine("sglang") as sim:
         endpoint = ServingEndpoint(sim.url, "sglang")
         parked = park(endpoint, timeout_s=5.0)
         done: list[float] = []
@@ -304,6 +307,7 @@ def test_a_generation_sent_to_a_paused_sglang_waits_for_the_continue() -> None:
         thread.join(10)
         assert done
         assert done[0] > resumed
+        assert sim.alive()  # the request never ran on released memory
 
 
 def test_on_mark_is_told_each_stamp_as_it_is_taken() -> None:
