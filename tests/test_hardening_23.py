@@ -7,6 +7,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -481,3 +482,96 @@ def test_int64_beyond_2_53_is_refused_not_rounded() -> None:
             float64_vector("arrival", values)
     exact = float64_vector("arrival", np.array([2**53, -(2**53)], dtype=np.int64))
     assert exact.tolist() == [2.0**53, -(2.0**53)]
+
+
+# --- what the fuzz registry found (each a test that failed before its fix) --------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # Was an allocation of tens of GB (the fuzz run was killed for memory).
+        (["econ", "alerts", "--n", "2147483648"], "--n must be <= 10000000, got 2147483648"),
+        (["econ", "alerts", "--repeats", "10" + "0" * 12], "--repeats must be <= 10000"),
+        # Was an OverflowError (exit 70) in the probe's worker thread.
+        (["probe", "waits", "--step-ms", "1e308"], "--step-ms must be <= 60000 ms"),
+        # Was a hang: 2**31 commands of one step each.
+        (["probe", "waits", "--commands", "2147483648"], "--commands must be <= 100000"),
+        # Was an OverflowError: int(inf) release bytes.
+        (
+            [
+                "probe",
+                "recovery",
+                "--engine=vllm",
+                "--url=http://127.0.0.1:9",
+                "--release-gib=1e308",
+            ],
+            "--release-gib must be <= 1048576 GiB",
+        ),
+        # Was "initial.progress must be <= 2147483647": the quantum went unnamed.
+        (["grid", "--quantum", "1e-9"], "quantum_s=1e-09 makes work_quanta = 30 s / quantum_s"),
+        (["grid", "--quantum", "5e-324"], "= inf quanta, more than the limit of 16777216"),
+        # Was "Out of range float values are not JSON compliant: inf".
+        (
+            [
+                "econ",
+                "wait",
+                "--cost-now=0",
+                "--cost-wait=0",
+                "--publish-now=0",
+                "--publish-wait=3",
+                "--benefit-rate=1e308",
+                "--json",
+            ],
+            "benefit_rate x (publish_wait_s - publish_now_s) = 1e+308 x (3.0 - 0.0) overflows",
+        ),
+    ],
+)
+def test_sizes_and_overflows_the_fuzz_found_are_named(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert message in one_line(err)
+
+
+def test_json_output_names_a_non_finite_result() -> None:
+    from learnsched.cli.output import emit_json
+
+    with pytest.raises(ValueError, match=r"--json: the result's a\[1\]\.b is inf"):
+        emit_json({"a": [1, {"b": float("inf")}]})
+
+
+@pytest.mark.parametrize(
+    ("noise", "error", "message"),
+    [
+        (
+            lambda s, a: "x",
+            TypeError,
+            "score_noise(state, action) must return a number (s-eq.), got str",
+        ),
+        (lambda s, a: None, TypeError, "must return a number (s-eq.), got NoneType"),
+        (lambda s, a: True, TypeError, "must return a number (s-eq.), got bool"),
+        (lambda s, a: 10**400, ValueError, "must return a finite number"),
+    ],
+)
+def test_private_score_noise_is_checked_like_the_public_one(
+    noise: Any, error: type[Exception], message: str
+) -> None:
+    """``_core`` raised an unnamed RuntimeError ("Unable to cast Python instance ...")."""
+    model = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
+    with pytest.raises(error, match=re.escape(message)):
+        model.decide_guarded(0, 0, 0, False, 0.0, noise)
+    with pytest.raises(error, match=re.escape(message)):
+        model.solve(_core.Policy.GUARDED, 0.0, noise)
+    assert model.decide_guarded(0, 0, 0, False, 0.0, lambda s, a: np.float32(0.5)).kind is not None
+
+
+def test_private_next_share_checks_its_config() -> None:
+    """``_capacity.next_share(..., None)`` was ``AttributeError: 'NoneType' ... 'step'``."""
+    from learnsched import _capacity
+    from learnsched.capacity import AIMDConfig
+
+    with pytest.raises(TypeError, match="config must be an AIMDConfig, got NoneType"):
+        _capacity.next_share(0.5, 1.0, 0.0, None)
+    assert 0.0 <= _capacity.next_share(0.5, 1.0, 0.0, AIMDConfig()) <= 1.0

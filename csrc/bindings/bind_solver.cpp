@@ -6,6 +6,7 @@
 #include <pybind11/typing.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -105,6 +106,34 @@ Decisions decide_many(const Model& model, const py::object& window, const py::ob
         model.decide_many(states, policy, Guard{epsilon, {}}, out);
     }
     return {kind, quanta, checkpoint, cold};
+}
+
+// score_noise as the core calls it, its result checked: a non-number (a string, None, a
+// bool) is a TypeError naming score_noise, where pybind11's own cast would raise an
+// unnamed RuntimeError. The function is held in a shared_ptr whose deleter takes the GIL,
+// so the core may copy the Guard on any thread.
+ScoreNoise checked_noise(const std::optional<py::function>& score_noise) {
+    if (!score_noise) return {};
+    std::shared_ptr<py::function> noise(new py::function(*score_noise), [](py::function* f) {
+        py::gil_scoped_acquire gil;
+        delete f;
+    });
+    return [noise](const State& state, const Action& action) -> double {
+        py::gil_scoped_acquire gil;
+        const py::object score = (*noise)(state, action);
+        if (py::isinstance<py::bool_>(score) || py::isinstance<py::str>(score) ||
+            py::isinstance<py::bytes>(score) || !PyNumber_Check(score.ptr())) {
+            throw py::type_error("score_noise(state, action) must return a number (s-eq.), got " +
+                                 std::string(py::str(py::type::of(score).attr("__name__"))));
+        }
+        const double value = PyFloat_AsDouble(score.ptr());
+        if (value == -1.0 && PyErr_Occurred()) {  // an int beyond any double, a bad __float__
+            PyErr_Clear();
+            throw py::value_error("score_noise(state, action) must return a finite number "
+                                  "(s-eq.), got " + std::string(py::repr(score)).substr(0, 80));
+        }
+        return value;
+    };
 }
 
 using PlanColumns = py::typing::Dict<py::str, py::array>;
@@ -245,9 +274,9 @@ void bind_solver(py::module_& m) {
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
-               double epsilon, std::optional<ScoreNoise> score_noise) {
+               double epsilon, const std::optional<py::function>& score_noise) {
                 return model.decide(State{window, progress, durable, active}, Policy::Guarded,
-                                    Guard{epsilon, score_noise.value_or(ScoreNoise{})});
+                                    Guard{epsilon, checked_noise(score_noise)});
             },
             // noconvert: an int, numpy integer or float is not taken as a flag.
             py::arg("window"), py::arg("progress"), py::arg("durable"),
@@ -259,8 +288,8 @@ void bind_solver(py::module_& m) {
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               std::optional<ScoreNoise> score_noise) {
-                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
+               const std::optional<py::function>& score_noise) {
+                const Guard guard{epsilon, checked_noise(score_noise)};
                 // Pure C++ but for score_noise, which takes the GIL back for each call.
                 py::gil_scoped_release release;
                 return model.solve(policy, guard);
