@@ -7,6 +7,7 @@ the real LoRA trainer.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -276,8 +277,39 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
         with pytest.raises(TrainerError, match="failing at 5 as asked"):
             loop.run()
         assert not engine.state.sleeping  # returned before the error left the loop
-    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind != "work"]
-    assert kinds[-2:] == ["park", "return"]
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    kinds = [r.kind for r in records if r.kind != "work"]
+    assert kinds[-4:] == ["park", "trainer-failed", "return", "run-end"]
+    failed = next(r for r in records if r.kind == "trainer-failed")
+    assert failed.unsaved_lost == 5
+
+
+@pytest.mark.parametrize("loss", [float("nan"), float("inf"), -float("inf")])
+def test_a_diverged_loss_is_a_trainer_failure_never_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], loss: float
+) -> None:
+    """A NaN or infinite loss used to end the run with exit 2 (the ledger refuses NaN):
+    now it is a recorded trainer failure, the engine is back and nothing is saved."""
+    calendar = tmp_path / "calendar.json"
+    calendar.write_text(json.dumps({"windows": [[0.2, 3.0], [4.0, 60.0]]}))
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        options = {"work_quanta": 100, "quantum_s": 0.02, "loss_at": 4, "loss": loss}
+        status = main([
+            "run", "--engine", "vllm", "--url", engine.url, "--trainer", COUNTING,
+            "--trainer-options", json.dumps(options), "--calendar", str(calendar),
+            "--ledger", str(tmp_path / "ledger.jsonl"), "--state-dir", str(tmp_path / "state"),
+            "--recovery-s", "0.2",
+        ])  # fmt: skip
+        assert not engine.state.sleeping
+    assert status == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert errors == [f"learnsched run: error: trainer diverged: loss {loss!r} at progress 4"]
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert [r.kind for r in records if r.kind not in ("work", "decision")][-3:] == [
+        "trainer-failed", "return", "run-end"
+    ]  # fmt: skip
+    assert not any(r.kind == "checkpoint" for r in records)
+    assert next(r for r in records if r.kind == "trainer-failed").unsaved_lost == 4
 
 
 def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: Path) -> None:

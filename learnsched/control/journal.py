@@ -13,6 +13,8 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
 ``checkpoint`` a durable checkpoint (``durable_progress``)
 ``discard``    unsaved work dropped (``unsaved_lost``)
 ``trainer-lost``  the trainer process died; its unsaved work is lost
+``trainer-failed``  the trainer raised, or its loss was NaN or infinite: its unsaved
+               work is dropped unsaved and the run stops once capacity is back
 ``return``     capacity back: readiness confirmed by a completed request (``late``,
                ``early``, ``readiness_s``)
 ``publish``    the finished artifact was written
@@ -165,7 +167,15 @@ def open_park(records: Sequence[HandoffRecord]) -> HandoffRecord | None:
 
 
 # Records after which the trainer's progress is its durable progress again.
-_RESETS = ("run-start", "checkpoint", "discard", "trainer-lost", "return", "publish")
+_RESETS = (
+    "run-start",
+    "checkpoint",
+    "discard",
+    "trainer-lost",
+    "trainer-failed",
+    "return",
+    "publish",
+)
 
 
 def progress_seen(records: Sequence[HandoffRecord]) -> int:

@@ -334,9 +334,11 @@ class ControlLoop:
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> Totals:
         """Run until the calendar ends, ``until_s`` passes, the job publishes or
-        :meth:`stop`; the run's totals (also in the ``run-end`` record)."""
+        :meth:`stop`; the run's totals (also in the ``run-end`` record, which a run
+        stopped by an error also writes, with the error)."""
         wall = time.perf_counter()
         cpu = time.thread_time()
+        error: str | None = None
         try:
             self._start()
             # The overhead counts from here: the trainer's start-up is not the loop's.
@@ -350,17 +352,25 @@ class ControlLoop:
                 if not self._wait_until(window[0].start_s):
                     break
                 self._window_of(window)
+        except Exception as err:
+            error = f"{type(err).__name__}: {err}"
+            raise
         finally:
             self.watcher.stop()
             self.overhead.control_cpu_s = time.thread_time() - cpu
             self.overhead.watcher_cpu_s = self.watcher.cpu_s
             self.overhead.wall_s = time.perf_counter() - wall
             self.trainer.close()
-        self._record(
-            "run-end",
-            durable_progress=self.durable,
-            detail={"totals": self.totals.to_json(), "overhead": self.overhead.to_json()},
-        )
+            if self.run_id:  # the run started: say how it ended
+                self._record(
+                    "run-end",
+                    durable_progress=self.durable,
+                    detail={
+                        "totals": self.totals.to_json(),
+                        "overhead": self.overhead.to_json(),
+                        "error": error,
+                    },
+                )
         self._say("stopped")
         return self.totals
 
@@ -459,6 +469,7 @@ class ControlLoop:
         self._say("parked")
         early = False
         lost = 0
+        failed: TrainerError | None = None
         try:
             try:
                 self.trainer.resume(self.options.trainer_timeout_s)
@@ -478,12 +489,17 @@ class ControlLoop:
             lost = self._discard()
         except TrainerLost as err:
             lost = self._trainer_lost(str(err))
+        except TrainerError as err:
+            lost = self._trainer_failed(str(err))
+            failed = err
         finally:  # capacity goes back whatever happened to the trainer
             stamps = self.engine.unpark()
             late = self.now() > window.end_s
             self._returned(
                 stamps, late=late, early=early, lost=lost, window=window, recovered=False
             )
+        if failed is not None:  # capacity is back: now the trainer's failure stops the run
+            raise failed
         if not self.trainer.running:  # restarted only now: serving came first
             self._restart_trainer()
 
@@ -512,6 +528,12 @@ class ControlLoop:
             seconds = time.perf_counter() - start
             self.quantum_s = max(self.quantum_s, seconds)
             self.progress = advanced.progress
+            if advanced.loss is not None and not math.isfinite(advanced.loss):
+                # Diverged: this state must never be saved, and the next quanta from
+                # the same durable state would diverge again.
+                raise TrainerError(
+                    f"trainer diverged: loss {advanced.loss!r} at progress {self.progress}"
+                )
             self.totals.quanta_done += 1
             self._record(
                 "work",
@@ -573,6 +595,20 @@ class ControlLoop:
         self.totals.unsaved_lost += lost
         self.progress = self.durable
         self._say("trainer lost")
+        return lost
+
+    def _trainer_failed(self, why: str) -> int:
+        """The trainer raised (or diverged): its unsaved work is dropped, never saved
+        (recorded); the quanta lost."""
+        lost = self.progress - self.durable
+        self._record(
+            "trainer-failed", durable_progress=self.durable, unsaved_lost=lost,
+            detail={"why": why},
+        )  # fmt: skip
+        self.totals.unsaved_lost += lost
+        self.progress = self.durable
+        self.trainer.kill()  # its in-memory state is suspect: nothing of it may be saved
+        self._say("trainer failed")
         return lost
 
     def _restart_trainer(self) -> None:

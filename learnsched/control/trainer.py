@@ -80,11 +80,13 @@ class Advanced:
     progress
         Completed quanta ``p`` (durable or not).
     loss
-        Training loss of the last optimiser step (``nan`` if none ran).
+        Training loss of the last optimiser step (``None``: the job has no loss to
+        report). A NaN or infinite loss is a diverged trainer: the scheduler records a
+        trainer failure, drops the unsaved work and stops.
     """
 
     progress: int
-    loss: float
+    loss: float | None
 
 
 class Trainer(abc.ABC):
