@@ -322,3 +322,33 @@ def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: P
     assert not (tmp_path / "ledger.jsonl").exists() or "park" not in kinds(
         tmp_path / "ledger.jsonl"
     )
+
+
+def test_a_unix_calendar_is_not_shifted_by_the_start_up_time(tmp_path: Path) -> None:
+    """The trainer takes 1.5 s to start: a unix window must still be lent from its
+    start and returned by its deadline in epoch seconds, as the ledger records them."""
+    import time
+
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        start = time.time() + 2.5
+        planned = [start, start + 1.5]
+        calendar = tmp_path / "calendar.json"
+        calendar.write_text(json.dumps({"windows": [planned, [start + 60, start + 120]],
+                                        "clock": "unix"}))  # fmt: skip
+        options = {"work_quanta": 1000, "quantum_s": 0.02, "start_s": 1.5}
+        status = main([
+            "run", "--engine", "vllm", "--url", engine.url, "--trainer", COUNTING,
+            "--trainer-options", json.dumps(options), "--calendar", str(calendar),
+            "--ledger", str(tmp_path / "ledger.jsonl"), "--state-dir", str(tmp_path / "state"),
+            "--recovery-s", "0.2", "--seconds", str(start + 3.0 - time.time()),
+        ])  # fmt: skip
+    assert status == 0
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    park = next(r for r in records if r.kind == "park")
+    back = next(r for r in records if r.kind == "return")
+    assert planned[0] <= park.wall_time <= planned[0] + 0.5  # lent when the window opens
+    assert back.wall_time <= planned[1] + 0.1  # ready by the deadline, in epoch time
+    assert park.detail["planned_unix"] == pytest.approx(planned, abs=1e-3)
+    assert back.detail["planned_unix"] == pytest.approx(planned, abs=1e-3)
+    assert back.detail["ready_unix"] <= planned[1]
+    assert back.detail["late"] is False

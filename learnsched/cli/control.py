@@ -131,7 +131,7 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.actuation import ServingEngine
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
-    from ..control.windows import KnownCalendar
+    from ..control.windows import read_calendar
     from ..handoff.endpoint import ServingEndpoint
     from ..scenario import HandoffCosts
 
@@ -141,7 +141,7 @@ def run_run(args: argparse.Namespace) -> int:
     if not args.ledger.parent.is_dir():
         raise ValueError(f"--ledger {args.ledger}: folder {args.ledger.parent} does not exist")
     start_unix = time.time()
-    calendar = KnownCalendar(_windows_file(args.calendar, start_unix))
+    calendar = read_calendar(args.calendar, start_unix)
     history = _windows_file(args.history, start_unix)
     engine = ServingEngine(
         ServingEndpoint(args.url, args.engine), level=args.level, timeout_s=args.timeout

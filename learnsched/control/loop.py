@@ -192,8 +192,9 @@ class ControlLoop:
     options
         Polling and stopping.
     clock_start
-        ``time.monotonic()`` at the loop clock's zero (default: when the trainer is
-        ready and any recovery is done, so start-up time is not taken from windows).
+        ``time.monotonic()`` at the loop clock's zero (default: the calendar's
+        ``origin`` if it has one, a unix calendar's; else when the trainer is ready and
+        any recovery is done, so start-up time is not taken from relative windows).
     progress
         Called with one line describing the state after each event.
     on_ready
@@ -221,6 +222,8 @@ class ControlLoop:
         self.ledger = HandoffLedger(ledger)
         self.options = options or LoopOptions()
         self.recovery_s = nonnegative("recovery_s", recovery_s)
+        if clock_start is None:  # a unix calendar counts from its own fixed origin
+            clock_start = getattr(calendar, "origin", None)
         self._fixed_start = clock_start
         self.clock_start = time.monotonic() if clock_start is None else clock_start
         self.unix_start = time.time() - (time.monotonic() - self.clock_start)
@@ -240,6 +243,7 @@ class ControlLoop:
         self._handled_end = -math.inf
         self._decider: Decider | None = None
         self._park_stamps: dict[str, int] = {}
+        self._planned = Window(0.0, 1.0)  # the current window before it was trimmed to now
 
     # --- clock, ledger, progress ----------------------------------------------------------
     def now(self) -> float:
@@ -431,6 +435,7 @@ class ControlLoop:
     def _window_of(self, windows: list[Window]) -> None:
         """Decide and act on ``windows[0]``, now open."""
         now = self.now()
+        self._planned = windows[0]  # as the calendar has it (the ledger's planned times)
         window = Window(max(windows[0].start_s, now), windows[0].end_s)
         windows = [window, *windows[1:]]
         self._handled_end = window.end_s
@@ -461,6 +466,7 @@ class ControlLoop:
             durable_progress=self.durable,
             detail={
                 "window": [window.start_s, window.end_s],
+                "planned_unix": self._unix(self._planned),
                 "deadline_unix": self.unix_start + window.end_s,
                 "trainer_pid": self.trainer.pid,
             },
@@ -622,6 +628,10 @@ class ControlLoop:
             self._record("trainer-lost", durable_progress=self.durable, detail={"why": str(err)})
             self.stop()
 
+    def _unix(self, window: Window) -> list[float]:
+        """A window's planned ``[start, deadline]`` in epoch seconds."""
+        return [self.unix_start + window.start_s, self.unix_start + window.end_s]
+
     def _returned(
         self,
         stamps: dict[str, int],
@@ -632,6 +642,7 @@ class ControlLoop:
         window: Window | None,
         recovered: bool,
     ) -> None:
+        ready_unix = time.time()
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
         self.return_s = max(self.return_s, readiness)
         self.totals.handoffs += 1
@@ -645,6 +656,8 @@ class ControlLoop:
             unsaved_lost=lost,
             detail={
                 "window": None if window is None else [window.start_s, window.end_s],
+                "planned_unix": None if window is None else self._unix(self._planned),
+                "ready_unix": ready_unix,
                 "late": late,
                 "early": early,
                 "recovered": recovered,
