@@ -11,6 +11,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from ._engine import add_connection_arguments, endpoint_from_args
 from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
@@ -56,7 +57,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add = run.add_argument
     add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
-    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add("--url", required=True, help="the engine's http(s)://HOST:PORT")
+    add_connection_arguments(run)
     add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
     add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
     add("--calendar", required=True, metavar="FILE", help="windows JSON (see README)")
@@ -132,7 +134,6 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
     from ..control.windows import read_calendar
-    from ..handoff.endpoint import ServingEndpoint
     from ..scenario import HandoffCosts
 
     options = json.loads(args.trainer_options)
@@ -144,7 +145,7 @@ def run_run(args: argparse.Namespace) -> int:
     calendar = read_calendar(args.calendar, start_unix)
     history = _windows_file(args.history, start_unix)
     engine = ServingEngine(
-        ServingEndpoint(args.url, args.engine), level=args.level, timeout_s=args.timeout
+        endpoint_from_args(args), level=args.level, timeout_s=args.timeout
     )
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
