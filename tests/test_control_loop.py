@@ -63,8 +63,8 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
     assert replay(records, loop.run_id) == totals
     order = [r.kind for r in records if r.kind != "work"]
     assert order == [
-        "run-start", "decision", "park", "checkpoint", "return",
-        "decision", "park", "publish", "return", "run-end",
+        "run-start", "reference", "trainer-ready", "decision", "park", "parked", "checkpoint",
+        "return", "decision", "park", "parked", "publish", "return", "run-end",
     ]  # fmt: skip
     returns = [r for r in records if r.kind == "return"]
     for record in returns:  # ready (a completed request) before the window's deadline
@@ -279,7 +279,7 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
         assert not engine.state.sleeping  # returned before the error left the loop
     records = read_ledger(tmp_path / "ledger.jsonl")
     kinds = [r.kind for r in records if r.kind != "work"]
-    assert kinds[-4:] == ["park", "trainer-failed", "return", "run-end"]
+    assert kinds[-5:] == ["park", "parked", "trainer-failed", "return", "run-end"]
     failed = next(r for r in records if r.kind == "trainer-failed")
     assert failed.unsaved_lost == 5
 

@@ -12,9 +12,12 @@ from types import FrameType
 from typing import Any, TextIO
 
 from ._engine import add_connection_arguments, endpoint_from_args
-from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
+
+EXIT_ENVIRONMENT = 4
+"""An environment failure (the engine unreachable): issue 23 makes it every command's."""
 
 
 def _run_errors() -> tuple[type[Exception], ...]:
@@ -76,6 +79,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--level", type=int, default=1, help="vLLM sleep level (1 keeps weights in host RAM)")
     add("--timeout", type=float, default=60.0, help="bound on each engine call, s")
     add("--seconds", type=float, help="stop after this long, s")
+    add("--return-tries", type=int, default=5,
+        help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
+    add("--return-backoff", type=float, default=0.5, metavar="S",
+        help="wait after the first failed return, doubling up to 8 s (default %(default)s)")  # fmt: skip
+    add("--clear-quarantine", action="store_true",
+        help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
     run.set_defaults(func=run_run)
 
@@ -115,11 +124,20 @@ def _check_demo_extras() -> None:
             raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
 
 
-def _failed(prog: str, err: Exception) -> int:
-    """A trainer or engine that failed mid-run: one line, status 1."""
+def _failed(prog: str, err: Exception, status: int = EXIT_VIOLATION) -> int:
+    """A trainer or engine that failed mid-run: one line, status 1 (or ``status``)."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     print(f"{prog}: error: {first}", file=sys.stderr)
-    return EXIT_VIOLATION
+    return status
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    """Exit 3: another run holds the ledger or the engine, or the engine cannot be
+    returned (or is quarantined): the engine is not there to lend."""
+    from ..control.healing import EngineUnreturnable, Quarantined
+    from ..control.locks import LockHeld
+
+    return (LockHeld, EngineUnreturnable, Quarantined)
 
 
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
@@ -131,6 +149,7 @@ def _windows_file(path: str | None, start_unix: float) -> list[Any]:
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
     from ..control.actuation import ServingEngine
+    from ..control.healing import Backoff
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
     from ..control.windows import read_calendar
@@ -178,12 +197,20 @@ def run_run(args: argparse.Namespace) -> int:
         decider,
         args.ledger,
         recovery_s=args.recovery_s,
-        options=LoopOptions(until_s=args.seconds),
+        options=LoopOptions(
+            until_s=args.seconds,
+            return_backoff=Backoff(tries=args.return_tries, first_s=args.return_backoff),
+            clear_quarantine=args.clear_quarantine,
+        ),
         progress=line,
     )
     _stop_on_signals(loop.stop)
     try:
         totals = loop.run()
+    except _refusals() as err:
+        return _failed(args.command_prog, err, EXIT_MISSING)
+    except (ConnectionError, TimeoutError) as err:  # the engine unreachable: environment
+        return _failed(args.command_prog, err, EXIT_ENVIRONMENT)
     except _run_errors() as err:
         return _failed(args.command_prog, err)
     finally:

@@ -30,7 +30,9 @@ class EngineControl(Protocol):
     """What the scheduler needs of a serving engine."""
 
     engine: str
+    url: str
     failure: str | None
+    reference: str | None
 
     def preflight(self) -> list[str]:
         """Refuse a server that cannot park as asked; notes on what went unchecked."""
@@ -53,6 +55,11 @@ class EngineControl(Protocol):
 
     def ready(self) -> dict[str, int]:
         """Wait for a completed request only (nothing to resume); stamps."""
+        ...
+
+    def is_parked(self) -> bool | None:
+        """The engine's own view of whether it is parked (``None``: it has no route
+        that says, as SGLang has none)."""
         ...
 
 
@@ -93,6 +100,7 @@ class ServingEngine:
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
+        self.url = endpoint.url
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
         self.reload = self.level == 2  # level 2 drops the weights: reload them on return
@@ -112,6 +120,12 @@ class ServingEngine:
         )
         self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
         return notes
+
+    def is_parked(self) -> bool | None:
+        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        if not self.endpoint.dialect.reports_parked:
+            return None
+        return self.endpoint.is_sleeping(self.timeout_s)
 
     def load(self) -> Load | None:
         """``/metrics``' running and waiting requests (``None``: no gauges exported)."""

@@ -8,9 +8,19 @@ the trainer ``u`` quanta, checkpoint or not, return capacity by the window's dea
 wins over the calendar: the loop stops at the next quantum, lets the model choose
 between checkpointing and discarding the unsaved work (an active state with only the
 return left), records the loss and returns at once. Every decision, quantum and
-handoff goes to the fsynced ledger (:mod:`.journal`); a restarted loop reads it, returns
-an engine a killed run left parked, and resumes the trainer from its last durable
-checkpoint, counting the unsaved work as lost, as the model does.
+handoff goes to the fsynced ledger (:mod:`.journal`).
+
+A run holds the ledger lock and the engine's lease (:mod:`.locks`: one loop per engine
+and per ledger). A restarted loop reads the ledger and asks the engine first, returns an
+engine a killed run left parked before it starts the trainer (which may take minutes),
+honours a quarantine (:mod:`.healing`: no lending after a failed or impossible return
+until an operator clears it), and resumes the trainer from its last durable checkpoint,
+counting the unsaved work as lost, as the model does. A failed return is retried with
+bounded backoff; if the engine still cannot be returned the run quarantines it and stops
+(``learnsched run`` exits 3 naming it). :meth:`ControlLoop.stop` (SIGTERM or SIGINT, to the
+loop or its process group: the trainer leads its own session) ends the current quantum,
+lets the model checkpoint or discard, returns the engine and ends the run: within one
+quantum, one checkpoint and the return path.
 
 Threads, not asyncio. Everything the loop calls blocks: the engines' HTTP dialects and
 readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answers over a
@@ -29,7 +39,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
@@ -39,7 +49,18 @@ from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
 from .actuation import EngineControl
-from .journal import Totals, last_run, open_park, progress_seen
+from .healing import Backoff, EngineUnreturnable, Quarantined
+from .journal import (
+    Totals,
+    acknowledged,
+    last_durable,
+    last_reference,
+    last_run,
+    open_park,
+    progress_seen,
+    quarantine_of,
+)
+from .locks import RunLocks
 from .trainer import TrainerError, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
@@ -125,11 +146,20 @@ class LoopOptions:
         Stop at this time on the loop's clock (``None``: when the calendar ends).
     trainer_timeout_s
         Bound on one trainer call, seconds (the trainer is killed past it).
+    return_backoff
+        Retries of a failed return (:class:`~.healing.Backoff`).
+    clear_quarantine
+        An operator has checked the engine: lift the ledger's quarantine at start.
+    lease_dir
+        Where engine leases live (default :func:`~.locks.lease_dir`).
     """
 
     poll_s: float = 0.05
     until_s: float | None = None
     trainer_timeout_s: float = 120.0
+    return_backoff: Backoff = field(default_factory=Backoff)
+    clear_quarantine: bool = False
+    lease_dir: str | None = None
 
 
 @dataclass
@@ -271,13 +301,36 @@ class ControlLoop:
 
     # --- start and recovery ---------------------------------------------------------------
     def _start(self) -> None:
+        """Read the ledger and the engine first; return a parked engine before anything
+        else starts (a trainer may take minutes); honour a quarantine; then the trainer."""
         records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
         self.run_id = last_run(records) + 1
         published = any(r.kind == "publish" for r in records)
-        parked = open_park(records)
-        # A server that cannot park is refused before anything starts; one a killed run
-        # left parked is checked once it is back (its reference request needs serving).
-        notes = self.engine.preflight() if parked is None else []
+        quarantine = quarantine_of(records)
+        if quarantine is not None and self.options.clear_quarantine:
+            self._record("quarantine-cleared", detail={"reason": quarantine.reason})
+            quarantine = None
+        self.durable = self.progress = last_durable(records)
+        self._record(
+            "run-start",
+            durable_progress=self.durable,
+            detail={
+                "published": published,
+                "pid": os.getpid(),
+                "unix_start": self.unix_start,
+                "quarantine": None if quarantine is None else quarantine.reason,
+            },
+        )
+        self._heal(records)
+        if quarantine is not None:
+            raise Quarantined(
+                f"{self._engine_name()} is quarantined since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(quarantine.since_unix))} "
+                f"({quarantine.reason}): check it, then run again with --clear-quarantine"
+            )
+        notes = self.engine.preflight()
+        if self.engine.reference is not None:
+            self._record("reference", detail={"text": self.engine.reference})
         self.trainer.start()
         self.work_quanta = self.trainer.work_quanta
         costs = self.trainer.costs
@@ -288,21 +341,16 @@ class ControlLoop:
         self.totals.resumed_from_quanta = self.totals.durable_quanta = durable
         self.totals.published = published
         self._record(
-            "run-start",
+            "trainer-ready",
             durable_progress=durable,
             detail={
                 "published": published,
                 "work_quanta": self.work_quanta,
                 "costs": {**asdict(costs), "recovery_s": self.recovery_s},
-                "pid": os.getpid(),
                 "trainer_pid": self.trainer.pid,
-                "unix_start": self.unix_start,
                 "preflight": notes,
             },
         )
-        if parked is not None:
-            self._recover_parked(parked, max(progress_seen(records) - durable, 0))
-            self.engine.preflight()
         if self._fixed_start is None:
             self.clock_start = time.monotonic()
             self.unix_start = time.time()
@@ -310,36 +358,85 @@ class ControlLoop:
             self.on_ready(self.clock_start)
         self._say("started")
 
+    def _park_failed(self, err: Exception) -> None:
+        """A park that raised: closed in the ledger if the engine refused it (nothing
+        was released); otherwise the engine is returned if it says it is parked, and
+        quarantined if it cannot say (SGLang)."""
+        refused = isinstance(err, HttpStatusError) and err.status < 500
+        self._record("park-failed", failure=str(err), detail={"refused": refused})
+        if refused:
+            return
+        asleep = self.engine.is_parked()
+        if asleep:
+            self._give_back()
+        elif asleep is None:
+            self._quarantine(f"a park failed midway ({err}): the engine may be parked")
+
+    def _engine_name(self) -> str:
+        return f"{self.engine.engine} at {self.engine.url}"
+
+    def _heal(self, records: list[HandoffRecord]) -> None:
+        """Return an engine a killed run left parked (the ledger says so, or the engine
+        does), counting that run's unsaved work as lost."""
+        parked = open_park(records)
+        asleep = self.engine.is_parked()
+        if parked is None and not asleep:
+            return
+        if parked is not None and asleep is None and acknowledged(records, parked) is None:
+            # SGLang tells nobody whether it is parked, and the run died between
+            # deciding to park and the release's answer: a resume of memory never
+            # released kills its scheduler, and a request on released memory does too.
+            self._quarantine(
+                "a killed run sent (or was about to send) a release whose answer it never "
+                "recorded: the engine may be parked or not, and SGLang cannot say; "
+                "restart the server (or confirm its state), then --clear-quarantine"
+            )
+            raise Quarantined(f"{self._engine_name()}: its park state is unknown (quarantined)")
+        self.engine.reference = last_reference(records)
+        lost = max(progress_seen(records) - last_durable(records), 0)
+        deadline = math.inf if parked is None else parked.detail.get("deadline_unix", math.inf)
+        stamps = self._give_back()
+        late = time.time() > float(deadline)
+        self.totals.unsaved_lost += lost
+        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
+
+    def _give_back(self) -> dict[str, int]:
+        """Return the engine (resume, then a completed request), retried with backoff;
+        quarantined and :class:`EngineUnreturnable` if every try fails."""
+
+        def retrying(attempt: int, err: BaseException, wait: float) -> None:
+            self._record("return-retry", detail={"attempt": attempt, "error": str(err),
+                                                 "wait_s": wait})  # fmt: skip
+            self._say(f"return failed ({attempt})")
+
+        try:
+            return self.options.return_backoff.run(
+                self.engine.unpark, what=self._engine_name(), on_retry=retrying
+            )
+        except EngineUnreturnable as err:
+            self._quarantine(str(err))
+            raise
+
+    def _quarantine(self, reason: str) -> None:
+        self._record("quarantine", failure=reason, detail={"reason": reason,
+                                                           "url": self.engine.url})  # fmt: skip
+        self.totals.quarantined = True
+
     def _trainer_durable(self) -> int:
         """The trainer's durable quanta (resumed, then its device freed again)."""
         timeout = self.options.trainer_timeout_s
         self.trainer.resume(timeout)
         return self.trainer.discard(timeout)
 
-    def _recover_parked(self, parked: HandoffRecord, lost: int) -> None:
-        """A killed run left the engine parked: return it now, count its unsaved work.
-
-        The run may have died before its release reached the engine: an SGLang engine
-        then refuses the resume of memory it never released (400), and only readiness
-        is left to confirm.
-        """
-        try:
-            stamps = self.engine.unpark()
-        except HttpStatusError as err:
-            if err.status != 400:
-                raise
-            stamps = self.engine.ready()
-        ready_unix = time.time()
-        deadline_unix = float(parked.detail.get("deadline_unix", math.inf))
-        late = ready_unix > deadline_unix
-        self.totals.unsaved_lost += lost
-        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
-
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> Totals:
         """Run until the calendar ends, ``until_s`` passes, the job publishes or
         :meth:`stop`; the run's totals (also in the ``run-end`` record, which a run
         stopped by an error also writes, with the error)."""
+        with RunLocks(self.ledger.path, self.engine.url, self.options.lease_dir):
+            return self._run()
+
+    def _run(self) -> Totals:
         wall = time.perf_counter()
         cpu = time.thread_time()
         error: str | None = None
@@ -471,7 +568,12 @@ class ControlLoop:
                 "trainer_pid": self.trainer.pid,
             },
         )
-        self._park_stamps = self.engine.park()
+        try:
+            self._park_stamps = self.engine.park()
+        except Exception as err:
+            self._park_failed(err)
+            raise
+        self._record("parked", durable_progress=self.durable, stamps_ns=self._park_stamps)
         self._say("parked")
         early = False
         lost = 0
@@ -499,7 +601,7 @@ class ControlLoop:
             lost = self._trainer_failed(str(err))
             failed = err
         finally:  # capacity goes back whatever happened to the trainer
-            stamps = self.engine.unpark()
+            stamps = self._give_back()
             late = self.now() > window.end_s
             self._returned(
                 stamps, late=late, early=early, lost=lost, window=window, recovered=False
@@ -667,4 +769,5 @@ class ControlLoop:
         self._park_stamps = {}
         self._say("returned late" if late else "returned")
         if self.engine.failure is not None:  # serving is not what it was: lend no more
-            raise HandoffProbeError(f"{self.engine.engine} return: {self.engine.failure}")
+            self._quarantine(self.engine.failure)
+            raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")

@@ -168,8 +168,11 @@ def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connecti
     """The child: build the trainer, answer calls until the pipe closes, then exit.
 
     A closed pipe means the scheduler is gone: exit at once without saving (unsaved
-    work is lost, as a crash loses it; the durable checkpoint is untouched).
+    work is lost, as a crash loses it; the durable checkpoint is untouched). The child
+    leads its own session: a signal to the scheduler's process group (Ctrl-C, systemd's
+    stop) reaches the scheduler, which ends the quantum and stops the trainer itself.
     """
+    os.setsid()
     try:
         trainer = load_trainer_class(spec)(Path(state_dir), **options)
         conn.send(("ready", {"work_quanta": trainer.work_quanta, "costs": asdict(trainer.costs())}))

@@ -80,6 +80,9 @@ class EngineConfig:
         Memory goes this long *after* the release was acknowledged, seconds.
     resume_status, generate_status
         Answer resumes / generation requests with this status instead (200: normal).
+    resume_failures
+        With ``resume_status``: only the first this many resumes fail (0: every one),
+        as a transient server error.
     stream
         ``"ok"``, or a broken generation stream: ``"error"`` event or ``"garbage"``.
     die_on_released_generation
@@ -142,6 +145,7 @@ class EngineConfig:
     resume_s: float = 0.0
     free_delay_s: float = 0.0
     resume_status: int = 200
+    resume_failures: int = 0
     generate_status: int = 200
     stream: str = "ok"
     die_on_released_generation: bool = False
@@ -171,6 +175,7 @@ class EngineConfig:
             nonnegative(name, getattr(self, name))
         integer("resume_status", self.resume_status, low=100, high=599)
         integer("generate_status", self.generate_status, low=100, high=599)
+        integer("resume_failures", self.resume_failures, low=0)
         if self.stream not in ("ok", "error", "garbage"):
             raise ValueError(f"stream must be ok, error or garbage, got {self.stream!r}")
         if (self.ssl_certfile is None) != (self.ssl_keyfile is None):

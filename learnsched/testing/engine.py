@@ -365,6 +365,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--resume-delay", type=float, default=0.0, help="resume call takes this long, s")
     add("--free-delay", type=float, default=0.0, help="memory freed this long after ack, s")
     add("--resume-status", type=int, default=200, help="answer resumes with this status")
+    add("--resume-failures", type=int, default=0,
+        help="only the first N resumes get --resume-status (0: all)")  # fmt: skip
     add("--generate-status", type=int, default=200, help="answer generation with this")
     add("--stream", choices=("ok", "error", "garbage"), default="ok", help="break the stream")
     add("--startup-delay", type=float, default=0.0, help="wait before listening, s")
@@ -445,6 +447,7 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         resume_s=args.resume_delay,
         free_delay_s=args.free_delay,
         resume_status=args.resume_status,
+        resume_failures=args.resume_failures,
         generate_status=args.generate_status,
         stream=args.stream,
         api_key=args.api_key,
