@@ -48,8 +48,8 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
 ) -> None:
     dialect = engine.state.config.dialect
     loop = make_loop(
-        engine.url, dialect, [(0.3, 1.3), (1.8, 3.5)], tmp_path,
-        trainer_options={"work_quanta": 30, "quantum_s": 0.02},
+        engine.url, dialect, [(0.3, 1.8), (2.3, 5.0)], tmp_path,
+        trainer_options={"work_quanta": 60, "quantum_s": 0.02},
     )  # fmt: skip
     totals = loop.run()
     assert totals.published
@@ -57,11 +57,11 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
     assert totals.early_returns == 0
     assert totals.handoffs == 2
     assert totals.windows == 2
-    assert totals.quanta_done == 30
-    assert totals.durable_quanta == 30
+    assert totals.quanta_done == 60
+    assert totals.durable_quanta == 60
     records = read_ledger(tmp_path / "ledger.jsonl")
     assert replay(records, loop.run_id) == totals
-    order = [r.kind for r in records if r.kind != "work"]
+    order = [r.kind for r in records if r.kind not in ("work", "park-step")]
     assert order == [
         "run-start", "reference", "trainer-ready", "decision", "park", "parked", "checkpoint",
         "return", "decision", "park", "parked", "publish", "return", "run-end",
@@ -278,7 +278,7 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
             loop.run()
         assert not engine.state.sleeping  # returned before the error left the loop
     records = read_ledger(tmp_path / "ledger.jsonl")
-    kinds = [r.kind for r in records if r.kind != "work"]
+    kinds = [r.kind for r in records if r.kind not in ("work", "park-step")]
     assert kinds[-5:] == ["park", "parked", "trainer-failed", "return", "run-end"]
     failed = next(r for r in records if r.kind == "trainer-failed")
     assert failed.unsaved_lost == 5

@@ -27,6 +27,7 @@ from learnsched.control.loop import LoopOptions
 from learnsched.handoff.endpoint import ServingEndpoint
 from learnsched.handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
+from learnsched.testing.device import SimulatedDeviceReader
 
 from control_support import COUNTING, make_loop
 from engine_support import strict_engine
@@ -52,8 +53,11 @@ def run_argv(url: str, folder: Path, dialect: str = "vllm", **options: Any) -> l
     return argv
 
 
-def killed_while_parked(ledger: Path, endpoint: ServingEndpoint, *, acked: bool = True) -> None:
-    """What a run killed -9 inside a lent window leaves: an open park, the engine parked."""
+def killed_while_parked(
+    ledger: Path, endpoint: ServingEndpoint, *, acked: bool = True, steps: tuple[str, ...] = ()
+) -> None:
+    """What a run killed -9 inside a lent window leaves: an open park, the engine parked
+    (``acked``), or only the park's ``steps`` recorded (killed before the answer)."""
     book = HandoffLedger(ledger)
     engine = endpoint.engine
     book.append(HandoffRecord("run-start", engine, durable_progress=0, detail={"run": 1}))
@@ -61,6 +65,10 @@ def killed_while_parked(ledger: Path, endpoint: ServingEndpoint, *, acked: bool 
         4, 10.0).text}))  # fmt: skip
     book.append(HandoffRecord("park", engine, durable_progress=0,
                               detail={"run": 1, "deadline_unix": time.time() + 60}))  # fmt: skip
+    for step in steps:
+        book.append(HandoffRecord("park-step", engine, detail={"run": 1, "step": step}))
+    if "paused" in steps:
+        endpoint.dialect.pause(endpoint, 10.0)
     if acked:
         endpoint.release(level=1, tags=(), timeout_s=10.0)
         book.append(HandoffRecord("parked", engine, durable_progress=0, detail={"run": 1}))
@@ -108,13 +116,30 @@ def test_sglang_killed_before_its_release_was_answered_is_quarantined_not_resume
     """A resume of memory never released kills a real SGLang (strict): with a park
     recorded but no answer to its release, the loop must not resume blindly."""
     with strict_engine("sglang", slow_health_s=0.0) as engine:
+        endpoint = ServingEndpoint(engine.url, "sglang")
         killed_while_parked(
-            tmp_path / "ledger.jsonl", ServingEndpoint(engine.url, "sglang"), acked=False
+            tmp_path / "ledger.jsonl", endpoint, acked=False, steps=("paused", "release_sent")
         )
         status = main(run_argv(engine.url, tmp_path, "sglang"))
         assert engine.alive(), engine.stderr_text()
     assert status == 3
     assert quarantine_of(read_ledger(tmp_path / "ledger.jsonl")) is not None
+
+
+def test_sglang_killed_after_its_pause_only_continues_generation(tmp_path: Path) -> None:
+    """Killed between the pause and the release: continue generation, resume nothing
+    (the strict engine dies on a resume of memory never released)."""
+    with strict_engine("sglang", slow_health_s=0.0) as engine:
+        endpoint = ServingEndpoint(engine.url, "sglang")
+        killed_while_parked(tmp_path / "ledger.jsonl", endpoint, acked=False, steps=("paused",))
+        status = main(run_argv(engine.url, tmp_path, "sglang", seconds=0.2))
+        assert engine.alive(), engine.stderr_text()
+        state = SimulatedDeviceReader(engine.url).state()
+    assert status == 0
+    assert state["paused"] is None
+    back = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "return")
+    assert back.detail["recovered"]
+    assert "continued" in back.stamps_ns
 
 
 def test_a_failed_return_quarantines_until_cleared(

@@ -107,7 +107,7 @@ def test_usage_only_final_event_and_aborted_streams() -> None:
         worker.start()
         while engine.state.running == 0:
             threading.Event().wait(0.005)
-        served.release(level=1, tags=(), timeout_s=10.0)  # mode=abort, the default
+        served.call("POST", "/sleep?level=1", None, 10.0)  # vLLM's default mode=abort
         worker.join(20.0)
     assert len(errors) == 1
     assert "aborted the request" in str(errors[0])

@@ -66,6 +66,13 @@ class EngineControl(Protocol):
         that says, as SGLang has none)."""
         ...
 
+    parked: Parked | None
+
+    def unpause(self) -> dict[str, int]:
+        """Continue generation after a park that paused and released nothing, then wait
+        for a completed request; stamps."""
+        ...
+
 
 class ServingEngine:
     """A vLLM or SGLang server the scheduler parks and returns.
@@ -191,6 +198,15 @@ class ServingEngine:
     def ready(self) -> dict[str, int]:
         """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
         return self._ready({"resume_sent": time.perf_counter_ns()})
+
+    def unpause(self) -> dict[str, int]:
+        """A park that paused generation and died before its release: continue only
+        (a resume of memory never released would kill SGLang's scheduler)."""
+        stamps = {"resume_sent": time.perf_counter_ns()}
+        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+        stamps["continued"] = time.perf_counter_ns()
+        self.parked = None
+        return self._ready(stamps)
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")

@@ -14,6 +14,8 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
                return (``phase``: ``window`` or ``early-return``)
 ``park``       about to park the engine for a lent window (written before the release
                is sent: a run killed after it leaves an open park)
+``park-step``  how far a park got before its answer (``step``: ``paused``, SGLang's
+               generation paused; ``release_sent``, the release about to go out)
 ``parked``     the release was acknowledged (``parked``: what it released, for the resume)
 ``park-failed``  the park raised (``failure``; ``refused``: the engine refused it and
                released nothing)
@@ -48,11 +50,11 @@ __all__ = [
     "SUMMARY_KEYS",
     "QuarantineNote",
     "Totals",
-    "acknowledged",
     "last_durable",
     "last_reference",
     "last_run",
     "open_park",
+    "park_progress",
     "progress_seen",
     "quarantine_of",
     "replay",
@@ -221,18 +223,26 @@ def progress_seen(records: Sequence[HandoffRecord]) -> int:
     return seen
 
 
-def acknowledged(records: Sequence[HandoffRecord], park: HandoffRecord) -> HandoffRecord | None:
-    """The ``parked`` record acknowledging ``park``'s release (``None``: the run died
-    before the release was acknowledged, or before it was sent)."""
+def park_progress(
+    records: Sequence[HandoffRecord], park: HandoffRecord
+) -> tuple[HandoffRecord | None, set[str]]:
+    """How far ``park`` got: its ``parked`` record (``None``: the release was never
+    acknowledged) and the ``park-step`` names recorded after it (``paused``,
+    ``release_sent``: what a run killed midway had done)."""
+    steps: set[str] = set()
     after = False
     for record in records:
         if record is park:
             after = True
-        elif after and record.kind == "parked":
-            return record
-        elif after and record.kind == "return":
-            return None
-    return None
+        elif not after:
+            continue
+        elif record.kind == "park-step":
+            steps.add(str(record.detail.get("step")))
+        elif record.kind == "parked":
+            return record, steps
+        elif record.kind in ("return", "park-failed"):
+            break
+    return None, steps
 
 
 def last_durable(records: Sequence[HandoffRecord]) -> int:

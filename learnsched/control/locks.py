@@ -84,8 +84,10 @@ def _holder(file: IO[str]) -> tuple[int | None, str]:
         return None, "an unknown process"
     pid = data.get("pid")
     since = data.get("since_unix")
-    when = "" if not isinstance(since, (int, float)) else time.strftime(
-        " since %Y-%m-%d %H:%M:%S", time.localtime(since)
+    when = (
+        ""
+        if not isinstance(since, (int, float))
+        else time.strftime(" since %Y-%m-%d %H:%M:%S", time.localtime(since))
     )
     pid = pid if isinstance(pid, int) else None
     return pid, f"pid {pid} on {data.get('host', '?')}{when}"

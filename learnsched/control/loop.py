@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
+from ..handoff.engines import Parked
 from ..handoff.errors import HandoffProbeError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
@@ -52,11 +53,11 @@ from .actuation import EngineControl
 from .healing import Backoff, EngineUnreturnable, Quarantined
 from .journal import (
     Totals,
-    acknowledged,
     last_durable,
     last_reference,
     last_run,
     open_park,
+    park_progress,
     progress_seen,
     quarantine_of,
 )
@@ -358,6 +359,11 @@ class ControlLoop:
             self.on_ready(self.clock_start)
         self._say("started")
 
+    def _park_step(self, step: str) -> None:
+        """Journal how far a park got where a killed run must know it (see _heal)."""
+        if step in ("paused", "release_sent"):
+            self._record("park-step", durable_progress=self.durable, detail={"step": step})
+
     def _park_failed(self, err: Exception) -> None:
         """A park that raised: closed in the ledger if the engine refused it (nothing
         was released); otherwise the engine is returned if it says it is parked, and
@@ -377,32 +383,42 @@ class ControlLoop:
 
     def _heal(self, records: list[HandoffRecord]) -> None:
         """Return an engine a killed run left parked (the ledger says so, or the engine
-        does), counting that run's unsaved work as lost."""
+        does), as far as that run's park got, counting its unsaved work as lost."""
         parked = open_park(records)
         asleep = self.engine.is_parked()
         if parked is None and not asleep:
             return
-        if parked is not None and asleep is None and acknowledged(records, parked) is None:
-            # SGLang tells nobody whether it is parked, and the run died between
-            # deciding to park and the release's answer: a resume of memory never
-            # released kills its scheduler, and a request on released memory does too.
-            self._quarantine(
-                "a killed run sent (or was about to send) a release whose answer it never "
-                "recorded: the engine may be parked or not, and SGLang cannot say; "
-                "restart the server (or confirm its state), then --clear-quarantine"
-            )
-            raise Quarantined(f"{self._engine_name()}: its park state is unknown (quarantined)")
+        call = self.engine.unpark
+        if parked is not None and not asleep:
+            acked, steps = park_progress(records, parked)
+            if acked is not None and isinstance(acked.detail.get("parked"), dict):
+                self.engine.parked = Parked.from_json(acked.detail["parked"])
+            if asleep is False:  # vLLM awake: nothing to resume, readiness only
+                call = self.engine.ready
+            elif acked is None and "release_sent" in steps:
+                # SGLang says nobody whether it is parked, and the release went out
+                # without an answer: resuming memory never released kills its
+                # scheduler, and so does a request on released memory.
+                reason = (
+                    "a killed run sent a release whose answer it never recorded: SGLang may "
+                    "be parked or not and cannot say; restart the server (or confirm its "
+                    "state), then run again with --clear-quarantine"
+                )
+                self._quarantine(reason)
+                raise Quarantined(f"{self._engine_name()}: {reason}")
+            elif acked is None:  # the release never went out: at most a pause to undo
+                call = self.engine.unpause if "paused" in steps else self.engine.ready
         self.engine.reference = last_reference(records)
         lost = max(progress_seen(records) - last_durable(records), 0)
         deadline = math.inf if parked is None else parked.detail.get("deadline_unix", math.inf)
-        stamps = self._give_back()
+        stamps = self._give_back(call)
         late = time.time() > float(deadline)
         self.totals.unsaved_lost += lost
         self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
 
-    def _give_back(self) -> dict[str, int]:
-        """Return the engine (resume, then a completed request), retried with backoff;
-        quarantined and :class:`EngineUnreturnable` if every try fails."""
+    def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
+        """Return the engine (``call``: resume, then a completed request), retried with
+        backoff; quarantined and :class:`EngineUnreturnable` if every try fails."""
 
         def retrying(attempt: int, err: BaseException, wait: float) -> None:
             self._record("return-retry", detail={"attempt": attempt, "error": str(err),
@@ -411,7 +427,7 @@ class ControlLoop:
 
         try:
             return self.options.return_backoff.run(
-                self.engine.unpark, what=self._engine_name(), on_retry=retrying
+                call or self.engine.unpark, what=self._engine_name(), on_retry=retrying
             )
         except EngineUnreturnable as err:
             self._quarantine(str(err))
@@ -569,11 +585,15 @@ class ControlLoop:
             },
         )
         try:
-            self._park_stamps = self.engine.park()
+            self._park_stamps = self.engine.park(on_mark=self._park_step)
         except Exception as err:
             self._park_failed(err)
             raise
-        self._record("parked", durable_progress=self.durable, stamps_ns=self._park_stamps)
+        parked = self.engine.parked
+        self._record(
+            "parked", durable_progress=self.durable, stamps_ns=self._park_stamps,
+            detail={"parked": None if parked is None else parked.to_json()},
+        )  # fmt: skip
         self._say("parked")
         early = False
         lost = 0

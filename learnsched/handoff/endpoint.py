@@ -236,11 +236,13 @@ class ServingEndpoint:
         with self._connection("POST", path, timeout_s, f"stalled for {timeout_s:g} s") as conn:
             headers = {**self._auth, "Content-Type": "application/json"}
             conn.request("POST", path, body=json.dumps(body), headers=headers)
-            response = conn.getresponse()
-            if response.status != 200:
-                text = response.read()[:200].decode(errors="replace")
-                raise HttpStatusError(response.status, f"{what} answered {response.status}: {text}")
-            first, text = self._read_stream(response, what)
+            with conn.getresponse() as response:  # closed even when the stream breaks
+                if response.status != 200:
+                    text = response.read()[:200].decode(errors="replace")
+                    raise HttpStatusError(
+                        response.status, f"{what} answered {response.status}: {text}"
+                    )
+                first, text = self._read_stream(response, what)
             if first is None:
                 raise HandoffProbeError(f"{what}: the stream carried no token")
             return Generation(first, time.perf_counter_ns(), text)
