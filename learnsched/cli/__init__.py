@@ -10,11 +10,12 @@ command it runs (``learnsched --version`` imports none). Exit statuses are in
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .._extras import MissingExtra
 from .output import (
@@ -25,6 +26,9 @@ from .output import (
     EXIT_STATUSES,
     EXIT_VIOLATION,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -58,6 +62,12 @@ class _CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # Python 3.11+ drops a help text it cannot write (`learnsched --help | head -0`
+        # exits 0); 3.10 raises BrokenPipeError from print_help. The same on every version:
+        with contextlib.suppress(AttributeError, OSError):
+            super()._print_message(message, file)
 
 
 class _VersionAction(argparse.Action):
