@@ -327,7 +327,8 @@ class Scenario:
     ----------
     windows
         Sorted, non-overlapping idle windows ``(start, end)`` in seconds; capacity must be
-        ready again by each window's end.
+        ready again by each window's end. Any sequence of pairs (a list, a numpy array of
+        shape ``(K, 2)``); kept as a tuple of float pairs.
     work_quanta
         Construction and validation work ``J`` in quanta.
     quantum_s
@@ -342,7 +343,7 @@ class Scenario:
         State at the start of the first window.
     """
 
-    windows: tuple[tuple[float, float], ...]
+    windows: Sequence[tuple[float, float]]
     work_quanta: int
     quantum_s: float
     benefit_rate: float
