@@ -3,7 +3,7 @@
 While capacity is lent the engine may answer requests with 503 (vLLM rejects requests
 to a sleeping engine) instead of queueing them, so ``/metrics`` alone can miss an
 arrival. A front end that sees requests (the load generator, a router) calls
-:meth:`LoadWatcher.notify_arrival`; either signal sets :attr:`LoadWatcher.arrived`,
+:meth:`LoadWatcher.notify_arrival`; either signal sets ``LoadWatcher.arrived``,
 which the control thread checks between quanta.
 """
 
