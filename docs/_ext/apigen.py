@@ -212,6 +212,19 @@ def documented_name(ref: Reference, target: str, contexts: list[str]) -> str | N
     return None
 
 
+def _private(target: str, contexts: list[str]) -> bool:
+    """Whether ``target`` names an object of a private module (``_config.STRICT``)."""
+    target = target.lstrip(".")
+    for context in contexts:
+        for scope in [*_scopes(context), ""]:
+            path = f"{scope}.{target}" if scope else target
+            found, obj = _lookup(path)
+            if found:
+                defined = getattr(obj, "__module__", None) or path.rpartition(".")[0]
+                return any(part.startswith("_") for part in f"{defined}.{path}".split("."))
+    return False
+
+
 def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     if node.get("refdomain") != "py" or not hasattr(app, "learnsched_reference"):
         return None
@@ -222,6 +235,8 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     if "docstring of " in source:
         contexts.insert(0, source.rsplit("docstring of ", 1)[1])
     name = documented_name(app.learnsched_reference, node["reftarget"], contexts)
+    if name is None and _private(node["reftarget"], contexts):
+        return contnode  # a private module's name: plain text, as in signatures
     if name is None or name == node["reftarget"]:
         return None
     domain = env.get_domain("py")
