@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -11,13 +10,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from .._json import parse as parse_json
 from ._engine import add_connection_arguments, endpoint_from_args
-from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
-
-EXIT_ENVIRONMENT = 4
-"""An environment failure (the engine unreachable): issue 23 makes it every command's."""
 
 
 def _run_errors() -> tuple[type[Exception], ...]:
@@ -124,20 +121,13 @@ def _check_demo_extras() -> None:
             raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
 
 
-def _failed(prog: str, err: Exception, status: int = EXIT_VIOLATION) -> int:
-    """A trainer or engine that failed mid-run: one line, status 1 (or ``status``)."""
+def _failed(prog: str, err: Exception) -> int:
+    """A trainer or engine that failed mid-run: one line, status 1 (or the error's own
+    ``exit_status``: 3 for an engine that cannot be returned or is quarantined)."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     print(f"{prog}: error: {first}", file=sys.stderr)
-    return status
-
-
-def _refusals() -> tuple[type[Exception], ...]:
-    """Exit 3: another run holds the ledger or the engine, or the engine cannot be
-    returned (or is quarantined): the engine is not there to lend."""
-    from ..control.healing import EngineUnreturnable, Quarantined
-    from ..control.locks import LockHeld
-
-    return (LockHeld, EngineUnreturnable, Quarantined)
+    status = getattr(type(err), "exit_status", EXIT_VIOLATION)
+    return status if isinstance(status, int) else EXIT_VIOLATION
 
 
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
@@ -155,7 +145,7 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.windows import read_calendar
     from ..scenario import HandoffCosts
 
-    options = json.loads(args.trainer_options)
+    options = parse_json(args.trainer_options, "--trainer-options")
     if not isinstance(options, dict):
         raise TypeError(f"--trainer-options must be a JSON object, got {args.trainer_options!r}")
     if not args.ledger.parent.is_dir():
@@ -207,10 +197,6 @@ def run_run(args: argparse.Namespace) -> int:
     _stop_on_signals(loop.stop)
     try:
         totals = loop.run()
-    except _refusals() as err:
-        return _failed(args.command_prog, err, EXIT_MISSING)
-    except (ConnectionError, TimeoutError) as err:  # the engine unreachable: environment
-        return _failed(args.command_prog, err, EXIT_ENVIRONMENT)
     except _run_errors() as err:
         return _failed(args.command_prog, err)
     finally:

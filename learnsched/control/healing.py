@@ -29,9 +29,13 @@ T = TypeVar("T")
 class EngineUnreturnable(HandoffProbeError):
     """The engine could not be returned to serving (it may still be parked)."""
 
+    exit_status = 3  # the command line's status: the engine or ledger is not ours to use
+
 
 class Quarantined(HandoffProbeError):
     """The ledger holds an uncleared quarantine: no lending until it is cleared."""
+
+    exit_status = 3  # the command line's status: the engine or ledger is not ours to use
 
 
 def retryable(err: BaseException) -> bool:

@@ -4,35 +4,47 @@ Records are :class:`~learnsched.handoff.HandoffRecord` lines in the fsynced hand
 ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields in
 ``detail`` (``detail["run"]`` numbers the scheduler's runs on one ledger). Kinds:
 
-=============  ==========================================================================
-``run-start``  a run began, holding the ledger lock and the engine lease (``pid``); its
-               ``durable_progress`` is the last the ledger records
-``trainer-ready``  its trainer started: ``durable_progress`` is the trainer's own (a
-               checkpoint written just before a crash counts), where the run resumes
-``reference``  the greedy answer every return must reproduce (``text``)
-``decision``   what the policy (or the load signal) chose for a window, or for an early
-               return (``phase``: ``window`` or ``early-return``)
-``park``       about to park the engine for a lent window (written before the release
-               is sent: a run killed after it leaves an open park)
-``park-step``  how far a park got before its answer (``step``: ``paused``, SGLang's
-               generation paused; ``release_sent``, the release about to go out)
-``parked``     the release was acknowledged (``parked``: what it released, for the resume)
-``park-failed``  the park raised (``failure``; ``refused``: the engine refused it and
-               released nothing)
-``return-retry``  a return failed and is tried again (``attempt``, ``error``, ``wait_s``)
-``quarantine`` the engine may be parked or serving a different model (``reason``): no
-               run lends it again until ``quarantine-cleared`` (``--clear-quarantine``)
-``work``       one quantum completed (``progress``, ``loss``)
-``checkpoint`` a durable checkpoint (``durable_progress``)
-``discard``    unsaved work dropped (``unsaved_lost``)
-``trainer-lost``  the trainer process died; its unsaved work is lost
-``trainer-failed``  the trainer raised, or its loss was NaN or infinite: its unsaved
-               work is dropped unsaved and the run stops once capacity is back
-``return``     capacity back: readiness confirmed by a completed request (``late``,
-               ``early``, ``readiness_s``)
-``publish``    the finished artifact was written
-``run-end``    the run stopped cleanly, with its summary
-=============  ==========================================================================
+======================  ============================================================
+``run-start``           a run began, holding the ledger lock and the engine lease
+                        (``pid``); its ``durable_progress`` is the last the ledger
+                        records
+``trainer-ready``       its trainer started: ``durable_progress`` is the trainer's
+                        own (a checkpoint written just before a crash counts), where
+                        the run resumes
+``reference``           the greedy answer every return must reproduce (``text``)
+``decision``            what the policy (or the load signal) chose for a window, or
+                        for an early return (``phase``: ``window`` or
+                        ``early-return``)
+``park``                about to park the engine for a lent window (written before
+                        the release is sent: a run killed after it leaves an open
+                        park)
+``park-step``           how far a park got before its answer (``step``: ``paused``,
+                        SGLang's generation paused; ``release_sent``, the release
+                        about to go out)
+``parked``              the release was acknowledged (``parked``: what it released,
+                        for the resume)
+``park-failed``         the park raised (``failure``; ``refused``: the engine
+                        refused it and released nothing)
+``work``                one quantum completed (``progress``, ``loss``)
+``checkpoint``          a durable checkpoint (``durable_progress``)
+``discard``             unsaved work dropped (``unsaved_lost``)
+``trainer-lost``        the trainer process died; its unsaved work is lost
+``trainer-failed``      the trainer raised, or its loss was NaN or infinite: its
+                        unsaved work is dropped unsaved and the run stops once
+                        capacity is back
+``return``              capacity back: readiness confirmed by a completed request
+                        (``late``, ``early``, ``readiness_s``)
+``return-retry``        a return failed and is tried again (``attempt``, ``error``,
+                        ``wait_s``)
+``quarantine``          the engine may be parked or serving a different model
+                        (``reason``): no run lends it again until
+                        ``quarantine-cleared``
+``quarantine-cleared``  an operator checked the engine (``learnsched run
+                        --clear-quarantine``)
+``publish``             the finished artifact was written
+``run-end``             the run stopped (with its summary, and ``error`` if an error
+                        stopped it)
+======================  ============================================================
 
 :func:`replay` recomputes a run's totals from these records alone; a run killed with
 ``kill -9`` has no ``run-end``, and the next run's ``run-start`` says where it resumed.

@@ -53,6 +53,8 @@ class LockHeld(RuntimeError):
         The holder's process id (``None`` if its lock file names none).
     """
 
+    exit_status = 3  # the command line's status: the engine or ledger is not ours to use
+
     def __init__(self, message: str, pid: int | None) -> None:
         super().__init__(message)
         self.pid = pid
