@@ -26,13 +26,13 @@ class CountingTrainer(Trainer):
 
     The checkpoint is a JSON file written atomically; ``fail_at`` makes ``advance``
     raise at that progress (a trainer error, not a crash), ``loss_at`` report the loss
-    ``loss`` there (a diverged trainer: NaN or inf), ``start_s`` makes building it take
+    ``loss`` from there (a diverged trainer: ``"nan"``, ``"inf"``), ``start_s`` makes building it take
     that long (a slow base model).
     """
 
     def __init__(
         self, state_dir: Path, *, work_quanta: int = 20, quantum_s: float = 0.02,
-        fail_at: int | None = None, loss_at: int | None = None, loss: float = math.nan,
+        fail_at: int | None = None, loss_at: int | None = None, loss: float | str = math.nan,
         start_s: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__(state_dir)
@@ -41,7 +41,7 @@ class CountingTrainer(Trainer):
         self.quantum_s = quantum_s
         self.fail_at = fail_at
         self.loss_at = loss_at
-        self.loss = loss
+        self.loss = float(loss)  # "nan", "inf": strict JSON options cannot hold them
         self.progress = self.durable = self.read()
         self.loaded = False
 

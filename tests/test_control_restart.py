@@ -153,7 +153,7 @@ def test_a_failed_return_quarantines_until_cleared(
         assert "weights not restored" in capsys.readouterr().err
         seen = len(read_ledger(tmp_path / "ledger.jsonl"))
         assert main(run_argv(engine.url, tmp_path)) == 3
-        err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+        err = [line for line in capsys.readouterr().err.splitlines() if "run:" in line]
         assert len(err) == 1
         assert "quarantined since" in err[0]
         assert "--clear-quarantine" in err[0]
@@ -193,10 +193,10 @@ def test_an_unreturnable_engine_exits_3_naming_it(
     with SimulatedEngine(EngineConfig("vllm", resume_status=500, **FAST)) as engine:
         argv = run_argv(engine.url, tmp_path, return_tries=3, return_backoff=0.05)
         assert main(argv) == 3
-    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    err = [line for line in capsys.readouterr().err.splitlines() if "learnsched run:" in line]
     assert err == [
         (
-            f"learnsched run: error: vllm at {engine.url}: not returned to serving after 3 "
+            f"learnsched run: vllm at {engine.url}: not returned to serving after 3 "
             f"tries (POST {engine.url}/wake_up answered 500: "
             '{"error": {"message": "resume refused", "code": 500}}); it may still be parked'
         )
@@ -243,7 +243,7 @@ def test_a_second_loop_on_the_same_ledger_or_engine_exits_3_naming_the_holder(
             assert main(run_argv(engine.url, tmp_path / "a")) == 3  # same ledger
             err = capsys.readouterr().err.strip().splitlines()
             assert err == [
-                f"learnsched run: error: the ledger {tmp_path / 'a' / 'ledger.jsonl'} is held "
+                f"learnsched run: the ledger {tmp_path / 'a' / 'ledger.jsonl'} is held "
                 f"by another learnsched run (pid {os.getpid()} on {os.uname().nodename}"
                 + err[0].split(os.uname().nodename, 1)[1]
             ]

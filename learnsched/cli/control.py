@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from .._json import parse as parse_json
 from ._engine import add_connection_arguments, endpoint_from_args
-from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -125,9 +125,11 @@ def _failed(prog: str, err: Exception) -> int:
     """A trainer or engine that failed mid-run: one line, status 1 (or the error's own
     ``exit_status``: 3 for an engine that cannot be returned or is quarantined)."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    print(f"{prog}: error: {first}", file=sys.stderr)
     status = getattr(type(err), "exit_status", EXIT_VIOLATION)
-    return status if isinstance(status, int) else EXIT_VIOLATION
+    status = status if isinstance(status, int) else EXIT_VIOLATION
+    kind = "" if status == EXIT_MISSING else "error: "  # as every command's status-3 line
+    print(f"{prog}: {kind}{first}", file=sys.stderr)
+    return status
 
 
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
@@ -153,9 +155,7 @@ def run_run(args: argparse.Namespace) -> int:
     start_unix = time.time()
     calendar = read_calendar(args.calendar, start_unix)
     history = _windows_file(args.history, start_unix)
-    engine = ServingEngine(
-        endpoint_from_args(args), level=args.level, timeout_s=args.timeout
-    )
+    engine = ServingEngine(endpoint_from_args(args), level=args.level, timeout_s=args.timeout)
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
 

@@ -48,9 +48,7 @@ def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
     """The recovery probe's options (optional on ``probe all``)."""
     parser.add_argument("--engine", choices=ENGINES, required=required, help="serving engine")
-    parser.add_argument(
-        "--url", required=required, help="engine base URL, http(s)://HOST:PORT"
-    )
+    parser.add_argument("--url", required=required, help="engine base URL, http(s)://HOST:PORT")
     add_connection_arguments(parser)
     parser.add_argument("--launch", metavar="COMMAND", help="launch command: also time cold starts")
     parser.add_argument("--cold-runs", type=int, default=1, help="launches to time (default 1)")
