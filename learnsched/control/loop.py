@@ -476,6 +476,8 @@ class ControlLoop:
                 ):
                     self._checkpoint()
             except _Interrupted as why:
+                # When the early return began (in the return record's stamps).
+                self._park_stamps["interrupted"] = time.perf_counter_ns()
                 early = why.args[0] == "load"
                 self._early_save(windows, why.args[0])
             lost = self._discard()
