@@ -22,7 +22,7 @@ import reference
 from strategies import scenarios, to_reference
 
 TOL = 1e-9
-README = Path(__file__).resolve().parents[1] / "README.md"
+STUDIES = Path(__file__).resolve().parents[1] / "docs" / "studies.md"
 
 
 def close(a: float, b: float) -> bool:
@@ -149,12 +149,12 @@ def test_an_active_candidate_may_return_by_the_path_that_fits() -> None:
         )
 
 
-def test_the_readme_table_is_what_the_code_computes() -> None:
+def test_the_studies_table_is_what_the_code_computes() -> None:
     rows = recovery_choice_rows()
     for row in rows:
         assert row.dp_gain_max >= row.dp_gain_mean >= 0.0
         assert row.scenarios == 160
-    assert recovery_choice_table(rows) in README.read_text(encoding="utf-8")
+    assert recovery_choice_table(rows) in STUDIES.read_text(encoding="utf-8")
     assert math.isfinite(sum(r.dp_gain_mean for r in rows))
 
 
