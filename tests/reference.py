@@ -279,7 +279,9 @@ def _feasible(s: RefScenario, state: State) -> tuple[Action, ...]:
     kinds: list[tuple[str, int, bool]] = [("publish", remaining, False)]
     kinds += [("advance", u, True) for u in advances]
     kinds += [("advance", u, False) for u in advances]
-    head = [("abandon", 0, False), ("checkpoint_return", 0, True), ("discard_return", 0, False)]
+    # Checkpoint-return only with unsaved work: with none it would save nothing.
+    unsaved = [("checkpoint_return", 0, True)] if p > pbar else []
+    head = [("abandon", 0, False), *unsaved, ("discard_return", 0, False)]
     returning = [(*kind, cold) for kind in (head if active else []) + kinds for cold in s.paths]
     return tuple(
         action
