@@ -1,6 +1,7 @@
 #include "forecast.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -84,6 +85,28 @@ bool same_candidate(const Scenario& a, const Scenario& b) {
 
 }  // namespace
 
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta) {
+    if (work_quanta < 1) {
+        throw std::invalid_argument("work_quanta must be >= 1, got " + std::to_string(work_quanta));
+    }
+    const std::size_t stride = static_cast<std::size_t>(work_quanta) + 1;
+    constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+    std::size_t total = 0;  // saturates instead of wrapping around
+    for (const Calendar& c : samples) {
+        const std::size_t rows = c.size() + 1;
+        const std::size_t term = rows > kSaturated / stride ? kSaturated : rows * stride;
+        total = term > kSaturated - total ? kSaturated : total + term;
+    }
+    if (total > kMaxSampleStates) {
+        throw std::invalid_argument(
+            "samples x states: the sum over " + std::to_string(samples.size()) +
+            " samples of (windows + 1) x (work_quanta + 1) = " +
+            (total == kSaturated ? std::string("more than 2^64") : std::to_string(total)) +
+            " exceeds the limit of " + std::to_string(kMaxSampleStates));
+    }
+    return total;
+}
+
 SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
                            const std::vector<Policy>& policies, int threads)
     : candidate_(candidate), needs_(needs_of(policies)) {
@@ -96,6 +119,7 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
                                     " calendars, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
+    sample_states(samples, candidate.work_quanta);  // before any table is allocated
     candidate_.windows.clear();  // only the candidate's parameters are kept
     candidate_.initial = State{};
     samples_.resize(samples.size());

@@ -23,6 +23,15 @@ using Calendar = std::vector<Window>;
 // Largest number of samples one decision may average over.
 inline constexpr std::size_t kMaxSamples = std::size_t{1} << 16;
 
+// Largest sum over the samples of (windows + 1) x (work_quanta + 1): the samples' tables
+// together may hold as many states as one Model (kMaxStates), so N samples cost at most
+// the memory of one scenario at the cap, whatever N is.
+inline constexpr std::size_t kMaxSampleStates = kMaxStates;
+
+// sum_i (|samples[i]| + 1) x (work_quanta + 1), or std::invalid_argument naming the
+// total and the limit as soon as it exceeds kMaxSampleStates (also for work_quanta < 1).
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta);
+
 // The continuation tables of N sampled calendars, each built once. Tables are computed
 // backwards, so the continuation after any current window is the row of the sample's
 // first window that starts at or after the current window's end: fixed samples serve

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -11,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
+from .._json import parse as parse_json
 from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
@@ -135,7 +135,7 @@ def run_run(args: argparse.Namespace) -> int:
     from ..handoff.endpoint import ServingEndpoint
     from ..scenario import HandoffCosts
 
-    options = json.loads(args.trainer_options)
+    options = parse_json(args.trainer_options, "--trainer-options")
     if not isinstance(options, dict):
         raise TypeError(f"--trainer-options must be a JSON object, got {args.trainer_options!r}")
     if not args.ledger.parent.is_dir():

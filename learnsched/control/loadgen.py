@@ -13,7 +13,6 @@ row's ``deadline - arrival``.
 
 from __future__ import annotations
 
-import csv
 import http.client
 import json
 import math
@@ -26,6 +25,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .._checks import integer, nonnegative, positive
+from .._csvfile import csv_header
 from ..capacity import read_trace_csv
 
 __all__ = ["LoadGenerator", "RequestResult", "TraceRequest", "read_requests"]
@@ -88,8 +88,7 @@ def read_requests(
     integer("max_tokens_cap", max_tokens_cap, low=1)
     nonnegative("start_s", start_s)
     end = math.inf if duration_s is None else start_s + positive("duration_s", duration_s)
-    with open(path, newline="", encoding="utf-8") as file:
-        header = [name.strip() for name in next(csv.reader(file), [])]
+    header = csv_header(path)
     rows: list[tuple[float, float, float, float]] = []
     if AZURE_HEADER in header:
         from ..calendar.traces import read_azure_trace  # the trace wing's reader
