@@ -288,10 +288,22 @@ def test_an_exact_forecast_decides_as_the_model_with_two_paths(scenario: ls.Scen
 def test_a_two_path_scenario_has_half_the_states() -> None:
     """Its reference keeps each fixed path's two tables too (up to seven tables)."""
     assert ls._core.MAX_TWO_PATH_STATES == ls._core.MAX_STATES // 2
-    base = dict(windows=((0.0, 10.0),), quantum_s=1e-6, benefit_rate=1.0, horizon_s=20.0)
+    base = {"windows": ((0.0, 10.0),), "quantum_s": 1e-6, "benefit_rate": 1.0, "horizon_s": 20.0}
     one = ls.Scenario(work_quanta=2**23 - 1, costs=ls.PAPER_WARM, **base)  # 2^24 states: fine
     assert one.work_quanta == 2**23 - 1
     with pytest.raises(ValueError, match="exceeds the limit of 8388608 for a scenario offering two"):
         ls.Scenario(
             work_quanta=2**22, costs=ls.HandoffCosts.choice(ls.PAPER_WARM, ls.PAPER_COLD), **base
         )
+
+
+def test_two_path_forecast_samples_have_half_the_states() -> None:
+    from learnsched.calendar import sample_tables
+
+    candidate = ls.Scenario(
+        windows=((0.0, 10.0),), work_quanta=2**21, quantum_s=1e-6, benefit_rate=1.0,
+        horizon_s=20.0, costs=ls.HandoffCosts.choice(ls.PAPER_WARM, ls.PAPER_COLD),
+    )  # fmt: skip
+    # Three samples of one window: 3 x 2 x (2^21 + 1) states, below MAX_SAMPLE_STATES only.
+    with pytest.raises(ValueError, match="exceeds the limit of 8388608"):
+        sample_tables(candidate, [[(20.0, 30.0)]] * 3)

@@ -85,7 +85,8 @@ bool same_candidate(const Scenario& a, const Scenario& b) {
 
 }  // namespace
 
-std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta) {
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta,
+                          std::size_t limit) {
     if (work_quanta < 1) {
         throw std::invalid_argument("work_quanta must be >= 1, got " + std::to_string(work_quanta));
     }
@@ -97,12 +98,12 @@ std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta)
         const std::size_t term = rows > kSaturated / stride ? kSaturated : rows * stride;
         total = term > kSaturated - total ? kSaturated : total + term;
     }
-    if (total > kMaxSampleStates) {
+    if (total > limit) {
         throw std::invalid_argument(
             "samples x states: the sum over " + std::to_string(samples.size()) +
             " samples of (windows + 1) x (work_quanta + 1) = " +
             (total == kSaturated ? std::string("more than 2^64") : std::to_string(total)) +
-            " exceeds the limit of " + std::to_string(kMaxSampleStates));
+            " exceeds the limit of " + std::to_string(limit));
     }
     return total;
 }
@@ -119,7 +120,9 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
                                     " calendars, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
-    sample_states(samples, candidate.work_quanta);  // before any table is allocated
+    // Before any table is allocated; two paths keep four more tables per sample.
+    sample_states(samples, candidate.work_quanta,
+                  candidate.costs.offers_choice() ? kMaxTwoPathStates : kMaxSampleStates);
     candidate_.windows.clear();  // only the candidate's parameters are kept
     candidate_.initial = State{};
     samples_.resize(samples.size());

@@ -29,8 +29,11 @@ inline constexpr std::size_t kMaxSamples = std::size_t{1} << 16;
 inline constexpr std::size_t kMaxSampleStates = kMaxStates;
 
 // sum_i (|samples[i]| + 1) x (work_quanta + 1), or std::invalid_argument naming the
-// total and the limit as soon as it exceeds kMaxSampleStates (also for work_quanta < 1).
-std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta);
+// total and the limit as soon as it exceeds `limit` (also for work_quanta < 1). Samples
+// of a two-path candidate keep each fixed path's tables too: their limit is half
+// (kMaxTwoPathStates, as for one Model).
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta,
+                          std::size_t limit = kMaxSampleStates);
 
 // The continuation tables of N sampled calendars, each built once. Tables are computed
 // backwards, so the continuation after any current window is the row of the sample's
