@@ -136,7 +136,7 @@ def recovery_choice_rows(
 
 
 def recovery_choice_table(rows: Sequence[RecoveryChoiceRow]) -> str:
-    """The rows as the README's Markdown table (s-eq., 3 decimals)."""
+    """The rows as the Markdown table of docs/studies.md (s-eq., 3 decimals)."""
     lines = [
         (
             "| residency price (s-eq./GiB-s) | calendar | scenarios | DP: choice wins "

@@ -51,7 +51,7 @@ class EngineControl(Protocol):
     def unpark(self) -> dict[str, int]:
         """Resume it and wait for a completed request; stamps incl. ``request_done``.
 
-        Sets :attr:`failure` when the engine came back answering differently.
+        Sets ``failure`` when the engine came back answering differently.
         """
         ...
 

@@ -4,20 +4,20 @@ Records are :class:`~learnsched.handoff.HandoffRecord` lines in the fsynced hand
 ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields in
 ``detail`` (``detail["run"]`` numbers the scheduler's runs on one ledger). Kinds:
 
-=============  ==========================================================================
-``run-start``  a run began: ``resumed_from_quanta`` (durable quanta it resumed from)
-``decision``   what the policy (or the load signal) chose for a window, or for an early
-               return (``phase``: ``window`` or ``early-return``)
-``park``       the engine was parked for a lent window
-``work``       one quantum completed (``progress``, ``loss``)
-``checkpoint`` a durable checkpoint (``durable_progress``)
-``discard``    unsaved work dropped (``unsaved_lost``)
+================  ======================================================================
+``run-start``     a run began: ``resumed_from_quanta`` (durable quanta it resumed from)
+``decision``      what the policy (or the load signal) chose for a window, or for an early
+                  return (``phase``: ``window`` or ``early-return``)
+``park``          the engine was parked for a lent window
+``work``          one quantum completed (``progress``, ``loss``)
+``checkpoint``    a durable checkpoint (``durable_progress``)
+``discard``       unsaved work dropped (``unsaved_lost``)
 ``trainer-lost``  the trainer process died; its unsaved work is lost
-``return``     capacity back: readiness confirmed by a completed request (``late``,
-               ``early``, ``readiness_s``)
-``publish``    the finished artifact was written
-``run-end``    the run stopped cleanly, with its summary
-=============  ==========================================================================
+``return``        capacity back: readiness confirmed by a completed request (``late``,
+                  ``early``, ``readiness_s``)
+``publish``       the finished artifact was written
+``run-end``       the run stopped cleanly, with its summary
+================  ======================================================================
 
 :func:`replay` recomputes a run's totals from these records alone; a run killed with
 ``kill -9`` has no ``run-end``, and the next run's ``run-start`` says where it resumed.
