@@ -18,6 +18,9 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
 ``park``                about to park the engine for a lent window (written before
                         the release is sent: a run killed after it leaves an open
                         park)
+``skip``                a window the policy would lend was not: ``reason`` ``busy``
+                        (requests did not drain at the gate, or the engine reported
+                        load: nothing was released), or ``no time left``
 ``park-step``           how far a park got before its answer (``step``: ``paused``,
                         SGLang's generation paused; ``release_sent``, the release
                         about to go out)
@@ -33,7 +36,9 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
                         unsaved work is dropped unsaved and the run stops once
                         capacity is back
 ``return``              capacity back: readiness confirmed by a completed request
-                        (``late``, ``early``, ``readiness_s``)
+                        (``late``, ``early``, ``readiness_s``; ``held_requests`` and
+                        ``added_latency_s``: the requests the gate held until then and
+                        each one's added seconds)
 ``return-retry``        a return failed and is tried again (``attempt``, ``error``,
                         ``wait_s``)
 ``quarantine``          the engine may be parked or serving a different model
@@ -86,8 +91,15 @@ SUMMARY_KEYS = (
     "slo_misses",
     "published",
     "ledger",
+    "held_requests",
+    "failed_requests",
+    "added_latency_p50_s",
+    "added_latency_p99_s",
+    "parks_on_busy_engine",
+    "skipped_windows",
 )
-"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them."""
+"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them (the
+last six: :data:`~.front.GATE_KEYS`)."""
 
 
 @dataclass
@@ -112,6 +124,9 @@ class Totals:
         Returns whose readiness came after the window's return deadline.
     early_returns
         Returns forced by load inside a lent window.
+    skipped_windows
+        Windows the policy would lend that were not (``skip`` records): the engine was
+        busy at the park, or no time was left.
     unsaved_lost
         Completed quanta lost unsaved (discards, trainer deaths, killed runs).
     published
@@ -128,6 +143,7 @@ class Totals:
     handoffs: int = 0
     late_returns: int = 0
     early_returns: int = 0
+    skipped_windows: int = 0
     unsaved_lost: int = 0
     published: bool = False
     quarantined: bool = False
@@ -178,6 +194,8 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
             totals.windows += detail.get("phase") == "window"
         elif kind == "work":
             totals.quanta_done += 1
+        elif kind == "skip":
+            totals.skipped_windows += 1
         elif kind == "checkpoint":
             totals.durable_quanta = int(record.durable_progress or 0)
         elif kind == "return":
@@ -199,13 +217,14 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
 
 
 def open_park(records: Sequence[HandoffRecord]) -> HandoffRecord | None:
-    """The last ``park`` not followed by a ``return`` (or by a ``park-failed`` the
-    engine refused, which released nothing): the engine may still be parked."""
+    """The last ``park`` not followed by a ``return`` (or by a ``skip`` or a
+    ``park-failed`` the engine refused: nothing was released): the engine may still be
+    parked."""
     parked: HandoffRecord | None = None
     for record in records:
         if record.kind == "park":
             parked = record
-        elif record.kind == "return" or (
+        elif record.kind in ("return", "skip") or (
             record.kind == "park-failed" and record.detail.get("refused")
         ):
             parked = None
