@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -455,6 +455,7 @@ MAX_SAMPLES: int = 65536
 MAX_SAMPLE_STATES: int = 16777216
 MAX_STATES: int = 16777216
 MAX_THREADS: int = 1024
+MAX_TWO_PATH_STATES: int = 8388608
 MAX_WINDOWS: int = 131072
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

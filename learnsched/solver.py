@@ -45,7 +45,8 @@ class Policy(str, Enum):
     STATIC_ROI = "static_roi"
     """Window, gated by a return on investment that ignores every handoff."""
     COSTED_WINDOW = "costed_window"
-    """The reference pi0: Window, gated by the fully priced value of its plan."""
+    """The reference pi0: Window, gated by the fully priced value of its plan; with two
+    return paths, the better of the two fixed-path Costed Windows from each state."""
     ROLLOUT = "rollout"
     """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
     DP = "dp"
