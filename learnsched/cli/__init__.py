@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
+    "guard-check": "guard",
 }
 
 
