@@ -54,7 +54,9 @@ def benefit_rate(value: object) -> float | BenefitSchedule:
     if not isinstance(value, (Sequence, np.ndarray)) or isinstance(value, (str, bytes)):
         return real("benefit_rate", value)
     if len(value) == 0:
-        raise ValueError("benefit_rate must be a number or a non-empty list of [start_s, rate] pairs")
+        raise ValueError(
+            "benefit_rate must be a number or a non-empty list of [start_s, rate] pairs"
+        )
     return tuple(_piece(i, pair) for i, pair in enumerate(value))
 
 

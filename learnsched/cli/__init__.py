@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "probe": "probe",
     "run": "control",
     "demo": "control",
+    "gate": "gate",
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
