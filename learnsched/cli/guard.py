@@ -29,7 +29,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Score every feasible action of every state the policy can reach with your "
             "estimator and with the model's exact reference scores Q^pi0(s, a) = R(s, a) + "
-            "V^pi0(s'), and report the worst |error|: the guarded rollout's guarantee "
+            "V^pi0(s'), and report the worst absolute error: the guarded rollout's guarantee "
             "(never below Costed Window, Eq. D.6) needs it to be at most --epsilon. "
             "Exits 1 when it is not."
         ),
