@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -91,10 +92,16 @@ class KnownCalendar:
     ----------
     windows
         Windows on the loop's clock.
+    origin
+        ``None``: the windows count from when the loop is ready (``"relative"``).
+        Otherwise the ``time.monotonic()`` instant the windows count from (a ``"unix"``
+        calendar converted at a fixed instant): the loop's clock starts there, not when
+        it is ready, or every window would shift by the loop's start-up time.
     """
 
-    def __init__(self, windows: Sequence[Window]) -> None:
+    def __init__(self, windows: Sequence[Window], origin: float | None = None) -> None:
         self.windows = check_windows([(w.start_s, w.end_s) for w in windows], "")
+        self.origin = None if origin is None else number("origin", origin)
 
     def upcoming(self, now_s: float) -> list[Window]:
         """See :meth:`CalendarSource.upcoming`."""
@@ -112,7 +119,9 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     path
         The JSON file.
     loop_start_unix
-        When the loop started, seconds since the epoch (for ``"clock": "unix"``).
+        The epoch second the loop's clock counts from for a ``"clock": "unix"`` file
+        (the calendar's :attr:`~KnownCalendar.origin` is that instant, which the loop
+        adopts as its clock's zero).
 
     Raises
     ------
@@ -131,7 +140,11 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     if not isinstance(data, list):
         raise TypeError(f"{path}: windows must be a list of [start, end] pairs")
     windows = check_windows(data, f"{path}: ")
-    offset = loop_start_unix if clock == "unix" else 0.0
-    if not math.isfinite(offset):
+    if clock == "relative":
+        return KnownCalendar(windows)
+    if not math.isfinite(loop_start_unix):
         raise ValueError(f"loop_start_unix must be finite, got {loop_start_unix!r}")
-    return KnownCalendar([Window(w.start_s - offset, w.end_s - offset) for w in windows])
+    # The monotonic instant of loop_start_unix: the loop's clock zero for these windows.
+    origin = time.monotonic() - (time.time() - loop_start_unix)
+    shifted = [Window(w.start_s - loop_start_unix, w.end_s - loop_start_unix) for w in windows]
+    return KnownCalendar(shifted, origin)
