@@ -94,3 +94,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     terminalreporter.write_line(
         f"fuzz: {total} inputs: {detail}" + (f"; CLI exit statuses {statuses}" if exits else "")
     )
+
+
+@pytest.fixture(autouse=True)
+def _private_engine_leases(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control-loop runs take an engine lease (learnsched.control.locks): each test gets
+    its own lease folder, never the user's ~/.local/state."""
+    monkeypatch.setenv("LEARNSCHED_LEASE_DIR", str(tmp_path_factory.mktemp("leases")))

@@ -247,7 +247,7 @@ def test_timedelta64_is_not_an_integer_or_a_number() -> None:
     with pytest.raises(TypeError, match=r"recovery_s must be a number"):
         ls.HandoffCosts(recovery_s=np.timedelta64(10, "s"))
     with pytest.raises(TypeError, match=r"initial.progress must be an integer"):
-        ls.InitialState(progress=np.timedelta64(0))
+        ls.InitialState(progress=np.timedelta64(0, "s"))
 
 
 def _fields(s: ls.Scenario) -> dict[str, Any]:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "learnsched/batch.hpp"
+#include "learnsched/guard_check.hpp"
 #include "learnsched/model.hpp"
 #include "learnsched/tolerance.hpp"
 
@@ -108,34 +109,6 @@ Decisions decide_many(const Model& model, const py::object& window, const py::ob
     return {kind, quanta, checkpoint, cold};
 }
 
-// score_noise as the core calls it, its result checked: a non-number (a string, None, a
-// bool) is a TypeError naming score_noise, where pybind11's own cast would raise an
-// unnamed RuntimeError. The function is held in a shared_ptr whose deleter takes the GIL,
-// so the core may copy the Guard on any thread.
-ScoreNoise checked_noise(const std::optional<py::function>& score_noise) {
-    if (!score_noise) return {};
-    std::shared_ptr<py::function> noise(new py::function(*score_noise), [](py::function* f) {
-        py::gil_scoped_acquire gil;
-        delete f;
-    });
-    return [noise](const State& state, const Action& action) -> double {
-        py::gil_scoped_acquire gil;
-        const py::object score = (*noise)(state, action);
-        if (py::isinstance<py::bool_>(score) || py::isinstance<py::str>(score) ||
-            py::isinstance<py::bytes>(score) || !PyNumber_Check(score.ptr())) {
-            throw py::type_error("score_noise(state, action) must return a number (s-eq.), got " +
-                                 std::string(py::str(py::type::of(score).attr("__name__"))));
-        }
-        const double value = PyFloat_AsDouble(score.ptr());
-        if (value == -1.0 && PyErr_Occurred()) {  // an int beyond any double, a bad __float__
-            PyErr_Clear();
-            throw py::value_error("score_noise(state, action) must return a finite number "
-                                  "(s-eq.), got " + std::string(py::repr(score)).substr(0, 80));
-        }
-        return value;
-    };
-}
-
 using PlanColumns = py::typing::Dict<py::str, py::array>;
 
 // A plan's segments as one array per field, filled in one pass: reading `steps` builds a
@@ -189,6 +162,46 @@ PlanColumns plan_columns(const Plan& plan) {
     out["progress"] = progress;
     out["durable"] = durable;
     return out;
+}
+
+using ScoreCallable = std::function<double(const State&, const Action&)>;
+
+// A Python callback (state, action) -> s-eq. as the core calls it, its result checked: a
+// non-number (a string, None, a bool) is a TypeError naming the callback, where pybind11's
+// own cast would raise an unnamed RuntimeError. The function is held in a shared_ptr whose
+// deleter takes the GIL, so the core may copy it on any thread.
+ScoreCallable checked_callback(const char* name, const py::function& callback) {
+    std::shared_ptr<py::function> held(new py::function(callback), [](py::function* f) {
+        py::gil_scoped_acquire gil;
+        delete f;
+    });
+    const std::string what = std::string(name) + "(state, action) must return ";
+    return [held, what](const State& state, const Action& action) -> double {
+        py::gil_scoped_acquire gil;
+        const py::object score = (*held)(state, action);
+        if (py::isinstance<py::bool_>(score) || py::isinstance<py::str>(score) ||
+            py::isinstance<py::bytes>(score) || !PyNumber_Check(score.ptr())) {
+            throw py::type_error(what + "a number (s-eq.), got " +
+                                 std::string(py::str(py::type::of(score).attr("__name__"))));
+        }
+        const double value = PyFloat_AsDouble(score.ptr());
+        if (value == -1.0 && PyErr_Occurred()) {  // an int beyond any double, a bad __float__
+            PyErr_Clear();
+            throw py::value_error(what + "a finite number (s-eq.), got " +
+                                  std::string(py::repr(score)).substr(0, 80));
+        }
+        return value;
+    };
+}
+
+// The guard of a call from Python: exact scores, score noise, or the user's estimates
+// (held in `estimator`, which must outlive the guard).
+Guard python_guard(double epsilon, const std::optional<py::function>& noise,
+                   const std::optional<py::function>& scores,
+                   std::optional<ScoreFunction>& estimator) {
+    Guard guard{epsilon, noise ? checked_callback("score_noise", *noise) : ScoreNoise{}, nullptr};
+    if (scores) guard.scores = &estimator.emplace(checked_callback("scores", *scores));
+    return guard;
 }
 
 // The tables `policies` read; every table when None.
@@ -274,28 +287,50 @@ void bind_solver(py::module_& m) {
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
-               double epsilon, const std::optional<py::function>& score_noise) {
+               double epsilon, const std::optional<py::function>& score_noise,
+               const std::optional<py::function>& scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
                 return model.decide(State{window, progress, durable, active}, Policy::Guarded,
-                                    Guard{epsilon, checked_noise(score_noise)});
+                                    guard);
             },
             // noconvert: an int, numpy integer or float is not taken as a flag.
             py::arg("window"), py::arg("progress"), py::arg("durable"),
             py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
-            py::arg("score_noise") = py::none(),
+            py::arg("score_noise") = py::none(), py::arg("scores") = py::none(),
             "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. (None: exact scores, as fast as rollout); with noise O(J) plus "
-            "one call per action.")
+            "(state, action) -> s-eq. added to the exact score, or scores (state, action) -> "
+            "s-eq., the user's own estimates (None: exact scores, as fast as rollout); with "
+            "either O(J) plus one call per action.")
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               const std::optional<py::function>& score_noise) {
-                const Guard guard{epsilon, checked_noise(score_noise)};
-                // Pure C++ but for score_noise, which takes the GIL back for each call.
+               const std::optional<py::function>& score_noise,
+               const std::optional<py::function>& scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
+                // Pure C++ but for the callbacks, which take the GIL back for each call.
                 py::gil_scoped_release release;
                 return model.solve(policy, guard);
             },
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
-            "The policy's plan from the initial state.")
+            py::arg("scores") = py::none(), "The policy's plan from the initial state.")
+        .def(
+            "reference_score",
+            [](const Model& model, const State& state, const Action& action) {
+                return model.reference_score(state, action);
+            },
+            py::arg("state"), py::arg("action"),
+            "Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq., of a feasible action (Eq. 11).")
+        .def(
+            "feasible_actions",
+            [](const Model& model, const State& state) {
+                validate_state(model.scenario(), state);
+                std::vector<Action> out;
+                model.accounting().for_each_action(state, [&](const Action& a) { out.push_back(a); });
+                return out;
+            },
+            py::arg("state"), "Every feasible action of a valid state, in canonical order.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
              "V_G: value of following Window from the state, s-eq.")
         .def("reference_value", &Model::reference_value, py::arg("state"),
@@ -303,6 +338,27 @@ void bind_solver(py::module_& m) {
         .def("optimal_value", &Model::optimal_value, py::arg("state"),
              "V*: optimal value of the state (Eq. D.2), s-eq.");
 
+    py::enum_<Reach>(m, "Reach", "Which states guard_check scores.")
+        .value("GUARDED", Reach::Guarded)
+        .value("ALL", Reach::All);
+    py::class_<ScoreErrorReport>(m, "ScoreErrorReport",
+                                 "The worst error of score estimates over the reached states.")
+        .def_readonly("states", &ScoreErrorReport::states)
+        .def_readonly("actions", &ScoreErrorReport::actions)
+        .def_readonly("worst", &ScoreErrorReport::worst, "max |Qhat - Q^pi0|, s-eq.")
+        .def_readonly("worst_state", &ScoreErrorReport::worst_state)
+        .def_readonly("worst_action", &ScoreErrorReport::worst_action)
+        .def_readonly("worst_estimate", &ScoreErrorReport::worst_estimate)
+        .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
+    m.def(
+        "measure_score_error",
+        [](const Model& model, const py::function& scores, double epsilon, Reach reach) {
+            const ScoreFunction estimator(checked_callback("scores", scores));
+            return measure_score_error(model, estimator, epsilon, reach);
+        },
+        py::arg("model"), py::arg("scores"), py::arg("epsilon"), py::arg("reach"),
+        "The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach "
+        "names (App. D.3's bound), with where it is.");
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
           "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "

@@ -9,6 +9,7 @@
 
 #include "decision_index.hpp"
 #include "guard.hpp"
+#include "path_reference.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -72,6 +73,12 @@ class Model {
     // Follow the policy from the initial state to publication or the last window.
     Plan solve(Policy policy, const Guard& guard = {}) const;
 
+    // The accounting that prices every action (Eq. 10, rewards, successors).
+    const SegmentAccounting& accounting() const { return acc_; }
+    // Q^pi0(s, a) = R(s, a) + V^pi0(s') (Eq. 11) of a feasible action in a valid state;
+    // std::invalid_argument otherwise, or if V^pi0 was not built.
+    double reference_score(const State& state, const Action& action) const;
+
     double window_plan_value(const State& state) const;  // V_G
     double reference_value(const State& state) const;    // V^pi0 (Costed Window)
     double optimal_value(const State& state) const;      // V* (Eq. D.2)
@@ -92,6 +99,7 @@ class Model {
     ValueTable window_values_;
     ValueTable reference_values_;
     ValueTable optimal_values_;
+    PathChoiceReference path_reference_;  // pi0 with two return paths (path_reference.hpp)
     // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
     AdvanceIndex reference_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
     AdvanceIndex optimal_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};

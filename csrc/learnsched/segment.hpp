@@ -78,7 +78,8 @@ class SegmentAccounting {
     double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
 
     // Every feasible action in the canonical tie-break order of the spec: wait (or
-    // abandon, then checkpoint-return, discard-return if active); publish; advance
+    // abandon, then checkpoint-return if there is unsaved work, discard-return if active);
+    // publish; advance
     // with checkpoint for u = max..1; advance without checkpoint for u = max..1. In a
     // two-path scenario each returning action comes by the warm path, then by the cold one.
     template <class Visit>
@@ -120,7 +121,10 @@ inline bool SegmentAccounting::fits(const State& s, const Action& a) const {
         case ActionKind::Wait: return !s.active;
         case ActionKind::Abandon:
         case ActionKind::DiscardReturn: return s.active && max_quanta(s, false, a.cold) >= 0;
-        case ActionKind::CheckpointReturn: return s.active && max_quanta(s, true, a.cold) >= 0;
+        // With nothing unsaved there is nothing to checkpoint: that return is discard-return
+        // plus a save of nothing, never an action (rule 8 keeps unsaved work).
+        case ActionKind::CheckpointReturn:
+            return s.active && s.progress > s.durable && max_quanta(s, true, a.cold) >= 0;
         case ActionKind::Publish: return a.quanta == remaining(s) && can_publish(s, a.cold);
         case ActionKind::Advance:
             return a.quanta >= 1 && a.quanta < remaining(s) &&

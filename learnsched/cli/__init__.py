@@ -15,13 +15,14 @@ the traceback as well, for the report). Handlers raise; they never print errors.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import importlib
 import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from .output import (
     BUG_REPORT_URL,
@@ -35,6 +36,9 @@ from .output import (
     EXIT_VIOLATION,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
 __all__ = ["COMMANDS", "build_parser", "error_line", "exit_status", "main"]
 
 # Top-level command -> the module of learnsched.cli that registers it (in --help order).
@@ -47,9 +51,11 @@ COMMANDS: dict[str, str] = {
     "probe": "probe",
     "run": "control",
     "demo": "control",
+    "gate": "gate",
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
+    "guard-check": "guard",
 }
 
 
@@ -73,6 +79,12 @@ class _CommandParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # Python 3.11+ drops a help text it cannot write (`learnsched --help | head -0`
+        # exits 0); 3.10 raises BrokenPipeError from print_help. The same on every version:
+        with contextlib.suppress(AttributeError, OSError):
+            super()._print_message(message, file)
 
 
 class _VersionAction(argparse.Action):

@@ -1,4 +1,4 @@
-"""The handoff ledger: one JSON line per handoff, durable once :meth:`append` returns.
+"""The handoff ledger: one JSON line per handoff, durable once :meth:`HandoffLedger.append` returns.
 
 Each append takes an exclusive lock, writes the whole line, then fsyncs the file (and
 the folder when it creates the file). A writer killed mid-append can leave only its own
