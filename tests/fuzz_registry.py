@@ -59,6 +59,7 @@ class File:
 
     name: str
     data: bytes
+    named: bool = True  # False: written beside the others, not named in argv (a module)
 
 
 Arg = str | File
@@ -348,6 +349,53 @@ SERVICE_NAMES = (
     "service rate",
 )
 DEVICE_NAMES = ("device", "GPU", "NVML")
+# guard-check's --scores: a module written into the run's folder (the worker imports it
+# from there), whose factories return exact, wrong or broken estimators; some copies of
+# it do not import at all.
+SCORE_MODULE = "fuzz_score_factories"
+SCORE_SOURCE = """
+import math
+import learnsched as ls
+def exact(scenario):
+    model = ls.Model(scenario)
+    return lambda state, action: model.reference_score(state, action)
+def off_by_one(scenario):
+    model = ls.Model(scenario)
+    return lambda state, action: model.reference_score(state, action) + 1.0
+def nan(scenario):
+    return lambda state, action: math.nan
+def text(scenario):
+    return lambda state, action: "x"
+def huge(scenario):
+    return lambda state, action: 10**400
+def raises(scenario):
+    raise RuntimeError("the factory failed")
+def raises_later(scenario):
+    def scores(state, action):
+        raise KeyError(state)
+    return scores
+def not_callable(scenario):
+    return 5
+NOT_A_FACTORY = 3
+"""
+SCORE_FACTORIES = [
+    "exact",
+    "off_by_one",
+    "nan",
+    "text",
+    "huge",
+    "raises",
+    "raises_later",
+    "not_callable",
+    "NOT_A_FACTORY",
+    "missing",
+]
+SCORE_MODULES = [
+    File(f"{SCORE_MODULE}.py", SCORE_SOURCE.encode(), named=False),
+    File(f"{SCORE_MODULE}.py", SCORE_SOURCE.encode(), named=False),
+    File(f"{SCORE_MODULE}.py", b"def exact(:\n", named=False),
+    File(f"{SCORE_MODULE}.py", b"raise RuntimeError('import failed')\n", named=False),
+]
 GRID_IDS = st.sampled_from(["S0348", "S0000", "S1919", "S1920", "s0348", "x", "-1", ""])
 
 COMMANDS: dict[str, Command] = {
@@ -612,6 +660,29 @@ COMMANDS: dict[str, Command] = {
             *SERVICE_NAMES,
         ),
     ),
+    "gate": Command(
+        # Valid arguments would serve until a signal: every draw has a URL no gate accepts.
+        required=st.tuples(
+            st.sampled_from(["vllm", "sglang", "tgi"]),
+            st.sampled_from(
+                ["x", "", "ftp://127.0.0.1:1", "http://", "http://[::1", "http://h:99999", "//h:1"]
+            ),
+        ).map(lambda t: ["--engine", t[0], "--url", t[1]]),
+        options={"--listen": values(["0", "127.0.0.1:0", "x", ":", "99999", "[::1]:0", "-1"])},
+        never=frozenset({"--url"}),
+        names=("url", "engine", "aiohttp", "serve"),
+        examples=4,
+    ),
+    "guard-check": Command(
+        required=st.tuples(
+            files(json_files(scenario_objects(max_windows=2, max_quanta=4), "s.json")),
+            st.sampled_from(SCORE_FACTORIES),
+            st.sampled_from(["0", "1", "inf", "-1", "nan", "x"]),
+            st.sampled_from(SCORE_MODULES),
+        ).map(lambda t: [*t[0], "--scores", f"{SCORE_MODULE}:{t[1]}", "--epsilon", t[2], t[3]]),
+        never=frozenset({"--scores", "--epsilon"}),
+        names=(*SCENARIO_NAMES, "scores", "epsilon"),
+    ),
 }
 """Every leaf command (``prog`` without ``learnsched ``) and how to fuzz it."""
 
@@ -697,7 +768,8 @@ def materialize(argv: list[Arg], folder: Path) -> list[str]:
     for arg in argv:
         if isinstance(arg, File):
             (folder / arg.name).write_bytes(arg.data)
-            words.append(arg.name)
+            if arg.named:
+                words.append(arg.name)
         else:
             words.append(arg)
     return words
@@ -711,12 +783,18 @@ def materialize(argv: list[Arg], folder: Path) -> list[str]:
 MEMORY_LIMIT_BYTES = 6 << 30
 RUN_TIMEOUT_S = 120.0
 WORKER = r"""
-import contextlib, io, json, os, sys
+import contextlib, importlib, io, json, os, sys
 from learnsched.cli import main
 requests, replies = os.fdopen(int(sys.argv[1]), "r"), os.fdopen(int(sys.argv[2]), "w")
 for line in requests:
     request = json.loads(line)
     os.chdir(request["cwd"])
+    # A module the last run imported from its folder (guard-check's --scores) is
+    # imported afresh from this one.
+    for name, module in list(sys.modules.items()):
+        if (getattr(module, "__file__", None) or "").startswith(os.path.dirname(request["cwd"])):
+            del sys.modules[name]
+    importlib.invalidate_caches()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -1427,6 +1505,30 @@ BINDINGS: dict[str, Binding] = {
     ),
     "_special.ndtr": Binding(
         st.one_of(kernel_arrays, floats).map(lambda x: Call(_special.ndtr, (x,))), ("x",)
+    ),
+    "_core.Model.feasible_actions": Binding(
+        _method("feasible_actions", model_objects, st.tuples(maybe(states, junk))),
+        (*STATE_NAMES, "must"),
+    ),
+    "_core.Model.reference_score": Binding(
+        _method(
+            "reference_score", model_objects, st.tuples(maybe(states, junk), maybe(actions, junk))
+        ),
+        (*STATE_NAMES, "action", "feasible", "must"),
+    ),
+    "_core.Reach": Binding(
+        st.one_of(junk, st.integers(-2, 4)).map(lambda v: Call(_core.Reach, (v,))),
+        ("incompatible", "value"),
+    ),
+    "_core.ScoreErrorReport": Binding(st.just(Call(_core.ScoreErrorReport)), ("constructor",)),
+    "_core.measure_score_error": Binding(
+        st.tuples(
+            maybe(model_objects, junk),
+            _noise(),
+            maybe(st.floats(0, 10), floats),
+            maybe(st.sampled_from(list(_core.Reach.__members__.values())), junk),
+        ).map(lambda a: Call(_core.measure_score_error, a)),
+        ("model", "scores", "epsilon", "reach", "score", "incompatible", "finite"),
     ),
 }
 """Every callable of the compiled modules and how to fuzz it."""
