@@ -575,3 +575,15 @@ def test_private_next_share_checks_its_config() -> None:
     with pytest.raises(TypeError, match="config must be an AIMDConfig, got NoneType"):
         _capacity.next_share(0.5, 1.0, 0.0, None)
     assert 0.0 <= _capacity.next_share(0.5, 1.0, 0.0, AIMDConfig()) <= 1.0
+
+
+def test_a_burst_trace_is_bounded_before_its_arrays_are_made() -> None:
+    """``burst_trace(high_rate=1e12)`` asked numpy for 80 TB; ``phase_s=1e308`` was
+    ``OverflowError: cannot convert float infinity to integer``."""
+    from learnsched.capacity.traces import burst_trace
+
+    assert len(burst_trace().arrival) == 480
+    with pytest.raises(ValueError, match=r"= 1e\+13 exceeds the limit of 16777216"):
+        burst_trace(high_rate=1e12)
+    with pytest.raises(ValueError, match=r"= inf exceeds the limit"):
+        burst_trace(phase_s=1e308)
