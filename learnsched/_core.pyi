@@ -345,7 +345,7 @@ class Model:
         """
         The policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)).
         """
-    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable | None = None, scores: collections.abc.Callable | None = None) -> Action:
+    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
         """
         The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. added to the exact score, or scores (state, action) -> s-eq., the user's own estimates (None: exact scores, as fast as rollout); with either O(J) plus one call per action.
         """
@@ -373,7 +373,7 @@ class Model:
         """
         V^pi0: value of following Costed Window from the state, s-eq.
         """
-    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable | None = None, scores: collections.abc.Callable | None = None) -> Plan:
+    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Plan:
         """
         The policy's plan from the initial state.
         """
@@ -513,7 +513,7 @@ def cost_fields() -> list[str]:
     """
     The cost causes in the order of solve_batch's cost columns.
     """
-def measure_score_error(model: Model, scores: collections.abc.Callable, epsilon: typing.SupportsFloat | typing.SupportsIndex, reach: Reach) -> ScoreErrorReport:
+def measure_score_error(model: Model, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex], epsilon: typing.SupportsFloat | typing.SupportsIndex, reach: Reach) -> ScoreErrorReport:
     """
     The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach names (App. D.3's bound), with where it is.
     """

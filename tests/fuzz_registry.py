@@ -999,6 +999,7 @@ STATE_NAMES = (
     "incompatible",
 )
 SCENARIO_FIELD_NAMES = (
+    *ls.scenario.INITIAL_KEYS,
     *SCENARIO_NAMES,
     "work_quanta",
     "quantum_s",
@@ -1035,8 +1036,8 @@ def int32_columns(draw: st.DrawFn, n: int, high: int) -> Any:
     kind = draw(st.integers(0, 7))
     if kind <= 4:
         return np.array(values, dtype=np.int32)
-    if kind == 5:
-        return np.array(values, dtype=draw(st.sampled_from(["i8", "u1", "f8", "?", "i2"])))
+    if kind == 5:  # another dtype (astype wraps -1 into uint8 as numpy does)
+        return np.array(values).astype(draw(st.sampled_from(["i8", "u1", "f8", "?", "i2"])))
     if kind == 6:
         return np.repeat(np.array(values, dtype=np.int32), 2)[::2]
     return draw(

@@ -587,3 +587,61 @@ def test_a_burst_trace_is_bounded_before_its_arrays_are_made() -> None:
         burst_trace(high_rate=1e12)
     with pytest.raises(ValueError, match=r"= inf exceeds the limit"):
         burst_trace(phase_s=1e308)
+
+
+def test_an_overflowing_decimal_rounds_to_infinity_and_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``float(Fraction)`` beyond a double raised OverflowError (exit 70)."""
+    from fractions import Fraction
+
+    from learnsched.economics._decimal import rounded
+
+    assert rounded(Fraction(10) ** 400) == float("inf")
+    assert rounded(-(Fraction(10) ** 400)) == float("-inf")
+    status, _, err = run(
+        capsys, "econ", "wait", "--cost-now=1e308", "--cost-wait=0", "--publish-now=-1e308",
+        "--publish-wait=1e308", "--benefit-rate=1e308",
+    )  # fmt: skip
+    assert status == 2
+    assert "overflows a double" in one_line(err)
+
+
+def test_a_user_module_that_fails_to_import_is_bad_input(tmp_path: Path) -> None:
+    """A --scores or --trainer module raising SyntaxError at import was exit 70."""
+    (tmp_path / "broken_scores_23.py").write_text("def f(:\n")
+    (tmp_path / "s.json").write_text(json.dumps(TWO_PATH))
+    argv = ["guard-check", "s.json", "--scores", "broken_scores_23:f", "--epsilon", "0"]
+    done = run_python(["-m", "learnsched", *argv], cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_line(done.stderr).startswith(
+        "learnsched guard-check: error: scores 'broken_scores_23:f': cannot import "
+        "broken_scores_23 (SyntaxError: "
+    )
+    from learnsched.control.trainer import load_trainer_class
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "broken_trainer_23.py").write_text("raise RuntimeError('no GPU here')\n")
+        with pytest.raises(ValueError, match=r"cannot import broken_trainer_23 \(RuntimeError"):
+            load_trainer_class("broken_trainer_23:Trainer")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_private_ties_names_shapes_that_do_not_broadcast() -> None:
+    """Was ``RuntimeError: pybind11::vectorize: incompatible size/dimension of inputs!``."""
+    with pytest.raises(
+        ValueError, match=r"a and b must broadcast to one shape, got shapes \(2,\) and \(3,\)"
+    ):
+        _core.ties(np.ones(2), np.ones(3))
+    assert _core.ties(np.ones(3), np.ones((2, 1))).shape == (2, 3)
+
+
+def test_probe_runs_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """``probe lora --runs 2147483648`` ran until killed."""
+    status, _, err = run(
+        capsys, "probe", "lora", "--device=cpu", "--shape=tiny", "--runs", "2147483648"
+    )
+    assert status == 2
+    assert one_line(err).endswith("--runs must be <= 10000, got 2147483648")

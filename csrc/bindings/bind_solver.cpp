@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -165,6 +166,8 @@ PlanColumns plan_columns(const Plan& plan) {
 }
 
 using ScoreCallable = std::function<double(const State&, const Action&)>;
+// A Python callback (state, action) -> s-eq.: a py::function typed for the stubs.
+using ScoreCallback = py::typing::Callable<double(const State&, const Action&)>;
 
 // A Python callback (state, action) -> s-eq. as the core calls it, its result checked: a
 // non-number (a string, None, a bool) is a TypeError naming the callback, where pybind11's
@@ -196,8 +199,8 @@ ScoreCallable checked_callback(const char* name, const py::function& callback) {
 
 // The guard of a call from Python: exact scores, score noise, or the user's estimates
 // (held in `estimator`, which must outlive the guard).
-Guard python_guard(double epsilon, const std::optional<py::function>& noise,
-                   const std::optional<py::function>& scores,
+Guard python_guard(double epsilon, const std::optional<ScoreCallback>& noise,
+                   const std::optional<ScoreCallback>& scores,
                    std::optional<ScoreFunction>& estimator) {
     Guard guard{epsilon, noise ? checked_callback("score_noise", *noise) : ScoreNoise{}, nullptr};
     if (scores) guard.scores = &estimator.emplace(checked_callback("scores", *scores));
@@ -287,8 +290,8 @@ void bind_solver(py::module_& m) {
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
-               double epsilon, const std::optional<py::function>& score_noise,
-               const std::optional<py::function>& scores) {
+               double epsilon, const std::optional<ScoreCallback>& score_noise,
+               const std::optional<ScoreCallback>& scores) {
                 std::optional<ScoreFunction> estimator;
                 const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
                 return model.decide(State{window, progress, durable, active}, Policy::Guarded,
@@ -305,8 +308,8 @@ void bind_solver(py::module_& m) {
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               const std::optional<py::function>& score_noise,
-               const std::optional<py::function>& scores) {
+               const std::optional<ScoreCallback>& score_noise,
+               const std::optional<ScoreCallback>& scores) {
                 std::optional<ScoreFunction> estimator;
                 const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
                 // Pure C++ but for the callbacks, which take the GIL back for each call.
@@ -352,7 +355,7 @@ void bind_solver(py::module_& m) {
         .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
     m.def(
         "measure_score_error",
-        [](const Model& model, const py::function& scores, double epsilon, Reach reach) {
+        [](const Model& model, const ScoreCallback& scores, double epsilon, Reach reach) {
             const ScoreFunction estimator(checked_callback("scores", scores));
             return measure_score_error(model, estimator, epsilon, reach);
         },
@@ -373,6 +376,23 @@ void bind_solver(py::module_& m) {
     m.attr("MAX_THREADS") = kMaxThreads;
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
-    m.def("ties", py::vectorize(&ties), py::arg("a"), py::arg("b"),
+    m.def(
+        "ties",
+        [](const py::array_t<double, py::array::forcecast>& a,
+           const py::array_t<double, py::array::forcecast>& b) {
+            // Shapes checked first: pybind11's vectorize reports a mismatch as an unnamed
+            // RuntimeError ("incompatible size/dimension of inputs").
+            for (py::ssize_t i = 1; i <= std::min(a.ndim(), b.ndim()); ++i) {
+                const py::ssize_t x = a.shape(a.ndim() - i), y = b.shape(b.ndim() - i);
+                if (x != y && x != 1 && y != 1) {
+                    throw py::value_error("a and b must broadcast to one shape, got shapes " +
+                                          std::string(py::str(py::tuple(a.attr("shape")))) +
+                                          " and " +
+                                          std::string(py::str(py::tuple(b.attr("shape")))));
+                }
+            }
+            return py::vectorize(&ties)(a, b);
+        },
+        py::arg("a"), py::arg("b"),
           "Elementwise: a and b equal up to rounding noise (the policies' tie rule).");
 }
