@@ -1,0 +1,144 @@
+// A prepared portfolio (portfolio.hpp): every candidate's finite model on every GPU's
+// calendar, its Window-plan tables, the stages, transitions and the policies' decisions.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "model.hpp"
+#include "portfolio.hpp"
+#include "reference_policies.hpp"
+#include "segment.hpp"
+#include "tolerance.hpp"
+#include "value_table.hpp"
+
+namespace learnsched {
+
+class PortfolioModel {
+  public:
+    // Validates the portfolio (std::invalid_argument, StateSpaceError) and prepares what
+    // `policies` read: every candidate's accounting and Window-plan tables on every GPU
+    // (O(sum of K_g * J_c)); Sequential also builds today's Rollout model of each.
+    PortfolioModel(Portfolio portfolio, const std::vector<PortfolioPolicy>& policies);
+
+    const Portfolio& portfolio() const { return portfolio_; }
+    int candidate_count() const { return static_cast<int>(portfolio_.candidates.size()); }
+    int gpu_count() const { return static_cast<int>(portfolio_.gpus.size()); }
+    int stage_count() const { return static_cast<int>(stages_.size()); }
+    const Stage& stage(int i) const { return stages_[static_cast<std::size_t>(i)]; }
+    bool bounded() const { return portfolio_.budget_gpu_s.has_value(); }
+
+    PortfolioState initial_state() const;
+    // std::invalid_argument naming the first field of `x` that is not a state of this
+    // portfolio before its last stage.
+    void validate_state(const PortfolioState& x) const;
+    // std::invalid_argument unless `a` is feasible in the validated state `x`.
+    void validate_action(const PortfolioState& x, const PortfolioAction& a) const;
+
+    // The candidate the stage's GPU must decide alone (its initially active candidate at
+    // the GPU's first window), or -1.
+    int forced_candidate(const PortfolioState& x) const;
+    // Whether candidate c may start on the stage's GPU now (not done, not active, not busy).
+    bool free(const PortfolioState& x, int c) const;
+
+    // The actions rollout and DP choose from, in canonical order: wait (unless a candidate
+    // is forced), then each candidate in list order with its actions in the finite model's
+    // order (SegmentAccounting::for_each_leading_action, then checkpointed advances
+    // u = max..1), each by every return path that fits and within the budget. Advances that
+    // neither checkpoint nor publish are left out: they reach the successor of waiting (or
+    // of discard-return) with more cost, more GPU-seconds and a busier candidate, so they
+    // never raise V* (docs/portfolio.md).
+    template <class Visit>
+    void for_each_choice(const PortfolioState& x, Visit&& visit) const;
+
+    // The step `a` makes from `x` (a must be feasible); advance() applies it to `x`.
+    PortfolioStep take(const PortfolioState& x, const PortfolioAction& a) const;
+    void advance(PortfolioState& x, const PortfolioStep& step) const;
+
+    // The policy's action in `x` (validated). Dp solves the DP from `x` (StateSpaceError
+    // when it is too large).
+    PortfolioAction decide(const PortfolioState& x, PortfolioPolicy policy) const;
+    // Follow the policy from the initial state through every stage.
+    PortfolioPlan solve(PortfolioPolicy policy) const;
+    // V^pi0(x): the value of following the reference (CostedWindow) from `x` to the end.
+    double reference_value(const PortfolioState& x) const;
+
+    // Phi_c(t_p), s-eq.: what publishing candidate c at t_p earns.
+    double benefit(int c, double publish_s) const;
+
+  private:
+    friend class PortfolioDp;
+    // One candidate on one GPU's calendar.
+    struct Lane {
+        SegmentAccounting acc;
+        // The Window plan from each service state (k, pbar): its value V_G (s-eq.), its
+        // GPU-seconds and its publication time (+inf if it never publishes).
+        ValueTable value;
+        ValueTable gpu_s;
+        ValueTable publish_s;
+        std::unique_ptr<Model> single;  // today's model (Sequential only)
+    };
+    const Lane& lane(int c, int gpu) const {
+        return lanes_[static_cast<std::size_t>(c) * portfolio_.gpus.size() +
+                      static_cast<std::size_t>(gpu)];
+    }
+    void fill_window_plan(int c, Lane& lane) const;
+    State single_state(const PortfolioState& x, int c) const;
+    bool fits_budget(const PortfolioState& x, double gpu_s) const {
+        return !bounded() || fits_within(gpu_s, x.gpu_s, *portfolio_.budget_gpu_s);
+    }
+    // GPU-seconds of `a` from `s` on `lane`, and of the Window plan that `a` starts.
+    static double segment_gpu_s(const Segment& seg);
+    double window_plan_gpu_s(const Lane& lane, const State& s, const Action& a) const;
+
+    PortfolioAction choose(const PortfolioState& x, PortfolioPolicy policy) const;
+    PortfolioAction reference_action(const PortfolioState& x) const;
+    PortfolioAction density_action(const PortfolioState& x) const;
+    PortfolioAction earliest_action(const PortfolioState& x) const;
+    PortfolioAction sequential_action(const PortfolioState& x) const;
+    PortfolioAction rollout_action(const PortfolioState& x) const;
+    // Whether today's Rollout plan of candidate c from `x` on the stage's GPU publishes
+    // within the budget left.
+    bool single_plan_publishes(const PortfolioState& x, int c) const;
+    // V^pi0 of `x`, which it advances to the end; `rewards` is scratch.
+    double follow_reference(PortfolioState& x, std::vector<double>& rewards) const;
+
+    Portfolio portfolio_;
+    std::vector<Stage> stages_;
+    std::vector<int> holder_;      // per GPU: its initially active candidate, or -1
+    std::vector<int> first_stage_;  // per GPU: the stage of its first window
+    std::vector<Lane> lanes_;      // [c * G + gpu]
+    bool sequential_ = false;
+};
+
+inline bool works(const Action& a) {
+    return a.kind == ActionKind::Publish || a.kind == ActionKind::Advance;
+}
+
+template <class Visit>
+void PortfolioModel::for_each_choice(const PortfolioState& x, Visit&& visit) const {
+    const Stage& st = stage(x.stage);
+    const auto by_candidate = [&](int c) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const auto offer = [&](const Action& a) {
+            if (a.kind == ActionKind::Wait) return;  // the portfolio's own wait leads
+            if (works(a) && bounded() && !fits_budget(x, segment_gpu_s(ln.acc.take(s, a)))) return;
+            visit(PortfolioAction{c, a});
+        };
+        ln.acc.for_each_leading_action(s, offer);
+        ln.acc.for_each_advance(s, true, offer);
+    };
+    const int forced = forced_candidate(x);
+    if (forced >= 0) {
+        by_candidate(forced);
+        return;
+    }
+    visit(PortfolioAction{});
+    for (int c = 0; c < candidate_count(); ++c) {
+        if (free(x, c)) by_candidate(c);
+    }
+}
+
+}  // namespace learnsched

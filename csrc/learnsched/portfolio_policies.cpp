@@ -1,0 +1,225 @@
+// The portfolio's policies (docs/portfolio.md). Each stage's GPU works on at most one
+// candidate; candidates are compared in list order and a later one replaces an earlier one
+// only by a margin beyond the tie tolerance (tolerance.hpp), as actions are in the finite model.
+#include <cmath>
+#include <limits>
+
+#include "portfolio_model.hpp"
+
+namespace learnsched {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The best of candidates scored one by one: a later one wins only if strictly better.
+struct Pick {
+    PortfolioAction action;
+    double score = 0.0;
+
+    // `higher`: larger scores are better (else smaller ones).
+    void offer(int c, const Action& a, double s, bool higher = true) {
+        const bool wins = action.candidate < 0 ||
+                          (higher ? strictly_greater(s, score) : strictly_greater(score, s));
+        if (wins) {
+            action = PortfolioAction{c, a};
+            score = s;
+        }
+    }
+};
+
+}  // namespace
+
+// Portfolio Costed Window (pi0). A forced candidate takes its own Costed Window action. Else
+// every free candidate is priced as Costed Window prices it alone on this GPU: V_G, the value
+// of its Window plan from here; it qualifies if V_G beats stopping (0) strictly, Window does
+// work now and, under a budget, the whole plan's GPU-seconds fit what is left (a plan that
+// cannot run is not priced by V_G). The window goes to the qualifying candidate of largest
+// V_G and its Window action; with none it goes to serving. With one candidate and no budget
+// this is Costed Window, action for action.
+PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const {
+    const Stage& st = stage(x.stage);
+    if (const int c = forced_candidate(x); c >= 0) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = costed_window_action(ln.acc, ln.value, s);
+        if (works(a) && bounded() && !fits_budget(x, window_plan_gpu_s(ln, s, a))) {
+            return PortfolioAction{c, decline_action(ln.acc, s)};
+        }
+        return PortfolioAction{c, a};
+    }
+    Pick pick;
+    for (int c = 0; c < candidate_count(); ++c) {
+        if (!free(x, c)) continue;
+        const Lane& ln = lane(c, st.gpu);
+        const int pbar = x.candidates[static_cast<std::size_t>(c)].durable;
+        const double go = ln.value(st.window, pbar);  // V_G of the service state
+        if (!strictly_greater(go, 0.0)) continue;
+        const Action a = window_action(ln.acc, State{st.window, pbar, pbar, false});
+        if (!works(a)) continue;
+        if (bounded() && !fits_budget(x, ln.gpu_s(st.window, pbar))) continue;
+        pick.offer(c, a, go);
+    }
+    return pick.action;
+}
+
+// Greedy by benefit density: the candidate whose remaining work earns most per second of it,
+// handoff-blind (Static ROI's timing: Phi(l_k + r*delta) / (r*delta)), takes Window's
+// action; one with nothing left to earn, nothing that fits now or no budget for the segment
+// is passed over.
+PortfolioAction PortfolioModel::density_action(const PortfolioState& x) const {
+    const Stage& st = stage(x.stage);
+    const auto density = [&](int c, const SegmentAccounting& acc, const State& s) {
+        const double rest_s = acc.remaining(s) * acc.scenario().quantum_s;
+        return benefit(c, st.start_s + rest_s) / rest_s;
+    };
+    const auto usable = [&](const Lane& ln, const State& s, const Action& a) {
+        return works(a) && fits_budget(x, segment_gpu_s(ln.acc.take(s, a)));
+    };
+    if (const int c = forced_candidate(x); c >= 0) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = window_action(ln.acc, s);
+        const bool go = usable(ln, s, a) && strictly_greater(density(c, ln.acc, s), 0.0);
+        return PortfolioAction{c, go ? a : decline_action(ln.acc, s)};
+    }
+    Pick pick;
+    for (int c = 0; c < candidate_count(); ++c) {
+        if (!free(x, c)) continue;
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = window_action(ln.acc, s);
+        if (!usable(ln, s, a)) continue;
+        const double d = density(c, ln.acc, s);
+        if (strictly_greater(d, 0.0)) pick.offer(c, a, d);
+    }
+    return pick.action;
+}
+
+// Greedy by publication: the candidate whose Window plan publishes first, earning something,
+// takes Window's action (budget checked for the segment only).
+PortfolioAction PortfolioModel::earliest_action(const PortfolioState& x) const {
+    const Stage& st = stage(x.stage);
+    const auto publication = [&](const Lane& ln, const State& s, const Action& a) {
+        if (!works(a)) return kInf;
+        const Segment seg = ln.acc.take(s, a);
+        if (!fits_budget(x, segment_gpu_s(seg))) return kInf;
+        return a.kind == ActionKind::Publish ? seg.publish_s
+                                              : ln.publish_s(s.window + 1, seg.next.durable);
+    };
+    const auto earns = [&](int c, double t) {
+        return std::isfinite(t) && strictly_greater(benefit(c, t), 0.0);
+    };
+    if (const int c = forced_candidate(x); c >= 0) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = window_action(ln.acc, s);
+        return PortfolioAction{c, earns(c, publication(ln, s, a)) ? a : decline_action(ln.acc, s)};
+    }
+    Pick pick;
+    for (int c = 0; c < candidate_count(); ++c) {
+        if (!free(x, c)) continue;
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = window_action(ln.acc, s);
+        const double t = publication(ln, s, a);
+        if (earns(c, t)) pick.offer(c, a, t, /*higher=*/false);
+    }
+    return pick.action;
+}
+
+bool PortfolioModel::single_plan_publishes(const PortfolioState& x, int c) const {
+    const Lane& ln = lane(c, stage(x.stage).gpu);
+    State s = single_state(x, c);
+    double plan_gpu_s = 0.0;
+    while (s.window < ln.acc.window_count()) {
+        const Action a = ln.single->decide(s, Policy::Rollout);
+        const Segment seg = ln.acc.take(s, a);
+        plan_gpu_s += segment_gpu_s(seg);
+        if (a.kind == ActionKind::Publish) return fits_budget(x, plan_gpu_s);
+        if (a.kind == ActionKind::Abandon) return false;
+        s = seg.next;
+    }
+    return false;
+}
+
+// One by one in list order, as a user of today's solver runs them: the first candidate not
+// done whose Rollout plan (on this GPU's calendar, from its state) publishes within the
+// budget left holds the GPU and takes that plan's action, a wait included; a busy one holds
+// it too, so the window waits. Candidates whose plan cannot publish are passed over.
+PortfolioAction PortfolioModel::sequential_action(const PortfolioState& x) const {
+    const Stage& st = stage(x.stage);
+    const auto planned = [&](int c) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        const Action a = ln.single->decide(s, Policy::Rollout);
+        if (works(a) && !fits_budget(x, segment_gpu_s(ln.acc.take(s, a)))) {
+            return PortfolioAction{c, decline_action(ln.acc, s)};
+        }
+        return PortfolioAction{c, a};
+    };
+    if (const int c = forced_candidate(x); c >= 0) {
+        if (!single_plan_publishes(x, c)) return PortfolioAction{c, decline_action(lane(c, st.gpu).acc, single_state(x, c))};
+        return planned(c);
+    }
+    for (int c = 0; c < candidate_count(); ++c) {
+        const CandidateState& cs = x.candidates[static_cast<std::size_t>(c)];
+        if (cs.done) continue;
+        if (!free(x, c)) return PortfolioAction{};  // the head is busy elsewhere
+        if (!single_plan_publishes(x, c)) continue;
+        const PortfolioAction a = planned(c);
+        return a.action.kind == ActionKind::Wait ? PortfolioAction{} : a;
+    }
+    return PortfolioAction{};
+}
+
+// V^pi0 from `x`: pi0 followed to the last stage, its rewards summed from the last one
+// backwards, r_1 + (r_2 + (... + 0)), as the backward passes sum a value table (a wait adds
+// 0.0, which changes no sum): with one candidate it is the core's V^pi0 bit for bit.
+double PortfolioModel::follow_reference(PortfolioState& x, std::vector<double>& rewards) const {
+    rewards.clear();
+    int open = 0;
+    for (const CandidateState& cs : x.candidates) open += cs.done ? 0 : 1;
+    while (x.stage < stage_count() && open > 0) {
+        const PortfolioAction a = reference_action(x);
+        if (a.candidate < 0) {
+            ++x.stage;
+            continue;
+        }
+        const PortfolioStep step = take(x, a);
+        rewards.push_back(step.segment.reward());
+        advance(x, step);
+        if (step.segment.action.is_terminal()) --open;
+    }
+    double value = 0.0;
+    for (std::size_t i = rewards.size(); i-- > 0;) value = rewards[i] + value;
+    return value;
+}
+
+// One-step rollout over pi0 (Eq. 11): every choice (for_each_choice) scored by
+// Q(x, a) = R(x, a) + V^pi0(x'); pi0's action is kept unless another scores strictly higher,
+// so V^rollout >= V^pi0 from every state (Prop. 1: pi0's action is among the choices, and
+// the scores are exact).
+PortfolioAction PortfolioModel::rollout_action(const PortfolioState& x) const {
+    PortfolioState next;
+    std::vector<double> rewards;
+    const auto score = [&](const PortfolioAction& a) {
+        const PortfolioStep step = take(x, a);
+        next = x;
+        advance(next, step);
+        return step.segment.reward() + follow_reference(next, rewards);
+    };
+    const PortfolioAction a0 = reference_action(x);
+    PortfolioAction best = a0;
+    double best_q = score(a0);
+    for_each_choice(x, [&](const PortfolioAction& a) {
+        if (a == a0) return;
+        const double q = score(a);
+        if (strictly_greater(q, best_q)) {
+            best = a;
+            best_q = q;
+        }
+    });
+    return best;
+}
+
+}  // namespace learnsched
