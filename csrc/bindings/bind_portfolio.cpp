@@ -112,10 +112,20 @@ void bind_portfolio(py::module_& m) {
         .def(py::init<int, Action>(), py::arg("candidate"), py::arg("action"))
         .def_readonly("candidate", &PortfolioAction::candidate)
         .def_readonly("action", &PortfolioAction::action)
-        .def("__eq__", [](const PortfolioAction& a, const PortfolioAction& b) { return a == b; })
+        .def("__eq__",
+             [](const PortfolioAction& a, const py::object& other) -> py::object {
+                 if (!py::isinstance<PortfolioAction>(other)) {
+                     return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+                 }
+                 return py::bool_(a == other.cast<const PortfolioAction&>());
+             })
         .def("__hash__", [](const PortfolioAction& a) {
             return py::hash(py::make_tuple(a.candidate, static_cast<int>(a.action.kind),
                                            a.action.quanta, a.action.checkpoint, a.action.cold));
+        })
+        .def("__repr__", [](const PortfolioAction& a) {
+            return "PortfolioAction(" + std::to_string(a.candidate) + ", " +
+                   py::repr(py::cast(a.action)).cast<std::string>() + ")";
         });
 
     py::class_<PortfolioStep>(m, "PortfolioStep", "One stage of a portfolio plan.")

@@ -115,17 +115,17 @@ Scenario candidate_scenario(const Portfolio& portfolio, int c, int gpu, bool run
 
 void validate(const Portfolio& portfolio) {
     validate_calendars(portfolio);
-    const std::size_t count = portfolio.candidates.size();
-    if (count == 0) fail("candidates must hold at least one candidate");
-    if (count > kMaxCandidates) {
-        throw StateSpaceError(
-            joined("candidates must number at most ", kMaxCandidates, ", got ", count));
-    }
     if (const auto& b = portfolio.budget_gpu_s) {
         if (!std::isfinite(*b) || *b < 0.0) fail("budget_gpu_s must be finite and >= 0, got ", *b);
         if (*b > std::numeric_limits<double>::max() / kMagnitudeHeadroom) {
             fail("budget_gpu_s is too large to represent: ", *b);
         }
+    }
+    const std::size_t count = portfolio.candidates.size();
+    if (count == 0) fail("candidates must hold at least one candidate");
+    if (count > kMaxCandidates) {
+        throw StateSpaceError(
+            joined("candidates must number at most ", kMaxCandidates, ", got ", count));
     }
     std::set<std::string> names;
     for (std::size_t c = 0; c < count; ++c) validate_candidate_fields(portfolio, c, names);

@@ -64,10 +64,45 @@ PortfolioModel::PortfolioModel(Portfolio portfolio, const std::vector<PortfolioP
             Scenario s = candidate_scenario(portfolio_, c, g, there);
             std::unique_ptr<Model> single;
             if (sequential_) single = std::make_unique<Model>(s, TableNeeds{true, true, false});
-            lanes_.push_back(Lane{SegmentAccounting(std::move(s)), {}, {}, {}, std::move(single)});
+            lanes_.push_back(Lane{SegmentAccounting(std::move(s)), {}, {}, {}, {}, std::move(single)});
             fill_window_plan(c, lanes_.back());
         }
     }
+    index_stages();
+}
+
+void PortfolioModel::index_stages() {
+    const auto C = static_cast<std::size_t>(candidate_count());
+    stage_go_.resize(stages_.size() * C);
+    last_live_.assign(C, {});
+    for (std::size_t c = 0; c < C; ++c) {
+        last_live_[c].assign(static_cast<std::size_t>(portfolio_.candidates[c].work_quanta) + 1, -1);
+    }
+    for (std::size_t i = 0; i < stages_.size(); ++i) {
+        const Stage& st = stages_[i];
+        for (std::size_t c = 0; c < C; ++c) {
+            const double* row = lane(static_cast<int>(c), st.gpu).go.row(st.window);
+            stage_go_[i * C + c] = row;
+            for (std::size_t pbar = 0; pbar < last_live_[c].size(); ++pbar) {
+                if (row[pbar] != -kInf) last_live_[c][pbar] = static_cast<int>(i);
+            }
+        }
+    }
+}
+
+int PortfolioModel::reference_horizon(const PortfolioState& x) const {
+    int last = -1;
+    for (int g = 0; g < gpu_count(); ++g) {  // a forced stage is pi0's to decide
+        const int c = holder_[static_cast<std::size_t>(g)];
+        if (c >= 0 && x.candidates[static_cast<std::size_t>(c)].active) {
+            last = std::max(last, first_stage_[static_cast<std::size_t>(g)]);
+        }
+    }
+    for (int c = 0; c < candidate_count(); ++c) {
+        const CandidateState& cs = x.candidates[static_cast<std::size_t>(c)];
+        if (!cs.done) last = std::max(last, last_live_stage(c, cs.durable));
+    }
+    return last;
 }
 
 // The Window plan's value, GPU-seconds and publication time from every service state,
@@ -80,21 +115,30 @@ void PortfolioModel::fill_window_plan(int c, Lane& lane) const {
     lane.value = ValueTable(K, J);
     lane.gpu_s = ValueTable(K, J);
     lane.publish_s = ValueTable(K, J);
+    lane.go = ValueTable(K, J);
     for (int q = 0; q <= J; ++q) lane.publish_s(K, q) = kInf;
-    const PortfolioCandidate& cand = portfolio_.candidates[static_cast<std::size_t>(c)];
     for (int k = K - 1; k >= 0; --k) {
         for (int pbar = 0; pbar <= J; ++pbar) {
             const State s{k, pbar, pbar, false};
             const Action a = window_action(lane.acc, s);
-            Segment seg = lane.acc.take(s, a);
-            if (cand.half_life_s && a.kind == ActionKind::Publish) seg.benefit = benefit(c, seg.publish_s);
+            const Segment seg = segment(c, lane, s, a);
             const bool end = a.is_terminal();
             const int next = seg.next.durable;
             lane.value(k, pbar) = seg.reward() + (end ? 0.0 : lane.value(k + 1, next));  // Eq. 11
             lane.gpu_s(k, pbar) = segment_gpu_s(seg) + (end ? 0.0 : lane.gpu_s(k + 1, next));
             lane.publish_s(k, pbar) = end ? seg.publish_s : lane.publish_s(k + 1, next);
+            const double go = lane.value(k, pbar);
+            lane.go(k, pbar) = works(a) && strictly_greater(go, 0.0) ? go : -kInf;
         }
     }
+}
+
+Segment PortfolioModel::segment(int c, const Lane& ln, const State& s, const Action& a) const {
+    Segment seg = ln.acc.take(s, a);
+    if (a.kind == ActionKind::Publish && portfolio_.candidates[static_cast<std::size_t>(c)].half_life_s) {
+        seg.benefit = benefit(c, seg.publish_s);
+    }
+    return seg;
 }
 
 double PortfolioModel::benefit(int c, double publish_s) const {
@@ -219,12 +263,7 @@ PortfolioStep PortfolioModel::take(const PortfolioState& x, const PortfolioActio
         step.segment.ready_s = kNaN;
         return step;
     }
-    const Lane& ln = lane(a.candidate, st.gpu);
-    step.segment = ln.acc.take(single_state(x, a.candidate), a.action);
-    const PortfolioCandidate& cand = portfolio_.candidates[static_cast<std::size_t>(a.candidate)];
-    if (cand.half_life_s && a.action.kind == ActionKind::Publish) {
-        step.segment.benefit = benefit(a.candidate, step.segment.publish_s);
-    }
+    step.segment = segment(a.candidate, lane(a.candidate, st.gpu), single_state(x, a.candidate), a.action);
     step.gpu_s = segment_gpu_s(step.segment);
     return step;
 }

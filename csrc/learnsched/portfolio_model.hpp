@@ -77,6 +77,9 @@ class PortfolioModel {
         ValueTable value;
         ValueTable gpu_s;
         ValueTable publish_s;
+        // pi0's price of the candidate: V_G where it qualifies (V_G beats stopping, 0,
+        // strictly and Window works now), -inf where it does not.
+        ValueTable go;
         std::unique_ptr<Model> single;  // today's model (Sequential only)
     };
     const Lane& lane(int c, int gpu) const {
@@ -84,7 +87,16 @@ class PortfolioModel {
                       static_cast<std::size_t>(gpu)];
     }
     void fill_window_plan(int c, Lane& lane) const;
+    void index_stages();
+    // The last stage at which pi0 may pick candidate c, from durable progress pbar on: after
+    // the largest over open candidates, pi0 only waits.
+    int last_live_stage(int c, int pbar) const {
+        return last_live_[static_cast<std::size_t>(c)][static_cast<std::size_t>(pbar)];
+    }
+    int reference_horizon(const PortfolioState& x) const;
     State single_state(const PortfolioState& x, int c) const;
+    // ln.acc.take(s, a) with candidate c's benefit (its age decay, if any).
+    Segment segment(int c, const Lane& ln, const State& s, const Action& a) const;
     bool fits_budget(const PortfolioState& x, double gpu_s) const {
         return !bounded() || fits_within(gpu_s, x.gpu_s, *portfolio_.budget_gpu_s);
     }
@@ -103,12 +115,26 @@ class PortfolioModel {
     bool single_plan_publishes(const PortfolioState& x, int c) const;
     // V^pi0 of `x`, which it advances to the end; `rewards` is scratch.
     double follow_reference(PortfolioState& x, std::vector<double>& rewards) const;
+    // The same for a state with no active candidate, in the columns of `Follow` (the
+    // inner loop of rollout: one row load per candidate and stage).
+    struct Follow {
+        int stage = 0;
+        double gpu_s = 0.0;
+        std::vector<int> durable;
+        std::vector<double> free_at;  // busy_until_s; +inf once done
+        std::vector<double> rewards;
+    };
+    void load(const PortfolioState& x, Follow& f) const;
+    double follow_reference(Follow& f) const;
 
     Portfolio portfolio_;
     std::vector<Stage> stages_;
     std::vector<int> holder_;      // per GPU: its initially active candidate, or -1
     std::vector<int> first_stage_;  // per GPU: the stage of its first window
     std::vector<Lane> lanes_;      // [c * G + gpu]
+    // Lane(c, stage's GPU).go's row of the stage's window, [stage * C + c]: pi0's inner loop.
+    std::vector<const double*> stage_go_;
+    std::vector<std::vector<int>> last_live_;  // [c][pbar]
     bool sequential_ = false;
 };
 

@@ -1,6 +1,7 @@
 // The portfolio's policies (docs/portfolio.md). Each stage's GPU works on at most one
 // candidate; candidates are compared in list order and a later one replaces an earlier one
 // only by a margin beyond the tie tolerance (tolerance.hpp), as actions are in the finite model.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -47,19 +48,23 @@ PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const 
         }
         return PortfolioAction{c, a};
     }
-    Pick pick;
-    for (int c = 0; c < candidate_count(); ++c) {
-        if (!free(x, c)) continue;
-        const Lane& ln = lane(c, st.gpu);
-        const int pbar = x.candidates[static_cast<std::size_t>(c)].durable;
-        const double go = ln.value(st.window, pbar);  // V_G of the service state
-        if (!strictly_greater(go, 0.0)) continue;
-        const Action a = window_action(ln.acc, State{st.window, pbar, pbar, false});
-        if (!works(a)) continue;
-        if (bounded() && !fits_budget(x, ln.gpu_s(st.window, pbar))) continue;
-        pick.offer(c, a, go);
+    // The inner loop of every rollout score: one load per candidate from the stage's rows.
+    const auto C = static_cast<std::size_t>(candidate_count());
+    const double* const* go_rows = &stage_go_[static_cast<std::size_t>(x.stage) * C];
+    int best = -1;
+    double best_go = 0.0;
+    for (std::size_t c = 0; c < C; ++c) {
+        const CandidateState& cs = x.candidates[c];
+        if (cs.done || cs.active || cs.busy_until_s > st.start_s) continue;  // not free
+        const double go = go_rows[c][cs.durable];
+        if (go == -kInf || (best >= 0 && !strictly_greater(go, best_go))) continue;
+        if (bounded() && !fits_budget(x, lane(static_cast<int>(c), st.gpu).gpu_s(st.window, cs.durable))) continue;
+        best = static_cast<int>(c);
+        best_go = go;
     }
-    return pick.action;
+    if (best < 0) return PortfolioAction{};
+    const int pbar = x.candidates[static_cast<std::size_t>(best)].durable;
+    return PortfolioAction{best, window_action(lane(best, st.gpu).acc, State{st.window, pbar, pbar, false})};
 }
 
 // Greedy by benefit density: the candidate whose remaining work earns most per second of it,
@@ -177,9 +182,9 @@ PortfolioAction PortfolioModel::sequential_action(const PortfolioState& x) const
 // 0.0, which changes no sum): with one candidate it is the core's V^pi0 bit for bit.
 double PortfolioModel::follow_reference(PortfolioState& x, std::vector<double>& rewards) const {
     rewards.clear();
-    int open = 0;
-    for (const CandidateState& cs : x.candidates) open += cs.done ? 0 : 1;
-    while (x.stage < stage_count() && open > 0) {
+    // Past the horizon no candidate qualifies and pi0 only waits, which adds nothing.
+    int horizon = reference_horizon(x);
+    while (x.stage < stage_count() && x.stage <= horizon) {
         const PortfolioAction a = reference_action(x);
         if (a.candidate < 0) {
             ++x.stage;
@@ -188,10 +193,67 @@ double PortfolioModel::follow_reference(PortfolioState& x, std::vector<double>& 
         const PortfolioStep step = take(x, a);
         rewards.push_back(step.segment.reward());
         advance(x, step);
-        if (step.segment.action.is_terminal()) --open;
+        horizon = reference_horizon(x);
     }
     double value = 0.0;
     for (std::size_t i = rewards.size(); i-- > 0;) value = rewards[i] + value;
+    return value;
+}
+
+void PortfolioModel::load(const PortfolioState& x, Follow& f) const {
+    f.stage = x.stage;
+    f.gpu_s = x.gpu_s;
+    f.durable.resize(x.candidates.size());
+    f.free_at.resize(x.candidates.size());
+    for (std::size_t c = 0; c < x.candidates.size(); ++c) {
+        const CandidateState& cs = x.candidates[c];
+        f.durable[c] = cs.durable;
+        f.free_at[c] = cs.done ? kInf : cs.busy_until_s;
+    }
+}
+
+// follow_reference(PortfolioState&) without active candidates (so without forced stages):
+// reference_action's service branch on columns, bit for bit the same rewards.
+double PortfolioModel::follow_reference(Follow& f) const {
+    f.rewards.clear();
+    const auto C = static_cast<std::size_t>(candidate_count());
+    const auto horizon_of = [&] {
+        int last = -1;
+        for (std::size_t c = 0; c < C; ++c) {
+            if (f.free_at[c] != kInf) last = std::max(last, last_live_stage(static_cast<int>(c), f.durable[c]));
+        }
+        return last;
+    };
+    int horizon = horizon_of();
+    for (; f.stage < stage_count() && f.stage <= horizon; ++f.stage) {
+        const Stage& st = stage(f.stage);
+        const double* const* go_rows = &stage_go_[static_cast<std::size_t>(f.stage) * C];
+        int best = -1;
+        double best_go = -kInf;
+        for (std::size_t c = 0; c < C; ++c) {
+            if (f.free_at[c] > st.start_s) continue;
+            const double go = go_rows[c][f.durable[c]];
+            if (!(go > best_go) || (best >= 0 && !strictly_greater(go, best_go))) continue;
+            if (bounded() && !fits_within(lane(static_cast<int>(c), st.gpu).gpu_s(st.window, f.durable[c]),
+                                          f.gpu_s, *portfolio_.budget_gpu_s)) {
+                continue;
+            }
+            best = static_cast<int>(c);
+            best_go = go;
+        }
+        if (best < 0) continue;
+        const auto b = static_cast<std::size_t>(best);
+        const Lane& ln = lane(best, st.gpu);
+        const State s{st.window, f.durable[b], f.durable[b], false};
+        const Segment seg = segment(best, ln, s, window_action(ln.acc, s));
+        f.rewards.push_back(seg.reward());
+        f.gpu_s += segment_gpu_s(seg);
+        f.durable[b] = seg.next.durable;
+        f.free_at[b] = seg.action.is_terminal() ? kInf : seg.ready_s;
+        horizon = horizon_of();
+    }
+    double value = 0.0;
+    for (std::size_t i = f.rewards.size(); i-- > 0;) value = f.rewards[i] + value;
     return value;
 }
 
@@ -202,11 +264,16 @@ double PortfolioModel::follow_reference(PortfolioState& x, std::vector<double>& 
 PortfolioAction PortfolioModel::rollout_action(const PortfolioState& x) const {
     PortfolioState next;
     std::vector<double> rewards;
+    Follow follow;
     const auto score = [&](const PortfolioAction& a) {
         const PortfolioStep step = take(x, a);
         next = x;
         advance(next, step);
-        return step.segment.reward() + follow_reference(next, rewards);
+        const bool any_active = std::any_of(next.candidates.begin(), next.candidates.end(),
+                                            [](const CandidateState& cs) { return cs.active; });
+        if (any_active) return step.segment.reward() + follow_reference(next, rewards);
+        load(next, follow);
+        return step.segment.reward() + follow_reference(follow);
     };
     const PortfolioAction a0 = reference_action(x);
     PortfolioAction best = a0;
