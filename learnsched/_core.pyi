@@ -655,6 +655,10 @@ class PortfolioModel:
         """
         Phi_c(t_p): what candidate c earns by publishing at publish_s, s-eq.
         """
+    def choices(self, state: PortfolioState) -> list[PortfolioAction]:
+        """
+        The choices rollout and DP score, in canonical order (wait first unless a candidate is forced; advances without a checkpoint left out).
+        """
     def decide(self, state: PortfolioState, policy: PortfolioPolicy) -> PortfolioAction:
         """
         The policy's action in a validated state.

@@ -209,6 +209,35 @@ def test_rollout_never_below_its_reference_from_every_visited_state(spec: dict[s
         _, state = model.step(state, model.decide(state, "rollout"))
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(specs(max_candidates=8, max_quanta=10, max_stages=10), st.integers(0, 6))
+def test_rollout_scores_every_choice_by_the_reference_value(
+    spec: dict[str, Any], steps: int
+) -> None:
+    # Rollout's choice, from a state some stages in, is the argmax (first on ties) of
+    # R(a) + V^pi0(x') over the choices, V^pi0 evaluated state by state: the core's
+    # shortcut through the wait-successor's trajectory changes no score.
+    model = build(spec, (PortfolioPolicy.ROLLOUT, PortfolioPolicy.COSTED_WINDOW))
+    state = model.initial_state()
+    for _ in range(min(steps, model.stage_count - 1)):
+        _, state = model.step(state, model.decide(state, "costed_window"))
+    incumbent = model.decide(state, "costed_window")
+
+    def score(action: _core.PortfolioAction) -> float:
+        step, after = model.step(state, action)
+        reward = step.segment.benefit - step.segment.cost.total
+        if after.stage == model.stage_count:
+            return reward + 0.0
+        return reward + model.reference_value(after)
+
+    best, best_q = incumbent, score(incumbent)
+    for action in model._model.choices(state):
+        q = score(action)
+        if q - best_q > 1e-9 + 1e-12 * max(abs(q), abs(best_q)):
+            best, best_q = action, q
+    assert model.decide(state, "rollout") == best
+
+
 def test_rollout_improves_on_the_reference_where_waiting_pays() -> None:
     # Two candidates on the worked example's back-loaded cold calendar: the reference
     # starts the more valuable one in the first 80 s window, rollout waits for the 240 s one.

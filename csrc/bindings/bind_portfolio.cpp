@@ -171,6 +171,17 @@ void bind_portfolio(py::module_& m) {
             },
             py::arg("state"), py::arg("policy"), "The policy's action in a validated state.")
         .def(
+            "choices",
+            [](const PortfolioModel& model, const PortfolioState& x) {
+                model.validate_state(x);
+                std::vector<PortfolioAction> out;
+                model.for_each_choice(x, [&](const PortfolioAction& a) { out.push_back(a); });
+                return out;
+            },
+            py::arg("state"),
+            "The choices rollout and DP score, in canonical order (wait first unless a "
+            "candidate is forced; advances without a checkpoint left out).")
+        .def(
             "step",
             [](const PortfolioModel& model, const PortfolioState& x, const PortfolioAction& a) {
                 model.validate_state(x);

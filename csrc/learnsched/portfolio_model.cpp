@@ -64,7 +64,7 @@ PortfolioModel::PortfolioModel(Portfolio portfolio, const std::vector<PortfolioP
             Scenario s = candidate_scenario(portfolio_, c, g, there);
             std::unique_ptr<Model> single;
             if (sequential_) single = std::make_unique<Model>(s, TableNeeds{true, true, false});
-            lanes_.push_back(Lane{SegmentAccounting(std::move(s)), {}, {}, {}, {}, std::move(single)});
+            lanes_.push_back(Lane{SegmentAccounting(std::move(s)), {}, {}, {}, {}, {}, std::move(single)});
             fill_window_plan(c, lanes_.back());
         }
     }
@@ -117,6 +117,7 @@ void PortfolioModel::fill_window_plan(int c, Lane& lane) const {
     lane.publish_s = ValueTable(K, J);
     lane.go = ValueTable(K, J);
     for (int q = 0; q <= J; ++q) lane.publish_s(K, q) = kInf;
+    lane.window.resize(static_cast<std::size_t>(K) * (static_cast<std::size_t>(J) + 1));
     for (int k = K - 1; k >= 0; --k) {
         for (int pbar = 0; pbar <= J; ++pbar) {
             const State s{k, pbar, pbar, false};
@@ -129,6 +130,8 @@ void PortfolioModel::fill_window_plan(int c, Lane& lane) const {
             lane.publish_s(k, pbar) = end ? seg.publish_s : lane.publish_s(k + 1, next);
             const double go = lane.value(k, pbar);
             lane.go(k, pbar) = works(a) && strictly_greater(go, 0.0) ? go : -kInf;
+            lane.window[static_cast<std::size_t>(k) * (static_cast<std::size_t>(J) + 1) + static_cast<std::size_t>(pbar)] =
+                WindowStep{seg.reward(), segment_gpu_s(seg), end ? kInf : seg.ready_s, next};
         }
     }
 }

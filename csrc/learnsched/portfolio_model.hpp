@@ -69,6 +69,12 @@ class PortfolioModel {
 
   private:
     friend class PortfolioDp;
+    struct WindowStep {
+        double reward = 0.0;
+        double gpu_s = 0.0;
+        double free_at = 0.0;  // ready_s, or +inf once it publishes
+        int durable = 0;       // the next state's
+    };
     // One candidate on one GPU's calendar.
     struct Lane {
         SegmentAccounting acc;
@@ -80,6 +86,9 @@ class PortfolioModel {
         // pi0's price of the candidate: V_G where it qualifies (V_G beats stopping, 0,
         // strictly and Window works now), -inf where it does not.
         ValueTable go;
+        // Window's segment from each service state, [k * (J + 1) + pbar]: what pi0 runs
+        // when it picks the candidate, without taking it again.
+        std::vector<WindowStep> window;
         std::unique_ptr<Model> single;  // today's model (Sequential only)
     };
     const Lane& lane(int c, int gpu) const {
@@ -124,8 +133,32 @@ class PortfolioModel {
         std::vector<double> free_at;  // busy_until_s; +inf once done
         std::vector<double> rewards;
     };
+    // What pi0 did at each stage it followed from a state (portfolio_rollout.cpp): the
+    // scan's incumbent before each candidate, so that a state differing in one candidate
+    // can reuse the stages where that candidate changes nothing.
+    struct Trace {
+        int first = 0;                   // the state's stage
+        std::vector<int> chosen;         // per stage: the candidate pi0 ran, or -1
+        std::vector<double> reward;      // per stage (0 for a wait)
+        std::vector<double> used;        // per stage: GPU-seconds before it
+        std::vector<double> step_gpu_s;  // per stage: the segment's GPU-seconds
+        std::vector<int> next_durable;   // per stage: the chosen candidate's after it
+        std::vector<double> next_free;
+        std::vector<int> before;         // [stage * C + c]: the incumbent before c, or -1
+        std::vector<double> before_go;
+        std::vector<double> fit_max;     // per stage: the largest plan GPU-s the budget passed
+        std::vector<int> durable0;       // the state's columns
+        std::vector<double> free0;
+    };
     void load(const PortfolioState& x, Follow& f) const;
-    double follow_reference(Follow& f) const;
+    double follow_reference(Follow& f, Trace* trace = nullptr) const;
+    // V^pi0 of `a`: the state `trace` started from with candidate c (only) changed and
+    // a.gpu_s >= the trace's (both at the trace's first stage). Bit for bit
+    // follow_reference(a): the stages where c changes nothing are the trace's own.
+    double follow_reference(Follow& a, const Trace& trace, int c) const;
+    // pi0's price of candidate c from (durable, free_at) at stage j with `used` GPU-seconds:
+    // V_G where it qualifies and the budget admits its plan, else -inf.
+    double price(int c, int durable, double free_at, int j, double used) const;
 
     Portfolio portfolio_;
     std::vector<Stage> stages_;

@@ -1,7 +1,6 @@
 // The portfolio's policies (docs/portfolio.md). Each stage's GPU works on at most one
 // candidate; candidates are compared in list order and a later one replaces an earlier one
 // only by a margin beyond the tie tolerance (tolerance.hpp), as actions are in the finite model.
-#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -198,95 +197,6 @@ double PortfolioModel::follow_reference(PortfolioState& x, std::vector<double>& 
     double value = 0.0;
     for (std::size_t i = rewards.size(); i-- > 0;) value = rewards[i] + value;
     return value;
-}
-
-void PortfolioModel::load(const PortfolioState& x, Follow& f) const {
-    f.stage = x.stage;
-    f.gpu_s = x.gpu_s;
-    f.durable.resize(x.candidates.size());
-    f.free_at.resize(x.candidates.size());
-    for (std::size_t c = 0; c < x.candidates.size(); ++c) {
-        const CandidateState& cs = x.candidates[c];
-        f.durable[c] = cs.durable;
-        f.free_at[c] = cs.done ? kInf : cs.busy_until_s;
-    }
-}
-
-// follow_reference(PortfolioState&) without active candidates (so without forced stages):
-// reference_action's service branch on columns, bit for bit the same rewards.
-double PortfolioModel::follow_reference(Follow& f) const {
-    f.rewards.clear();
-    const auto C = static_cast<std::size_t>(candidate_count());
-    const auto horizon_of = [&] {
-        int last = -1;
-        for (std::size_t c = 0; c < C; ++c) {
-            if (f.free_at[c] != kInf) last = std::max(last, last_live_stage(static_cast<int>(c), f.durable[c]));
-        }
-        return last;
-    };
-    int horizon = horizon_of();
-    for (; f.stage < stage_count() && f.stage <= horizon; ++f.stage) {
-        const Stage& st = stage(f.stage);
-        const double* const* go_rows = &stage_go_[static_cast<std::size_t>(f.stage) * C];
-        int best = -1;
-        double best_go = -kInf;
-        for (std::size_t c = 0; c < C; ++c) {
-            if (f.free_at[c] > st.start_s) continue;
-            const double go = go_rows[c][f.durable[c]];
-            if (!(go > best_go) || (best >= 0 && !strictly_greater(go, best_go))) continue;
-            if (bounded() && !fits_within(lane(static_cast<int>(c), st.gpu).gpu_s(st.window, f.durable[c]),
-                                          f.gpu_s, *portfolio_.budget_gpu_s)) {
-                continue;
-            }
-            best = static_cast<int>(c);
-            best_go = go;
-        }
-        if (best < 0) continue;
-        const auto b = static_cast<std::size_t>(best);
-        const Lane& ln = lane(best, st.gpu);
-        const State s{st.window, f.durable[b], f.durable[b], false};
-        const Segment seg = segment(best, ln, s, window_action(ln.acc, s));
-        f.rewards.push_back(seg.reward());
-        f.gpu_s += segment_gpu_s(seg);
-        f.durable[b] = seg.next.durable;
-        f.free_at[b] = seg.action.is_terminal() ? kInf : seg.ready_s;
-        horizon = horizon_of();
-    }
-    double value = 0.0;
-    for (std::size_t i = f.rewards.size(); i-- > 0;) value = f.rewards[i] + value;
-    return value;
-}
-
-// One-step rollout over pi0 (Eq. 11): every choice (for_each_choice) scored by
-// Q(x, a) = R(x, a) + V^pi0(x'); pi0's action is kept unless another scores strictly higher,
-// so V^rollout >= V^pi0 from every state (Prop. 1: pi0's action is among the choices, and
-// the scores are exact).
-PortfolioAction PortfolioModel::rollout_action(const PortfolioState& x) const {
-    PortfolioState next;
-    std::vector<double> rewards;
-    Follow follow;
-    const auto score = [&](const PortfolioAction& a) {
-        const PortfolioStep step = take(x, a);
-        next = x;
-        advance(next, step);
-        const bool any_active = std::any_of(next.candidates.begin(), next.candidates.end(),
-                                            [](const CandidateState& cs) { return cs.active; });
-        if (any_active) return step.segment.reward() + follow_reference(next, rewards);
-        load(next, follow);
-        return step.segment.reward() + follow_reference(follow);
-    };
-    const PortfolioAction a0 = reference_action(x);
-    PortfolioAction best = a0;
-    double best_q = score(a0);
-    for_each_choice(x, [&](const PortfolioAction& a) {
-        if (a == a0) return;
-        const double q = score(a);
-        if (strictly_greater(q, best_q)) {
-            best = a;
-            best_q = q;
-        }
-    });
-    return best;
 }
 
 }  // namespace learnsched
