@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate', 'validate_portfolio']
+__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate', 'validate_portfolio']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -208,11 +208,22 @@ class Scenario:
     """
     A finite-model scenario (not validated until used).
     """
-    def __init__(self, windows: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, costs: HandoffCosts, initial: State) -> None:
-        ...
+    def __init__(self, windows: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, costs: HandoffCosts, initial: State, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        """
+        benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.
+        """
+    def benefit(self, publish_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Phi(publish_s): the integral of the benefit rate from publish_s to horizon_s, s-eq. (checks the benefit fields first).
+        """
     @property
     def benefit_rate(self) -> float:
         ...
+    @property
+    def benefit_schedule(self) -> list[tuple[float, float]]:
+        """
+        (start_s, rate) pieces of g(t); empty for a constant benefit_rate.
+        """
     @property
     def costs(self) -> HandoffCosts:
         ...
@@ -721,8 +732,10 @@ MAX_DP_STAGES: int = 2048
 MAX_DP_STATES: int = 1048576
 MAX_GPUS: int = 1024
 MAX_SAMPLES: int = 65536
+MAX_SAMPLE_STATES: int = 16777216
 MAX_STATES: int = 16777216
 MAX_THREADS: int = 1024
+MAX_TWO_PATH_STATES: int = 8388608
 MAX_WINDOWS: int = 131072
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from . import _core
 from ._checks import bool_vector, indexed, int32_vector, integer, number
+from .benefit import benefit_text
 from .plan import Plan
 from .scenario import C_INT_MAX, Scenario, flag
 
@@ -44,7 +45,8 @@ class Policy(str, Enum):
     STATIC_ROI = "static_roi"
     """Window, gated by a return on investment that ignores every handoff."""
     COSTED_WINDOW = "costed_window"
-    """The reference pi0: Window, gated by the fully priced value of its plan."""
+    """The reference pi0: Window, gated by the fully priced value of its plan; with two
+    return paths, the better of the two fixed-path Costed Windows from each state."""
     ROLLOUT = "rollout"
     """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
     DP = "dp"
@@ -210,7 +212,7 @@ class Model:
         s = self._scenario
         return (
             f"<Model: {len(s.windows)} windows, {s.work_quanta} quanta of {s.quantum_s:g} s, "
-            f"benefit {s.benefit_rate:g} s-eq./s until {s.horizon_s:g} s, "
+            f"benefit {benefit_text(s.benefit_rate)} s-eq./s until {s.horizon_s:g} s, "
             f"recovery {s.costs.recovery_s:g} s>"
         )
 

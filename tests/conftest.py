@@ -65,6 +65,17 @@ def run_python(
     )
 
 
+def dead_pid() -> int:
+    """The id of a process that has exited (a child that printed it and ended)."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(child.stdout)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """After a run with fuzz suites: how many inputs they ran, and how many were refused."""
     fuzzing = sys.modules.get("fuzzing")

@@ -92,9 +92,12 @@ def make_loop(
     horizon_s: float = 3600.0,
     on_ready: Any = None,
     forecast: str | None = None,
+    door: Any = None,
+    drain_s: float = 2.0,
 ) -> ControlLoop:
     """A loop on a known calendar (relative seconds), ledger and state under ``folder``;
-    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars."""
+    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars; ``door``
+    is a gate in front of the engine."""
 
     def decider(work_quanta: int, costs: TrainerCosts) -> Any:
         handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
@@ -106,7 +109,7 @@ def make_loop(
         )  # fmt: skip
 
     return ControlLoop(
-        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0),
+        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0, door=door, drain_s=drain_s),
         TrainerProcess(trainer, folder / "state", trainer_options or {}),
         KnownCalendar([Window(a, b) for a, b in windows]),
         decider,

@@ -56,9 +56,15 @@ void Model::build_tables(TableNeeds tables) {
         window_values_.reset(K, J);
         fill_window_plan_values(acc_, window_values_);
     }
+    const bool two_paths = acc_.path_count() == 2;
+    if (tables.window && two_paths) path_reference_.build(acc_);  // pi0's fixed-path tables
     if (tables.reference) {
         reference_values_.reset(K, J);
-        fill_reference_values(acc_, window_values_, reference_values_);
+        if (two_paths) {
+            path_reference_.fill_values(acc_, reference_values_);
+        } else {
+            fill_reference_values(acc_, window_values_, reference_values_);
+        }
     }
     built_ = tables;
 }
@@ -78,6 +84,7 @@ void Model::require_tables(Policy policy) const {
 }
 
 Action Model::costed_window_action(const State& s) const {
+    if (acc_.path_count() == 2) return path_reference_.action(s);
     return learnsched::costed_window_action(acc_, window_values_, s);
 }
 

@@ -9,6 +9,7 @@
 
 #include "decision_index.hpp"
 #include "guard.hpp"
+#include "path_reference.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -92,6 +93,7 @@ class Model {
     ValueTable window_values_;
     ValueTable reference_values_;
     ValueTable optimal_values_;
+    PathChoiceReference path_reference_;  // pi0 with two return paths (path_reference.hpp)
     // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
     AdvanceIndex reference_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
     AdvanceIndex optimal_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};

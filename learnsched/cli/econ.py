@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from .._json import parse as parse_json
+from .._json import read_json
 from .._table import format_rows
 from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
 from ..economics.alerts import ALERT_RULES
@@ -251,7 +250,7 @@ def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
 
 
 def _read_recovery_samples(path: str) -> dict[str, Any]:
-    data = parse_json(Path(path).read_text(), f"--recovery-samples {path}")
+    data = read_json(path, f"--recovery-samples {path}")
     if not isinstance(data, dict) or not data:
         raise ValueError(
             f"--recovery-samples {path}: must hold a non-empty JSON object, got {data!r}"

@@ -8,11 +8,10 @@ import io
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write_text
-from .._json import parse as parse_json
+from .._json import read_json
 from .._progress import Progress
 from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
@@ -223,8 +222,7 @@ def run_grid(args: argparse.Namespace) -> int:
 
 
 def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    data = parse_json(text, path)
+    data = read_json(path)
     if isinstance(data, list):
         scenarios = []
         for i, obj in enumerate(data):

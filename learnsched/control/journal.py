@@ -4,20 +4,24 @@ Records are :class:`~learnsched.handoff.HandoffRecord` lines in the fsynced hand
 ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields in
 ``detail`` (``detail["run"]`` numbers the scheduler's runs on one ledger). Kinds:
 
-=============  ==========================================================================
-``run-start``  a run began: ``resumed_from_quanta`` (durable quanta it resumed from)
-``decision``   what the policy (or the load signal) chose for a window, or for an early
-               return (``phase``: ``window`` or ``early-return``)
-``park``       the engine was parked for a lent window
-``work``       one quantum completed (``progress``, ``loss``)
-``checkpoint`` a durable checkpoint (``durable_progress``)
-``discard``    unsaved work dropped (``unsaved_lost``)
+================  ======================================================================
+``run-start``     a run began: ``resumed_from_quanta`` (durable quanta it resumed from)
+``decision``      what the policy (or the load signal) chose for a window, or for an early
+                  return (``phase``: ``window`` or ``early-return``)
+``park``          the engine is being parked for a lent window
+``skip``          a window the policy would lend was not: ``reason`` ``busy`` (requests
+                  did not drain at the gate, or the engine reported load: nothing was
+                  released), or ``no time left``
+``work``          one quantum completed (``progress``, ``loss``)
+``checkpoint``    a durable checkpoint (``durable_progress``)
+``discard``       unsaved work dropped (``unsaved_lost``)
 ``trainer-lost``  the trainer process died; its unsaved work is lost
-``return``     capacity back: readiness confirmed by a completed request (``late``,
-               ``early``, ``readiness_s``)
-``publish``    the finished artifact was written
-``run-end``    the run stopped cleanly, with its summary
-=============  ==========================================================================
+``return``        capacity back: readiness confirmed by a completed request (``late``,
+                  ``early``, ``readiness_s``; ``held_requests`` and ``added_latency_s``:
+                  the requests the gate held until then and each one's added seconds)
+``publish``       the finished artifact was written
+``run-end``       the run stopped cleanly, with its summary
+================  ======================================================================
 
 :func:`replay` recomputes a run's totals from these records alone; a run killed with
 ``kill -9`` has no ``run-end``, and the next run's ``run-start`` says where it resumed.
@@ -46,8 +50,15 @@ SUMMARY_KEYS = (
     "slo_misses",
     "published",
     "ledger",
+    "held_requests",
+    "failed_requests",
+    "added_latency_p50_s",
+    "added_latency_p99_s",
+    "parks_on_busy_engine",
+    "skipped_windows",
 )
-"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them."""
+"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them (the
+last six: :data:`~.front.GATE_KEYS`)."""
 
 
 @dataclass
@@ -72,6 +83,9 @@ class Totals:
         Returns whose readiness came after the window's return deadline.
     early_returns
         Returns forced by load inside a lent window.
+    skipped_windows
+        Windows the policy would lend that were not (``skip`` records): the engine was
+        busy at the park, or no time was left.
     unsaved_lost
         Completed quanta lost unsaved (discards, trainer deaths, killed runs).
     published
@@ -86,6 +100,7 @@ class Totals:
     handoffs: int = 0
     late_returns: int = 0
     early_returns: int = 0
+    skipped_windows: int = 0
     unsaved_lost: int = 0
     published: bool = False
 
@@ -135,6 +150,8 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
             totals.windows += detail.get("phase") == "window"
         elif kind == "work":
             totals.quanta_done += 1
+        elif kind == "skip":
+            totals.skipped_windows += 1
         elif kind == "checkpoint":
             totals.durable_quanta = int(record.durable_progress or 0)
         elif kind == "return":
@@ -154,12 +171,13 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
 
 
 def open_park(records: Sequence[HandoffRecord]) -> HandoffRecord | None:
-    """The last ``park`` not followed by a ``return``: the engine may still be parked."""
+    """The last ``park`` not followed by a ``return`` (or a ``skip``: the park was refused
+    before anything was released): the engine may still be parked."""
     parked: HandoffRecord | None = None
     for record in records:
         if record.kind == "park":
             parked = record
-        elif record.kind == "return":
+        elif record.kind in ("return", "skip"):
             parked = None
     return parked
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
-from ..handoff.errors import HandoffProbeError
+from ..handoff.errors import EngineBusy, HandoffProbeError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -434,8 +434,7 @@ class ControlLoop:
         if lend and not self._fits(window, 1, action.checkpoint):
             # The decision itself took the time (a slow forecast): lending now would
             # return late, so serving keeps the GPU.
-            self._record("skip", durable_progress=self.durable, detail={"reason": "no time left"})
-            self._say("no time left")
+            self._skip("no time left")
         elif lend:
             self._lend(window, windows, action)
         else:
@@ -455,7 +454,11 @@ class ControlLoop:
                 "trainer_pid": self.trainer.pid,
             },
         )
-        self._park_stamps = self.engine.park()
+        try:
+            self._park_stamps = self.engine.park()
+        except EngineBusy as err:  # nothing was released: serving keeps the GPU
+            self._skip("busy", why=str(err), added_latency_s=self.engine.last_held_s)
+            return
         self._say("parked")
         early = False
         lost = 0
@@ -473,6 +476,8 @@ class ControlLoop:
                 ):
                     self._checkpoint()
             except _Interrupted as why:
+                # When the early return began (in the return record's stamps).
+                self._park_stamps["interrupted"] = time.perf_counter_ns()
                 early = why.args[0] == "load"
                 self._early_save(windows, why.args[0])
             lost = self._discard()
@@ -486,6 +491,12 @@ class ControlLoop:
             )
         if not self.trainer.running:  # restarted only now: serving came first
             self._restart_trainer()
+
+    def _skip(self, reason: str, **detail: Any) -> None:
+        """The window is not lent after all (recorded; it closes a ``park`` record)."""
+        self.totals.skipped_windows += 1
+        self._record("skip", durable_progress=self.durable, detail={"reason": reason, **detail})
+        self._say(reason if reason != "busy" else "busy: skipped")
 
     def _fits(self, window: Window, quanta: int, save: bool) -> bool:
         """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
@@ -612,6 +623,8 @@ class ControlLoop:
                 "late": late,
                 "early": early,
                 "recovered": recovered,
+                "held_requests": len(self.engine.last_held_s),
+                "added_latency_s": self.engine.last_held_s,
             },
             failure=self.engine.failure,
         )

@@ -12,15 +12,14 @@ scenario can use directly, and any JSON object with a ``windows`` list reads her
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from .._checks import number
+from .._json import read_json
 
 __all__ = ["CLOCKS", "CalendarSource", "KnownCalendar", "Window", "read_calendar"]
 
@@ -120,10 +119,7 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     ValueError, TypeError
         Not JSON, no ``windows``, an unknown clock, or bad windows (named).
     """
-    try:
-        data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not JSON ({err})") from None
+    data: Any = read_json(path)
     clock = "relative"
     if isinstance(data, dict):
         if "windows" not in data:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .._checks import integer, nonnegative, number, positive
+from .._sum import ordered_sum
 
 __all__ = [
     "GUIDANCE_LEDGER",
@@ -39,7 +40,7 @@ def charged_cost(base: float, extra: float, build: float, validate: float) -> fl
     """
     parts = {"base": base, "extra": extra, "build": build, "validate": validate}
     # Eq. 14: C_all = C_base + C_extra + C_build + C_validate
-    return sum(nonnegative(name, value) for name, value in parts.items())
+    return ordered_sum(nonnegative(name, value) for name, value in parts.items())
 
 
 @dataclass(frozen=True)
