@@ -492,8 +492,10 @@ class PortfolioCandidate:
     """
     One finite-model job of a portfolio.
     """
-    def __init__(self, name: str, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, half_life_s: typing.SupportsFloat | typing.SupportsIndex | None, initial: State) -> None:
-        ...
+    def __init__(self, name: str, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, half_life_s: typing.SupportsFloat | typing.SupportsIndex | None, initial: State, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        """
+        benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.
+        """
     @property
     def benefit_rate(self) -> float:
         ...

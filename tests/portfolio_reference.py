@@ -32,7 +32,7 @@ class RefCandidate:
 
     work_quanta: int
     quantum_s: float
-    benefit_rate: float
+    benefit_rate: float | tuple[tuple[float, float], ...]  # a constant, or (start, rate) pieces
     horizon_s: float
     save_s: float
     load_s: float
@@ -42,13 +42,27 @@ class RefCandidate:
     half_life_s: float | None
 
     def benefit(self, publish_s: float) -> float:
-        """Phi(t_p): g (H - t_p)^+, or its integral with age decay 2^(-age/h)."""
+        """Phi(t_p): the integral from t_p to H of g(v), times 2^(-(v - t_p)/h) with a
+        half-life h; each piece's integral in closed form, summed with fsum."""
         if publish_s >= self.horizon_s:
             return 0.0
-        if self.half_life_s is None:
-            return self.benefit_rate * (self.horizon_s - publish_s)
-        tau = self.half_life_s / math.log(2.0)
-        return self.benefit_rate * tau * (1.0 - math.exp(-(self.horizon_s - publish_s) / tau))
+        if isinstance(self.benefit_rate, (int, float)):
+            pieces = [(-INF, float(self.benefit_rate))]
+        else:
+            pieces = list(self.benefit_rate)
+        ends = [start for start, _ in pieces[1:]] + [INF]
+        parts = []
+        for (start, rate), end in zip(pieces, ends, strict=True):
+            lo, hi = max(start, publish_s), min(end, self.horizon_s)
+            if hi <= lo:
+                continue
+            if self.half_life_s is None:
+                parts.append(rate * (hi - lo))
+            else:
+                tau = self.half_life_s / math.log(2.0)
+                age_lo, age_hi = lo - publish_s, hi - publish_s
+                parts.append(rate * tau * (math.exp(-age_lo / tau) - math.exp(-age_hi / tau)))
+        return math.fsum(parts)
 
 
 @dataclass(frozen=True)
@@ -80,7 +94,9 @@ class RefPortfolio:
                 RefCandidate(
                     c["work_quanta"],
                     c["quantum_s"],
-                    c["benefit_rate"],
+                    c["benefit_rate"]
+                    if isinstance(c["benefit_rate"], (int, float))
+                    else tuple(map(tuple, c["benefit_rate"])),
                     c["horizon_s"],
                     c["save_s"],
                     c["load_s"],

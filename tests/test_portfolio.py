@@ -21,7 +21,7 @@ from learnsched.portfolio import (
     solve_portfolio,
 )
 
-from portfolio_reference import best_value
+from portfolio_reference import RefPortfolio, best_value
 from strategies import scenarios
 
 POLICIES = tuple(PortfolioPolicy)
@@ -81,7 +81,7 @@ def test_one_candidate_is_todays_model_on_the_paper_grid() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(scenarios(two_path=False) | scenarios(two_path=True))
+@given(scenarios(two_path=False) | scenarios(two_path=True) | scenarios(scheduled=True))
 def test_one_candidate_is_todays_model(scenario: ls.Scenario) -> None:
     assert_reduces(scenario)
 
@@ -141,11 +141,17 @@ def specs(
         can_run = active < gpus and fastest <= cals[active][0][1] - cals[active][0][0]
         is_active = can_run and draw(st.booleans())
         active += is_active
+        rate: Any = draw(st.sampled_from([0.0, 0.25, 1.0, 2.0, 5.0]))
+        if draw(st.integers(0, 3)) == 0:  # a benefit schedule: rates by pieces over time
+            starts = sorted(
+                set(draw(st.lists(st.integers(0, int(last) + 8), min_size=1, max_size=3)))
+            )
+            rate = [[float(t), draw(st.sampled_from([0.0, 0.5, 2.0, 4.0]))] for t in starts]
         cand = {
             "name": f"c{i}",
             "work_quanta": work,
             "quantum_s": draw(st.sampled_from([0.5, 1.0, 2.0, 2.5])),
-            "benefit_rate": draw(st.sampled_from([0.0, 0.25, 1.0, 2.0, 5.0])),
+            "benefit_rate": rate,
             "horizon_s": last + draw(seconds) * 4,
             "save_s": draw(st.sampled_from([0.0, 0.068075, 0.5])),
             "load_s": draw(st.sampled_from([0.0, 0.047748, 0.5])),
@@ -315,6 +321,31 @@ def test_age_decay_lowers_the_benefit_as_eq_c7_reads() -> None:
     assert t["plain"].benefit == 100.0  # g (H - t_p)
     tau = 50.0 / math.log(2.0)
     assert math.isclose(t["aged"].benefit, tau * (1 - math.exp(-100.0 / tau)), rel_tol=1e-14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(-50, 500), st.floats(0, 3)), min_size=1, max_size=6),
+    st.one_of(st.none(), st.floats(0.5, 400)),
+    st.floats(-100, 700),
+)
+def test_benefit_with_a_schedule_and_age_decay(
+    pieces: list[tuple[float, float]], half_life: float | None, t: float
+) -> None:
+    starts = sorted({round(s, 3) for s, _ in pieces})
+    schedule = [[s, g] for s, (_, g) in zip(starts, pieces, strict=False)]
+    job = Candidate("a", 1, 1.0, schedule, 600.0, half_life_s=half_life)
+    model = PortfolioModel(
+        Portfolio.on_windows([(0, 10)], ls.HandoffCosts(recovery_s=1.0), [job]), ["rollout"]
+    )
+    ours = model._model.benefit(0, t)
+    expected = RefPortfolio.from_json(model.portfolio.to_json()).candidates[0].benefit(t)
+    assert math.isclose(ours, expected, rel_tol=1e-11, abs_tol=1e-9)
+    if half_life is None:  # the finite model's Phi, bit for bit
+        scenario = ls.Scenario(
+            [(0.0, 10.0)], 1, 1.0, [tuple(p) for p in schedule], 600.0, ls.HandoffCosts(1.0)
+        )
+        assert ours == scenario.benefit(t)
 
 
 # --- named errors --------------------------------------------------------------------

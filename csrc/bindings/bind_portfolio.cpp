@@ -53,13 +53,20 @@ void bind_portfolio(py::module_& m) {
     py::class_<PortfolioCandidate>(m, "PortfolioCandidate", "One finite-model job of a portfolio.")
         .def(py::init([](std::string name, int work_quanta, double quantum_s, double benefit_rate,
                          double horizon_s, double save_s, double load_s,
-                         std::optional<double> half_life_s, const State& initial) {
+                         std::optional<double> half_life_s, const State& initial,
+                         const std::vector<std::pair<double, double>>& benefit_schedule) {
+                 BenefitSchedule schedule;
+                 schedule.reserve(benefit_schedule.size());
+                 for (const auto& [start, rate] : benefit_schedule) schedule.push_back({start, rate});
                  return PortfolioCandidate{std::move(name), work_quanta, quantum_s, benefit_rate,
-                                           horizon_s, save_s, load_s, half_life_s, initial};
+                                           std::move(schedule), horizon_s, save_s, load_s,
+                                           half_life_s, initial};
              }),
              py::arg("name"), py::arg("work_quanta"), py::arg("quantum_s"),
              py::arg("benefit_rate"), py::arg("horizon_s"), py::arg("save_s"), py::arg("load_s"),
-             py::arg("half_life_s"), py::arg("initial"))
+             py::arg("half_life_s"), py::arg("initial"),
+             py::arg("benefit_schedule") = std::vector<std::pair<double, double>>{},
+             "benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.")
         .def_readonly("name", &PortfolioCandidate::name)
         .def_readonly("work_quanta", &PortfolioCandidate::work_quanta)
         .def_readonly("quantum_s", &PortfolioCandidate::quantum_s)

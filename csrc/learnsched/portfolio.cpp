@@ -105,6 +105,7 @@ Scenario candidate_scenario(const Portfolio& portfolio, int c, int gpu, bool run
     s.work_quanta = cand.work_quanta;
     s.quantum_s = cand.quantum_s;
     s.benefit_rate = cand.benefit_rate;
+    s.benefit_schedule = cand.benefit_schedule;
     s.horizon_s = cand.horizon_s;
     const SharedReturn& r = portfolio.returns;
     s.costs = HandoffCosts{r.recovery_s, r.residency_rate, cand.save_s, cand.load_s, r.cold_recovery_s};

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "action.hpp"
+#include "benefit.hpp"
 #include "scenario.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -60,6 +61,7 @@ struct PortfolioCandidate {
     int work_quanta = 0;                // J
     double quantum_s = 0.0;             // delta
     double benefit_rate = 0.0;          // g, s-eq. per second until the horizon
+    BenefitSchedule benefit_schedule;   // g(t) by pieces instead (benefit_rate then 0)
     double horizon_s = 0.0;             // H
     double save_s = 0.0;                // t_ck
     double load_s = 0.0;                // t_ld

@@ -57,6 +57,12 @@ PortfolioModel::PortfolioModel(Portfolio portfolio, const std::vector<PortfolioP
     for (int c = 0; c < candidate_count(); ++c) {
         if (runs_on[static_cast<std::size_t>(c)] >= 0) holder_[static_cast<std::size_t>(runs_on[static_cast<std::size_t>(c)])] = c;
     }
+    for (const PortfolioCandidate& cand : portfolio_.candidates) {
+        aged_.push_back(cand.half_life_s ? std::optional<AgedBenefit>(std::in_place, cand.benefit_rate,
+                                                                      cand.benefit_schedule, cand.horizon_s,
+                                                                      *cand.half_life_s)
+                                         : std::nullopt);
+    }
     lanes_.reserve(static_cast<std::size_t>(candidate_count()) * static_cast<std::size_t>(G));
     for (int c = 0; c < candidate_count(); ++c) {
         for (int g = 0; g < G; ++g) {
@@ -138,20 +144,15 @@ void PortfolioModel::fill_window_plan(int c, Lane& lane) const {
 
 Segment PortfolioModel::segment(int c, const Lane& ln, const State& s, const Action& a) const {
     Segment seg = ln.acc.take(s, a);
-    if (a.kind == ActionKind::Publish && portfolio_.candidates[static_cast<std::size_t>(c)].half_life_s) {
-        seg.benefit = benefit(c, seg.publish_s);
+    if (a.kind == ActionKind::Publish && aged_[static_cast<std::size_t>(c)]) {
+        seg.benefit = aged_[static_cast<std::size_t>(c)]->value(seg.publish_s);
     }
     return seg;
 }
 
 double PortfolioModel::benefit(int c, double publish_s) const {
-    const PortfolioCandidate& cand = portfolio_.candidates[static_cast<std::size_t>(c)];
-    if (!(publish_s < cand.horizon_s)) return 0.0;
-    if (!cand.half_life_s) return cand.benefit_rate * std::max(0.0, cand.horizon_s - publish_s);
-    // Eq. C.7 with age decay: integral_{t_p}^{H} g 2^(-(v - t_p)/h) dv = g tau (1 - e^(-(H - t_p)/tau)),
-    // tau = h / ln 2 (expm1: exact for short remaining spans too).
-    const double tau = *cand.half_life_s / std::log(2.0);
-    return cand.benefit_rate * tau * -std::expm1(-(cand.horizon_s - publish_s) / tau);
+    const auto& aged = aged_[static_cast<std::size_t>(c)];
+    return aged ? aged->value(publish_s) : lane(c, 0).acc.benefit().value(publish_s);
 }
 
 double PortfolioModel::segment_gpu_s(const Segment& seg) {

@@ -8,6 +8,7 @@
 
 #include "model.hpp"
 #include "portfolio.hpp"
+#include "portfolio_benefit.hpp"
 #include "reference_policies.hpp"
 #include "segment.hpp"
 #include "tolerance.hpp"
@@ -165,6 +166,7 @@ class PortfolioModel {
     std::vector<int> holder_;      // per GPU: its initially active candidate, or -1
     std::vector<int> first_stage_;  // per GPU: the stage of its first window
     std::vector<Lane> lanes_;      // [c * G + gpu]
+    std::vector<std::optional<AgedBenefit>> aged_;  // per candidate with a half-life
     // Lane(c, stage's GPU).go's row of the stage's window, [stage * C + c]: pi0's inner loop.
     std::vector<const double*> stage_go_;
     std::vector<std::vector<int>> last_live_;  // [c][pbar]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _core
 from .._checks import indexed, integer, real
+from ..benefit import BenefitRate, benefit_rate, schedule_of
 from ..plan import ACTION_NAMES, CostSplit
 from ..scenario import (
     C_INT_MAX,
@@ -120,7 +121,8 @@ class Candidate:
     quantum_s
         Length of one quantum ``delta``, seconds.
     benefit_rate
-        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``.
+        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``: a
+        constant, or a schedule of ``(start_s, rate)`` pieces (:mod:`learnsched.benefit`).
     horizon_s
         End of the benefit stream ``H``, seconds.
     save_s, load_s
@@ -137,7 +139,7 @@ class Candidate:
     name: str
     work_quanta: int
     quantum_s: float
-    benefit_rate: float
+    benefit_rate: BenefitRate
     horizon_s: float
     save_s: float = 0.0
     load_s: float = 0.0
@@ -150,7 +152,8 @@ class Candidate:
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {self.name!r}")
         put(self, "work_quanta", integer("work_quanta", self.work_quanta, -C_INT_MAX, C_INT_MAX))
-        for name in ("quantum_s", "benefit_rate", "horizon_s", "save_s", "load_s"):
+        put(self, "benefit_rate", benefit_rate(self.benefit_rate))
+        for name in ("quantum_s", "horizon_s", "save_s", "load_s"):
             put(self, name, real(name, getattr(self, name)))
         if self.half_life_s is not None:
             put(self, "half_life_s", real("half_life_s", self.half_life_s))
@@ -159,16 +162,18 @@ class Candidate:
 
     def to_core(self) -> _core.PortfolioCandidate:
         """The core's candidate."""
+        rate, pieces = schedule_of(self.benefit_rate)
         return _core.PortfolioCandidate(
             self.name,
             self.work_quanta,
             self.quantum_s,
-            self.benefit_rate,
+            rate,
             self.horizon_s,
             self.save_s,
             self.load_s,
             self.half_life_s,
             self.initial.to_core(),
+            pieces,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -177,7 +182,11 @@ class Candidate:
             "name": self.name,
             "work_quanta": self.work_quanta,
             "quantum_s": self.quantum_s,
-            "benefit_rate": self.benefit_rate,
+            "benefit_rate": (
+                self.benefit_rate
+                if isinstance(self.benefit_rate, float)
+                else [list(piece) for piece in self.benefit_rate]
+            ),
             "horizon_s": self.horizon_s,
             "save_s": self.save_s,
             "load_s": self.load_s,
