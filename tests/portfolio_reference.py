@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import strategies as st
+
 TOLERANCE = 1e-9
 TIME_ULPS = 16 * sys.float_info.epsilon
 INF = math.inf
@@ -135,10 +137,10 @@ def holders(p: RefPortfolio) -> dict[int, int]:
     return dict(enumerate(active))
 
 
-def moves(p: RefPortfolio, c: RefCandidate, st: CState, start: float, end: float, used: float):
+def moves(p: RefPortfolio, c: RefCandidate, cs: CState, start: float, end: float, used: float):
     """Every feasible finite-model action of ``c`` in ``[start, end]``, as
     (reward, gpu_s, next state, publish time or None)."""
-    progress, durable, active, _, _ = st
+    progress, durable, active, _, _ = cs
     base = progress if active else durable
     rest = c.work_quanta - base
     out = []
@@ -193,12 +195,12 @@ def best_value(spec: dict[str, Any]) -> float:
         if forced is not None and not states[forced][2]:
             forced = None
         options = [] if forced is not None else [(0.0, 0.0, None, None)]
-        for j, (c, st) in enumerate(zip(p.candidates, states, strict=True)):
+        for j, (c, cs) in enumerate(zip(p.candidates, states, strict=True)):
             if forced is not None and j != forced:
                 continue
-            if forced is None and (st[2] or st[3] or st[4] > start):
+            if forced is None and (cs[2] or cs[3] or cs[4] > start):
                 continue
-            options += [(r, g, nxt, j) for r, g, nxt, _ in moves(p, c, st, start, end, used)]
+            options += [(r, g, nxt, j) for r, g, nxt, _ in moves(p, c, cs, start, end, used)]
         best = -INF
         for reward, gpu_s, nxt, j in options:
             after = states if j is None else (*states[:j], nxt, *states[j + 1 :])
@@ -206,3 +208,78 @@ def best_value(spec: dict[str, Any]) -> float:
         return best
 
     return search(0, 0.0, initial)
+
+
+# --- small portfolios to enumerate: hypothesis strategies of SPEC objects ------------
+
+seconds = st.one_of(st.integers(0, 10).map(float), st.floats(0, 10))
+lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
+
+
+@st.composite
+def calendars(draw: st.DrawFn, max_windows: int) -> list[list[float]]:
+    windows, start = [], draw(seconds)
+    for _ in range(draw(st.integers(1, max_windows))):
+        length = draw(lengths)
+        windows.append([start, start + length])
+        start += length + draw(seconds)
+    return windows
+
+
+@st.composite
+def specs(
+    draw: st.DrawFn, max_candidates: int = 3, max_quanta: int = 3, max_stages: int = 4
+) -> dict[str, Any]:
+    """A portfolio SPEC small enough to enumerate every plan of."""
+    gpus = draw(st.integers(1, 2))
+    if gpus == 2 and draw(st.booleans()):
+        shared = draw(calendars(max(1, max_stages // 2)))
+        cals = [shared, shared]
+    else:
+        cals = [draw(calendars(max(1, max_stages // gpus))) for _ in range(gpus)]
+    last = max(w[-1][1] for w in cals)
+    spec: dict[str, Any] = (
+        {"gpus": [{"windows": w} for w in cals]} if gpus > 1 else {"windows": cals[0]}
+    )
+    recovery = draw(seconds)
+    if draw(st.booleans()):
+        spec["warm_recovery_s"] = recovery
+        spec["cold_recovery_s"] = draw(seconds)
+    else:
+        spec["recovery_s"] = recovery
+    spec["residency_rate"] = draw(st.sampled_from([0.0, 0.06383, 0.5]))
+    if draw(st.booleans()):
+        spec["budget_gpu_s"] = draw(st.sampled_from([0.0, 3.0, 7.5, 12.0, 30.0]))
+    fastest = min(recovery, spec.get("cold_recovery_s", recovery))
+    candidates, active = [], 0
+    for i in range(draw(st.integers(1, max_candidates))):
+        work = draw(st.integers(1, max_quanta))
+        progress = draw(st.integers(0, work))
+        can_run = active < gpus and fastest <= cals[active][0][1] - cals[active][0][0]
+        is_active = can_run and draw(st.booleans())
+        active += is_active
+        rate: Any = draw(st.sampled_from([0.0, 0.25, 1.0, 2.0, 5.0]))
+        if draw(st.integers(0, 3)) == 0:  # a benefit schedule: rates by pieces over time
+            starts = sorted(
+                set(draw(st.lists(st.integers(0, int(last) + 8), min_size=1, max_size=3)))
+            )
+            rate = [[float(t), draw(st.sampled_from([0.0, 0.5, 2.0, 4.0]))] for t in starts]
+        cand = {
+            "name": f"c{i}",
+            "work_quanta": work,
+            "quantum_s": draw(st.sampled_from([0.5, 1.0, 2.0, 2.5])),
+            "benefit_rate": rate,
+            "horizon_s": last + draw(seconds) * 4,
+            "save_s": draw(st.sampled_from([0.0, 0.068075, 0.5])),
+            "load_s": draw(st.sampled_from([0.0, 0.047748, 0.5])),
+            "initial": {
+                "progress": progress,
+                "durable": draw(st.integers(0, progress)) if is_active else progress,
+                "active": is_active,
+            },
+        }
+        if draw(st.integers(0, 3)) == 0:
+            cand["half_life_s"] = draw(st.sampled_from([1.0, 5.0, 40.0]))
+        candidates.append(cand)
+    spec["candidates"] = candidates
+    return spec

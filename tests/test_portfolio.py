@@ -21,7 +21,7 @@ from learnsched.portfolio import (
     solve_portfolio,
 )
 
-from portfolio_reference import RefPortfolio, best_value
+from portfolio_reference import RefPortfolio, best_value, specs
 from strategies import scenarios
 
 POLICIES = tuple(PortfolioPolicy)
@@ -94,78 +94,6 @@ def test_the_worked_example_reduces(s0348: ls.Scenario) -> None:
 
 
 # --- small random portfolios --------------------------------------------------------
-
-seconds = st.one_of(st.integers(0, 10).map(float), st.floats(0, 10))
-lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
-
-
-@st.composite
-def calendars(draw: st.DrawFn, max_windows: int) -> list[list[float]]:
-    windows, start = [], draw(seconds)
-    for _ in range(draw(st.integers(1, max_windows))):
-        length = draw(lengths)
-        windows.append([start, start + length])
-        start += length + draw(seconds)
-    return windows
-
-
-@st.composite
-def specs(
-    draw: st.DrawFn, max_candidates: int = 3, max_quanta: int = 3, max_stages: int = 4
-) -> dict[str, Any]:
-    """A portfolio SPEC small enough to enumerate every plan of."""
-    gpus = draw(st.integers(1, 2))
-    if gpus == 2 and draw(st.booleans()):
-        shared = draw(calendars(max(1, max_stages // 2)))
-        cals = [shared, shared]
-    else:
-        cals = [draw(calendars(max(1, max_stages // gpus))) for _ in range(gpus)]
-    last = max(w[-1][1] for w in cals)
-    spec: dict[str, Any] = (
-        {"gpus": [{"windows": w} for w in cals]} if gpus > 1 else {"windows": cals[0]}
-    )
-    recovery = draw(seconds)
-    if draw(st.booleans()):
-        spec["warm_recovery_s"] = recovery
-        spec["cold_recovery_s"] = draw(seconds)
-    else:
-        spec["recovery_s"] = recovery
-    spec["residency_rate"] = draw(st.sampled_from([0.0, 0.06383, 0.5]))
-    if draw(st.booleans()):
-        spec["budget_gpu_s"] = draw(st.sampled_from([0.0, 3.0, 7.5, 12.0, 30.0]))
-    fastest = min(recovery, spec.get("cold_recovery_s", recovery))
-    candidates, active = [], 0
-    for i in range(draw(st.integers(1, max_candidates))):
-        work = draw(st.integers(1, max_quanta))
-        progress = draw(st.integers(0, work))
-        can_run = active < gpus and fastest <= cals[active][0][1] - cals[active][0][0]
-        is_active = can_run and draw(st.booleans())
-        active += is_active
-        rate: Any = draw(st.sampled_from([0.0, 0.25, 1.0, 2.0, 5.0]))
-        if draw(st.integers(0, 3)) == 0:  # a benefit schedule: rates by pieces over time
-            starts = sorted(
-                set(draw(st.lists(st.integers(0, int(last) + 8), min_size=1, max_size=3)))
-            )
-            rate = [[float(t), draw(st.sampled_from([0.0, 0.5, 2.0, 4.0]))] for t in starts]
-        cand = {
-            "name": f"c{i}",
-            "work_quanta": work,
-            "quantum_s": draw(st.sampled_from([0.5, 1.0, 2.0, 2.5])),
-            "benefit_rate": rate,
-            "horizon_s": last + draw(seconds) * 4,
-            "save_s": draw(st.sampled_from([0.0, 0.068075, 0.5])),
-            "load_s": draw(st.sampled_from([0.0, 0.047748, 0.5])),
-            "initial": {
-                "progress": progress,
-                "durable": draw(st.integers(0, progress)) if is_active else progress,
-                "active": is_active,
-            },
-        }
-        if draw(st.integers(0, 3)) == 0:
-            cand["half_life_s"] = draw(st.sampled_from([1.0, 5.0, 40.0]))
-        candidates.append(cand)
-    spec["candidates"] = candidates
-    return spec
 
 
 def build(spec: dict[str, Any], policies: tuple[PortfolioPolicy, ...] = POLICIES) -> PortfolioModel:

@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched.cli import main
 from learnsched.portfolio import Candidate, Portfolio, solve_portfolio
-from learnsched.portfolio.study import DEMANDS, idle_calendars, run_study, settings
+from learnsched.portfolio.study import DEMANDS, idle_calendars, run_study, study_settings
 
 from conftest import run_python
+from portfolio_reference import specs
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -156,7 +159,7 @@ def test_study_prints_intervals(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_study_result() -> None:
-    result = run_study(2, [s for s in settings() if s.name == "stable"])
+    result = run_study(2, [s for s in study_settings() if s.name == "stable"])
     stats = result.settings["stable"]
     for name, s in stats.items():
         j = s.to_json()
@@ -194,3 +197,46 @@ def test_the_wing_loads_on_first_use(tmp_path: Path) -> None:
         "assert learnsched.portfolio.Candidate\n"
     )
     run_python(["-c", code], cwd=tmp_path, check=True)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
+
+@st.composite
+def spec_texts(draw: st.DrawFn) -> str:
+    """A SPEC's text: valid, with a field replaced by any JSON value, truncated, or random."""
+    spec = draw(specs(max_candidates=2, max_quanta=3, max_stages=3))
+    kind = draw(st.integers(0, 4))
+    if kind == 1:
+        spec[draw(st.sampled_from(sorted(spec)))] = draw(json_values)
+    elif kind == 2:
+        cand = spec["candidates"][0]
+        cand[draw(st.sampled_from(sorted(cand)))] = draw(json_values)
+    elif kind == 3:
+        text = json.dumps(spec)
+        return text[: draw(st.integers(0, len(text)))]
+    elif kind == 4:
+        return json.dumps(draw(json_values))
+    return json.dumps(spec)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(spec_texts())
+def test_fuzzed_specs_exit_0_or_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    path = tmp_path / "fuzz.json"
+    path.write_text(text, encoding="utf-8")
+    status, out, err = run(capsys, "portfolio", str(path), "--json")
+    assert status in (0, 2), err
+    if status == 0:
+        assert list(json.loads(out)) == ["policies"]
+    else:
+        assert (out, err.count("\n")) == ("", 1)
+        assert err.startswith("learnsched portfolio: error: ")

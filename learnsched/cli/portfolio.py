@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write_text
 from .._checks import integer
-from .._json import parse as parse_json
+from .._json import read_json
 from .output import emit_json
 
 __all__ = ["register"]
@@ -54,11 +52,6 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.set_defaults(func=run_portfolio)
 
 
-def _read(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    return parse_json(text, path)
-
-
 def _write(args: argparse.Namespace, obj: Any) -> None:
     if args.out:
         atomic_write_text(args.out, json.dumps(obj, indent=2, allow_nan=False) + "\n")
@@ -97,7 +90,7 @@ def run_portfolio(args: argparse.Namespace) -> int:
         return _run_study(args)
     if args.setting:
         raise ValueError("--setting goes with --study")
-    portfolio, policies = Portfolio.from_json(_read(args.spec))
+    portfolio, policies = Portfolio.from_json(read_json(args.spec))
     plans = PortfolioModel(portfolio, policies).solve_all()
     _write(args, {"policies": {name: plan.to_json() for name, plan in plans.items()}})
     if not args.json:
@@ -106,10 +99,10 @@ def run_portfolio(args: argparse.Namespace) -> int:
 
 
 def _run_study(args: argparse.Namespace) -> int:
-    from ..portfolio.study import run_study, settings
+    from ..portfolio.study import run_study, study_settings
 
     seeds = integer("--seeds", args.seeds, low=1)
-    chosen = settings()
+    chosen = study_settings()
     if args.setting:
         known = {s.name: s for s in chosen}
         unknown = [n for n in args.setting if n not in known]

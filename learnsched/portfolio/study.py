@@ -33,6 +33,7 @@ __all__ = [
     "demand",
     "idle_calendars",
     "run_study",
+    "study_settings",
     "synthetic_portfolio",
     "trace_portfolio",
 ]
@@ -253,7 +254,7 @@ class StudyResult:
         return "\n".join(lines)
 
 
-def settings(trace: bool = True, synthetic: bool = True) -> list[Setting]:
+def study_settings(trace: bool = True, synthetic: bool = True) -> list[Setting]:
     """The study's settings: the Azure trace, then each synthetic demand shape."""
     out = [Setting("azure_trace", trace_portfolio)] if trace else []
     if synthetic:
@@ -265,7 +266,7 @@ def settings(trace: bool = True, synthetic: bool = True) -> list[Setting]:
 
 def run_study(
     seeds: int = 10,
-    study_settings: Sequence[Setting] | None = None,
+    chosen_settings: Sequence[Setting] | None = None,
     policies: Sequence[PortfolioPolicy] = STUDY_POLICIES,
 ) -> StudyResult:
     """Every policy on every setting for seeds ``0 .. seeds-1``.
@@ -274,8 +275,8 @@ def run_study(
     ----------
     seeds
         Number of draws per setting ``K`` (``>= 2`` for an interval).
-    study_settings
-        Default :func:`settings`.
+    chosen_settings
+        Default :func:`study_settings`.
     policies
         Must include ``sequential``, the baseline of the gains.
     """
@@ -284,7 +285,7 @@ def run_study(
     if BASELINE not in chosen:
         raise ValueError("policies must include 'sequential', the baseline of the gains")
     out: dict[str, dict[str, PolicyStats]] = {}
-    for setting in settings() if study_settings is None else study_settings:
+    for setting in study_settings() if chosen_settings is None else chosen_settings:
         runs = []
         for seed in range(count):
             model = PortfolioModel(setting.build(seed), chosen)
