@@ -80,6 +80,21 @@ def test_one_candidate_is_todays_model_on_the_paper_grid() -> None:
         assert_reduces(item.scenario)
 
 
+@pytest.mark.parametrize("residency_rate", [0.6383, 6.383])
+def test_one_candidate_is_todays_model_with_both_return_paths(residency_rate: float) -> None:
+    # Where parked state is dear, today's Costed Window follows the better fixed path
+    # (path_reference.hpp), and so does the portfolio's.
+    for item in ls.paper_grid().scenarios:
+        if item.recovery == "cold":
+            costs = ls.HandoffCosts.choice(
+                ls.HandoffCosts(
+                    0.487, residency_rate, item.scenario.costs.save_s, item.scenario.costs.load_s
+                ),
+                item.scenario.costs,
+            )
+            assert_reduces(item.scenario.with_costs(costs))
+
+
 @settings(max_examples=300, deadline=None)
 @given(scenarios(two_path=False) | scenarios(two_path=True) | scenarios(scheduled=True))
 def test_one_candidate_is_todays_model(scenario: ls.Scenario) -> None:

@@ -71,7 +71,7 @@ PortfolioModel::PortfolioModel(Portfolio portfolio, const std::vector<PortfolioP
             std::unique_ptr<Model> single;
             if (sequential_) single = std::make_unique<Model>(s, TableNeeds{true, true, false});
             lanes_.push_back(Lane{SegmentAccounting(std::move(s)), {}, {}, {}, {}, {}, std::move(single)});
-            fill_window_plan(c, lanes_.back());
+            fill_lane(c, lanes_.back());
         }
     }
     index_stages();
@@ -115,35 +115,82 @@ int PortfolioModel::reference_horizon(const PortfolioState& x) const {
 // backwards: V_G(k, pbar) = R(s, a) + V_G(k+1, pbar') with a = window_action (terminal
 // actions continue with 0), as evaluate_policy sums it, so that with the finite model's
 // benefit V_G is the core's table bit for bit.
-void PortfolioModel::fill_window_plan(int c, Lane& lane) const {
-    const int K = lane.acc.window_count();
-    const int J = lane.acc.work_quanta();
-    lane.value = ValueTable(K, J);
-    lane.gpu_s = ValueTable(K, J);
-    lane.publish_s = ValueTable(K, J);
-    lane.go = ValueTable(K, J);
-    for (int q = 0; q <= J; ++q) lane.publish_s(K, q) = kInf;
-    lane.window.resize(static_cast<std::size_t>(K) * (static_cast<std::size_t>(J) + 1));
+void PortfolioModel::fill_window_plan(int c, const SegmentAccounting& acc, WindowPlan& plan) const {
+    const int K = acc.window_count();
+    const int J = acc.work_quanta();
+    plan.value = ValueTable(K, J);
+    plan.gpu_s = ValueTable(K, J);
+    plan.publish_s = ValueTable(K, J);
+    for (int q = 0; q <= J; ++q) plan.publish_s(K, q) = kInf;
     for (int k = K - 1; k >= 0; --k) {
         for (int pbar = 0; pbar <= J; ++pbar) {
             const State s{k, pbar, pbar, false};
-            const Action a = window_action(lane.acc, s);
-            const Segment seg = segment(c, lane, s, a);
+            const Action a = window_action(acc, s);
+            const Segment seg = segment(c, acc, s, a);
             const bool end = a.is_terminal();
             const int next = seg.next.durable;
-            lane.value(k, pbar) = seg.reward() + (end ? 0.0 : lane.value(k + 1, next));  // Eq. 11
-            lane.gpu_s(k, pbar) = segment_gpu_s(seg) + (end ? 0.0 : lane.gpu_s(k + 1, next));
-            lane.publish_s(k, pbar) = end ? seg.publish_s : lane.publish_s(k + 1, next);
-            const double go = lane.value(k, pbar);
-            lane.go(k, pbar) = works(a) && strictly_greater(go, 0.0) ? go : -kInf;
-            lane.window[static_cast<std::size_t>(k) * (static_cast<std::size_t>(J) + 1) + static_cast<std::size_t>(pbar)] =
-                WindowStep{seg.reward(), segment_gpu_s(seg), end ? kInf : seg.ready_s, next};
+            plan.value(k, pbar) = seg.reward() + (end ? 0.0 : plan.value(k + 1, next));  // Eq. 11
+            plan.gpu_s(k, pbar) = segment_gpu_s(seg) + (end ? 0.0 : plan.gpu_s(k + 1, next));
+            plan.publish_s(k, pbar) = end ? seg.publish_s : plan.publish_s(k + 1, next);
         }
     }
 }
 
-Segment PortfolioModel::segment(int c, const Lane& ln, const State& s, const Action& a) const {
-    Segment seg = ln.acc.take(s, a);
+Action PortfolioModel::reference_choice(const Lane& ln, const State& s) {
+    if (ln.paths.empty()) return costed_window_action(ln.acc, ln.plan.value, s);
+    const auto fixed = [&](int p) {
+        const FixedPath& f = ln.paths[static_cast<std::size_t>(p)];
+        return FixedPathTables{&f.acc, &f.plan.value, &f.reference};
+    };
+    return path_choice_action({fixed(0), fixed(1)}, s);
+}
+
+const PortfolioModel::WindowPlan& PortfolioModel::plan_of(const Lane& ln, const Action& a) {
+    return ln.paths.empty() ? ln.plan : ln.paths[a.cold ? 1 : 0].plan;
+}
+
+// Every table of candidate c on one GPU: the local Window plan; with two paths each fixed
+// path's Window plan and Costed Window values (as the core's fill_reference_values sums
+// them: R + V^{CW_p}(s'), bit for bit with the finite model's benefit); then pi0's price,
+// plan GPU-seconds and segment from every service state.
+void PortfolioModel::fill_lane(int c, Lane& lane) const {
+    const int K = lane.acc.window_count();
+    const int J = lane.acc.work_quanta();
+    fill_window_plan(c, lane.acc, lane.plan);
+    if (lane.acc.path_count() == 2) {
+        for (int p = 0; p < 2; ++p) {
+            FixedPath f{SegmentAccounting(fixed_path_scenario(lane.acc.scenario(), p == 1)), {}, ValueTable(K, J)};
+            fill_window_plan(c, f.acc, f.plan);
+            for (int k = K - 1; k >= 0; --k) {
+                for (int pbar = 0; pbar <= J; ++pbar) {
+                    const State s{k, pbar, pbar, false};
+                    const Action a = costed_window_action(f.acc, f.plan.value, s);
+                    const Segment seg = segment(c, f.acc, s, a);
+                    f.reference(k, pbar) = seg.reward() + (a.is_terminal() ? 0.0 : f.reference(k + 1, seg.next.durable));
+                }
+            }
+            lane.paths.push_back(std::move(f));
+        }
+    }
+    lane.go = ValueTable(K, J);
+    lane.go_gpu_s = ValueTable(K, J);
+    lane.window.resize(static_cast<std::size_t>(K) * (static_cast<std::size_t>(J) + 1));
+    for (int k = 0; k < K; ++k) {
+        for (int pbar = 0; pbar <= J; ++pbar) {
+            const State s{k, pbar, pbar, false};
+            const Action a = reference_choice(lane, s);
+            const WindowPlan& plan = plan_of(lane, a);
+            lane.go(k, pbar) = works(a) ? plan.value(k, pbar) : -kInf;
+            lane.go_gpu_s(k, pbar) = plan.gpu_s(k, pbar);
+            const Segment seg = segment(c, lane.acc, s, a);
+            lane.window[static_cast<std::size_t>(k) * (static_cast<std::size_t>(J) + 1) + static_cast<std::size_t>(pbar)] =
+                WindowStep{seg.reward(), segment_gpu_s(seg), a.is_terminal() ? kInf : seg.ready_s, seg.next.durable};
+        }
+    }
+}
+
+Segment PortfolioModel::segment(int c, const SegmentAccounting& acc, const State& s, const Action& a) const {
+    Segment seg = acc.take(s, a);
     if (a.kind == ActionKind::Publish && aged_[static_cast<std::size_t>(c)]) {
         seg.benefit = aged_[static_cast<std::size_t>(c)]->value(seg.publish_s);
     }
@@ -162,7 +209,7 @@ double PortfolioModel::segment_gpu_s(const Segment& seg) {
 
 double PortfolioModel::window_plan_gpu_s(const Lane& ln, const State& s, const Action& a) const {
     const Segment seg = ln.acc.take(s, a);
-    return segment_gpu_s(seg) + (a.is_terminal() ? 0.0 : ln.gpu_s(s.window + 1, seg.next.durable));
+    return segment_gpu_s(seg) + (a.is_terminal() ? 0.0 : plan_of(ln, a).gpu_s(s.window + 1, seg.next.durable));
 }
 
 PortfolioState PortfolioModel::initial_state() const {
@@ -267,7 +314,7 @@ PortfolioStep PortfolioModel::take(const PortfolioState& x, const PortfolioActio
         step.segment.ready_s = kNaN;
         return step;
     }
-    step.segment = segment(a.candidate, lane(a.candidate, st.gpu), single_state(x, a.candidate), a.action);
+    step.segment = segment(a.candidate, lane(a.candidate, st.gpu).acc, single_state(x, a.candidate), a.action);
     step.gpu_s = segment_gpu_s(step.segment);
     return step;
 }

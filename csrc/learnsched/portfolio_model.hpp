@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "path_reference.hpp"
 #include "portfolio.hpp"
 #include "portfolio_benefit.hpp"
 #include "reference_policies.hpp"
@@ -76,19 +77,30 @@ class PortfolioModel {
         double free_at = 0.0;  // ready_s, or +inf once it publishes
         int durable = 0;       // the next state's
     };
-    // One candidate on one GPU's calendar.
-    struct Lane {
-        SegmentAccounting acc;
-        // The Window plan from each service state (k, pbar): its value V_G (s-eq.), its
-        // GPU-seconds and its publication time (+inf if it never publishes).
+    // The Window plan of one accounting from each service state (k, pbar): its value V_G
+    // (s-eq.), its GPU-seconds and its publication time (+inf if it never publishes).
+    struct WindowPlan {
         ValueTable value;
         ValueTable gpu_s;
         ValueTable publish_s;
-        // pi0's price of the candidate: V_G where it qualifies (V_G beats stopping, 0,
-        // strictly and Window works now), -inf where it does not.
+    };
+    // One return path of a candidate offered two (path_reference.hpp): its accounting, its
+    // Window plan and its Costed Window's values V^{CW_p}.
+    struct FixedPath {
+        SegmentAccounting acc;
+        WindowPlan plan;
+        ValueTable reference;
+    };
+    // One candidate on one GPU's calendar.
+    struct Lane {
+        SegmentAccounting acc;
+        WindowPlan plan;               // Window, each return by its locally cheaper path
+        std::vector<FixedPath> paths;  // two paths: warm, cold (today's Costed Window's)
+        // pi0's price of the candidate where today's Costed Window works (publishes or
+        // advances): V_G of the Window plan it follows, else -inf; that plan's GPU-seconds;
+        // and its segment from each service state, [k * (J + 1) + pbar], not taken again.
         ValueTable go;
-        // Window's segment from each service state, [k * (J + 1) + pbar]: what pi0 runs
-        // when it picks the candidate, without taking it again.
+        ValueTable go_gpu_s;
         std::vector<WindowStep> window;
         std::unique_ptr<Model> single;  // today's model (Sequential only)
     };
@@ -96,7 +108,12 @@ class PortfolioModel {
         return lanes_[static_cast<std::size_t>(c) * portfolio_.gpus.size() +
                       static_cast<std::size_t>(gpu)];
     }
-    void fill_window_plan(int c, Lane& lane) const;
+    void fill_window_plan(int c, const SegmentAccounting& acc, WindowPlan& plan) const;
+    void fill_lane(int c, Lane& lane) const;
+    // Today's Costed Window action of the lane's candidate in `s` (with two paths: the
+    // better fixed-path Costed Window's), and the Window plan that action follows.
+    static Action reference_choice(const Lane& ln, const State& s);
+    static const WindowPlan& plan_of(const Lane& ln, const Action& a);
     void index_stages();
     // The last stage at which pi0 may pick candidate c, from durable progress pbar on: after
     // the largest over open candidates, pi0 only waits.
@@ -105,8 +122,8 @@ class PortfolioModel {
     }
     int reference_horizon(const PortfolioState& x) const;
     State single_state(const PortfolioState& x, int c) const;
-    // ln.acc.take(s, a) with candidate c's benefit (its age decay, if any).
-    Segment segment(int c, const Lane& ln, const State& s, const Action& a) const;
+    // acc.take(s, a) with candidate c's benefit (its age decay, if any).
+    Segment segment(int c, const SegmentAccounting& acc, const State& s, const Action& a) const;
     bool fits_budget(const PortfolioState& x, double gpu_s) const {
         return !bounded() || fits_within(gpu_s, x.gpu_s, *portfolio_.budget_gpu_s);
     }

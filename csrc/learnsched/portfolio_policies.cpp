@@ -29,19 +29,20 @@ struct Pick {
 
 }  // namespace
 
-// Portfolio Costed Window (pi0). A forced candidate takes its own Costed Window action. Else
+// Portfolio Costed Window (pi0). A forced candidate takes today's Costed Window action. Else
 // every free candidate is priced as Costed Window prices it alone on this GPU: V_G, the value
-// of its Window plan from here; it qualifies if V_G beats stopping (0) strictly, Window does
-// work now and, under a budget, the whole plan's GPU-seconds fit what is left (a plan that
-// cannot run is not priced by V_G). The window goes to the qualifying candidate of largest
-// V_G and its Window action; with none it goes to serving. With one candidate and no budget
-// this is Costed Window, action for action.
+// of the Window plan it would follow from here (with two return paths, that of the better
+// fixed-path Costed Window, path_reference.hpp); it qualifies if Costed Window works now
+// (so V_G beats stopping, 0, strictly) and, under a budget, that plan's GPU-seconds fit what
+// is left (a plan that cannot run is not priced by V_G). The window goes to the qualifying
+// candidate of largest V_G and that action; with none it goes to serving. With one candidate
+// and no budget this is today's Costed Window, action for action.
 PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const {
     const Stage& st = stage(x.stage);
     if (const int c = forced_candidate(x); c >= 0) {
         const Lane& ln = lane(c, st.gpu);
         const State s = single_state(x, c);
-        const Action a = costed_window_action(ln.acc, ln.value, s);
+        const Action a = reference_choice(ln, s);
         if (works(a) && bounded() && !fits_budget(x, window_plan_gpu_s(ln, s, a))) {
             return PortfolioAction{c, decline_action(ln.acc, s)};
         }
@@ -57,13 +58,13 @@ PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const 
         if (cs.done || cs.active || cs.busy_until_s > st.start_s) continue;  // not free
         const double go = go_rows[c][cs.durable];
         if (go == -kInf || (best >= 0 && !strictly_greater(go, best_go))) continue;
-        if (bounded() && !fits_budget(x, lane(static_cast<int>(c), st.gpu).gpu_s(st.window, cs.durable))) continue;
+        if (bounded() && !fits_budget(x, lane(static_cast<int>(c), st.gpu).go_gpu_s(st.window, cs.durable))) continue;
         best = static_cast<int>(c);
         best_go = go;
     }
     if (best < 0) return PortfolioAction{};
     const int pbar = x.candidates[static_cast<std::size_t>(best)].durable;
-    return PortfolioAction{best, window_action(lane(best, st.gpu).acc, State{st.window, pbar, pbar, false})};
+    return PortfolioAction{best, reference_choice(lane(best, st.gpu), State{st.window, pbar, pbar, false})};
 }
 
 // Greedy by benefit density: the candidate whose remaining work earns most per second of it,
@@ -108,7 +109,7 @@ PortfolioAction PortfolioModel::earliest_action(const PortfolioState& x) const {
         const Segment seg = ln.acc.take(s, a);
         if (!fits_budget(x, segment_gpu_s(seg))) return kInf;
         return a.kind == ActionKind::Publish ? seg.publish_s
-                                              : ln.publish_s(s.window + 1, seg.next.durable);
+                                              : ln.plan.publish_s(s.window + 1, seg.next.durable);
     };
     const auto earns = [&](int c, double t) {
         return std::isfinite(t) && strictly_greater(benefit(c, t), 0.0);

@@ -39,7 +39,7 @@ double PortfolioModel::price(int c, int durable, double free_at, int j, double u
     const double go = stage_go_[static_cast<std::size_t>(j) * portfolio_.candidates.size() +
                                 static_cast<std::size_t>(c)][durable];
     if (go == -kInf) return -kInf;
-    if (bounded() && !fits_within(lane(c, st.gpu).gpu_s(st.window, durable), used, *portfolio_.budget_gpu_s)) {
+    if (bounded() && !fits_within(lane(c, st.gpu).go_gpu_s(st.window, durable), used, *portfolio_.budget_gpu_s)) {
         return -kInf;
     }
     return go;
@@ -85,7 +85,7 @@ double PortfolioModel::follow_reference(Follow& f, Trace* trace) const {
             const double go = go_rows[c][f.durable[c]];
             if (!(go > best_go) || (best >= 0 && !strictly_greater(go, best_go))) continue;
             if (bounded()) {
-                const double plan_s = lane(static_cast<int>(c), st.gpu).gpu_s(st.window, f.durable[c]);
+                const double plan_s = lane(static_cast<int>(c), st.gpu).go_gpu_s(st.window, f.durable[c]);
                 if (!fits_within(plan_s, f.gpu_s, *portfolio_.budget_gpu_s)) continue;
                 fit_max = std::max(fit_max, plan_s);
             }

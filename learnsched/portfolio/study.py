@@ -2,13 +2,15 @@
 App. C.2-style synthetic demand, every policy against running them one by one.
 
 Synthetic demand follows App. C.2's four shapes (stable, single-burst, recurrent,
-decaying) in five-minute slots over 24 hours. Demand is counted in GPUs' worth of
-serving: slot ``k`` needs ``n_k = clip(ceil(d_k), 1, G)`` GPUs, GPUs ``n_k .. G-1`` are
+decaying) in five-minute slots over 24 hours on 4 GPUs. Demand is counted in GPUs' worth
+of serving: slot ``k`` needs ``n_k = clip(ceil(d_k), 1, G)`` GPUs, GPUs ``n_k .. G-1`` are
 idle, and each idle slot of a GPU is one window, decided on its own as App. C.2's
-simulator decides each slot (capacity must be back by the slot's end). 24 candidates are drawn per seed (tools, guidance and
-adapters: their work, benefit rate and benefit half-life), the budget is 12 GPU-hours.
-On the trace, one GPU's idle windows (cold return path) are shared by 24 candidates
-drawn like the paper grid's. Each seed is one draw; intervals are Student-t 95% over seeds.
+simulator decides each slot (capacity must be back by the slot's end). 24 candidates are
+drawn per seed (tools, guidance and adapters: their work, base benefit rate and
+half-life); a candidate's benefit rate follows demand slot by slot and decays with the
+artifact's age (Eq. C.7); the budget is 12 GPU-hours. On the trace, one GPU's idle
+windows (cold return path) are shared by 24 candidates drawn like the paper grid's. Each
+seed is one draw; intervals are Student-t 95% over seeds.
 """
 
 from __future__ import annotations
@@ -98,19 +100,24 @@ def idle_calendars(
     )
 
 
-def _synthetic_candidates(rng: np.random.Generator, horizon_s: float) -> list[Candidate]:
+def _synthetic_candidates(rng: np.random.Generator, load: np.ndarray) -> list[Candidate]:
+    """24 candidates whose benefit follows demand: a candidate of base rate ``u`` earns
+    ``u * d_k / mean(d)`` per second in slot ``k`` (its users come with the demand)."""
+    shape = load / max(float(np.mean(load)), 1e-9)
+    horizon_s = len(load) * SLOT_S
     out = []
     for i in range(CANDIDATES):
         kind, low, high = KINDS[int(rng.integers(len(KINDS)))]
         work_min = int(rng.integers(low, high + 1))
         rate = float(np.exp(rng.normal(math.log(0.15), 0.9)))  # s-eq. per second of use
         half_life_h = float(rng.uniform(4.0, 16.0))
+        schedule = tuple((k * SLOT_S, rate * float(shape[k])) for k in range(len(load)))
         out.append(
             Candidate(
                 name=f"{kind}-{i:02d}",
                 work_quanta=work_min,
                 quantum_s=QUANTUM_S,
-                benefit_rate=rate,
+                benefit_rate=schedule,
                 horizon_s=horizon_s,
                 save_s=PAPER_WARM.save_s,
                 load_s=PAPER_WARM.load_s,
@@ -126,13 +133,14 @@ def synthetic_portfolio(shape: str, seed: int) -> Portfolio:
     if shape not in DEMANDS:
         raise ValueError(f"shape must be one of {', '.join(DEMANDS)}, got {shape!r}")
     rng = np.random.default_rng([integer("seed", seed), DEMANDS.index(shape)])
-    lending = tuple(c for c in idle_calendars(demand(shape, rng)) if c)  # GPU 0 always serves
+    load = demand(shape, rng)
+    lending = tuple(c for c in idle_calendars(load) if c)  # GPU 0 always serves
     costs = HandoffCosts.choice(PAPER_WARM, PAPER_COLD)
     return Portfolio(
         gpus=lending,
         recovery_s=costs.recovery_s,
         residency_rate=costs.residency_rate,
-        candidates=tuple(_synthetic_candidates(rng, DAY_SLOTS * SLOT_S)),
+        candidates=tuple(_synthetic_candidates(rng, load)),
         cold_recovery_s=costs.cold_recovery_s,
         budget_gpu_s=BUDGET_GPU_S,
     )
