@@ -240,3 +240,26 @@ def test_fuzzed_specs_exit_0_or_2_with_one_line(
     else:
         assert (out, err.count("\n")) == ("", 1)
         assert err.startswith("learnsched portfolio: error: ")
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "portfolio.md"
+
+
+def docs_rows(setting: str) -> list[str]:
+    """The study table's rows of ``setting`` in docs/portfolio.md."""
+    return [
+        r for r in DOCS.read_text(encoding="utf-8").splitlines() if r.startswith(f"| {setting} |")
+    ]
+
+
+def test_the_docs_trace_rows_are_what_the_code_computes() -> None:
+    result = run_study(20, [s for s in study_settings() if s.name == "azure_trace"])
+    rows = result.markdown().splitlines()[2:]
+    assert rows == docs_rows("azure_trace")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting", DEMANDS)
+def test_the_docs_synthetic_rows_are_what_the_code_computes(setting: str) -> None:
+    result = run_study(20, [s for s in study_settings() if s.name == setting])
+    assert result.markdown().splitlines()[2:] == docs_rows(setting)

@@ -241,6 +241,24 @@ class StudyResult:
             },
         }
 
+    def markdown(self) -> str:
+        """The table of :meth:`table` in Markdown (docs/portfolio.md's study table)."""
+        lines = [
+            "| setting | policy | mean value | 95% CI | gain vs sequential | 95% CI | published | GPU-h |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for setting, policies in self.settings.items():
+            for name, s in policies.items():
+                j = s.to_json()
+                lo, hi = j["ci95"]
+                glo, ghi = j["gain_ci95"]
+                lines.append(
+                    f"| {setting} | {name} | {j['mean_value']:.1f} | [{lo:.1f}, {hi:.1f}] | "
+                    f"{j['mean_gain']:.1f} | [{glo:.1f}, {ghi:.1f}] | "
+                    f"{j['mean_published']:.1f} | {j['mean_gpu_hours']:.2f} |"
+                )
+        return "\n".join(lines)
+
     def table(self) -> str:
         """Mean value with its 95% interval and the mean gain over ``sequential`` with its
         interval, per setting and policy (s-eq.)."""
