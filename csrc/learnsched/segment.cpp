@@ -17,7 +17,17 @@ CostSplit& CostSplit::operator+=(const CostSplit& other) {
 }
 
 SegmentAccounting::SegmentAccounting(Scenario scenario) : scenario_(std::move(scenario)) {
+    compute_limits();
+}
+
+void SegmentAccounting::reset(const Scenario& scenario) {
+    scenario_ = scenario;  // copy-assigned: the windows keep their vector's capacity
+    compute_limits();
+}
+
+void SegmentAccounting::compute_limits() {
     const HandoffCosts& c = scenario_.costs;
+    limits_.clear();
     limits_.reserve(scenario_.windows.size());
     for (const Window& w : scenario_.windows) {
         std::array<Limits, 2> per_path{};

@@ -58,12 +58,14 @@ void relax_resumed_advances(const SegmentAccounting& acc, double* __restrict row
 
 }  // namespace
 
-void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
+void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v, DequeScratch& scratch) {
     const int K = acc.window_count();
     const int J = acc.work_quanta();
     const auto row_size = static_cast<std::size_t>(J) + 1;
-    UninitializedArray<double> keys(row_size);  // the deque: every entry written before it is read
-    UninitializedArray<int> quanta(row_size);
+    scratch.keys.resize(row_size);  // the deque: every entry written before it is read
+    scratch.quanta.resize(row_size);
+    double* keys = scratch.keys.data();
+    int* quanta = scratch.quanta.data();
     for (int k = K - 1; k >= 0; --k) {
         double* __restrict row = v.row(k);
         const double* __restrict next = v.row(k + 1);
@@ -92,7 +94,7 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
                 const Segment seg = acc.take(fresh, Action{ActionKind::Advance, u, true, p == 1});
                 row[0] = std::max(row[0], seg.reward() + next[seg.next.durable]);  // Eq. D.2
             }
-            relax_resumed_advances(acc, row, next, k, p == 1, keys.data(), quanta.data());
+            relax_resumed_advances(acc, row, next, k, p == 1, keys, quanta);
         }
         // Advancing without a checkpoint reaches the waiting successor at a higher cost
         // (spec, DP paragraph), so it never raises V*.
@@ -102,7 +104,8 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
 ValueTable optimal_values(const SegmentAccounting& acc) {
     ValueTable v;
     v.reset(acc.window_count(), acc.work_quanta());
-    fill_optimal_values(acc, v);
+    DequeScratch scratch;
+    fill_optimal_values(acc, v, scratch);
     return v;
 }
 
