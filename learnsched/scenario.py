@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._checks import integer, nonnegative, real
+from .benefit import BenefitRate, benefit_rate, schedule_of
 
 __all__ = [
     "PAPER_COLD",
@@ -105,6 +106,11 @@ def _float_pairs(windows: tuple[object, ...]) -> bool:
         if type(w[1]) is not float:
             return False
     return True
+
+
+def _rate_json(rate: BenefitRate) -> float | list[list[float]]:
+    """A benefit rate as JSON: the number, or the schedule's ``[start_s, rate]`` pairs."""
+    return rate if isinstance(rate, (int, float)) else [list(piece) for piece in rate]
 
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -327,25 +333,30 @@ class Scenario:
     ----------
     windows
         Sorted, non-overlapping idle windows ``(start, end)`` in seconds; capacity must be
-        ready again by each window's end.
+        ready again by each window's end. Any sequence of pairs (a list, a numpy array of
+        shape ``(K, 2)``); kept as a tuple of float pairs.
     work_quanta
         Construction and validation work ``J`` in quanta.
     quantum_s
         Length of one quantum ``delta``, seconds.
     benefit_rate
-        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``.
+        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``: a
+        number, or a piecewise-constant schedule ``[[t_0, g_0], [t_1, g_1], ...]`` (rate
+        ``g_i`` from ``t_i`` seconds until the next piece starts, 0 before ``t_0``; starts
+        strictly increasing), stored as a tuple of ``(start_s, rate)`` pairs.
     horizon_s
-        End of the benefit stream ``H``, seconds: publishing at ``t`` earns ``g*(H - t)^+``.
+        End of the benefit stream ``H``, seconds: publishing at ``t`` earns the integral of
+        the rate from ``t`` to ``H`` (:meth:`benefit`), ``g*(H - t)^+`` for a constant rate.
     costs
         Handoff costs.
     initial
         State at the start of the first window.
     """
 
-    windows: tuple[tuple[float, float], ...]
+    windows: Sequence[tuple[float, float]]
     work_quanta: int
     quantum_s: float
-    benefit_rate: float
+    benefit_rate: BenefitRate
     horizon_s: float
     costs: HandoffCosts
     initial: InitialState = field(default_factory=InitialState)
@@ -362,10 +373,13 @@ class Scenario:
         work_quanta = self.work_quanta
         if type(work_quanta) is not int or not 1 <= work_quanta <= _core.MAX_STATES:
             put(self, "work_quanta", integer("work_quanta", work_quanta, 1, _core.MAX_STATES))
-        for name in ("quantum_s", "benefit_rate", "horizon_s"):
+        for name in ("quantum_s", "horizon_s"):
             value = getattr(self, name)
             if type(value) is not float:  # inf and NaN pass: their check is the core's
                 put(self, name, real(name, value))
+        if type(self.benefit_rate) is not float:
+            put(self, "benefit_rate", benefit_rate(self.benefit_rate))
+        constant_rate, schedule = schedule_of(self.benefit_rate)
         if not isinstance(self.costs, HandoffCosts):
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):
@@ -374,10 +388,11 @@ class Scenario:
             list(self.windows),
             self.work_quanta,
             self.quantum_s,
-            self.benefit_rate,
+            constant_rate,
             self.horizon_s,
             self.costs.to_core(),
             self.initial.to_core(),
+            schedule,
         )
         _core.validate(core)  # the core's own checks name the field and value
         # Built once: the core object is immutable, and batches reuse it.
@@ -398,7 +413,8 @@ class Scenario:
         put(scenario, "windows", windows)
         put(scenario, "work_quanta", core.work_quanta)
         put(scenario, "quantum_s", core.quantum_s)
-        put(scenario, "benefit_rate", core.benefit_rate)
+        schedule = core.benefit_schedule
+        put(scenario, "benefit_rate", tuple(schedule) if schedule else core.benefit_rate)
         put(scenario, "horizon_s", core.horizon_s)
         put(scenario, "costs", costs)
         put(scenario, "initial", initial)
@@ -414,6 +430,14 @@ class Scenario:
         """The C++ core's (validated, immutable) scenario."""
         return self._core_scenario
 
+    def benefit(self, publish_s: float) -> float:
+        """``Phi(publish_s)``: the benefit of publishing at ``publish_s`` seconds, s-eq.
+
+        The integral of the benefit rate from ``publish_s`` to ``horizon_s`` (0 from the
+        horizon on), computed by the core as every policy values it.
+        """
+        return float(self._core_scenario.benefit(real("publish_s", publish_s)))
+
     def with_costs(self, costs: HandoffCosts) -> Scenario:
         """The same scenario planned with other handoff costs (e.g. a measured profile's)."""
         return replace(self, costs=costs)
@@ -424,7 +448,7 @@ class Scenario:
             "windows": [list(w) for w in self.windows],
             "work_quanta": self.work_quanta,
             "quantum_s": self.quantum_s,
-            "benefit_rate": self.benefit_rate,
+            "benefit_rate": _rate_json(self.benefit_rate),
             "horizon_s": self.horizon_s,
             **self.costs.to_json(),
             "initial": {
@@ -461,3 +485,24 @@ class Scenario:
             )
         except TypeError as err:  # JSON input: a wrong type is a bad value
             raise ValueError(str(err)) from err
+
+
+def scenarios_from_json(data: object) -> tuple[list[Scenario], bool]:
+    """The scenarios of a JSON document: one object, or a list of them.
+
+    Returns the scenarios and whether the document was a list (its output is then a list).
+
+    Raises
+    ------
+    ValueError
+        An invalid scenario, named by its index in a list (``scenario [i]: ...``).
+    """
+    if isinstance(data, list):
+        scenarios = []
+        for i, obj in enumerate(data):
+            try:
+                scenarios.append(Scenario.from_json(obj))
+            except ValueError as err:
+                raise ValueError(f"scenario [{i}]: {err}") from None
+        return scenarios, True
+    return [Scenario.from_json(data)], False

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from . import _core
 from ._checks import bool_vector, indexed, int32_vector, integer, number
+from .benefit import benefit_text
 from .plan import Plan
 from .scenario import C_INT_MAX, Scenario, flag
 
@@ -22,15 +23,21 @@ __all__ = [
     "Decisions",
     "Model",
     "Policy",
+    "ScoreEstimate",
     "ScoreNoise",
+    "State",
     "solve",
     "solve_all",
 ]
 
 Action = _core.Action
 ActionKind = _core.ActionKind
+State = _core.State
+"""A decision state ``(window, progress, durable, active)``, as score callbacks get it."""
 # Error of an estimated score, s-eq., as a deterministic function of (state, action).
 ScoreNoise = Callable[[_core.State, _core.Action], float]
+# A user's own score estimate Qhat(s, a) of Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq.
+ScoreEstimate = Callable[[_core.State, _core.Action], float]
 
 
 class Policy(str, Enum):
@@ -44,7 +51,8 @@ class Policy(str, Enum):
     STATIC_ROI = "static_roi"
     """Window, gated by a return on investment that ignores every handoff."""
     COSTED_WINDOW = "costed_window"
-    """The reference pi0: Window, gated by the fully priced value of its plan."""
+    """The reference pi0: Window, gated by the fully priced value of its plan; with two
+    return paths, the better of the two fixed-path Costed Windows from each state."""
     ROLLOUT = "rollout"
     """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
     DP = "dp"
@@ -126,7 +134,8 @@ def decide_arguments(
     policy: str | Policy | _core.Policy,
     epsilon: object,
     score_noise: object,
-) -> tuple[int, int, int, bool, _core.Policy, float, ScoreNoise | None]:
+    scores: object,
+) -> tuple[int, int, int, bool, _core.Policy, float, ScoreNoise | None, ScoreEstimate | None]:
     """:meth:`Model.decide`'s arguments checked and converted, in the order the core takes
     them, or a ``TypeError``/``ValueError`` naming the field.
 
@@ -136,8 +145,7 @@ def decide_arguments(
     """
     state = _state_args(window, progress, durable, active)
     core = policy if isinstance(policy, _core.Policy) else core_policy(policy)
-    eps, noise = _guard(policy, epsilon, score_noise)
-    return (*state, core, eps, noise)
+    return (*state, core, *_guard(policy, epsilon, score_noise, scores))
 
 
 def guard_epsilon(epsilon: object) -> float:
@@ -150,30 +158,44 @@ def guard_epsilon(epsilon: object) -> float:
     return value
 
 
+def checked_callback(
+    name: str, f: object
+) -> Callable[[_core.State, _core.Action], float] | None:
+    """``f`` wrapped so that each answer is checked as a finite number naming ``name``."""
+    if f is None:
+        return None
+    if not callable(f):
+        raise TypeError(f"{name} must be callable (state, action) -> s-eq., got {f!r}")
+    call = f
+
+    def checked(state: _core.State, action: _core.Action) -> float:
+        return number(f"{name}(state, action)", call(state, action))
+
+    return checked
+
+
 def _guard(
-    policy: str | Policy | _core.Policy, epsilon: object, score_noise: object
-) -> tuple[float, ScoreNoise | None]:
-    """Checked guard arguments; only the guarded policy takes them."""
+    policy: str | Policy | _core.Policy,
+    epsilon: object,
+    score_noise: object,
+    scores: object = None,
+) -> tuple[float, ScoreNoise | None, ScoreEstimate | None]:
+    """Checked guard arguments; only the guarded policy takes them, and only one of
+    ``score_noise`` and ``scores``."""
     eps = guard_epsilon(epsilon)
+    given = eps != 0.0 or score_noise is not None or scores is not None
     guarded = (
         policy == _core.Policy.GUARDED
         if isinstance(policy, _core.Policy)
         else Policy.parse(policy) is Policy.GUARDED
     )
-    if not guarded and (eps != 0.0 or score_noise is not None):
-        raise ValueError(f"epsilon and score_noise apply only to policy 'guarded', got {policy!r}")
-    if score_noise is None:
-        return eps, None
-    if not callable(score_noise):
-        raise TypeError(
-            f"score_noise must be callable (state, action) -> s-eq., got {score_noise!r}"
+    if not guarded and given:
+        raise ValueError(
+            f"epsilon, score_noise and scores apply only to policy 'guarded', got {policy!r}"
         )
-    noise = score_noise
-
-    def checked(state: _core.State, action: _core.Action) -> float:
-        return number("score_noise(state, action)", noise(state, action))
-
-    return eps, checked
+    if score_noise is not None and scores is not None:
+        raise ValueError("give score_noise or scores, not both")
+    return eps, checked_callback("score_noise", score_noise), checked_callback("scores", scores)
 
 
 class Decisions(NamedTuple):
@@ -232,7 +254,7 @@ class Model:
         s = self._scenario
         return (
             f"<Model: {len(s.windows)} windows, {s.work_quanta} quanta of {s.quantum_s:g} s, "
-            f"benefit {s.benefit_rate:g} s-eq./s until {s.horizon_s:g} s, "
+            f"benefit {benefit_text(s.benefit_rate)} s-eq./s until {s.horizon_s:g} s, "
             f"recovery {s.costs.recovery_s:g} s>"
         )
 
@@ -250,6 +272,7 @@ class Model:
         policy: str | Policy = Policy.ROLLOUT,
         epsilon: float = 0.0,
         score_noise: ScoreNoise | None = None,
+        scores: ScoreEstimate | None = None,
     ) -> _core.Action:
         """The policy's action for an observed state at the start of ``window``.
 
@@ -270,6 +293,12 @@ class Model:
             ``guarded`` only: ``(state, action) -> e`` in s-eq., the error of each action's
             estimated score ``Q^pi0(s, a) + e``; ``None`` scores exactly. The guarantee
             (never below Costed Window) holds when ``|e| <= epsilon`` everywhere.
+        scores
+            ``guarded`` only: ``(state, action) -> Qhat`` in s-eq., your own estimate of
+            ``Q^pi0(s, a) = R(s, a) + V^pi0(s')`` for each feasible action (instead of
+            ``score_noise``). The guarantee holds when ``|Qhat - Q^pi0| <= epsilon`` over
+            the states the policy reaches: :func:`learnsched.scores.check_scores` and
+            ``learnsched guard-check`` measure it.
 
         Returns
         -------
@@ -288,7 +317,9 @@ class Model:
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
-        return self._model.decide(window, progress, durable, active, policy, epsilon, score_noise)
+        return self._model.decide(
+            window, progress, durable, active, policy, epsilon, score_noise, scores
+        )
 
     def decide_many(
         self,
@@ -332,7 +363,7 @@ class Model:
             for a policy other than ``guarded``, or an invalid state (``states[i]: ...``).
         """
         core = core_policy(policy)
-        eps, _ = _guard(policy, epsilon, None)
+        eps, _, _ = _guard(policy, epsilon, None)
         columns = (
             int32_vector("window", window),
             int32_vector("progress", progress),
@@ -351,6 +382,7 @@ class Model:
         policy: str | Policy = Policy.ROLLOUT,
         epsilon: float = 0.0,
         score_noise: ScoreNoise | None = None,
+        scores: ScoreEstimate | None = None,
     ) -> Plan:
         """The policy's whole plan from the initial state (GIL released while solving).
 
@@ -358,9 +390,9 @@ class Model:
         ----------
         policy
             Policy name or :class:`Policy`; LearnSched's rollout by default.
-        epsilon, score_noise
-            The guarded policy's score-error bound (s-eq.) and score errors, as in
-            :meth:`decide`.
+        epsilon, score_noise, scores
+            The guarded policy's score-error bound (s-eq.) and score errors or your own
+            score estimates, as in :meth:`decide`.
 
         Returns
         -------
@@ -374,8 +406,8 @@ class Model:
         ValueError
             An unknown policy, or a guard argument for a policy other than ``guarded``.
         """
-        eps, noise = _guard(policy, epsilon, score_noise)
-        plan = self._model.solve(core_policy(policy), eps, noise)
+        eps, noise, estimate = _guard(policy, epsilon, score_noise, scores)
+        plan = self._model.solve(core_policy(policy), eps, noise, estimate)
         return Plan.from_core(plan, self._scenario.costs.offers_choice)
 
     def solve_all(self, policies: str | Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
@@ -411,12 +443,26 @@ class Model:
         """``V^pi0`` of a state: the value of following Costed Window from it, s-eq."""
         return self._model.reference_value(_core_state(window, progress, durable, active))
 
+    def reference_score(self, state: State, action: Action) -> float:
+        """``Q^pi0(s, a) = R(s, a) + V^pi0(s')`` (Eq. 11), s-eq.: the exact score the guarded
+        rollout's estimates stand for, of a feasible ``action`` in ``state``.
+
+        Raises
+        ------
+        TypeError
+            ``state`` or ``action`` is not the core's :data:`State` / :data:`Action`.
+        ValueError
+            An invalid state, an infeasible action, or a model built without ``V^pi0``.
+        """
+        return self._model.reference_score(state, action)
+
 
 def solve(
     scenario: Scenario,
     policy: str | Policy = Policy.ROLLOUT,
     epsilon: float = 0.0,
     score_noise: ScoreNoise | None = None,
+    scores: ScoreEstimate | None = None,
 ) -> Plan:
     """Solve one scenario under one policy (default: LearnSched's rollout).
 
@@ -427,9 +473,9 @@ def solve(
     policy
         Policy name (``"never"``, ``"window"``, ``"static_roi"``, ``"costed_window"``,
         ``"rollout"``, ``"dp"``, ``"guarded"``) or :class:`Policy`.
-    epsilon, score_noise
-        The guarded policy's score-error bound (s-eq.) and score errors
-        (:meth:`Model.decide`).
+    epsilon, score_noise, scores
+        The guarded policy's score-error bound (s-eq.) and score errors or your own score
+        estimates (:meth:`Model.decide`).
 
     Returns
     -------
@@ -445,7 +491,7 @@ def solve(
     ValueError
         An unknown policy, or a guard argument for a policy other than ``guarded``.
     """
-    return Model(scenario, (policy,)).solve(policy, epsilon, score_noise)
+    return Model(scenario, (policy,)).solve(policy, epsilon, score_noise, scores)
 
 
 def solve_all(

@@ -113,8 +113,8 @@ def checked_decide(model: ls.Model, *args: object) -> object:
     ``decide_arguments`` (the one home of their messages), then the core's decision of
     those values; the error if they refuse."""
     try:
-        window, progress, durable, active, policy, eps, noise = decide_arguments(*args)
-        action = model._model.decide(window, progress, durable, active, policy, eps, noise)
+        checked = decide_arguments(*args)
+        action = model._model.decide(*checked)
     except (TypeError, ValueError) as err:
         return type(err), str(err)
     return action
@@ -149,6 +149,7 @@ POLICY_VALUES = st.one_of(
     POLICY_VALUES,
     st.sampled_from([0.0, 0, -0.0, 1.0, -1.0, math.inf, math.nan, np.float64(0.0), "1", None]),
     st.sampled_from([None, lambda s, a: 0.0, 3]),
+    st.sampled_from([None, lambda s, a: 1.0, "x"]),
 )
 def test_decide_checks_in_the_core_as_the_python_checks_do(
     fields: tuple[object, object, object],
@@ -156,12 +157,13 @@ def test_decide_checks_in_the_core_as_the_python_checks_do(
     policy: object,
     epsilon: object,
     noise: object,
+    scores: object,
 ) -> None:
     """decide's plain arguments are checked in C++ (issue 22) and every other call goes
     through decide_arguments: either way the action, or the error's type and message, is
     that of the Python checks followed by the core."""
     model = S0348_MODEL
-    args = (*fields, active, policy, epsilon, noise)
+    args = (*fields, active, policy, epsilon, noise, scores)
     assert decide_outcome(model, *args) == checked_decide(model, *args)
 
 

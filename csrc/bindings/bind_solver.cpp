@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "learnsched/batch.hpp"
+#include "learnsched/guard_check.hpp"
 #include "learnsched/model.hpp"
 #include "learnsched/tolerance.hpp"
 
@@ -76,6 +77,18 @@ struct handle_type_name<decide_args::Noise> {
 }  // namespace pybind11::detail
 
 namespace {
+
+using ScoreCallable = std::function<double(const State&, const Action&)>;
+
+// The guard of a call from Python: exact scores, score noise, or the user's estimates
+// (held in `estimator`, which must outlive the guard).
+Guard python_guard(double epsilon, const std::optional<ScoreNoise>& noise,
+                   const std::optional<ScoreCallable>& scores,
+                   std::optional<ScoreFunction>& estimator) {
+    Guard guard{epsilon, noise.value_or(ScoreNoise{}), nullptr};
+    if (scores) guard.scores = &estimator.emplace(*scores);
+    return guard;
+}
 
 // --- Model.decide: the Python layer's checks in C++ on the common path --------------------
 
@@ -179,33 +192,36 @@ bool unguarded_policy(const py::handle& h, Policy& out) {
     return out != Policy::Guarded;
 }
 
-bool no_guard(const py::handle& epsilon, const py::handle& noise) {
-    return noise.is_none() && PyFloat_CheckExact(epsilon.ptr()) &&
+bool no_guard(const py::handle& epsilon, const py::handle& noise, const py::handle& scores) {
+    return noise.is_none() && scores.is_none() && PyFloat_CheckExact(epsilon.ptr()) &&
            PyFloat_AS_DOUBLE(epsilon.ptr()) == 0.0;
 }
 
 decide_args::Result decide(const Model& model, const decide_args::Int& window,
-                  const decide_args::Int& progress, const decide_args::Int& durable,
-                  const decide_args::Flag& active, const decide_args::PolicyName& policy,
-                  const decide_args::Epsilon& epsilon, const decide_args::Noise& score_noise) {
+                           const decide_args::Int& progress, const decide_args::Int& durable,
+                           const decide_args::Flag& active, const decide_args::PolicyName& policy,
+                           const decide_args::Epsilon& epsilon,
+                           const decide_args::Noise& score_noise,
+                           const decide_args::Noise& scores) {
     State s;
     Policy p = Policy::Rollout;
     if (plain_int(window, s.window) && plain_int(progress, s.progress) &&
         plain_int(durable, s.durable) && plain_flag(active, s.active) &&
-        unguarded_policy(policy, p) && no_guard(epsilon, score_noise)) {
+        unguarded_policy(policy, p) && no_guard(epsilon, score_noise, scores)) {
         return decide_args::Result(action_cache().get(model.decide(s, p)));
     }
     // Anything else (numpy integers, the guarded policy, a bad argument): learnsched's
     // checks convert it or raise naming the field, with the messages of every other call.
     const auto args = py::module_::import("learnsched.solver")
                           .attr("decide_arguments")(window, progress, durable, active, policy,
-                                                    epsilon, score_noise)
+                                                    epsilon, score_noise, scores)
                           .cast<py::tuple>();
     const State checked{args[0].cast<int>(), args[1].cast<int>(), args[2].cast<int>(),
                         args[3].cast<bool>()};
-    const py::object noise = args[6];
-    const Guard guard{args[5].cast<double>(),
-                      noise.is_none() ? ScoreNoise{} : noise.cast<ScoreNoise>()};
+    std::optional<ScoreFunction> estimator;
+    const Guard guard =
+        python_guard(args[5].cast<double>(), args[6].cast<std::optional<ScoreNoise>>(),
+                     args[7].cast<std::optional<ScoreCallable>>(), estimator);
     const Action a = model.decide(checked, args[4].cast<Policy>(), guard);
     return decide_args::Result(action_cache().get(a));
 }
@@ -215,7 +231,7 @@ decide_args::Result decide(const Model& model, const decide_args::Int& window,
 decide_args::Result decide_floor(const Model&, const decide_args::Int&, const decide_args::Int&,
                                  const decide_args::Int&, const decide_args::Flag&,
                                  const decide_args::PolicyName&, const decide_args::Epsilon&,
-                                 const decide_args::Noise&) {
+                                 const decide_args::Noise&, const decide_args::Noise&) {
     return decide_args::Result(action_cache().get(Action{}));
 }
 
@@ -425,13 +441,14 @@ void bind_solver(py::module_& m) {
         .def_property_readonly("scenario", &Model::scenario)
         .def("decide", &decide, py::arg("window"), py::arg("progress"), py::arg("durable"),
              py::arg("active") = false, py::arg("policy") = "rollout", py::arg("epsilon") = 0.0,
-             py::arg("score_noise") = py::none(),
+             py::arg("score_noise") = py::none(), py::arg("scores") = py::none(),
              "learnsched.Model.decide itself (every argument checked here, with its messages): "
              "the policy's action in a validated state; O(log J) per change of incumbent (a "
              "continuation row's first decision indexes it, O(J)). Equal actions are one object.")
         .def("_decide_floor", &decide_floor, py::arg("window"), py::arg("progress"),
              py::arg("durable"), py::arg("active") = false, py::arg("policy") = "rollout",
              py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+             py::arg("scores") = py::none(),
              "decide's binding without its work (the benchmarks' floor): a cached wait.")
         .def("decide_many", &decide_many, py::arg("window"), py::arg("progress"),
              py::arg("durable"), py::arg("active"), py::arg("policy"), py::arg("epsilon") = 0.0,
@@ -442,14 +459,31 @@ void bind_solver(py::module_& m) {
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               std::optional<ScoreNoise> score_noise) {
-                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
-                // Pure C++ but for score_noise, which takes the GIL back for each call.
+               std::optional<ScoreNoise> score_noise, std::optional<ScoreCallable> scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
+                // Pure C++ but for the callbacks, which take the GIL back for each call.
                 py::gil_scoped_release release;
                 return model.solve(policy, guard);
             },
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
-            "The policy's plan from the initial state.")
+            py::arg("scores") = py::none(), "The policy's plan from the initial state.")
+        .def(
+            "reference_score",
+            [](const Model& model, const State& state, const Action& action) {
+                return model.reference_score(state, action);
+            },
+            py::arg("state"), py::arg("action"),
+            "Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq., of a feasible action (Eq. 11).")
+        .def(
+            "feasible_actions",
+            [](const Model& model, const State& state) {
+                validate_state(model.scenario(), state);
+                std::vector<Action> out;
+                model.accounting().for_each_action(state, [&](const Action& a) { out.push_back(a); });
+                return out;
+            },
+            py::arg("state"), "Every feasible action of a valid state, in canonical order.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
              "V_G: value of following Window from the state, s-eq.")
         .def("reference_value", &Model::reference_value, py::arg("state"),
@@ -457,6 +491,27 @@ void bind_solver(py::module_& m) {
         .def("optimal_value", &Model::optimal_value, py::arg("state"),
              "V*: optimal value of the state (Eq. D.2), s-eq.");
 
+    py::enum_<Reach>(m, "Reach", "Which states guard_check scores.")
+        .value("GUARDED", Reach::Guarded)
+        .value("ALL", Reach::All);
+    py::class_<ScoreErrorReport>(m, "ScoreErrorReport",
+                                 "The worst error of score estimates over the reached states.")
+        .def_readonly("states", &ScoreErrorReport::states)
+        .def_readonly("actions", &ScoreErrorReport::actions)
+        .def_readonly("worst", &ScoreErrorReport::worst, "max |Qhat - Q^pi0|, s-eq.")
+        .def_readonly("worst_state", &ScoreErrorReport::worst_state)
+        .def_readonly("worst_action", &ScoreErrorReport::worst_action)
+        .def_readonly("worst_estimate", &ScoreErrorReport::worst_estimate)
+        .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
+    m.def(
+        "measure_score_error",
+        [](const Model& model, const ScoreCallable& scores, double epsilon, Reach reach) {
+            const ScoreFunction estimator(scores);
+            return measure_score_error(model, estimator, epsilon, reach);
+        },
+        py::arg("model"), py::arg("scores"), py::arg("epsilon"), py::arg("reach"),
+        "The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach "
+        "names (App. D.3's bound), with where it is.");
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
           "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "

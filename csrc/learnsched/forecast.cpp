@@ -1,6 +1,7 @@
 #include "forecast.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -75,13 +76,37 @@ TableNeeds needs_of(const std::vector<Policy>& policies) {
 
 bool same_candidate(const Scenario& a, const Scenario& b) {
     return a.work_quanta == b.work_quanta && a.quantum_s == b.quantum_s &&
-           a.benefit_rate == b.benefit_rate && a.horizon_s == b.horizon_s &&
+           a.benefit_rate == b.benefit_rate && a.benefit_schedule == b.benefit_schedule &&
+           a.horizon_s == b.horizon_s &&
            a.costs.recovery_s == b.costs.recovery_s &&
            a.costs.residency_rate == b.costs.residency_rate && a.costs.save_s == b.costs.save_s &&
            a.costs.load_s == b.costs.load_s && a.costs.cold_recovery_s == b.costs.cold_recovery_s;
 }
 
 }  // namespace
+
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta,
+                          std::size_t limit) {
+    if (work_quanta < 1) {
+        throw std::invalid_argument("work_quanta must be >= 1, got " + std::to_string(work_quanta));
+    }
+    const std::size_t stride = static_cast<std::size_t>(work_quanta) + 1;
+    constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+    std::size_t total = 0;  // saturates instead of wrapping around
+    for (const Calendar& c : samples) {
+        const std::size_t rows = c.size() + 1;
+        const std::size_t term = rows > kSaturated / stride ? kSaturated : rows * stride;
+        total = term > kSaturated - total ? kSaturated : total + term;
+    }
+    if (total > limit) {
+        throw std::invalid_argument(
+            "samples x states: the sum over " + std::to_string(samples.size()) +
+            " samples of (windows + 1) x (work_quanta + 1) = " +
+            (total == kSaturated ? std::string("more than 2^64") : std::to_string(total)) +
+            " exceeds the limit of " + std::to_string(limit));
+    }
+    return total;
+}
 
 SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
                            const std::vector<Policy>& policies, int threads)
@@ -95,6 +120,9 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
                                     " calendars, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
+    // Before any table is allocated; two paths keep four more tables per sample.
+    sample_states(samples, candidate.work_quanta,
+                  candidate.costs.offers_choice() ? kMaxTwoPathStates : kMaxSampleStates);
     candidate_.windows.clear();  // only the candidate's parameters are kept
     candidate_.initial = State{};
     samples_.resize(samples.size());
@@ -109,6 +137,7 @@ void SampleTables::build(std::size_t i, const Calendar& calendar) {
     Sample& out = samples_[i];
     // An empty sample keeps one all-zero row: no later window, every continuation is 0.
     out.window = out.reference = out.optimal = ValueTable(0, J);
+    out.path_window = out.path_reference = {out.window, out.window};
     if (calendar.empty()) return;
     const SegmentAccounting acc(sample_scenario(candidate_, calendar, i));
     out.starts.reserve(calendar.size());
@@ -119,11 +148,22 @@ void SampleTables::build(std::size_t i, const Calendar& calendar) {
     if (needs_.window) {
         evaluate_policy(acc, window, [&](const State& s) { return window_action(acc, s); });
     }
+    const bool two_paths = acc.path_count() == 2 && (needs_.window || needs_.reference);
+    PathChoiceReference paths;  // pi0 with two paths: each fixed path's tables
+    if (two_paths) paths.build(acc);
     if (needs_.reference) {
         ValueTable reference(K, J);
-        evaluate_policy(acc, reference,
-                        [&](const State& s) { return costed_window_action(acc, window, s); });
+        if (two_paths) {
+            paths.fill_values(acc, reference);
+        } else {
+            evaluate_policy(acc, reference,
+                            [&](const State& s) { return costed_window_action(acc, window, s); });
+        }
         out.reference = std::move(reference);
+    }
+    for (int p = 0; two_paths && p < 2; ++p) {
+        const auto i = static_cast<std::size_t>(p);
+        paths.release(p, out.path_window[i], out.path_reference[i]);
     }
     out.window = std::move(window);
     if (needs_.optimal) out.optimal = optimal_values(acc);
@@ -167,6 +207,33 @@ ForecastModel::ForecastModel(const Scenario& current, const SampleTables& tables
     if (needs_.optimal) mean_into(&SampleTables::Sample::optimal, optimal_values_);
     // Row 0 of V_G: Window's action on the current window, priced with the mean after it.
     evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
+    if (acc_.path_count() == 1 || !(needs_.window || needs_.reference)) return;
+    for (std::size_t p = 0; p < 2; ++p) {  // pi0 with two paths: the same per fixed path
+        SegmentAccounting& one = path_acc_[p].emplace(fixed_path_scenario(scenario(), p == 1));
+        path_window_values_[p] = ValueTable(1, J);
+        path_reference_values_[p] = ValueTable(1, J);
+        for (int q = 0; q <= J; ++q) {
+            double window_sum = 0.0;  // in sample order, as mean_into
+            double reference_sum = 0.0;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                window_sum += tables.samples_[i].path_window[p](rows[i], q);
+                reference_sum += tables.samples_[i].path_reference[p](rows[i], q);
+            }
+            path_window_values_[p](1, q) = window_sum / static_cast<double>(rows.size());
+            path_reference_values_[p](1, q) = reference_sum / static_cast<double>(rows.size());
+        }
+        evaluate_policy(one, path_window_values_[p],
+                        [&](const State& s) { return window_action(one, s); });
+    }
+}
+
+Action ForecastModel::costed_window_action(const State& state) const {
+    if (acc_.path_count() == 1) return learnsched::costed_window_action(acc_, window_values_, state);
+    std::array<FixedPathTables, 2> paths;
+    for (std::size_t p = 0; p < 2; ++p) {
+        paths[p] = FixedPathTables{&*path_acc_[p], &path_window_values_[p], &path_reference_values_[p]};
+    }
+    return path_choice_action(paths, state);
 }
 
 Action ForecastModel::decide(const State& state, Policy policy) const {
@@ -182,11 +249,10 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
         case Policy::Window: return window_action(acc_, state);
         case Policy::CostedWindow:
             require(needs_.window);
-            return costed_window_action(acc_, window_values_, state);
+            return costed_window_action(state);
         case Policy::Rollout:  // Eq. 11 over the expected reference continuation
             require(needs_.reference);
-            return best_action(acc_, reference_values_, state,
-                               costed_window_action(acc_, window_values_, state));
+            return best_action(acc_, reference_values_, state, costed_window_action(state));
         case Policy::Dp:  // Eq. D.2 with the expected optimal continuation
             require(needs_.optimal);
             return best_action(acc_, optimal_values_, state, never_action(acc_, state));

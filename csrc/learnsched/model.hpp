@@ -9,6 +9,7 @@
 
 #include "decision_index.hpp"
 #include "guard.hpp"
+#include "path_reference.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -86,6 +87,12 @@ class Model {
     // solve() without the steps: the same value, benefit, publication time and costs.
     PlanSummary summarize(Policy policy, const Guard& guard = {}) const;
 
+    // The accounting that prices every action (Eq. 10, rewards, successors).
+    const SegmentAccounting& accounting() const { return acc_; }
+    // Q^pi0(s, a) = R(s, a) + V^pi0(s') (Eq. 11) of a feasible action in a valid state;
+    // std::invalid_argument otherwise, or if V^pi0 was not built.
+    double reference_score(const State& state, const Action& action) const;
+
     double window_plan_value(const State& state) const;  // V_G
     double reference_value(const State& state) const;    // V^pi0 (Costed Window)
     double optimal_value(const State& state) const;      // V* (Eq. D.2)
@@ -110,6 +117,7 @@ class Model {
     ValueTable reference_values_;
     ValueTable optimal_values_;
     DequeScratch scratch_;  // V*'s deque rows, kept while small (see build_tables)
+    PathChoiceReference path_reference_;  // pi0 with two return paths (path_reference.hpp)
     // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
     AdvanceIndex reference_index_;
     AdvanceIndex optimal_index_;

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "benefit.hpp"
+
 namespace learnsched {
 
 // Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
@@ -13,6 +15,11 @@ namespace learnsched {
 // before a fresh model allocates its other tables. Measured peak RSS added by building a
 // Model (README, Performance): 384 MiB at K = 1, J = 2^23 - 1; 385 MiB at K = 2^17, J = 126.
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
+
+// A scenario offering two return paths keeps up to seven tables (its reference adds each
+// fixed path's V_G and V^pi0, path_reference.hpp): half the states keeps it near the same
+// memory (448 MiB at the cap).
+inline constexpr std::size_t kMaxTwoPathStates = kMaxStates / 2;
 
 // Most windows a scenario may have: this bounds a plan's length (one step per window,
 // ~100 bytes in C++, read from Python as columns: 25 MiB and 49 ms for
@@ -62,6 +69,10 @@ inline ReturnPath return_path(const HandoffCosts& c, bool cold) {
     return cold ? ReturnPath{*c.cold_recovery_s, 0.0} : ReturnPath{c.recovery_s, c.residency_rate};
 }
 
+inline std::size_t max_states(const HandoffCosts& costs) {
+    return costs.offers_choice() ? kMaxTwoPathStates : kMaxStates;
+}
+
 // Decision state (k, p, pbar, active) at the start of window k (paper Eq. 1).
 struct State {
     int window = 0;
@@ -76,6 +87,9 @@ struct Scenario {
     double quantum_s = 0.0;     // delta
     double benefit_rate = 0.0;  // g, s-eq. per second before the horizon
     double horizon_s = 0.0;     // H
+    // If not empty, g(t) by pieces instead of the constant benefit_rate (which must be 0):
+    // publishing at t_p earns the integral of g from t_p to H (BenefitCurve).
+    BenefitSchedule benefit_schedule;
     HandoffCosts costs;
     State initial;  // initial.window must be 0
 
@@ -87,6 +101,20 @@ struct Scenario {
 // kMaxWindows windows, a state space above kMaxStates, or magnitudes whose plan values
 // could overflow (every plan and value of a valid scenario is finite).
 void validate(const Scenario& scenario);
+
+// The benefit fields alone: benefit_rate >= 0, a finite horizon_s and, with a schedule,
+// benefit_rate == 0 and validate_benefit_schedule (what BenefitCurve assumes).
+void validate_benefit(const Scenario& scenario);
+
+// Throw std::invalid_argument naming benefit_rate[i] and its value unless every piece's
+// start is finite and within +-limit_s, starts strictly increase and every rate is
+// finite and >= 0.
+void validate_benefit_schedule(const BenefitSchedule& schedule, double limit_s);
+
+// The scenario's Phi(t_p) (its constant rate or its schedule, until horizon_s).
+inline BenefitCurve benefit_curve(const Scenario& scenario) {
+    return BenefitCurve(scenario.benefit_rate, scenario.benefit_schedule, scenario.horizon_s);
+}
 
 // Throw std::invalid_argument if `state` is not a valid decision state of `scenario`
 // (window out of range, durable > progress, unsaved work in service mode, or an active

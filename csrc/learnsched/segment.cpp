@@ -16,12 +16,14 @@ CostSplit& CostSplit::operator+=(const CostSplit& other) {
     return *this;
 }
 
-SegmentAccounting::SegmentAccounting(Scenario scenario) : scenario_(std::move(scenario)) {
+SegmentAccounting::SegmentAccounting(Scenario scenario)
+    : scenario_(std::move(scenario)), benefit_(benefit_curve(scenario_)) {
     compute_limits();
 }
 
 void SegmentAccounting::reset(const Scenario& scenario) {
     scenario_ = scenario;  // copy-assigned: the windows keep their vector's capacity
+    benefit_.assign(scenario_.benefit_rate, scenario_.benefit_schedule, scenario_.horizon_s);
     compute_limits();
 }
 

@@ -52,6 +52,7 @@ class SegmentAccounting {
     void reset(const Scenario& scenario);
 
     const Scenario& scenario() const { return scenario_; }
+    const BenefitCurve& benefit() const { return benefit_; }
     int window_count() const { return scenario_.window_count(); }
     int work_quanta() const { return scenario_.work_quanta; }
     // 2 when the scenario offers the cold alternative (paths: warm = false, cold = true), else 1.
@@ -79,7 +80,8 @@ class SegmentAccounting {
     double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
 
     // Every feasible action in the canonical tie-break order of the spec: wait (or
-    // abandon, then checkpoint-return, discard-return if active); publish; advance
+    // abandon, then checkpoint-return if there is unsaved work, discard-return if active);
+    // publish; advance
     // with checkpoint for u = max..1; advance without checkpoint for u = max..1. In a
     // two-path scenario each returning action comes by the warm path, then by the cold one.
     template <class Visit>
@@ -101,6 +103,7 @@ class SegmentAccounting {
     void compute_limits();  // limits_ from scenario_
 
     Scenario scenario_;
+    BenefitCurve benefit_;  // Phi(t_p)
     std::vector<std::array<Limits, 2>> limits_;  // per window, per path (warm, cold)
 };
 
@@ -121,7 +124,10 @@ inline bool SegmentAccounting::fits(const State& s, const Action& a) const {
         case ActionKind::Wait: return !s.active;
         case ActionKind::Abandon:
         case ActionKind::DiscardReturn: return s.active && max_quanta(s, false, a.cold) >= 0;
-        case ActionKind::CheckpointReturn: return s.active && max_quanta(s, true, a.cold) >= 0;
+        // With nothing unsaved there is nothing to checkpoint: that return is discard-return
+        // plus a save of nothing, never an action (rule 8 keeps unsaved work).
+        case ActionKind::CheckpointReturn:
+            return s.active && s.progress > s.durable && max_quanta(s, true, a.cold) >= 0;
         case ActionKind::Publish: return a.quanta == remaining(s) && can_publish(s, a.cold);
         case ActionKind::Advance:
             return a.quanta >= 1 && a.quanta < remaining(s) &&
@@ -159,7 +165,7 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
         // Rule 3. Summed as busy_s sums (load + work first, then the rest): with every
         // term >= 0 and rounding monotone, publish_s <= ready_s holds exactly.
         seg.publish_s = w.start_s + (seg.cost.load + seg.cost.work);
-        seg.benefit = scenario_.benefit_rate * std::max(0.0, scenario_.horizon_s - seg.publish_s);
+        seg.benefit = benefit_.value(seg.publish_s);  // Phi(t_p): g * (H - t_p)^+ if constant
     } else if (a.checkpoint) {
         const int saved = base(s) + a.quanta;
         seg.next.progress = saved;

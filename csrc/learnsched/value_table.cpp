@@ -71,12 +71,8 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v, DequeScrat
         const double* __restrict next = v.row(k + 1);
         // Every pbar >= 1 pays the load (rule 1): below J - P (P: the most quanta any path
         // fits without a checkpoint) the rest does not fit, and waiting is all there is.
-        const int publish_from = J - acc.max_quanta_any(State{k, 1, 1, false}, false);
-        for (int pbar = 0; pbar <= J; ++pbar) {
-            if (pbar >= 1 && pbar < publish_from) {
-                row[pbar] = next[pbar];  // wait
-                continue;
-            }
+        const int publish_from = std::max(1, J - acc.max_quanta_any(State{k, 1, 1, false}, false));
+        const auto wait_or_publish = [&](int pbar) {
             const State s{k, pbar, pbar, false};
             double best = next[pbar];  // wait
             for (int p = 0; p < acc.path_count(); ++p) {
@@ -86,7 +82,10 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v, DequeScrat
                 }
             }
             row[pbar] = best;
-        }
+        };
+        wait_or_publish(0);
+        std::copy(next + 1, next + std::min(publish_from, J + 1), row + 1);  // waits
+        for (int pbar = publish_from; pbar <= J; ++pbar) wait_or_publish(pbar);
         for (int p = 0; p < acc.path_count(); ++p) {
             // A fresh start (pbar = 0) loads nothing, so its reach differs: scan it directly.
             const State fresh{k, 0, 0, false};

@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _core
-from .._checks import integer
+from .._checks import bounded, integer
 from ..scenario import Scenario
 from ..solver import Action, Policy, core_policy
 from .forecast import Calendar
@@ -29,10 +29,19 @@ SampleTables = _core.SampleTables
 """Continuation tables of fixed sampled calendars, built once (see :func:`sample_tables`)."""
 
 
-def _packed(calendars: Sequence[Calendar]) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Calendars as the core takes them: all windows (M, 2) and N + 1 offsets."""
+def _packed(
+    calendars: Sequence[Calendar], work_quanta: int
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """Calendars as the core takes them: all windows (M, 2) and N + 1 offsets, after the
+    bound on their tables' size (the core checks it too, before it allocates them)."""
     counts = [len(c) for c in calendars]
-    total = sum(counts)
+    total = sum(counts)  # integers: exact
+    bounded(
+        f"samples x states: the sum over {len(counts)} samples of (windows + 1) x "
+        "(work_quanta + 1)",
+        (total + len(counts)) * (work_quanta + 1),
+        _core.MAX_SAMPLE_STATES,
+    )
     # One pass over the numbers (a decision's packing would otherwise rival its tables).
     numbers = chain.from_iterable(chain.from_iterable(calendars))
     windows = np.fromiter(numbers, dtype=np.float64, count=2 * total).reshape(total, 2)
@@ -52,6 +61,7 @@ def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
         core.horizon_s,
         core.costs,
         _core.State(0, 0, 0, False),
+        core.benefit_schedule,
     )
 
 
@@ -82,7 +92,7 @@ def sample_tables(
     threads
         Threads over the samples (the result does not depend on it).
     """
-    windows, offsets = _packed(calendars)
+    windows, offsets = _packed(calendars, scenario.work_quanta)
     threads = integer("threads", threads, low=1)
     return _core.SampleTables(
         scenario.to_core(), windows, offsets, _core_policies(policies), threads
@@ -123,7 +133,7 @@ class ForecastDecision:
         policies: Sequence[str | Policy] = FORECAST_POLICIES,
         threads: int = 1,
     ) -> None:
-        windows, offsets = _packed(futures)
+        windows, offsets = _packed(futures, scenario.work_quanta)
         threads = integer("threads", threads, low=1)
         self._model = _core.ForecastModel(
             _current(scenario, window), windows, offsets, _core_policies(policies), threads

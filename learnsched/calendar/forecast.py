@@ -89,7 +89,7 @@ def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
     return tuple(out)
 
 
-def frontier(observed: Calendar, now_s: float) -> float:
+def frontier(observed: Sequence[tuple[float, float]], now_s: float) -> float:
     """Where the unknown future begins: the last observed window's end, or ``now_s``."""
     return max(now_s, observed[-1][1]) if observed else now_s
 
@@ -105,7 +105,7 @@ class Forecaster(ABC):
     @abstractmethod
     def sample(
         self,
-        observed: Calendar,
+        observed: Sequence[tuple[float, float]],
         now_s: float,
         until_s: float,
         n: int,
@@ -153,7 +153,12 @@ class ExactForecaster(Forecaster):
         self.truth = calendar("truth", truth)
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` copies of the true windows in ``[frontier, until_s)``."""
         future = _after(self.truth, frontier(observed, now_s), until_s)
@@ -185,7 +190,12 @@ class SampleForecaster(Forecaster):
         self.samples = tuple(calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples))
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """The samples' windows in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
@@ -220,7 +230,9 @@ class EmpiricalForecaster(Forecaster):
         if self.history_s is not None and self.history_s <= 0:
             raise ValueError(f"history_s must be > 0, got {self.history_s!r}")
 
-    def cycles(self, observed: Calendar, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+    def cycles(
+        self, observed: Sequence[tuple[float, float]], now_s: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
         windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
         if self.history_s is not None:
@@ -230,7 +242,12 @@ class EmpiricalForecaster(Forecaster):
         return busy, idle
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` resampled continuations from the frontier (see the class docstring)."""
         n = integer("n", n, low=1)

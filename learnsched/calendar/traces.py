@@ -19,7 +19,6 @@ so the unlent trace meets every deadline; a budget that it cannot meet is refuse
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import FloatArray, nonnegative, positive
+from .._csvfile import csv_header, read_csv
 from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 
 __all__ = [
@@ -169,37 +169,34 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
     """
     times: list[float] = []
     tokens: list[tuple[float, float]] = []
-    with open(path, newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        header = [name.strip() for name in next(reader, [])]
-        missing = [name for name in AZURE_COLUMNS if name not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-        at = [header.index(name) for name in AZURE_COLUMNS]
-        for row in reader:
-            if not row:
-                continue
-            line = reader.line_num
-            cells = [row[i] if i < len(row) else "" for i in at]
-            try:
-                stamp = _timestamp(cells[0])
-            except ValueError:
-                raise ValueError(
-                    f"{path}: line {line}: TIMESTAMP must look like 2023-11-16 18:17:03.97, "
-                    f"got {cells[0]!r}"
-                ) from None
-            if times and stamp < times[-1] and not sort:
-                raise ValueError(
-                    f"{path}: line {line}: TIMESTAMP {cells[0].strip()} is earlier than the "
-                    "row before it (rows must be in time order; pass sort=True / --sort)"
-                )
-            times.append(stamp)
-            tokens.append(
-                (
-                    _tokens(path, line, AZURE_COLUMNS[1], cells[1]),
-                    _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
-                )
+    records = read_csv(path)
+    _, header = next(records, (0, []))
+    header = [name.strip() for name in header]
+    missing = [name for name in AZURE_COLUMNS if name not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    at = [header.index(name) for name in AZURE_COLUMNS]
+    for line, row in records:
+        cells = [row[i] if i < len(row) else "" for i in at]
+        try:
+            stamp = _timestamp(cells[0])
+        except ValueError:
+            raise ValueError(
+                f"{path}: line {line}: TIMESTAMP must look like 2023-11-16 18:17:03.97, "
+                f"got {cells[0]!r}"
+            ) from None
+        if times and stamp < times[-1] and not sort:
+            raise ValueError(
+                f"{path}: line {line}: TIMESTAMP {cells[0].strip()} is earlier than the "
+                "row before it (rows must be in time order; pass sort=True / --sort)"
             )
+        times.append(stamp)
+        tokens.append(
+            (
+                _tokens(path, line, AZURE_COLUMNS[1], cells[1]),
+                _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
+            )
+        )
     if not times:
         raise ValueError(f"{path}: the trace holds no requests")
     stamps = np.array(times)
@@ -218,8 +215,7 @@ def load_trace(
     The project's format (``arrival,work,deadline``) is read as it is (``service`` is not
     used, and out-of-order rows are refused); the Azure format goes through ``service``.
     """
-    with open(path, newline="", encoding="utf-8") as file:
-        header = {name.strip() for name in next(csv.reader(file), [])}
+    header = set(csv_header(path))
     if set(AZURE_COLUMNS) <= header:
         return read_azure_trace(path, sort).to_trace(service)
     if set(TRACE_COLUMNS) <= header:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write_text
-from .._checks import integer
+from .._checks import integer, positive
+from .._json import read_json
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
 from ..calendar.online import ONLINE_POLICIES, OnlineResult, evaluate_online
 from ..calendar.spec import parse_online_spec
@@ -17,7 +17,7 @@ from ..calendar.study import Candidate, TraceStudy, trace_study
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
 from ..scenario import HandoffCosts
-from .output import emit_json
+from .output import emit_json, nonnegative_float
 
 __all__ = ["register"]
 
@@ -57,7 +57,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     windows.add_argument(
         "--return-s",
-        type=float,
+        type=nonnegative_float,
         default=HandoffCosts.paper("warm").recovery_s,
         metavar="S",
         help="return path tau_r: capacity ready S seconds after the reclaim (default %(default)g, warm)",
@@ -152,14 +152,6 @@ def run_windows(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_spec(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
-
-
 def _sample_counts(text: str) -> list[int]:
     try:
         counts = [int(part) for part in text.split(",")]
@@ -192,7 +184,7 @@ def result_table(result: OnlineResult) -> str:
 def _study(args: argparse.Namespace) -> TraceStudy:
     costs = HandoffCosts.paper(args.recovery)
     windows = _windows(args, costs.recovery_s)
-    quanta = args.work_s / args.quantum_s
+    quanta = args.work_s / positive("--quantum-s", args.quantum_s)
     if not float(quanta).is_integer() or quanta < 1:
         raise ValueError(
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"
@@ -217,7 +209,7 @@ def run_online(args: argparse.Namespace) -> int:
     if args.trace is None:
         if args.plot:
             raise ValueError("--plot draws value against N over a trace: use it with --trace")
-        result = evaluate_online(parse_online_spec(_read_spec(args.spec)), args.seed, args.threads)
+        result = evaluate_online(parse_online_spec(read_json(args.spec)), args.seed, args.threads)
         _write(args, result.to_json())
         if not args.json:
             print(f"{len(result.outcomes)} true calendar(s)\n\n{result_table(result)}")

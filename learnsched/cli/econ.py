@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from .._json import parse as parse_json
+from .._json import read_json
 from .._table import format_rows
 from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
 from ..economics.alerts import ALERT_RULES
@@ -251,7 +250,7 @@ def _breakeven_text(dq: float, breakeven: float | None, better: str) -> str:
 
 
 def _read_recovery_samples(path: str) -> dict[str, Any]:
-    data = parse_json(Path(path).read_text(), f"--recovery-samples {path}")
+    data = read_json(path, f"--recovery-samples {path}")
     if not isinstance(data, dict) or not data:
         raise ValueError(
             f"--recovery-samples {path}: must hold a non-empty JSON object, got {data!r}"
@@ -322,7 +321,8 @@ def run_paper(args: argparse.Namespace) -> int:
 def _beside_print(figure: dict[str, Any], decimals: int, unit: str = "") -> str:
     """``ours (paper X)``, flagging a print rounded from unrounded means."""
     note = ", rounded from unrounded means" if figure["rounded_from_unrounded_means"] else ""
-    return f"{figure['value']:.{decimals}f}{unit} (paper {figure['paper']:g}{unit}{note})"
+    paper = f"{figure['paper']:.{figure['decimals']}f}"  # as printed: 36.0, not 36
+    return f"{figure['value']:.{decimals}f}{unit} (paper {paper}{unit}{note})"
 
 
 def _derived_rows(figures: dict[str, Any]) -> Rows:
@@ -357,7 +357,7 @@ def _derived_rows(figures: dict[str, Any]) -> Rows:
     rows.append(
         (
             "Fig. C.1 saving over 3072 steps",
-            _beside_print(figures["c1_fixed_budget_saving_pct"], 3, "%"),
+            _beside_print(figures["c3_fixed_budget_saving_pct"], 3, "%"),
         )
     )
     claim = figures["fig11_w_over_never"]

@@ -1,36 +1,72 @@
-"""Parking and returning a serving engine, through the handoff probes' HTTP dialects.
+"""Parking and returning a serving engine, through the public engine layer.
 
 Everything engine-specific is :mod:`learnsched.handoff`'s (one implementation of each
 engine's routes, flags and gauges): the start-up check
 (:func:`~learnsched.handoff.preflight.check_server_config`: SGLang's memory saver and
 weights backup, vLLM's sleep mode), the load (:func:`~learnsched.handoff.preflight.read_load`:
 ``vllm:num_requests_running``/``_waiting``, ``sglang:num_running_reqs``/``num_queue_reqs``),
-vLLM ``/sleep`` and ``/wake_up`` (with ``/is_sleeping`` confirmed), SGLang
-``/release_memory_occupation`` and ``/resume_memory_occupation``. Capacity is back only
-when a real greedy request completes after the resume and answers as the same request
-did when the loop started: a resume that lost the weights is a failed return.
+and the park and resume themselves (:func:`learnsched.handoff.engines.park`, which
+refuses a busy engine and pauses SGLang's generation around the release; vLLM sleeps
+with ``mode=wait``; :func:`~learnsched.handoff.engines.resume` undoes only what the park
+released). Capacity is back only when a real greedy request completes after the resume
+and answers as the same request did when the loop started
+(:func:`~learnsched.handoff.engines.same_model`): a resume that lost the weights is a
+failed return.
+
+With a front door (the gate, :class:`learnsched.gate.Gate`) the engine is parked only
+after the door is closed and the requests in flight have drained (bounded by
+``drain_s``: otherwise the park is refused and the window skipped), requests that arrive
+meanwhile are held, and the door opens again only once the return is confirmed. Both
+greedy answers (the reference and the check after each return) are taken with the door
+closed, so the engine serves them alone, at a batch of one, where greedy decoding is
+deterministic; without the gate a check under load needs the engines' batch-invariant
+modes (``VLLM_BATCH_INVARIANT=1``, SGLang ``--enable-deterministic-inference``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .._checks import integer, positive
+from .._checks import integer, nonnegative, positive
 from ..handoff.endpoint import ServingEndpoint
+from ..handoff.engines import Door, Parked, park, resume, same_model
+from ..handoff.errors import EngineBusy
 from ..handoff.preflight import Load, check_server_config, read_load
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
-from ..handoff.recovery import _park, _same_model, _unpark
 
-__all__ = ["EngineControl", "ServingEngine"]
+__all__ = ["EngineControl", "FrontDoor", "ServingEngine"]
+
+
+class FrontDoor(Door, Protocol):
+    """A door requests come through that the scheduler closes and opens (the gate)."""
+
+    def close(self, drain_s: float) -> bool:
+        """Hold new requests; whether those in flight finished within ``drain_s``."""
+        ...
+
+    def open(self) -> list[float]:
+        """Forward the held requests; each one's added latency, seconds."""
+        ...
+
+    def release_sent(self) -> None:
+        """A park's release is being sent."""
+        ...
+
+    def release_done(self) -> None:
+        """The park's release answered or failed."""
+        ...
 
 
 class EngineControl(Protocol):
     """What the scheduler needs of a serving engine."""
 
     engine: str
+    url: str
     failure: str | None
+    reference: str | None
+    last_held_s: list[float]
 
     def preflight(self) -> list[str]:
         """Refuse a server that cannot park as asked; notes on what went unchecked."""
@@ -40,19 +76,32 @@ class EngineControl(Protocol):
         """Requests in the engine now (``None``: it exports no load gauges)."""
         ...
 
-    def park(self) -> dict[str, int]:
-        """Release the engine's device memory; ``perf_counter_ns`` stamps."""
+    def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Release the idle engine's device memory; ``perf_counter_ns`` stamps
+        (``on_mark`` is told each as it is taken)."""
         ...
 
     def unpark(self) -> dict[str, int]:
         """Resume it and wait for a completed request; stamps incl. ``request_done``.
 
-        Sets :attr:`failure` when the engine came back answering differently.
+        Sets ``failure`` when the engine came back answering differently.
         """
         ...
 
     def ready(self) -> dict[str, int]:
         """Wait for a completed request only (nothing to resume); stamps."""
+        ...
+
+    def is_parked(self) -> bool | None:
+        """The engine's own view of whether it is parked (``None``: it has no route
+        that says, as SGLang has none)."""
+        ...
+
+    parked: Parked | None
+
+    def unpause(self) -> dict[str, int]:
+        """Continue generation after a park that paused and released nothing, then wait
+        for a completed request; stamps."""
         ...
 
 
@@ -74,6 +123,24 @@ class ServingEngine:
         Tokens in the reference and readiness requests.
     poll_s
         Poll interval of the waits, seconds.
+    idle_wait_s
+        How long a park waits for the engine's gauges to show idle, seconds (they lag
+        the last request's end by a stats interval).
+    door
+        The gate in front (``None``: clients reach the engine directly).
+    drain_s
+        How long the requests in flight at the door get to finish before a park,
+        seconds (then the park is refused and the window skipped).
+
+    Attributes
+    ----------
+    parked
+        The park in force (``None`` when serving); a restarted loop may set it from a
+        recorded :meth:`~learnsched.handoff.engines.Parked.to_json` before
+        :meth:`unpark`.
+    last_held_s
+        The added latencies of the requests the door held until the last return,
+        seconds.
 
     Raises
     ------
@@ -90,9 +157,13 @@ class ServingEngine:
         timeout_s: float = 30.0,
         max_tokens: int = 4,
         poll_s: float = DEFAULT_POLL_S,
+        idle_wait_s: float = 0.5,
+        door: FrontDoor | None = None,
+        drain_s: float = 5.0,
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
+        self.url = endpoint.url
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
         self.reload = self.level == 2  # level 2 drops the weights: reload them on return
@@ -100,39 +171,149 @@ class ServingEngine:
         self.timeout_s = positive("timeout_s", timeout_s)
         self.max_tokens = integer("max_tokens", max_tokens, low=1)
         self.poll_s = poll_s
+        self.idle_wait_s = nonnegative("idle_wait_s", idle_wait_s)
         self.reference: str | None = None
         self.failure: str | None = None
+        self.parked: Parked | None = None
+        self.door = door
+        self.drain_s = positive("drain_s", drain_s)
+        self.last_held_s: list[float] = []
 
     def preflight(self) -> list[str]:
         """:func:`~learnsched.handoff.preflight.check_server_config` for this park, then
         the reference answer every return must reproduce (one greedy request, taken once
-        here so that no park adds load the scheduler would see as an arrival)."""
+        here so that no park adds load the scheduler would see as an arrival; with a
+        door, while it holds traffic, so the engine serves it alone).
+
+        Raises
+        ------
+        EngineBusy
+            With a door: the requests in flight never drained within ``timeout_s``.
+        """
         notes = check_server_config(
             self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
-        self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+        door = self.door
+        if door is None:
+            self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+            return notes
+        deadline = time.monotonic() + self.timeout_s
+        while not door.close(min(self.drain_s, self.timeout_s)):
+            door.open()
+            if time.monotonic() >= deadline:
+                raise EngineBusy(
+                    f"{self.endpoint.url}: requests never drained at the gate within "
+                    f"{self.timeout_s:g} s, so the reference answer cannot be taken alone"
+                )
+            time.sleep(self.poll_s)
+        try:
+            self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+        finally:
+            door.open()
         return notes
 
+    def is_parked(self) -> bool | None:
+        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        if not self.endpoint.dialect.reports_parked:
+            return None
+        return self.endpoint.is_sleeping(self.timeout_s)
+
     def load(self) -> Load | None:
-        """``/metrics``' running and waiting requests (``None``: no gauges exported)."""
+        """Requests in flight and held at the door, or without one ``/metrics``' running
+        and waiting requests (``None``: no gauges exported)."""
+        if self.door is not None:
+            return self.door.load()
         return read_load(self.endpoint, min(self.timeout_s, 5.0))
 
-    def park(self) -> dict[str, int]:
-        """Release (vLLM: until ``/is_sleeping`` says so); stamps ``release_*``."""
-        stamps: dict[str, int] = {}
-        _park(self.endpoint, stamps, self.level, self.tags, self.timeout_s, self.poll_s)
-        return stamps
+    def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Park the idle engine (:func:`~learnsched.handoff.engines.park`); its stamps.
+
+        ``on_mark`` is called with each stamp's name as the park reaches it.
+
+        With a door: it is closed and its requests in flight drained (up to
+        ``drain_s``) first; if the park does not happen, the door opens again.
+
+        Raises
+        ------
+        EngineBusy
+            The engine (or the door) was not idle: nothing was parked.
+        """
+        door = self.door
+        if door is not None and not door.close(self.drain_s):
+            held = door.load()
+            door.open()
+            raise EngineBusy(
+                f"{self.endpoint.url}: {held.running} requests still in flight at the gate "
+                f"after {self.drain_s:g} s; the window is skipped"
+            )
+
+        def mark(name: str) -> None:
+            if door is not None and name == "release_sent":
+                door.release_sent()
+            elif door is not None and name == "release_ack":
+                door.release_done()
+            if on_mark is not None:
+                on_mark(name)
+
+        try:
+            self.parked = park(
+                self.endpoint, level=self.level, tags=self.tags, door=door,
+                timeout_s=self.timeout_s, poll_s=self.poll_s, idle_wait_s=self.idle_wait_s,
+                on_mark=mark,
+            )  # fmt: skip
+        except BaseException:
+            if door is not None:
+                door.release_done()
+                self.last_held_s = door.open()
+            raise
+        return dict(self.parked.stamps)
 
     def unpark(self) -> dict[str, int]:
-        """Resume, then send real requests until one completes; stamps to ``request_done``."""
-        stamps: dict[str, int] = {}
-        # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
-        _unpark(self.endpoint, stamps, self.tags, self.reload, self.timeout_s, self.poll_s)
-        return self._ready(stamps)
+        """Resume what the park released, then send real requests until one completes;
+        stamps to ``request_done``.
+
+        Without a park in force (a killed run's, not recorded), it resumes as this
+        engine parks: vLLM only if ``/is_sleeping`` says so.
+        """
+        parked = self.parked or self._assumed_park()
+        try:
+            # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
+            stamps = resume(
+                self.endpoint, parked, reload=self.reload, timeout_s=self.timeout_s,
+                poll_s=self.poll_s,
+            )  # fmt: skip
+            self.parked = None
+            return self._ready(stamps)
+        finally:
+            self._open_door()
+
+    def _assumed_park(self) -> Parked:
+        """What a park of this engine releases, paused where the dialect pauses."""
+        dialect = self.endpoint.dialect
+        return Parked(
+            dialect.name, self.level, self.tags, dialect.released_tags(self.tags),
+            paused=dialect.pauses,
+        )  # fmt: skip
 
     def ready(self) -> dict[str, int]:
         """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
-        return self._ready({"resume_sent": time.perf_counter_ns()})
+        try:
+            return self._ready({"resume_sent": time.perf_counter_ns()})
+        finally:
+            self._open_door()
+
+    def _open_door(self) -> None:
+        """Forward what the door held (whatever the return did: held forever is worse)."""
+        self.last_held_s = self.door.open() if self.door is not None else []
+
+    def unpause(self) -> dict[str, int]:
+        """A park that paused generation and died before its release: continue only
+        (a resume of memory never released would kill SGLang's scheduler)."""
+        stamps = {"resume_sent": time.perf_counter_ns()}
+        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+        stamps["continued"] = time.perf_counter_ns()
+        self.parked = None
+        return self._ready(stamps)
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")
@@ -140,5 +321,5 @@ class ServingEngine:
             self.endpoint, stamps, deadline, self.poll_s, self.max_tokens, health=False
         )
         reference = self.reference
-        self.failure = None if reference is None else _same_model(reference, answer.text)
+        self.failure = None if reference is None else same_model(reference, answer.text)
         return stamps

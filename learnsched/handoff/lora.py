@@ -23,11 +23,10 @@ from typing import Any
 
 from .._atomic import atomic_write
 from .._checks import integer
-from ._util import torch_module
+from ._util import CPU, torch_module
 from .errors import HandoffProbeError, NvmlUnavailable, missing_extra
 from .filesystem import Filesystem, filesystem_of
 from .nvml import NvmlDevice, device_for_torch
-from .profile import CPU
 from .timing import Timing, time_device, time_host
 
 __all__ = [
@@ -384,8 +383,8 @@ class LoraBenchmark:
         CUDA events (``None`` on CPU): what the transfer alone costs on this link. It is
         not measured inside ``load``, whose reader interleaves file reads and copies.
     filesystem
-        The filesystem the checkpoints were written to: on tmpfs (:attr:`Filesystem.
-        volatile`) a durable save costs nothing and survives no reboot.
+        The filesystem the checkpoints were written to: on tmpfs
+        (``Filesystem.volatile``) a durable save costs nothing and survives no reboot.
     """
 
     adapter_bytes: int
