@@ -214,7 +214,7 @@ class Model:
         raises ``ValueError``.
     """
 
-    __slots__ = ("_decide", "_model", "_scenario")
+    __slots__ = ("_decide", "_model", "_scenario", "_tables_for")
 
     def __init__(
         self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
@@ -225,8 +225,27 @@ class Model:
             None if policies is None else [core_policy(p) for p in parse_policies(policies)]
         )
         self._scenario = scenario
+        self._tables_for = tables_for
         self._model = _core.Model(scenario.to_core(), tables_for)
         self._decide = self._model.decide  # bound once: decide()'s hot path is one call
+
+    def rebuild(self, scenario: Scenario) -> None:
+        """Prepare another scenario in this model's memory, for the same policies.
+
+        The tables keep their capacity, so a scheduler that re-plans at every window
+        (the control loop) allocates nothing once the largest scenario has been seen:
+        O(K*J) time, as building a new model, without its allocations. A scenario that
+        fails validation leaves the model as it was. Not while another thread uses it.
+
+        Parameters
+        ----------
+        scenario
+            The scenario to prepare.
+        """
+        if not isinstance(scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+        self._model.rebuild(scenario.to_core(), self._tables_for)
+        self._scenario = scenario
 
     def __repr__(self) -> str:
         s = self._scenario

@@ -50,7 +50,7 @@ def failure_of(event: Any) -> str | None:
 
 
 class AnswerScanner:
-    """Reads an answer's bytes in the chunks they arrive in; :attr:`failure` at the end.
+    """Reads an answer's bytes in the chunks they arrive in; ``failure`` at the end.
 
     Server-sent events are read line by line (a line may span chunks); any other body
     is kept (up to :data:`MAX_BODY_BYTES`) and read as one JSON value at :meth:`close`.
