@@ -234,7 +234,8 @@ class Model:
         raises ``ValueError``.
     """
 
-    __slots__ = ("__dict__", "_model", "_scenario")  # __dict__: decide, bound per instance
+    # __dict__: decide, bound per instance (see __init__)
+    __slots__ = ("__dict__", "_model", "_scenario", "_tables_for")
 
     def __init__(
         self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
@@ -245,10 +246,29 @@ class Model:
             None if policies is None else [core_policy(p) for p in parse_policies(policies)]
         )
         self._scenario = scenario
+        self._tables_for = tables_for
         self._model = _core.Model(scenario.to_core(), tables_for)
         # decide's hot path is the core's binding itself, which checks every argument as
         # decide() below does: bound per instance, it skips that Python frame (30% of a call).
         object.__setattr__(self, "decide", self._model.decide)
+
+    def rebuild(self, scenario: Scenario) -> None:
+        """Prepare another scenario in this model's memory, for the same policies.
+
+        The tables keep their capacity, so a scheduler that re-plans at every window
+        (the control loop) allocates nothing once the largest scenario has been seen:
+        O(K*J) time, as building a new model, without its allocations. A scenario that
+        fails validation leaves the model as it was. Not while another thread uses it.
+
+        Parameters
+        ----------
+        scenario
+            The scenario to prepare.
+        """
+        if not isinstance(scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+        self._model.rebuild(scenario.to_core(), self._tables_for)
+        self._scenario = scenario
 
     def __repr__(self) -> str:
         s = self._scenario

@@ -115,14 +115,14 @@ def test_a_killed_trainer_loses_only_unsaved_work(tmp_path: Path) -> None:
         def kill_trainer(clock_start: float) -> None:
             pid = loop.trainer.pid
             assert pid is not None
-            timer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+            timer = threading.Timer(2.2, os.kill, (pid, signal.SIGKILL))
             timers.append(timer)
             timer.start()
 
         loop = make_loop(
-            engine.url, "vllm", [(0.2, 1.0), (1.2, 3.0), (3.5, 5.0), (6.0, 60.0)], tmp_path,
+            engine.url, "vllm", [(0.2, 1.5), (1.8, 4.0), (4.5, 7.0), (8.0, 60.0)], tmp_path,
             trainer_options={"work_quanta": 1000, "quantum_s": 0.02}, on_ready=kill_trainer,
-            until_s=5.5,
+            until_s=7.5,
         )  # fmt: skip
         totals = loop.run()
     records = read_ledger(tmp_path / "ledger.jsonl")

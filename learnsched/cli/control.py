@@ -76,6 +76,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--recovery-s", type=float, default=0.5, help="return path t_ret, s (0.487 paper warm)")
     add("--residency-rate", type=float, default=0.0, help="rho, s-eq. per parked s")
     add("--quantum-margin", type=float, default=1.5, help="plan with this x measured quantum")
+    add("--lookahead", type=int, default=64, metavar="K",
+        help="plan each decision over the next K windows (default %(default)s) ...")  # fmt: skip
+    add("--lookahead-cover", type=float, default=2.0, metavar="C",
+        help="... or more, until they hold C x the work left (default %(default)s; "
+             "at most 1024 windows)")  # fmt: skip
     add("--level", type=int, default=1, help="vLLM sleep level (1 keeps weights in host RAM)")
     add("--timeout", type=float, default=60.0, help="bound on each engine call, s")
     add(
@@ -182,6 +187,7 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.actuation import ServingEngine
     from ..control.front import gate_summary, held_arrivals
     from ..control.healing import Backoff
+    from ..control.lookahead import DEFAULT_LOOKAHEAD, Lookahead
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
     from ..control.windows import read_calendar
@@ -209,6 +215,10 @@ def run_run(args: argparse.Namespace) -> int:
         endpoint_from_args(args), level=args.level, timeout_s=args.timeout,
         door=gate, drain_s=args.drain_s,
     )  # fmt: skip
+    lookahead = Lookahead(
+        windows=args.lookahead, cover=args.lookahead_cover,
+        max_windows=max(args.lookahead, DEFAULT_LOOKAHEAD.max_windows),
+    )  # fmt: skip
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
 
@@ -222,8 +232,9 @@ def run_run(args: argparse.Namespace) -> int:
         quantum_s = args.quantum_margin * costs.quantum_s
         if args.forecast is None:
             return ModelDecider(
-                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy
-            )
+                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy,
+                lookahead,
+            )  # fmt: skip
         from ..control.forecast import ForecastDecider
 
         return ForecastDecider(

@@ -62,6 +62,7 @@ from .journal import (
     quarantine_of,
 )
 from .locks import RunLocks
+from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
 from .trainer import TrainerError, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
@@ -81,11 +82,14 @@ class Decider(Protocol):
 
 
 class ModelDecider:
-    """``Model.decide`` on a scenario built from the windows still ahead.
+    """``Model.decide`` on a scenario built from the windows ahead, look-ahead capped.
 
-    The model is rebuilt at every decision (O(K*J), well under a millisecond for a
-    day's calendar): its first window is what is left of the current one, so a window
-    entered late, a calendar that changed and a restarted loop are all planned exactly.
+    The scenario's first window is what is left of the current one, so a window
+    entered late, a calendar that changed and a restarted loop are all planned exactly;
+    it holds at most ``lookahead`` windows (:mod:`.lookahead`: 64 by default), so a
+    decision costs the same whatever the calendar's length. One model is kept and
+    rebuilt in place for each decision (:meth:`~learnsched.Model.rebuild`), with only
+    the policy's own tables.
 
     Parameters
     ----------
@@ -97,6 +101,8 @@ class ModelDecider:
         ``g`` (s-eq./s) and ``H`` on the loop's clock (seconds).
     policy
         The model's policy (LearnSched's rollout by default).
+    lookahead
+        How many windows (and seconds) a decision plans over.
     """
 
     def __init__(
@@ -107,6 +113,7 @@ class ModelDecider:
         benefit_rate: float,
         horizon_s: float,
         policy: str | Policy = Policy.ROLLOUT,
+        lookahead: Lookahead = DEFAULT_LOOKAHEAD,
     ) -> None:
         self.work_quanta = work_quanta
         self.quantum_s = positive("quantum_s", quantum_s)
@@ -114,13 +121,20 @@ class ModelDecider:
         self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
         self.horizon_s = horizon_s
         self.policy = Policy.parse(policy)
+        self.lookahead = lookahead
+        self._model: Model | None = None
 
     def scenario(
         self, windows: Sequence[Window], progress: int, durable: int, active: bool
     ) -> Scenario:
-        """The scenario of ``windows`` with the state ``(p, pbar, active)`` at the first."""
+        """The scenario of the capped ``windows`` with the state ``(p, pbar, active)``
+        at the first."""
+        # Slice first: the calendar may hold thousands of windows, the plan only the cap.
+        pairs = [(w.start_s, w.end_s) for w in windows[: self.lookahead.max_windows]]
+        left_s = (self.work_quanta - durable) * self.quantum_s
+        handoff_s = self.costs.load_s + self.costs.save_s + self.costs.recovery_s
         return Scenario(
-            windows=tuple((w.start_s, w.end_s) for w in windows),
+            windows=pairs[: self.lookahead.cut(pairs, left_s, handoff_s)],
             work_quanta=self.work_quanta,
             quantum_s=self.quantum_s,
             benefit_rate=self.benefit_rate,
@@ -131,8 +145,12 @@ class ModelDecider:
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """See :class:`Decider`."""
-        model = Model(self.scenario(windows, progress, durable, active))
-        return model.decide(0, progress, durable, active, self.policy)
+        scenario = self.scenario(windows, progress, durable, active)
+        if self._model is None:
+            self._model = Model(scenario, [self.policy])
+        else:
+            self._model.rebuild(scenario)
+        return self._model.decide(0, progress, durable, active, self.policy)
 
 
 @dataclass(frozen=True)
@@ -493,7 +511,11 @@ class ControlLoop:
 
     def _next_window(self) -> list[Window] | None:
         """The windows ahead, the next unhandled one first (``None``: none to act in)."""
-        ahead = [w for w in self.calendar.upcoming(self.now()) if w.end_s > self._handled_end]
+        ahead = self.calendar.upcoming(self.now())
+        skip = 0  # windows already handled lead the list (the calendar is sorted)
+        while skip < len(ahead) and ahead[skip].end_s <= self._handled_end:
+            skip += 1
+        ahead = ahead[skip:]
         if ahead and ahead[0].start_s < self._handled_end:
             ahead[0] = Window(self._handled_end, ahead[0].end_s)
         # Windows after ``until_s`` stay in the model's view: the plan continues there.
