@@ -369,6 +369,9 @@ class Gate:
                         return response
                 outcome = _outcome(answer.status, scanner.close() if work else None)
                 return response
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the client went away, or the gate is stopping
+            raise
         except (ClientError, asyncio.TimeoutError) as err:
             if response is not None and response.prepared:
                 # The engine broke off an answer under way: break off the client's too.
