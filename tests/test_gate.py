@@ -217,6 +217,24 @@ def test_a_client_that_gives_up_is_cancelled_not_failed() -> None:
         assert (counts.cancelled, counts.failed, counts.completed) == (1, 0, 0)
 
 
+def test_a_client_that_gives_up_before_the_answer_begins_is_cancelled() -> None:
+    config = strict_config("vllm", token_s=0.05, max_running=1)
+    with EngineProcess(config, lifetime_s=LIFETIME_S) as sim, Gate(sim.url, "vllm") as gate:
+        first = threading.Thread(
+            target=lambda: post(gate.url, "/v1/completions", completion(True, 20))
+        )
+        first.start()
+        time.sleep(0.2)
+        with pytest.raises(TimeoutError):  # queued behind the first: no answer in 0.3 s
+            post(gate.url, "/v1/completions", completion(True, 4), timeout_s=0.3)
+        first.join(10)
+        deadline = time.monotonic() + 10.0
+        while gate.counts().cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        counts = counts_settled(gate)
+        assert (counts.cancelled, counts.failed, counts.completed) == (1, 0, 1)
+
+
 def test_a_request_cut_off_by_the_gates_stop_is_cancelled_not_failed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -432,3 +450,9 @@ def test_the_gate_command_forwards_counts_and_stops_on_sigterm(
     assert child.returncode == 0
     counts = json.loads(out)
     assert (counts["arrivals"], counts["completed"], counts["failed_requests"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("upstream", ["127.0.0.1:8000", "ftp://x:1", "http://x:1/v1"])
+def test_a_bad_upstream_is_named(upstream: str) -> None:
+    with pytest.raises(ValueError, match="upstream must be"):
+        Gate(upstream, "vllm")

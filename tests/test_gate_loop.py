@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import read_ledger
+from learnsched.handoff import ServerConfigError, read_ledger
 from learnsched.handoff.engines import AnswerScanner
 from learnsched.testing import EngineProcess
 
@@ -248,3 +248,21 @@ def test_run_with_gate_and_notify_from_the_command_line(tmp_path: Path) -> None:
     assert summary["parks_on_busy_engine"] == 0
     assert 0 < summary["added_latency_p50_s"] <= summary["added_latency_p99_s"] < 1.5
     assert isinstance(summary["skipped_windows"], int)
+
+
+def test_sglang_without_metrics_is_refused_at_start_unless_the_gate_counts(tmp_path: Path) -> None:
+    with EngineProcess(strict_config("sglang", metrics=False), lifetime_s=120.0) as sim:
+        loop = make_loop(sim.url, "sglang", [(0.2, 0.8)], tmp_path / "alone", until_s=1.0)
+        with pytest.raises(ServerConfigError, match="--enable-metrics"):
+            loop.run()
+        with Gate(sim.url, "sglang") as gate:
+            loop = make_loop(sim.url, "sglang", [(0.2, 0.8), (3600.0, 7200.0)], tmp_path / "gate",
+                             trainer_options={"work_quanta": 20_000}, horizon_s=10_000.0,
+                             until_s=1.0, door=gate)  # fmt: skip
+            totals = loop.run()
+        assert totals.handoffs == 1
+        assert sim.alive(), sim.stderr_text()
+    start = next(
+        r for r in read_ledger(tmp_path / "gate" / "ledger.jsonl") if r.kind == "run-start"
+    )
+    assert any("gate's counts alone" in note for note in start.detail["preflight"])
