@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "learnsched/batch.hpp"
+#include "learnsched/guard_check.hpp"
 #include "learnsched/model.hpp"
 #include "learnsched/tolerance.hpp"
 
@@ -162,6 +163,18 @@ PlanColumns plan_columns(const Plan& plan) {
     return out;
 }
 
+using ScoreCallable = std::function<double(const State&, const Action&)>;
+
+// The guard of a call from Python: exact scores, score noise, or the user's estimates
+// (held in `estimator`, which must outlive the guard).
+Guard python_guard(double epsilon, const std::optional<ScoreNoise>& noise,
+                   const std::optional<ScoreCallable>& scores,
+                   std::optional<ScoreFunction>& estimator) {
+    Guard guard{epsilon, noise.value_or(ScoreNoise{}), nullptr};
+    if (scores) guard.scores = &estimator.emplace(*scores);
+    return guard;
+}
+
 // The tables `policies` read; every table when None.
 TableNeeds needed_tables(const std::optional<std::vector<Policy>>& policies) {
     return policies ? table_needs(*policies) : kAllTables;
@@ -245,28 +258,49 @@ void bind_solver(py::module_& m) {
         .def(
             "decide_guarded",
             [](const Model& model, int window, int progress, int durable, bool active,
-               double epsilon, std::optional<ScoreNoise> score_noise) {
+               double epsilon, std::optional<ScoreNoise> score_noise,
+               std::optional<ScoreCallable> scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
                 return model.decide(State{window, progress, durable, active}, Policy::Guarded,
-                                    Guard{epsilon, score_noise.value_or(ScoreNoise{})});
+                                    guard);
             },
             // noconvert: an int, numpy integer or float is not taken as a flag.
             py::arg("window"), py::arg("progress"), py::arg("durable"),
             py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
-            py::arg("score_noise") = py::none(),
+            py::arg("score_noise") = py::none(), py::arg("scores") = py::none(),
             "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. (None: exact scores, as fast as rollout); with noise O(J) plus "
-            "one call per action.")
+            "(state, action) -> s-eq. added to the exact score, or scores (state, action) -> "
+            "s-eq., the user's own estimates (None: exact scores, as fast as rollout); with "
+            "either O(J) plus one call per action.")
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               std::optional<ScoreNoise> score_noise) {
-                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
-                // Pure C++ but for score_noise, which takes the GIL back for each call.
+               std::optional<ScoreNoise> score_noise, std::optional<ScoreCallable> scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
+                // Pure C++ but for the callbacks, which take the GIL back for each call.
                 py::gil_scoped_release release;
                 return model.solve(policy, guard);
             },
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
-            "The policy's plan from the initial state.")
+            py::arg("scores") = py::none(), "The policy's plan from the initial state.")
+        .def(
+            "reference_score",
+            [](const Model& model, const State& state, const Action& action) {
+                return model.reference_score(state, action);
+            },
+            py::arg("state"), py::arg("action"),
+            "Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq., of a feasible action (Eq. 11).")
+        .def(
+            "feasible_actions",
+            [](const Model& model, const State& state) {
+                validate_state(model.scenario(), state);
+                std::vector<Action> out;
+                model.accounting().for_each_action(state, [&](const Action& a) { out.push_back(a); });
+                return out;
+            },
+            py::arg("state"), "Every feasible action of a valid state, in canonical order.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
              "V_G: value of following Window from the state, s-eq.")
         .def("reference_value", &Model::reference_value, py::arg("state"),
@@ -274,6 +308,27 @@ void bind_solver(py::module_& m) {
         .def("optimal_value", &Model::optimal_value, py::arg("state"),
              "V*: optimal value of the state (Eq. D.2), s-eq.");
 
+    py::enum_<Reach>(m, "Reach", "Which states guard_check scores.")
+        .value("GUARDED", Reach::Guarded)
+        .value("ALL", Reach::All);
+    py::class_<ScoreErrorReport>(m, "ScoreErrorReport",
+                                 "The worst error of score estimates over the reached states.")
+        .def_readonly("states", &ScoreErrorReport::states)
+        .def_readonly("actions", &ScoreErrorReport::actions)
+        .def_readonly("worst", &ScoreErrorReport::worst, "max |Qhat - Q^pi0|, s-eq.")
+        .def_readonly("worst_state", &ScoreErrorReport::worst_state)
+        .def_readonly("worst_action", &ScoreErrorReport::worst_action)
+        .def_readonly("worst_estimate", &ScoreErrorReport::worst_estimate)
+        .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
+    m.def(
+        "measure_score_error",
+        [](const Model& model, const ScoreCallable& scores, double epsilon, Reach reach) {
+            const ScoreFunction estimator(scores);
+            return measure_score_error(model, estimator, epsilon, reach);
+        },
+        py::arg("model"), py::arg("scores"), py::arg("epsilon"), py::arg("reach"),
+        "The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach "
+        "names (App. D.3's bound), with where it is.");
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
           "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "

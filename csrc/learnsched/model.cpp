@@ -90,17 +90,18 @@ Action Model::costed_window_action(const State& s) const {
 
 Action Model::guarded_action(const State& s, const Guard& guard) const {
     const Action a0 = costed_window_action(s);
-    if (!guard.noise) {  // exact scores: Rollout's lookahead, then the margin of Eq. D.5
+    if (!guard.noise && guard.scores == nullptr) {  // exact: Rollout's lookahead, then Eq. D.5
         const ScoredAction best = lookahead(acc_, reference_values_, reference_index_, s, a0);
         const double q0 = action_value(acc_, reference_values_, s, a0);
         return best.action != a0 && strictly_greater(best.value, q0 + 2.0 * guard.epsilon)
                    ? best.action
                    : a0;
     }
-    // Noise can reorder the scores (and is asked for every action): the full scan.
-    // Qhat(s, a) = Q^pi0(s, a) + e_a; exact scores (no noise) make the search Rollout's.
+    // Estimates can reorder the scores (and are asked for every action): the full scan.
+    // Qhat(s, a) is the user's estimate, or Q^pi0(s, a) + e_a for score noise.
     auto score = [&](const Action& a) {
-        const double e = guard.noise ? guard.noise(s, a) : 0.0;
+        if (guard.scores != nullptr) return checked_estimate(*guard.scores, s, a);
+        const double e = guard.noise(s, a);
         if (!std::isfinite(e)) {
             throw std::invalid_argument("score noise must be finite, got " + std::to_string(e) +
                                         " for action " + std::string(name(a.kind)));
@@ -187,6 +188,17 @@ Plan Model::solve(Policy policy, const Guard& guard) const {
         if (a.is_terminal()) break;
     }
     return plan;
+}
+
+double Model::reference_score(const State& state, const Action& action) const {
+    validate_state(scenario(), state);
+    require(TableNeeds{true, true, false}, "reference_score");
+    if (!acc_.fits(state, action)) {
+        throw std::invalid_argument("action " + std::string(name(action.kind)) + " with quanta=" +
+                                    std::to_string(action.quanta) +
+                                    " is not feasible in this state (Eq. 10)");
+    }
+    return action_value(acc_, reference_values_, state, action);
 }
 
 double Model::window_plan_value(const State& state) const {

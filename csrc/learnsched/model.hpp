@@ -73,6 +73,12 @@ class Model {
     // Follow the policy from the initial state to publication or the last window.
     Plan solve(Policy policy, const Guard& guard = {}) const;
 
+    // The accounting that prices every action (Eq. 10, rewards, successors).
+    const SegmentAccounting& accounting() const { return acc_; }
+    // Q^pi0(s, a) = R(s, a) + V^pi0(s') (Eq. 11) of a feasible action in a valid state;
+    // std::invalid_argument otherwise, or if V^pi0 was not built.
+    double reference_score(const State& state, const Action& action) const;
+
     double window_plan_value(const State& state) const;  // V_G
     double reference_value(const State& state) const;    // V^pi0 (Costed Window)
     double optimal_value(const State& state) const;      // V* (Eq. D.2)

@@ -321,7 +321,8 @@ def run_paper(args: argparse.Namespace) -> int:
 def _beside_print(figure: dict[str, Any], decimals: int, unit: str = "") -> str:
     """``ours (paper X)``, flagging a print rounded from unrounded means."""
     note = ", rounded from unrounded means" if figure["rounded_from_unrounded_means"] else ""
-    return f"{figure['value']:.{decimals}f}{unit} (paper {figure['paper']:g}{unit}{note})"
+    paper = f"{figure['paper']:.{figure['decimals']}f}"  # as printed: 36.0, not 36
+    return f"{figure['value']:.{decimals}f}{unit} (paper {paper}{unit}{note})"
 
 
 def _derived_rows(figures: dict[str, Any]) -> Rows:
@@ -356,7 +357,7 @@ def _derived_rows(figures: dict[str, Any]) -> Rows:
     rows.append(
         (
             "Fig. C.1 saving over 3072 steps",
-            _beside_print(figures["c1_fixed_budget_saving_pct"], 3, "%"),
+            _beside_print(figures["c3_fixed_budget_saving_pct"], 3, "%"),
         )
     )
     claim = figures["fig11_w_over_never"]

@@ -63,7 +63,9 @@ class EngineControl(Protocol):
     """What the scheduler needs of a serving engine."""
 
     engine: str
+    url: str
     failure: str | None
+    reference: str | None
     last_held_s: list[float]
 
     def preflight(self) -> list[str]:
@@ -88,6 +90,18 @@ class EngineControl(Protocol):
 
     def ready(self) -> dict[str, int]:
         """Wait for a completed request only (nothing to resume); stamps."""
+        ...
+
+    def is_parked(self) -> bool | None:
+        """The engine's own view of whether it is parked (``None``: it has no route
+        that says, as SGLang has none)."""
+        ...
+
+    parked: Parked | None
+
+    def unpause(self) -> dict[str, int]:
+        """Continue generation after a park that paused and released nothing, then wait
+        for a completed request; stamps."""
         ...
 
 
@@ -149,6 +163,7 @@ class ServingEngine:
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
+        self.url = endpoint.url
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
         self.reload = self.level == 2  # level 2 drops the weights: reload them on return
@@ -205,6 +220,12 @@ class ServingEngine:
         finally:
             door.open()
         return notes
+
+    def is_parked(self) -> bool | None:
+        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        if not self.endpoint.dialect.reports_parked:
+            return None
+        return self.endpoint.is_sleeping(self.timeout_s)
 
     def load(self) -> Load | None:
         """Requests in flight and held at the door, or without one ``/metrics``' running
@@ -293,6 +314,15 @@ class ServingEngine:
     def _open_door(self) -> None:
         """Forward what the door held (whatever the return did: held forever is worse)."""
         self.last_held_s = self.door.open() if self.door is not None else []
+
+    def unpause(self) -> dict[str, int]:
+        """A park that paused generation and died before its release: continue only
+        (a resume of memory never released would kill SGLang's scheduler)."""
+        stamps = {"resume_sent": time.perf_counter_ns()}
+        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+        stamps["continued"] = time.perf_counter_ns()
+        self.parked = None
+        return self._ready(stamps)
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")

@@ -80,11 +80,13 @@ class Advanced:
     progress
         Completed quanta ``p`` (durable or not).
     loss
-        Training loss of the last optimiser step (``nan`` if none ran).
+        Training loss of the last optimiser step (``None``: the job has no loss to
+        report). A NaN or infinite loss is a diverged trainer: the scheduler records a
+        trainer failure, drops the unsaved work and stops.
     """
 
     progress: int
-    loss: float
+    loss: float | None
 
 
 class Trainer(abc.ABC):
@@ -166,8 +168,11 @@ def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connecti
     """The child: build the trainer, answer calls until the pipe closes, then exit.
 
     A closed pipe means the scheduler is gone: exit at once without saving (unsaved
-    work is lost, as a crash loses it; the durable checkpoint is untouched).
+    work is lost, as a crash loses it; the durable checkpoint is untouched). The child
+    leads its own session: a signal to the scheduler's process group (Ctrl-C, systemd's
+    stop) reaches the scheduler, which ends the quantum and stops the trainer itself.
     """
+    os.setsid()
     try:
         trainer = load_trainer_class(spec)(Path(state_dir), **options)
         conn.send(("ready", {"work_quanta": trainer.work_quanta, "costs": asdict(trainer.costs())}))
