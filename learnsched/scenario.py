@@ -485,3 +485,24 @@ class Scenario:
             )
         except TypeError as err:  # JSON input: a wrong type is a bad value
             raise ValueError(str(err)) from err
+
+
+def scenarios_from_json(data: object) -> tuple[list[Scenario], bool]:
+    """The scenarios of a JSON document: one object, or a list of them.
+
+    Returns the scenarios and whether the document was a list (its output is then a list).
+
+    Raises
+    ------
+    ValueError
+        An invalid scenario, named by its index in a list (``scenario [i]: ...``).
+    """
+    if isinstance(data, list):
+        scenarios = []
+        for i, obj in enumerate(data):
+            try:
+                scenarios.append(Scenario.from_json(obj))
+            except ValueError as err:
+                raise ValueError(f"scenario [{i}]: {err}") from None
+        return scenarios, True
+    return [Scenario.from_json(data)], False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -24,17 +25,23 @@ class CountingTrainer(Trainer):
     """A trainer whose quantum is a sleep: the protocol and its durability, without torch.
 
     The checkpoint is a JSON file written atomically; ``fail_at`` makes ``advance``
-    raise at that progress (a trainer error, not a crash).
+    raise at that progress (a trainer error, not a crash), ``loss_at`` report the loss
+    ``loss`` from there (a diverged trainer: ``"nan"``, ``"inf"``), ``start_s`` makes building it take
+    that long (a slow base model).
     """
 
     def __init__(
         self, state_dir: Path, *, work_quanta: int = 20, quantum_s: float = 0.02,
-        fail_at: int | None = None,
+        fail_at: int | None = None, loss_at: int | None = None, loss: float | str = math.nan,
+        start_s: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__(state_dir)
+        time.sleep(start_s)
         self._work_quanta = work_quanta
         self.quantum_s = quantum_s
         self.fail_at = fail_at
+        self.loss_at = loss_at
+        self.loss = float(loss)  # "nan", "inf": strict JSON options cannot hold them
         self.progress = self.durable = self.read()
         self.loaded = False
 
@@ -61,7 +68,8 @@ class CountingTrainer(Trainer):
             raise RuntimeError(f"failing at {self.progress} as asked")
         time.sleep(quanta * self.quantum_s)
         self.progress += quanta
-        return Advanced(self.progress, 1.0 / self.progress)
+        diverged = self.loss_at is not None and self.progress >= self.loss_at
+        return Advanced(self.progress, self.loss if diverged else 1.0 / self.progress)
 
     def checkpoint(self) -> int:
         atomic_write_text(self.state_dir / "count.json", json.dumps({"quanta": self.progress}))

@@ -234,16 +234,27 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
     source = getattr(node, "source", None) or ""
     if "docstring of " in source:
         contexts.insert(0, source.rsplit("docstring of ", 1)[1])
-    name = documented_name(app.learnsched_reference, node["reftarget"], contexts)
+    ref = app.learnsched_reference
+    name = documented_name(ref, node["reftarget"], contexts)
     if name is None and _private(node["reftarget"], contexts):
         return contnode  # a private module's name: plain text, as in signatures
-    if name is None or name == node["reftarget"]:
-        return None
     domain = env.get_domain("py")
     node["refspecific"] = False
-    return domain.resolve_xref(
-        env, node["refdoc"], app.builder, node["reftype"], name, node, contnode
-    )
+    found = None
+    if name is not None and name != node["reftarget"]:
+        found = domain.resolve_xref(
+            env, node["refdoc"], app.builder, node["reftype"], name, node, contnode
+        )
+    if found is None and node["reftype"] == "attr":
+        # An instance attribute (set in __init__, a dataclass field) has no entry of its
+        # own: the reference goes to its class, which describes it.
+        owner, _, _ = node["reftarget"].lstrip(".~").rpartition(".")
+        cls = documented_name(ref, owner, contexts) if owner else node.get("py:class")
+        if cls:
+            found = domain.resolve_xref(
+                env, node["refdoc"], app.builder, "class", cls, node, contnode
+            )
+    return found
 
 
 def _load(name: str) -> ModuleType:

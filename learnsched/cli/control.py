@@ -13,8 +13,9 @@ from typing import Any, TextIO
 
 from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
+from ._engine import add_connection_arguments, endpoint_from_args
 from .gate import address
-from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -59,10 +60,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add = run.add_argument
     add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
-    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add("--url", required=True, help="the engine's http(s)://HOST:PORT")
+    add_connection_arguments(run)
     add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
     add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
-    add("--calendar", required=True, metavar="FILE", help="windows JSON (see README)")
+    add(
+        "--calendar", required=True, metavar="FILE",
+        help='windows JSON: {"windows": [[start, deadline], ...], "clock": "relative" '
+        '(seconds after the loop is ready) or "unix"}',
+    )  # fmt: skip
     add("--forecast", choices=("empirical", "exact"), help="decide under a forecast")
     add("--samples", type=int, default=64, help="sampled calendars per forecast decision")
     add("--history", metavar="FILE", help="past windows (calendar JSON) to fit the forecast")
@@ -74,6 +80,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--recovery-s", type=float, default=0.5, help="return path t_ret, s (0.487 paper warm)")
     add("--residency-rate", type=float, default=0.0, help="rho, s-eq. per parked s")
     add("--quantum-margin", type=float, default=1.5, help="plan with this x measured quantum")
+    add("--lookahead", type=int, default=64, metavar="K",
+        help="plan each decision over the next K windows (default %(default)s) ...")  # fmt: skip
+    add("--lookahead-cover", type=float, default=2.0, metavar="C",
+        help="... or more, until they hold C x the work left (default %(default)s; "
+             "at most 1024 windows)")  # fmt: skip
     add("--level", type=int, default=1, help="vLLM sleep level (1 keeps weights in host RAM)")
     add("--timeout", type=float, default=60.0, help="bound on each engine call, s")
     add(
@@ -98,6 +109,12 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
     add("--seconds", type=float, help="stop after this long, s")
+    add("--return-tries", type=int, default=5,
+        help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
+    add("--return-backoff", type=float, default=0.5, metavar="S",
+        help="wait after the first failed return, doubling up to 8 s (default %(default)s)")  # fmt: skip
+    add("--clear-quarantine", action="store_true",
+        help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
     run.set_defaults(func=run_run)
 
@@ -153,10 +170,14 @@ def _check_demo_extras(gate: bool) -> None:
 
 
 def _failed(prog: str, err: Exception) -> int:
-    """A trainer or engine that failed mid-run: one line, status 1."""
+    """A trainer or engine that failed mid-run: one line, status 1 (or the error's own
+    ``exit_status``: 3 for an engine that cannot be returned or is quarantined)."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    print(f"{prog}: error: {first}", file=sys.stderr)
-    return EXIT_VIOLATION
+    status = getattr(type(err), "exit_status", EXIT_VIOLATION)
+    status = status if isinstance(status, int) else EXIT_VIOLATION
+    kind = "" if status == EXIT_MISSING else "error: "  # as every command's status-3 line
+    print(f"{prog}: {kind}{first}", file=sys.stderr)
+    return status
 
 
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
@@ -169,10 +190,11 @@ def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
     from ..control.actuation import ServingEngine
     from ..control.front import gate_summary, held_arrivals
+    from ..control.healing import Backoff
+    from ..control.lookahead import DEFAULT_LOOKAHEAD, Lookahead
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
-    from ..control.windows import KnownCalendar
-    from ..handoff.endpoint import ServingEndpoint
+    from ..control.windows import read_calendar
     from ..scenario import HandoffCosts
 
     options = parse_json(args.trainer_options, "--trainer-options")
@@ -181,7 +203,7 @@ def run_run(args: argparse.Namespace) -> int:
     if not args.ledger.parent.is_dir():
         raise ValueError(f"--ledger {args.ledger}: folder {args.ledger.parent} does not exist")
     start_unix = time.time()
-    calendar = KnownCalendar(_windows_file(args.calendar, start_unix))
+    calendar = read_calendar(args.calendar, start_unix)
     history = _windows_file(args.history, start_unix)
     if args.drain_s <= 0:
         raise ValueError(f"--drain-s must be positive, got {args.drain_s!r}")
@@ -194,8 +216,12 @@ def run_run(args: argparse.Namespace) -> int:
         gate = Gate(args.url, args.engine, host=args.gate[0], port=args.gate[1],
                     max_held=args.max_held)  # fmt: skip
     engine = ServingEngine(
-        ServingEndpoint(args.url, args.engine), level=args.level, timeout_s=args.timeout,
+        endpoint_from_args(args), level=args.level, timeout_s=args.timeout,
         door=gate, drain_s=args.drain_s,
+    )  # fmt: skip
+    lookahead = Lookahead(
+        windows=args.lookahead, cover=args.lookahead_cover,
+        max_windows=max(args.lookahead, DEFAULT_LOOKAHEAD.max_windows),
     )  # fmt: skip
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
@@ -210,8 +236,9 @@ def run_run(args: argparse.Namespace) -> int:
         quantum_s = args.quantum_margin * costs.quantum_s
         if args.forecast is None:
             return ModelDecider(
-                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy
-            )
+                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy,
+                lookahead,
+            )  # fmt: skip
         from ..control.forecast import ForecastDecider
 
         return ForecastDecider(
@@ -228,7 +255,11 @@ def run_run(args: argparse.Namespace) -> int:
         decider,
         args.ledger,
         recovery_s=args.recovery_s,
-        options=LoopOptions(until_s=args.seconds),
+        options=LoopOptions(
+            until_s=args.seconds,
+            return_backoff=Backoff(tries=args.return_tries, first_s=args.return_backoff),
+            clear_quarantine=args.clear_quarantine,
+        ),
         progress=line,
     )
     _stop_on_signals(loop.stop)

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from .._checks import integer, nonnegative, positive
 from ..handoff.endpoint import ServingEndpoint
-from ..handoff.engines import Door, Parked, park, resume, same_model
+from ..handoff.engines import Door, Parked, check_idle, park, resume, same_model
 from ..handoff.errors import EngineBusy
 from ..handoff.preflight import Load, check_server_config, read_load
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
@@ -63,7 +63,9 @@ class EngineControl(Protocol):
     """What the scheduler needs of a serving engine."""
 
     engine: str
+    url: str
     failure: str | None
+    reference: str | None
     last_held_s: list[float]
 
     def preflight(self) -> list[str]:
@@ -88,6 +90,18 @@ class EngineControl(Protocol):
 
     def ready(self) -> dict[str, int]:
         """Wait for a completed request only (nothing to resume); stamps."""
+        ...
+
+    def is_parked(self) -> bool | None:
+        """The engine's own view of whether it is parked (``None``: it has no route
+        that says, as SGLang has none)."""
+        ...
+
+    parked: Parked | None
+
+    def unpause(self) -> dict[str, int]:
+        """Continue generation after a park that paused and released nothing, then wait
+        for a completed request; stamps."""
         ...
 
 
@@ -149,6 +163,7 @@ class ServingEngine:
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
+        self.url = endpoint.url
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
         self.reload = self.level == 2  # level 2 drops the weights: reload them on return
@@ -172,6 +187,9 @@ class ServingEngine:
 
         Raises
         ------
+        ServerConfigError
+            A flag the park needs is missing, or, without a door, the engine exports no
+            load gauges (a park could not know it is idle: SGLang ``--enable-metrics``).
         EngineBusy
             With a door: the requests in flight never drained within ``timeout_s``.
         """
@@ -179,6 +197,12 @@ class ServingEngine:
             self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
         door = self.door
+        gauges = read_load(self.endpoint, min(self.timeout_s, 5.0)) is not None
+        if not gauges and door is None:
+            check_idle(self.endpoint, None, self.timeout_s)  # raises, naming the flag
+        if not gauges:
+            names = " and ".join(self.endpoint.dialect.load_metrics)
+            notes.append(f"no load gauges ({names}): idleness from the gate's counts alone")
         if door is None:
             self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
             return notes
@@ -196,6 +220,12 @@ class ServingEngine:
         finally:
             door.open()
         return notes
+
+    def is_parked(self) -> bool | None:
+        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        if not self.endpoint.dialect.reports_parked:
+            return None
+        return self.endpoint.is_sleeping(self.timeout_s)
 
     def load(self) -> Load | None:
         """Requests in flight and held at the door, or without one ``/metrics``' running
@@ -284,6 +314,15 @@ class ServingEngine:
     def _open_door(self) -> None:
         """Forward what the door held (whatever the return did: held forever is worse)."""
         self.last_held_s = self.door.open() if self.door is not None else []
+
+    def unpause(self) -> dict[str, int]:
+        """A park that paused generation and died before its release: continue only
+        (a resume of memory never released would kill SGLang's scheduler)."""
+        stamps = {"resume_sent": time.perf_counter_ns()}
+        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+        stamps["continued"] = time.perf_counter_ns()
+        self.parked = None
+        return self._ready(stamps)
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")

@@ -2,7 +2,7 @@
 released, and check that the same model came back.
 
 The probes (:func:`learnsched.handoff.measure_warm_recovery`), the control loop
-(:class:`learnsched.control.ServingEngine`) and the gate (``learnsched.gate``) all
+(:class:`learnsched.control.ServingEngine`) and the gate (:mod:`learnsched.gate`) all
 park and resume through these functions, so the calls come in one order everywhere:
 
 :func:`park`

@@ -5,7 +5,7 @@ vLLM exports ``vllm:num_requests_running`` / ``vllm:num_requests_waiting`` by de
 ``sglang:num_queue_reqs`` only with ``--enable-metrics``. Both are refreshed by the
 engine's own stats logging (vLLM after a step, SGLang at batch logging and at idle), so
 while an engine is parked they do not move: arrivals then are seen only by a front door
-(``learnsched.gate``) or a notification.
+(:mod:`learnsched.gate`) or a notification.
 """
 
 from __future__ import annotations
