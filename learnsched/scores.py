@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, cast
+from typing import Any
 
 from . import _core
-from ._plugins import load_named
+from ._named import import_named
 from .scenario import Scenario
 from .solver import Model, Policy, ScoreEstimate, checked_callback, guard_epsilon
 
@@ -189,7 +189,7 @@ def load_score_factory(spec: str) -> ScoreFactory:
     TypeError
         The name is not callable.
     """
-    factory = load_named(spec, "scores", "NAME")
+    factory = import_named(spec, "scores")
     if not callable(factory):
         raise TypeError(f"scores {spec!r}: {spec.partition(':')[2]} is not callable")
-    return cast("ScoreFactory", factory)
+    return factory

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._checks import integer, nonnegative, positive
-from .._plugins import load_named
+from .._named import import_named
 
 __all__ = [
     "Advanced",
@@ -147,15 +147,13 @@ def load_trainer_class(spec: str) -> type[Trainer]:
     Raises
     ------
     ValueError
-        Not ``MODULE:CLASS``, or the module cannot be imported.
+        Not ``MODULE:CLASS``, the module cannot be imported, or it has no such name.
     TypeError
         The name is not a :class:`Trainer` class.
     """
-    cls = load_named(spec, "trainer", "CLASS")
+    cls = import_named(spec, "trainer", "CLASS")
     if not isinstance(cls, type) or not issubclass(cls, Trainer):
-        raise TypeError(
-            f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class"
-        )
+        raise TypeError(f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class")
     return cls
 
 
