@@ -223,6 +223,12 @@ def sweep_specs(draw: st.DrawFn) -> dict[str, Any]:
     return {"base": base, "vary": vary, "policies": policies}
 
 
+def portfolio_specs() -> st.SearchStrategy[Any]:
+    from portfolio_reference import specs
+
+    return specs(max_candidates=2, max_quanta=3, max_stages=3)
+
+
 def calendar_objects() -> st.SearchStrategy[Any]:
     return st.one_of(
         calendars().map(lambda w: {"windows": w}),
@@ -686,6 +692,22 @@ COMMANDS: dict[str, Command] = {
         ).map(lambda t: [*t[0], "--scores", f"{SCORE_MODULE}:{t[1]}", "--epsilon", t[2], t[3]]),
         never=frozenset({"--scores", "--epsilon"}),
         names=(*SCENARIO_NAMES, "scores", "epsilon"),
+    ),
+    "portfolio": Command(
+        required=files(json_files(portfolio_specs(), "p.json")),
+        never=frozenset({"--study", "--seeds", "--setting"}),  # the study runs for minutes
+        names=(*SCENARIO_NAMES, "candidates", "gpus", "budget_gpu_s", "policies", "SPEC", "spec"),
+    ),
+    "econ calibrate-alerts": Command(
+        # Small fits always (the defaults fit for seconds a run); the pools hold huge sizes.
+        required=st.just(
+            ["--fit-alerts", "100", "--alerts", "100", "--fit-seeds", "1", "--seeds", "1"]
+        ),
+        options={
+            flag: values(["1", "100", "0", "-1", "x", "10000001", "2147483648"])
+            for flag in ("--fit-alerts", "--alerts", "--fit-seeds", "--seeds")
+        },
+        names=("n_alerts", "seeds", "alerts"),
     ),
 }
 """Every leaf command (``prog`` without ``learnsched ``) and how to fuzz it."""
@@ -1275,6 +1297,105 @@ def _finite_or_nan(call: Call, result: Any) -> None:
     assert isinstance(result, float), call
 
 
+PORTFOLIO_NAMES = (
+    "gpus", "returns", "budget_gpu_s", "candidates", "windows", "work_quanta", "quantum_s",
+    "benefit_rate", "horizon_s", "save_s", "load_s", "half_life_s", "initial", "recovery_s",
+    "residency_rate", "cold_recovery_s", "progress", "durable", "active", "incompatible",
+    "states", "state space", "limit", "portfolio",
+)  # fmt: skip
+PORTFOLIO_STATE_NAMES = (
+    "state", "stage", "candidates", "candidate", "progress", "durable", "active", "done",
+    "busy_until_s", "gpu_s", "action", "policy", "incompatible", "feasible", "reads", "built",
+)  # fmt: skip
+portfolio_policies = st.sampled_from(list(_core.PortfolioPolicy.__members__.values()))
+
+
+def _core_portfolio(spec: dict[str, Any]) -> Any:
+    from learnsched.portfolio.model import Portfolio
+
+    return Portfolio.from_json(spec)[0].to_core()
+
+
+@st.composite
+def _portfolios(draw: st.DrawFn) -> Any:
+    return _core_portfolio(draw(portfolio_specs()))
+
+
+core_portfolios = _portfolios()
+portfolio_models = st.tuples(
+    core_portfolios, st.lists(portfolio_policies, min_size=1, max_size=3)
+).map(lambda t: _core.PortfolioModel(*t))
+candidate_states = st.builds(
+    _core.CandidateState,
+    st.integers(0, 3),
+    st.integers(0, 3),
+    st.booleans(),
+    st.booleans(),
+    st.floats(0, 100),
+)
+
+
+@st.composite
+def raw_portfolios(draw: st.DrawFn, validate: bool = False) -> Call:
+    """``_core.Portfolio`` from any pieces (then validated when asked)."""
+    valid = draw(core_portfolios)
+    gpus = draw(
+        maybe(
+            st.just([[(0.0, 80.0), (100.0, 180.0)]]),
+            st.lists(raw_windows, max_size=3),
+        )
+    )
+    returns = draw(
+        maybe(
+            st.just(valid.returns),
+            st.builds(_core.SharedReturn, floats, floats, st.none() | floats),
+        )
+    )
+    budget = draw(st.none() | floats)
+    candidates = draw(
+        maybe(
+            st.just(list(valid.candidates)),
+            st.just([]) | st.lists(st.just(valid.candidates[0]), max_size=12),
+        )
+    )
+    if validate:
+        try:
+            portfolio = _core.Portfolio(gpus, returns, budget, candidates)
+        except NAMED_ERRORS:
+            portfolio = valid
+        return Call(_core.validate_portfolio, (portfolio,))
+    return Call(_core.Portfolio, (gpus, returns, budget, candidates))
+
+
+@st.composite
+def portfolio_state_calls(
+    draw: st.DrawFn, method: str, policy: bool = False, action: bool = False
+) -> Call:
+    model = draw(portfolio_models)
+    state = model.initial_state()
+    if draw(st.integers(0, 3)) == 0:  # another state: any stage, time and candidates
+        state = _core.PortfolioState(
+            draw(st.integers(-1, model.stage_count + 1)),
+            draw(floats),
+            draw(st.lists(candidate_states, max_size=3)),
+        )
+    args: tuple[Any, ...] = (draw(maybe(st.just(state), junk)),)
+    if policy:
+        args += (draw(maybe(portfolio_policies, junk)),)
+    if action:
+        choices: list[Any] = []
+        if isinstance(args[0], _core.PortfolioState) and draw(st.booleans()):
+            with contextlib.suppress(*NAMED_ERRORS):  # an invalid state has no choices
+                choices = model.choices(args[0])
+        pick = (
+            st.sampled_from(choices)
+            if choices
+            else st.builds(_core.PortfolioAction, st.integers(0, 2), actions)
+        )
+        args += (draw(maybe(pick, junk)),)
+    return Call(getattr(model, method), args)
+
+
 BINDINGS: dict[str, Binding] = {
     "_core.Action": Binding(
         st.builds(
@@ -1329,12 +1450,6 @@ BINDINGS: dict[str, Binding] = {
             lambda t: Call(t[0].decide, (*t[1], t[2]))
         ),
         (*STATE_NAMES, "reads", "policy"),
-    ),
-    "_core.Model.decide_guarded": Binding(
-        st.tuples(model_objects, state_args(), maybe(st.floats(0, 10), floats), _noise()).map(
-            lambda t: Call(t[0].decide_guarded, (*t[1], t[2], t[3]))
-        ),
-        (*STATE_NAMES, "epsilon", "score_noise", "score noise"),
     ),
     "_core.Model.decide_many": Binding(
         decide_many_calls(), (*STATE_NAMES, "states", "epsilon", "length"), _decisions
@@ -1534,6 +1649,96 @@ BINDINGS: dict[str, Binding] = {
             maybe(st.sampled_from(list(_core.Reach.__members__.values())), junk),
         ).map(lambda a: Call(_core.measure_score_error, a)),
         ("model", "scores", "epsilon", "reach", "score", "incompatible", "finite"),
+    ),
+    "_core.SharedReturn": Binding(
+        st.tuples(floats, floats, st.none() | floats | junk).map(
+            lambda a: Call(_core.SharedReturn, a)
+        ),
+        ("recovery_s", "residency_rate", "incompatible"),
+    ),
+    "_core.PortfolioCandidate": Binding(
+        st.tuples(
+            maybe(st.just("a"), junk),
+            maybe(st.integers(1, 4), st.integers(-2, 0)),
+            floats,
+            floats,
+            floats,
+            floats,
+            floats,
+            st.none() | floats,
+            maybe(st.just(_core.State(0, 0, 0, False)), junk),
+        ).map(lambda a: Call(_core.PortfolioCandidate, a)),
+        ("incompatible", "name", "work_quanta"),
+    ),
+    "_core.Portfolio": Binding(raw_portfolios(), PORTFOLIO_NAMES),
+    "_core.validate_portfolio": Binding(raw_portfolios(validate=True), PORTFOLIO_NAMES),
+    "_core.PortfolioModel": Binding(
+        st.tuples(core_portfolios, maybe(st.lists(portfolio_policies, max_size=3), junk)).map(
+            lambda a: Call(_core.PortfolioModel, a)
+        ),
+        (*PORTFOLIO_NAMES, "policies"),
+    ),
+    "_core.PortfolioModel.benefit": Binding(
+        st.tuples(
+            portfolio_models, maybe(st.integers(0, 1), st.integers(-2, 5)), maybe(floats, junk)
+        ).map(lambda t: Call(t[0].benefit, t[1:])),
+        ("candidate", "publish_s", "incompatible"),
+    ),
+    "_core.PortfolioModel.initial_state": Binding(
+        portfolio_models.map(lambda m: Call(m.initial_state)), ()
+    ),
+    "_core.PortfolioModel.stage": Binding(
+        st.tuples(portfolio_models, st.integers(-2, 8)).map(lambda t: Call(t[0].stage, (t[1],))),
+        ("stage", "i", "incompatible"),
+    ),
+    "_core.PortfolioModel.choices": Binding(
+        portfolio_state_calls("choices"), PORTFOLIO_STATE_NAMES
+    ),
+    "_core.PortfolioModel.decide": Binding(
+        portfolio_state_calls("decide", policy=True), PORTFOLIO_STATE_NAMES
+    ),
+    "_core.PortfolioModel.optimal_value": Binding(
+        portfolio_state_calls("optimal_value"), PORTFOLIO_STATE_NAMES
+    ),
+    "_core.PortfolioModel.reference_value": Binding(
+        portfolio_state_calls("reference_value"), PORTFOLIO_STATE_NAMES
+    ),
+    "_core.PortfolioModel.step": Binding(
+        portfolio_state_calls("step", action=True), PORTFOLIO_STATE_NAMES
+    ),
+    "_core.PortfolioModel.solve": Binding(
+        st.tuples(portfolio_models, maybe(portfolio_policies, junk)).map(
+            lambda t: Call(t[0].solve, (t[1],))
+        ),
+        ("policy", "incompatible", "reads", "built"),
+        lambda call, plan: None if math.isfinite(plan.value) else pytest_fail(call),
+    ),
+    "_core.PortfolioAction": Binding(
+        st.tuples(
+            maybe(st.integers(0, 2), st.one_of(junk, st.integers(-2, -1))), maybe(actions, junk)
+        ).map(lambda a: Call(_core.PortfolioAction, a)),
+        ("candidate", "incompatible"),
+    ),
+    "_core.CandidateState": Binding(
+        st.tuples(small_ints, small_ints, st.booleans(), st.booleans(), floats).map(
+            lambda a: Call(_core.CandidateState, a)
+        ),
+        ("incompatible",),
+    ),
+    "_core.PortfolioState": Binding(
+        st.tuples(small_ints, floats, st.lists(candidate_states, max_size=3) | junk).map(
+            lambda a: Call(_core.PortfolioState, a)
+        ),
+        ("incompatible",),
+    ),
+    "_core.PortfolioPolicy": Binding(
+        st.one_of(junk, st.integers(-2, 9)).map(lambda v: Call(_core.PortfolioPolicy, (v,))),
+        ("incompatible", "value"),
+    ),
+    "_core.PortfolioPlan": Binding(st.just(Call(_core.PortfolioPlan)), ("constructor",)),
+    "_core.PortfolioStep": Binding(st.just(Call(_core.PortfolioStep)), ("constructor",)),
+    "_core.StateSpaceError": Binding(
+        st.text(max_size=5).map(lambda t: Call(_core.StateSpaceError, (t,))), ()
     ),
 }
 """Every callable of the compiled modules and how to fuzz it."""

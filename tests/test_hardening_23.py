@@ -561,10 +561,12 @@ def test_private_score_noise_is_checked_like_the_public_one(
     """``_core`` raised an unnamed RuntimeError ("Unable to cast Python instance ...")."""
     model = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
     with pytest.raises(error, match=re.escape(message)):
-        model.decide_guarded(0, 0, 0, False, 0.0, noise)
-    with pytest.raises(error, match=re.escape(message)):
         model.solve(_core.Policy.GUARDED, 0.0, noise)
-    assert model.decide_guarded(0, 0, 0, False, 0.0, lambda s, a: np.float32(0.5)).kind is not None
+    with pytest.raises(error, match=re.escape(message.replace("score_noise", "scores"))):
+        _core.measure_score_error(model, noise, 0.0, _core.Reach.ALL)
+    with pytest.raises((TypeError, ValueError), match="score_noise"):  # the Python checks
+        model.decide(0, 0, 0, False, "guarded", 0.0, noise)
+    assert model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: np.float32(0.5)).value > 0
 
 
 def test_private_next_share_checks_its_config() -> None:
