@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
+from ._config import ConfigFlags
 from ._engine import add_connection_arguments, endpoint_from_args
 from .gate import address
 from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
@@ -112,7 +113,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--clear-quarantine", action="store_true",
         help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
-    run.set_defaults(func=run_run)
+    run.set_defaults(func=run_run, config_flags=ConfigFlags(run))
 
     demo = commands.add_parser(
         "demo", help="the scheduler on the simulated engine, Azure trace and CPU LoRA trainer"
@@ -184,6 +185,7 @@ def _windows_file(path: str | None, start_unix: float) -> list[Any]:
 
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
+    args = args.config_flags.resolve(args)
     from ..control.actuation import ServingEngine
     from ..control.front import gate_summary, held_arrivals
     from ..control.healing import Backoff
