@@ -105,6 +105,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --gate: requests held at the closed door at most (later ones go on to "
         f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
+    add(
+        "--metrics-port", type=address, metavar="[HOST:]PORT",
+        help="serve the loop's Prometheus /metrics and its /healthz here (loopback unless "
+        "HOST is given; needs the serve extra)",
+    )  # fmt: skip
     add("--seconds", type=float, help="stop after this long, s")
     add("--return-tries", type=int, default=5,
         help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
@@ -272,6 +277,13 @@ def run_run(args: argparse.Namespace) -> int:
             host, port = args.notify
             notify = stack.enter_context(NotifyServer(loop.watcher.notify_arrival, host, port))
             print(f"{args.command_prog}: arrivals to POST {notify.url}", file=sys.stderr)
+        if args.metrics_port is not None:
+            from ..control.observe import LoopObserver
+
+            observer = LoopObserver(loop, *args.metrics_port).start()
+            stack.callback(observer.stop)
+            print(f"{args.command_prog}: metrics {observer.url}/metrics, health "
+                  f"{observer.url}/healthz", file=sys.stderr)  # fmt: skip
         try:
             totals = loop.run()
         except _run_errors() as err:
