@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from learnsched.control.observe import LoopObserver
 from learnsched.testing import EngineConfig, SimulatedEngine
 
 from control_support import make_loop
 
 pytest.importorskip("prometheus_client", reason="needs prometheus_client (learnsched[serve])")
-
-from learnsched.control.observe import LoopObserver  # noqa: E402
 
 
 def get(url: str, path: str) -> tuple[int, str]:
