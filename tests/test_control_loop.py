@@ -33,10 +33,19 @@ from control_support import COUNTING, make_loop
 FAST = {"token_s": 0.001}
 
 
-@pytest.fixture(params=["vllm", "sglang"])
+@pytest.fixture(params=["vllm", "sglang", "vllm --strict", "sglang --strict"])
 def engine(request: pytest.FixtureRequest) -> SimulatedEngine:
-    with SimulatedEngine(EngineConfig(request.param, **FAST)) as running:
+    """Each dialect, forgiving and strict (failing as the real engine does; started
+    batch-invariant, as an engine the loop checks without the gate must be)."""
+    dialect, _, strict = str(request.param).partition(" ")
+    config = (
+        EngineConfig.strict(dialect, batch_variant=False, **FAST)
+        if strict
+        else EngineConfig(dialect, **FAST)
+    )
+    with SimulatedEngine(config) as running:
         yield running
+        assert running.death is None, running.death
 
 
 def kinds(path: Path) -> list[str]:
