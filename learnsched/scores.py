@@ -10,13 +10,13 @@ model, where the exact scores are known, before the estimator is trusted online.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from . import _core
+from ._named import import_named
 from .scenario import Scenario
 from .solver import Model, Policy, ScoreEstimate, checked_callback, guard_epsilon
 
@@ -189,16 +189,7 @@ def load_score_factory(spec: str) -> ScoreFactory:
     TypeError
         The name is not callable.
     """
-    module_name, sep, name = spec.partition(":")
-    if not sep or not module_name or not name:
-        raise ValueError(f"scores must be MODULE:NAME, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"scores {spec!r}: cannot import {module_name} ({err})") from err
-    factory = getattr(module, name, None)
-    if factory is None:
-        raise ValueError(f"scores {spec!r}: {module_name} has no {name}")
+    factory = import_named(spec, "scores")
     if not callable(factory):
-        raise TypeError(f"scores {spec!r}: {name} is not callable")
-    return factory  # type: ignore[no-any-return]
+        raise TypeError(f"scores {spec!r}: {spec.partition(':')[2]} is not callable")
+    return factory

@@ -16,7 +16,6 @@ in a fraction of a second instead of paying the imports again.
 from __future__ import annotations
 
 import abc
-import importlib
 import multiprocessing
 import os
 import traceback
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._checks import integer, nonnegative, positive
+from .._named import import_named
 
 __all__ = [
     "Advanced",
@@ -147,20 +147,13 @@ def load_trainer_class(spec: str) -> type[Trainer]:
     Raises
     ------
     ValueError
-        Not ``MODULE:CLASS``, or the module cannot be imported.
+        Not ``MODULE:CLASS``, the module cannot be imported, or it has no such name.
     TypeError
         The name is not a :class:`Trainer` class.
     """
-    module_name, sep, class_name = spec.partition(":")
-    if not sep or not module_name or not class_name:
-        raise ValueError(f"trainer must be MODULE:CLASS, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"trainer {spec!r}: cannot import {module_name} ({err})") from err
-    cls = getattr(module, class_name, None)
+    cls = import_named(spec, "trainer", "CLASS")
     if not isinstance(cls, type) or not issubclass(cls, Trainer):
-        raise TypeError(f"trainer {spec!r}: {class_name} is not a learnsched Trainer class")
+        raise TypeError(f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class")
     return cls
 
 
