@@ -275,7 +275,12 @@ class ControlLoop:
             clock_start = getattr(calendar, "origin", None)
         self._fixed_start = clock_start
         self.clock_start = time.monotonic() if clock_start is None else clock_start
-        self.unix_start = time.time() - (time.monotonic() - self.clock_start)
+        origin_unix = getattr(calendar, "origin_unix", None)
+        self.unix_start = (
+            origin_unix
+            if origin_unix is not None and clock_start == getattr(calendar, "origin", None)
+            else time.time() - (time.monotonic() - self.clock_start)
+        )
         self.report = progress
         self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
