@@ -341,13 +341,13 @@ class Model:
         """
         Build the tables the policies read (None: every policy's).
         """
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+    def _decide_floor(self, window: int, progress: int, durable: int, active: bool = False, policy: str | Policy = 'rollout', epsilon: float = 0.0, score_noise: collections.abc.Callable[[State, Action], float] | None = None, scores: collections.abc.Callable[[State, Action], float] | None = None) -> Action:
         """
-        The policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)).
+        decide's binding without its work (the benchmarks' floor): a cached wait.
         """
-    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+    def decide(self, window: int, progress: int, durable: int, active: bool = False, policy: str | Policy = 'rollout', epsilon: float = 0.0, score_noise: collections.abc.Callable[[State, Action], float] | None = None, scores: collections.abc.Callable[[State, Action], float] | None = None) -> Action:
         """
-        The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. added to the exact score, or scores (state, action) -> s-eq., the user's own estimates (None: exact scores, as fast as rollout); with either O(J) plus one call per action.
+        learnsched.Model.decide itself (every argument checked here, with its messages): the policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)). Equal actions are one object.
         """
     def decide_many(self, window: typing.Any, progress: typing.Any, durable: typing.Any, active: typing.Any, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.bool], numpy.typing.NDArray[numpy.bool]]:
         """

@@ -101,13 +101,6 @@ if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a buil
     )
 
 
-# decide()'s hot path: the policies that take no guard, keyed by member (found by identity)
-# and so by name too (a member hashes and compares as its string).
-_UNGUARDED: dict[str, _core.Policy] = {
-    p: _CORE_POLICY[p.value] for p in Policy if p is not Policy.GUARDED
-}
-
-
 def core_policy(policy: str | Policy) -> _core.Policy:
     """The core's enum value for a policy name or member."""
     try:
@@ -133,6 +126,28 @@ def _core_state(window: object, progress: object, durable: object, active: objec
     return _core.State(*_state_args(window, progress, durable, active))
 
 
+def decide_arguments(
+    window: object,
+    progress: object,
+    durable: object,
+    active: object,
+    policy: str | Policy | _core.Policy,
+    epsilon: object,
+    score_noise: object,
+    scores: object,
+) -> tuple[int, int, int, bool, _core.Policy, float, ScoreNoise | None, ScoreEstimate | None]:
+    """:meth:`Model.decide`'s arguments checked and converted, in the order the core takes
+    them, or a ``TypeError``/``ValueError`` naming the field.
+
+    The core's ``decide`` checks plain arguments itself (ints, a bool, an unguarded policy,
+    no guard) and calls this for every other call: numpy integers, the guarded policy, or
+    a bad argument, which then fails with the message every other function gives it.
+    """
+    state = _state_args(window, progress, durable, active)
+    core = policy if isinstance(policy, _core.Policy) else core_policy(policy)
+    return (*state, core, *_guard(policy, epsilon, score_noise, scores))
+
+
 def guard_epsilon(epsilon: object) -> float:
     """The score-error bound as a float ``>= 0`` (``inf`` allowed), s-eq."""
     if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
@@ -144,7 +159,7 @@ def guard_epsilon(epsilon: object) -> float:
 
 
 def checked_callback(
-    name: str, f: Callable[[_core.State, _core.Action], float] | None
+    name: str, f: object
 ) -> Callable[[_core.State, _core.Action], float] | None:
     """``f`` wrapped so that each answer is checked as a finite number naming ``name``."""
     if f is None:
@@ -160,16 +175,21 @@ def checked_callback(
 
 
 def _guard(
-    policy: str | Policy,
-    epsilon: float,
-    score_noise: ScoreNoise | None,
-    scores: ScoreEstimate | None = None,
+    policy: str | Policy | _core.Policy,
+    epsilon: object,
+    score_noise: object,
+    scores: object = None,
 ) -> tuple[float, ScoreNoise | None, ScoreEstimate | None]:
     """Checked guard arguments; only the guarded policy takes them, and only one of
     ``score_noise`` and ``scores``."""
     eps = guard_epsilon(epsilon)
     given = eps != 0.0 or score_noise is not None or scores is not None
-    if Policy.parse(policy) is not Policy.GUARDED and given:
+    guarded = (
+        policy == _core.Policy.GUARDED
+        if isinstance(policy, _core.Policy)
+        else Policy.parse(policy) is Policy.GUARDED
+    )
+    if not guarded and given:
         raise ValueError(
             f"epsilon, score_noise and scores apply only to policy 'guarded', got {policy!r}"
         )
@@ -214,7 +234,8 @@ class Model:
         raises ``ValueError``.
     """
 
-    __slots__ = ("_decide", "_model", "_scenario", "_tables_for")
+    # __dict__: decide, bound per instance (see __init__)
+    __slots__ = ("__dict__", "_model", "_scenario", "_tables_for")
 
     def __init__(
         self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
@@ -227,7 +248,9 @@ class Model:
         self._scenario = scenario
         self._tables_for = tables_for
         self._model = _core.Model(scenario.to_core(), tables_for)
-        self._decide = self._model.decide  # bound once: decide()'s hot path is one call
+        # decide's hot path is the core's binding itself, which checks every argument as
+        # decide() below does: bound per instance, it skips that Python frame (30% of a call).
+        object.__setattr__(self, "decide", self._model.decide)
 
     def rebuild(self, scenario: Scenario) -> None:
         """Prepare another scenario in this model's memory, for the same policies.
@@ -303,68 +326,20 @@ class Model:
             ``kind`` (:class:`ActionKind`), ``quanta`` (quanta to run in this window: the
             remaining quanta for ``PUBLISH``, 0 for waits and returns), ``checkpoint``
             (save before returning) and ``cold`` (return by the cold path of a two-path
-            scenario). Capacity must be back by the window's end.
+            scenario). Capacity must be back by the window's end. Actions are immutable,
+            and equal ones may be one shared object.
 
         Raises
         ------
+        TypeError
+            A state field that is not an integer, or ``active`` that is not a bool.
         ValueError
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
-        # The hot path: one dict lookup and five type tests, then the core. bool is not an
-        # int here; anything else (numpy integers, names, guards) takes the checked path.
-        core: _core.Policy | None
-        try:
-            core = _UNGUARDED[policy]
-        except (KeyError, TypeError):
-            core = None
-        if (
-            core is not None
-            and type(window) is int
-            and type(progress) is int
-            and type(durable) is int
-            and score_noise is None
-            and scores is None
-            and type(epsilon) is float
-            and epsilon == 0.0
-            and type(active) is bool
-        ):
-            try:
-                return self._decide(window, progress, durable, active, core)
-            except TypeError:  # an int beyond C int: name the field
-                _state_args(window, progress, durable, active)
-                raise
-        return self._decide_checked(
+        return self._model.decide(
             window, progress, durable, active, policy, epsilon, score_noise, scores
         )
-
-    def _decide_checked(
-        self,
-        window: object,
-        progress: object,
-        durable: object,
-        active: object,
-        policy: str | Policy,
-        epsilon: float,
-        score_noise: ScoreNoise | None,
-        scores: ScoreEstimate | None,
-    ) -> _core.Action:
-        """:meth:`decide` with every argument converted and checked."""
-        window, progress, durable, active = _state_args(window, progress, durable, active)
-        core = core_policy(policy)
-        try:
-            if core == _core.Policy.GUARDED:
-                eps, noise, estimate = _guard(policy, epsilon, score_noise, scores)
-                return self._model.decide_guarded(
-                    window, progress, durable, active, eps, noise, estimate
-                )
-            guarded = score_noise is not None or scores is not None
-            if guarded or type(epsilon) is not float or epsilon != 0.0:
-                _guard(policy, epsilon, score_noise, scores)  # raises unless they mean "none"
-            return self._model.decide(window, progress, durable, active, core)
-        except TypeError:  # pybind11's message names no argument: say which one
-            _state_args(window, progress, durable, active)
-            raise
 
     def decide_many(
         self,

@@ -198,6 +198,67 @@ def test_a_stream_vllm_aborts_counts_as_failed() -> None:
         assert counts_settled(gate).failed == 1  # ... and the gate counts it
 
 
+def test_a_client_that_gives_up_is_cancelled_not_failed() -> None:
+    with (
+        EngineProcess(strict_config("vllm", token_s=0.05), lifetime_s=LIFETIME_S) as sim,
+        Gate(sim.url, "vllm") as gate,
+    ):
+        conn = http.client.HTTPConnection("127.0.0.1", gate.port, timeout=10.0)
+        body = json.dumps(completion(True, 40))
+        conn.request(
+            "POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"}
+        )
+        assert conn.getresponse().read1(64)  # the stream has begun ...
+        conn.close()  # ... and the client hangs up
+        deadline = time.monotonic() + 10.0
+        while gate.counts().cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        counts = counts_settled(gate)
+        assert (counts.cancelled, counts.failed, counts.completed) == (1, 0, 0)
+
+
+def test_a_client_that_gives_up_before_the_answer_begins_is_cancelled() -> None:
+    config = strict_config("vllm", token_s=0.05, max_running=1)
+    with EngineProcess(config, lifetime_s=LIFETIME_S) as sim, Gate(sim.url, "vllm") as gate:
+        first = threading.Thread(
+            target=lambda: post(gate.url, "/v1/completions", completion(True, 20))
+        )
+        first.start()
+        time.sleep(0.2)
+        with pytest.raises(TimeoutError):  # queued behind the first: no answer in 0.3 s
+            post(gate.url, "/v1/completions", completion(True, 4), timeout_s=0.3)
+        first.join(10)
+        deadline = time.monotonic() + 10.0
+        while gate.counts().cancelled == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        counts = counts_settled(gate)
+        assert (counts.cancelled, counts.failed, counts.completed) == (1, 0, 1)
+
+
+def test_a_request_cut_off_by_the_gates_stop_is_cancelled_not_failed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("learnsched.gate.proxy.SHUTDOWN_S", 0.3)
+    with EngineProcess(strict_config("vllm", token_s=0.05), lifetime_s=LIFETIME_S) as sim:
+        gate = Gate(sim.url, "vllm").start()
+        cut: list[BaseException] = []
+
+        def client() -> None:
+            try:
+                post(gate.url, "/v1/completions", completion(True, 100))
+            except (OSError, http.client.HTTPException, ValueError) as err:
+                cut.append(err)  # the stream was broken off, as it should be
+
+        thread = threading.Thread(target=client, daemon=True)
+        thread.start()
+        time.sleep(0.3)
+        gate.stop()  # 5 s of decoding left: cut off after SHUTDOWN_S
+        thread.join(10)
+        assert cut
+        counts = gate.counts()
+        assert (counts.cancelled, counts.failed, counts.in_flight) == (1, 0, 0)
+
+
 def test_an_error_event_and_an_unreachable_engine_count_as_failed() -> None:
     with (
         EngineProcess(config("sglang", stream="error"), lifetime_s=LIFETIME_S) as sim,
@@ -389,3 +450,9 @@ def test_the_gate_command_forwards_counts_and_stops_on_sigterm(
     assert child.returncode == 0
     counts = json.loads(out)
     assert (counts["arrivals"], counts["completed"], counts["failed_requests"]) == (1, 1, 0)
+
+
+@pytest.mark.parametrize("upstream", ["127.0.0.1:8000", "ftp://x:1", "http://x:1/v1"])
+def test_a_bad_upstream_is_named(upstream: str) -> None:
+    with pytest.raises(ValueError, match="upstream must be"):
+        Gate(upstream, "vllm")

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import random
+import subprocess
+import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import read_ledger
+from learnsched.handoff import ServerConfigError, read_ledger
 from learnsched.handoff.engines import AnswerScanner
 from learnsched.testing import EngineProcess
 
@@ -188,3 +191,77 @@ def test_200_random_arrivals_around_parks_and_resumes(
     dialect: str, seed: int, tmp_path: Path
 ) -> None:
     run_with_arrivals(dialect, tmp_path, windows=30, arrivals=200, seed=seed)
+
+
+def parked(ledger: Path, count: int, timeout_s: float = 30.0) -> None:
+    """Wait until the ledger records the ``count``-th park (and a moment more)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = ledger.read_text() if ledger.exists() else ""
+        if text.count('"kind": "park"') >= count:
+            time.sleep(0.1)
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"no park number {count} within {timeout_s:g} s")
+
+
+def test_run_with_gate_and_notify_from_the_command_line(tmp_path: Path) -> None:
+    """``learnsched run --gate --notify``: requests through the gate, a router's arrival
+    notification, and the summary's gate keys."""
+    calendar_file = tmp_path / "calendar.json"
+    windows = [[0.5, 2.5], [3.0, 5.0], [3600.0, 7200.0]]
+    calendar_file.write_text(json.dumps({"windows": windows, "clock": "relative"}))
+    with EngineProcess(strict_config("sglang"), lifetime_s=120.0) as sim:
+        command = [
+            sys.executable, "-m", "learnsched", "run", "--engine", "sglang", "--url", sim.url,
+            "--trainer", "control_support:CountingTrainer",
+            "--trainer-options", '{"work_quanta": 20000}', "--horizon", "10000",
+            "--calendar", str(calendar_file), "--ledger", str(tmp_path / "ledger.jsonl"),
+            "--state-dir", str(tmp_path / "state"), "--seconds", "6", "--json",
+            "--gate", "127.0.0.1:0", "--notify", "127.0.0.1:0",
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+        with subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) as child:  # fmt: skip
+            assert child.stderr is not None
+            gate_url = child.stderr.readline().split("gate ")[1].split(" ->")[0]
+            notify_url = child.stderr.readline().split("POST ")[1].strip()
+            host, port = gate_url.removeprefix("http://").rsplit(":", 1)
+            parked(tmp_path / "ledger.jsonl", 1)  # the first loan: held, the loop returns early
+            results = [Sent(time.perf_counter_ns()) for _ in range(3)]
+            for result in results:
+                send(host, int(port), result)
+            parked(tmp_path / "ledger.jsonl", 2)  # the second loan: a router's notification
+            parts = notify_url.removeprefix("http://").split("/")[0].rsplit(":", 1)
+            conn = http.client.HTTPConnection(parts[0], int(parts[1]), timeout=5.0)
+            conn.request("POST", "/arrival", body=b"")
+            assert conn.getresponse().status == 204
+            conn.close()
+            out, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+        assert sim.alive(), sim.stderr_text()
+    summary = json.loads(out)
+    assert [r.failure for r in results] == [None, None, None]
+    assert summary["early_returns"] == 2
+    assert summary["held_requests"] >= 1
+    assert summary["failed_requests"] == 0
+    assert summary["parks_on_busy_engine"] == 0
+    assert 0 < summary["added_latency_p50_s"] <= summary["added_latency_p99_s"] < 1.5
+    assert isinstance(summary["skipped_windows"], int)
+
+
+def test_sglang_without_metrics_is_refused_at_start_unless_the_gate_counts(tmp_path: Path) -> None:
+    with EngineProcess(strict_config("sglang", metrics=False), lifetime_s=120.0) as sim:
+        loop = make_loop(sim.url, "sglang", [(0.2, 0.8)], tmp_path / "alone", until_s=1.0)
+        with pytest.raises(ServerConfigError, match="--enable-metrics"):
+            loop.run()
+        with Gate(sim.url, "sglang") as gate:
+            loop = make_loop(sim.url, "sglang", [(0.2, 0.8), (3600.0, 7200.0)], tmp_path / "gate",
+                             trainer_options={"work_quanta": 20_000}, horizon_s=10_000.0,
+                             until_s=1.0, door=gate)  # fmt: skip
+            totals = loop.run()
+        assert totals.handoffs == 1
+        assert sim.alive(), sim.stderr_text()
+    notes = [r.detail["preflight"] for r in read_ledger(tmp_path / "gate" / "ledger.jsonl")
+             if "preflight" in r.detail]  # fmt: skip
+    assert any("gate's counts alone" in note for note in notes[0])

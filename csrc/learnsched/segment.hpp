@@ -48,6 +48,8 @@ struct Segment {
 class SegmentAccounting {
   public:
     explicit SegmentAccounting(Scenario scenario);
+    // Account for another (validated) scenario in the memory this one holds.
+    void reset(const Scenario& scenario);
 
     const Scenario& scenario() const { return scenario_; }
     const BenefitCurve& benefit() const { return benefit_; }
@@ -98,6 +100,7 @@ class SegmentAccounting {
         std::array<int, 2> without_checkpoint{};
     };
     int quanta_that_fit(double fixed_s, const Window& w) const;
+    void compute_limits();  // limits_ from scenario_
 
     Scenario scenario_;
     BenefitCurve benefit_;  // Phi(t_p)

@@ -65,7 +65,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add_connection_arguments(run)
     add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
     add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
-    add("--calendar", required=True, metavar="FILE", help="windows JSON (see README)")
+    add(
+        "--calendar", required=True, metavar="FILE",
+        help='windows JSON: {"windows": [[start, deadline], ...], "clock": "relative" '
+        '(seconds after the loop is ready) or "unix"}',
+    )  # fmt: skip
     add("--forecast", choices=("empirical", "exact"), help="decide under a forecast")
     add("--samples", type=int, default=64, help="sampled calendars per forecast decision")
     add("--history", metavar="FILE", help="past windows (calendar JSON) to fit the forecast")

@@ -31,7 +31,7 @@ from typing import Protocol
 
 from .._checks import integer, nonnegative, positive
 from ..handoff.endpoint import ServingEndpoint
-from ..handoff.engines import Door, Parked, park, resume, same_model
+from ..handoff.engines import Door, Parked, check_idle, park, resume, same_model
 from ..handoff.errors import EngineBusy
 from ..handoff.preflight import Load, check_server_config, read_load
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
@@ -187,6 +187,9 @@ class ServingEngine:
 
         Raises
         ------
+        ServerConfigError
+            A flag the park needs is missing, or, without a door, the engine exports no
+            load gauges (a park could not know it is idle: SGLang ``--enable-metrics``).
         EngineBusy
             With a door: the requests in flight never drained within ``timeout_s``.
         """
@@ -194,6 +197,12 @@ class ServingEngine:
             self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
         door = self.door
+        gauges = read_load(self.endpoint, min(self.timeout_s, 5.0)) is not None
+        if not gauges and door is None:
+            check_idle(self.endpoint, None, self.timeout_s)  # raises, naming the flag
+        if not gauges:
+            names = " and ".join(self.endpoint.dialect.load_metrics)
+            notes.append(f"no load gauges ({names}): idleness from the gate's counts alone")
         if door is None:
             self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
             return notes

@@ -62,6 +62,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..handoff.ledger import HandoffRecord
+from .front import GATE_KEYS
 
 __all__ = [
     "SUMMARY_KEYS",
@@ -91,12 +92,7 @@ SUMMARY_KEYS = (
     "slo_misses",
     "published",
     "ledger",
-    "held_requests",
-    "failed_requests",
-    "added_latency_p50_s",
-    "added_latency_p99_s",
-    "parks_on_busy_engine",
-    "skipped_windows",
+    *GATE_KEYS,
 )
 """The keys of a run's summary, in the order ``learnsched demo --json`` prints them (the
 last six: :data:`~.front.GATE_KEYS`)."""

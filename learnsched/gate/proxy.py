@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from .._checks import integer, positive
 from .._extras import require
@@ -74,7 +75,7 @@ class Gate:
     Parameters
     ----------
     upstream
-        The engine's ``http://HOST:PORT``.
+        The engine's ``http://HOST:PORT`` (or ``https://``).
     engine
         Its dialect's name (``"vllm"``, ``"sglang"``): which routes run the model and
         which park it.
@@ -102,6 +103,13 @@ class Gate:
         on_arrival: Callable[[bool], None] | None = None,
         connect_timeout_s: float = 10.0,
     ) -> None:
+        parts = urlsplit(upstream)
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+        ):
+            raise ValueError(f"upstream must be http(s)://HOST:PORT, got {upstream!r}")
         self.upstream = upstream.rstrip("/")
         self.dialect: Engine = engine_dialect(engine)
         self.host = host
@@ -351,9 +359,9 @@ class Gate:
                         response.headers.add(key, value)
                 kind = answer.headers.get("Content-Type", "")
                 scanner = AnswerScanner(kind.startswith("text/event-stream"))
-                await response.prepare(request)
                 delivered = False
                 try:
+                    await response.prepare(request)
                     async for chunk in answer.content.iter_any():
                         if work:
                             scanner.feed(chunk)
@@ -362,13 +370,16 @@ class Gate:
                     await response.write_eof()
                 except ConnectionResetError:
                     # The client hung up: after the whole answer (it read to [DONE] and
-                    # closed before the last chunk's terminator) it was served; before,
-                    # it gave up on the request.
+                    # closed before the last chunk's terminator) it was served; before
+                    # (even before the answer began), it gave up on the request.
                     if not delivered:
                         outcome = "cancelled"
                         return response
                 outcome = _outcome(answer.status, scanner.close() if work else None)
                 return response
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the client went away, or the gate is stopping
+            raise
         except (ClientError, asyncio.TimeoutError) as err:
             if response is not None and response.prepared:
                 # The engine broke off an answer under way: break off the client's too.

@@ -36,7 +36,8 @@ class GateCounts:
         Of those forwarded: answered in full; answered with a 5xx, or a success whose
         stream carried an error event or was aborted, or not answered (the engine
         unreachable); answered with a 4xx (the request as sent was refused: the
-        client's error, not a failure); dropped by their client.
+        client's error, not a failure); dropped by their client (or cut off by the
+        gate's own stop).
     held
         Arrivals held at the closed door (each later forwarded).
     overflowed

@@ -50,10 +50,20 @@ def failure_of(event: Any) -> str | None:
 
 
 class AnswerScanner:
-    """Reads an answer's bytes in the chunks they arrive in; ``failure`` at the end.
+    """Reads an answer's bytes in the chunks they arrive in; why it failed at the end.
 
     Server-sent events are read line by line (a line may span chunks); any other body
     is kept (up to :data:`MAX_BODY_BYTES`) and read as one JSON value at :meth:`close`.
+
+    Parameters
+    ----------
+    event_stream
+        Whether the answer is ``text/event-stream``.
+
+    Attributes
+    ----------
+    failure : str or None
+        Why the answer failed (``"error event"``, ``"aborted"``) once seen, else ``None``.
     """
 
     def __init__(self, event_stream: bool) -> None:
