@@ -79,10 +79,25 @@ def test_required_flags_may_come_from_either(
 ) -> None:
     assert main(["run", "--engine", "vllm"]) == 2
     err = capsys.readouterr().err
-    assert "--url, --trainer, --calendar, --ledger, --state-dir required" in err
+    assert "--url, --calendar, --ledger, --state-dir required" in err
     assert "(on the command line or in --config)" in err
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert "the serving engine (required, here or in --config)" in shown
     assert "plan each decision over the next K windows (default 64)" in shown
+
+
+def test_a_repeatable_flag_from_the_file(tmp_path: Path) -> None:
+    """``--trainer`` may be given once per job: in the file a string or a list."""
+    config = tmp_path / "run.toml"
+    config.write_text('trainer = ["a:A", "b:B"]\n')
+    parser = build_parser(["run"])
+    args = parser.parse_args(["run", "--config", str(config)])
+    assert args.config_flags._values({"trainer": ["a:A", "b:B"]}, config)["trainer"] == [
+        "a:A", "b:B"
+    ]  # fmt: skip
+    given = parser.parse_args(["run", "--config", str(config), "--trainer", "c:C"])
+    with pytest.raises(ValueError, match="required"):
+        given.config_flags.resolve(given)  # --url etc. missing, but the flag won:
+    assert given.trainer == ["c:C"]

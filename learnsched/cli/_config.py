@@ -71,7 +71,8 @@ class ConfigFlags:
                 action.required = False  # checked after the file is read
                 self.required.append(action.dest)
                 action.help = f"{action.help} (required, here or in --config)"
-            action.default = UNSET
+            if not isinstance(action, argparse._AppendAction):  # an append adds to it
+                action.default = UNSET
         parser.add_argument(
             "--config", type=Path, metavar="FILE.toml",
             help="long flags from a TOML file (key = the flag's name, e.g. "
@@ -86,7 +87,8 @@ class ConfigFlags:
         config = read_toml(args.config) if args.config is not None else {}
         values = self._values(config, args.config)
         for dest, default in self.defaults.items():
-            if getattr(args, dest) is UNSET:
+            given = getattr(args, dest)
+            if given is UNSET or (given is None and dest in values):
                 setattr(args, dest, values.get(dest, default))
         missing = [self._flag(dest) for dest in self.required if getattr(args, dest) is None]
         if missing:
@@ -114,6 +116,9 @@ class ConfigFlags:
             if not isinstance(value, bool):
                 raise TypeError(f"{where} must be true or false, got {value!r}")
             return value
+        if isinstance(action, argparse._AppendAction):  # a list, or one value
+            items = value if isinstance(value, list) else [value]
+            return [self._converted(_single(action), item, where) for item in items]
         if action.dest in _TABLES and isinstance(value, dict):
             return json.dumps(value)
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
@@ -137,3 +142,9 @@ class ConfigFlags:
             choices = ", ".join(map(str, action.choices))
             raise ValueError(f"{where} must be one of {choices}, got {value!r}")
         return result
+
+
+def _single(action: argparse.Action) -> argparse.Action:
+    """An append flag's one-value form (its items convert as a plain flag's value)."""
+    convert: Any = action.type
+    return argparse.Action(action.option_strings, action.dest, type=convert, choices=action.choices)
