@@ -56,6 +56,7 @@ COMMANDS: dict[str, str] = {
     "windows": "calendar",
     "online": "calendar",
     "guard-check": "guard",
+    "portfolio": "portfolio",
 }
 
 
