@@ -45,7 +45,7 @@ from typing import Any, Protocol
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
 from ..handoff.engines import Parked
-from ..handoff.errors import EngineBusy, HandoffProbeError
+from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -394,7 +394,11 @@ class ControlLoop:
         """A park that raised: closed in the ledger if the engine refused it (nothing
         was released); otherwise the engine is returned if it says it is parked, and
         quarantined if it cannot say (SGLang)."""
-        refused = isinstance(err, HttpStatusError) and err.status < 500
+        # The engine refused (4xx), or its configuration stopped the park before any
+        # call touched it: nothing was released.
+        refused = (isinstance(err, HttpStatusError) and err.status < 500) or isinstance(
+            err, ServerConfigError
+        )
         self._record("park-failed", failure=str(err), detail={"refused": refused})
         if refused:
             return
