@@ -419,10 +419,10 @@ class ControlLoop:
         if parked is None and not asleep:
             return
         call = self.engine.unpark
+        acked, steps = (None, set()) if parked is None else park_progress(records, parked)
+        if acked is not None and isinstance(acked.detail.get("parked"), dict):
+            self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
         if parked is not None and not asleep:
-            acked, steps = park_progress(records, parked)
-            if acked is not None and isinstance(acked.detail.get("parked"), dict):
-                self.engine.parked = Parked.from_json(acked.detail["parked"])
             if asleep is False:  # vLLM awake: nothing to resume, readiness only
                 call = self.engine.ready
             elif acked is None and "release_sent" in steps:
