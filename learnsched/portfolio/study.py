@@ -241,42 +241,56 @@ class StudyResult:
             },
         }
 
-    def markdown(self) -> str:
-        """The table of :meth:`table` in Markdown (docs/portfolio.md's study table)."""
-        lines = [
-            "| setting | policy | mean value | 95% CI | gain vs sequential | 95% CI | published | GPU-h |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
+    # (heading, width, alignment) of each column of :meth:`table` and :meth:`markdown`.
+    _COLUMNS = (
+        ("setting", 14, "<"),
+        ("policy", 15, "<"),
+        ("mean value", 12, ">"),
+        ("95% CI", 24, ">"),
+        ("gain vs sequential", 20, ">"),
+        ("95% CI", 24, ">"),
+        ("published", 11, ">"),
+        ("GPU-h", 8, ">"),
+    )
+
+    def _rows(self) -> list[tuple[str, ...]]:
+        rows: list[tuple[str, ...]] = []
         for setting, policies in self.settings.items():
             for name, s in policies.items():
                 j = s.to_json()
                 lo, hi = j["ci95"]
                 glo, ghi = j["gain_ci95"]
-                lines.append(
-                    f"| {setting} | {name} | {j['mean_value']:.1f} | [{lo:.1f}, {hi:.1f}] | "
-                    f"{j['mean_gain']:.1f} | [{glo:.1f}, {ghi:.1f}] | "
-                    f"{j['mean_published']:.1f} | {j['mean_gpu_hours']:.2f} |"
+                rows.append(
+                    (
+                        setting,
+                        name,
+                        f"{j['mean_value']:.1f}",
+                        f"[{lo:.1f}, {hi:.1f}]",
+                        f"{j['mean_gain']:.1f}",
+                        f"[{glo:.1f}, {ghi:.1f}]",
+                        f"{j['mean_published']:.1f}",
+                        f"{j['mean_gpu_hours']:.2f}",
+                    )
                 )
-        return "\n".join(lines)
+        return rows
 
     def table(self) -> str:
         """Mean value with its 95% interval and the mean gain over ``sequential`` with its
         interval, per setting and policy (s-eq.)."""
-        header = (
-            f"{'setting':<14}{'policy':<15}{'mean value':>12}{'95% CI':>24}"
-            f"{'gain vs sequential':>20}{'95% CI':>24}{'published':>11}{'GPU-h':>8}"
-        )
-        lines = [header]
-        for setting, policies in self.settings.items():
-            for name, s in policies.items():
-                j = s.to_json()
-                lo, hi = j["ci95"]
-                glo, ghi = j["gain_ci95"]
-                lines.append(
-                    f"{setting:<14}{name:<15}{j['mean_value']:>12.1f}{f'[{lo:.1f}, {hi:.1f}]':>24}"
-                    f"{j['mean_gain']:>20.1f}{f'[{glo:.1f}, {ghi:.1f}]':>24}"
-                    f"{j['mean_published']:>11.1f}{j['mean_gpu_hours']:>8.2f}"
-                )
+        cols = self._COLUMNS
+        lines = ["".join(f"{h:{a}{w}}" for h, w, a in cols)]
+        for row in self._rows():
+            lines.append("".join(f"{v:{a}{w}}" for v, (_, w, a) in zip(row, cols, strict=True)))
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        """The table of :meth:`table` in Markdown (docs/portfolio.md's study table)."""
+        cols = self._COLUMNS
+        lines = [
+            "| " + " | ".join(h for h, _, _ in cols) + " |",
+            "| " + " | ".join("---" if a == "<" else "---:" for _, _, a in cols) + " |",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in self._rows()]
         return "\n".join(lines)
 
 
