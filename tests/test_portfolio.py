@@ -306,6 +306,17 @@ def test_state_space_bounds_are_named_errors() -> None:
     assert issubclass(StateSpaceError, ValueError)
     # The other policies solve it.
     assert solve_portfolio(portfolio, ["rollout"])["rollout"].value > 0
+    huge = [Candidate("huge", 2**22, 1e-3, 1.0, 1e4)]
+    with pytest.raises(
+        StateSpaceError,
+        match=r"12582915 entries .* x 9 doubles, above the limit of 33554432 doubles",
+    ):
+        Portfolio.on_windows([(0, 10), (20, 30)], ls.PAPER_WARM, huge)
+    small = Portfolio.on_windows(
+        [(0, 10), (20, 30)], ls.PAPER_WARM, [Candidate("a", 2**20, 1e-3, 1.0, 1e4)]
+    )
+    with pytest.raises(StateSpaceError, match=r"x 11 doubles"):  # sequential's models too
+        PortfolioModel(small, ["sequential"])
     many = [Candidate(f"j{i}", 1, 1.0, 1.0, 10.0) for i in range(_core.MAX_CANDIDATES + 1)]
     with pytest.raises(StateSpaceError, match="candidates must number at most 4096, got 4097"):
         Portfolio.on_windows([(0, 10)], ls.PAPER_WARM, many)

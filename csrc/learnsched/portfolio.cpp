@@ -1,9 +1,11 @@
 #include "portfolio.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace learnsched {
 namespace {
@@ -131,7 +133,7 @@ void validate(const Portfolio& portfolio) {
     std::set<std::string> names;
     for (std::size_t c = 0; c < count; ++c) validate_candidate_fields(portfolio, c, names);
     const std::vector<int> runs_on = active_gpus(portfolio);
-    std::size_t entries = 0;
+    check_table_size(portfolio, false);  // before any candidate's windows are read again
     for (std::size_t c = 0; c < count; ++c) {
         for (std::size_t g = 0; g < portfolio.gpus.size(); ++g) {
             const bool there = runs_on[c] == static_cast<int>(g);
@@ -142,13 +144,42 @@ void validate(const Portfolio& portfolio) {
                 const std::string where = portfolio.gpus.size() > 1 ? joined(" on gpus[", g, "]") : "";
                 fail(candidate_label(portfolio, c), where, ": ", e.what());
             }
-            entries += (s.windows.size() + 1) * (static_cast<std::size_t>(s.work_quanta) + 1);
         }
     }
-    if (entries > kMaxPortfolioEntries) {
+}
+
+namespace {
+
+// Entries (k, pbar) of every candidate on every GPU, and the doubles each holds.
+std::pair<double, std::size_t> table_shape(const Portfolio& portfolio, bool sequential) {
+    const bool two = portfolio.returns.cold_recovery_s.has_value();
+    const std::size_t per_entry = (two ? 17 : 9) + (sequential ? (two ? 6 : 2) : 0);
+    // Counted in double: work_quanta are range-checked later, and the sum may not fit.
+    double entries = 0.0;
+    for (const PortfolioCandidate& c : portfolio.candidates) {
+        for (const std::vector<Window>& gpu : portfolio.gpus) {
+            entries += (static_cast<double>(gpu.size()) + 1.0) * (std::max(c.work_quanta, 0) + 1.0);
+        }
+    }
+    return {entries, per_entry};
+}
+
+}  // namespace
+
+std::size_t table_doubles(const Portfolio& portfolio, bool sequential) {
+    const auto [entries, per_entry] = table_shape(portfolio, sequential);
+    const double doubles = entries * static_cast<double>(per_entry);
+    return doubles >= 1e18 ? std::numeric_limits<std::size_t>::max() : static_cast<std::size_t>(doubles);
+}
+
+void check_table_size(const Portfolio& portfolio, bool sequential) {
+    const std::size_t doubles = table_doubles(portfolio, sequential);
+    if (doubles > kMaxPortfolioDoubles) {
+        const auto [entries, per_entry] = table_shape(portfolio, sequential);
         throw StateSpaceError(joined(
-            "the candidates' tables on every GPU (sum of (windows + 1) x (work_quanta + 1)) "
-            "would hold ", entries, " entries, above the limit of ", kMaxPortfolioEntries));
+            "the candidates' tables on every GPU would hold ", entries,
+            " entries (sum of (windows + 1) x (work_quanta + 1)) x ", per_entry,
+            " doubles, above the limit of ", kMaxPortfolioDoubles, " doubles"));
     }
 }
 

@@ -52,9 +52,8 @@ inline constexpr std::size_t kMaxCandidates = std::size_t{1} << 12;
 inline constexpr std::size_t kMaxGpus = std::size_t{1} << 10;
 // All GPUs' windows together: one decision stage each (a plan holds one step per stage).
 inline constexpr std::size_t kMaxStages = kMaxWindows;
-// Entries of every candidate's tables on every GPU together: sum of (K_g + 1) x (J_c + 1);
-// three tables of doubles each (384 MiB at the cap).
-inline constexpr std::size_t kMaxPortfolioEntries = kMaxStates;
+// Doubles every candidate's tables on every GPU hold together (table_doubles): 256 MiB.
+inline constexpr std::size_t kMaxPortfolioDoubles = std::size_t{1} << 25;
 
 struct PortfolioCandidate {
     std::string name;
@@ -154,6 +153,14 @@ struct PortfolioPlan {
 // Throw std::invalid_argument naming the field of the first problem, StateSpaceError when
 // the portfolio exceeds a size limit.
 void validate(const Portfolio& portfolio);
+
+// The doubles a prepared portfolio's tables hold: per entry (k, pbar) of every candidate on
+// every GPU, sum of (K_g + 1) x (J_c + 1) entries, the Window plan (3), pi0's price and plan
+// GPU-seconds (2) and its segment (4); with two return paths each fixed path's plan and
+// Costed Window values (8 more); with `sequential`, today's models (2, or 6 with two paths).
+std::size_t table_doubles(const Portfolio& portfolio, bool sequential);
+// StateSpaceError naming the count if table_doubles exceeds kMaxPortfolioDoubles.
+void check_table_size(const Portfolio& portfolio, bool sequential);
 
 // Per candidate, the GPU its initially active candidate runs on (the i-th active candidate
 // in list order on GPU i), or -1; std::invalid_argument if more are active than GPUs.

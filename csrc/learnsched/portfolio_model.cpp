@@ -49,6 +49,7 @@ PortfolioModel::PortfolioModel(Portfolio portfolio, const std::vector<PortfolioP
         check_policy(p);
         sequential_ = sequential_ || p == PortfolioPolicy::Sequential;
     }
+    if (sequential_) check_table_size(portfolio_, true);  // today's models too
     const int G = gpu_count();
     holder_.assign(static_cast<std::size_t>(G), -1);
     first_stage_.assign(static_cast<std::size_t>(G), -1);

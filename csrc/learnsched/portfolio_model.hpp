@@ -133,6 +133,8 @@ class PortfolioModel {
 
     PortfolioAction choose(const PortfolioState& x, PortfolioPolicy policy) const;
     PortfolioAction reference_action(const PortfolioState& x) const;
+    template <class Score>
+    PortfolioAction greedy_action(const PortfolioState& x, Score&& score, bool lowest) const;
     PortfolioAction density_action(const PortfolioState& x) const;
     PortfolioAction earliest_action(const PortfolioState& x) const;
     PortfolioAction sequential_action(const PortfolioState& x) const;

@@ -10,6 +10,7 @@ namespace learnsched {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The best of candidates scored one by one: a later one wins only if strictly better.
 struct Pick {
@@ -67,69 +68,59 @@ PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const 
     return PortfolioAction{best, reference_choice(lane(best, st.gpu), State{st.window, pbar, pbar, false})};
 }
 
+// The greedy baselines' common rule: each candidate's Window action scored by `score`
+// (NaN: passed over); the best (the highest, or with `lowest` the lowest) takes the window.
+// A forced candidate takes its Window action if it scores, else declines.
+template <class Score>
+PortfolioAction PortfolioModel::greedy_action(const PortfolioState& x, Score&& score,
+                                              bool lowest) const {
+    const Stage& st = stage(x.stage);
+    const auto scored = [&](int c, Action& a) {
+        const Lane& ln = lane(c, st.gpu);
+        const State s = single_state(x, c);
+        a = window_action(ln.acc, s);
+        return score(c, ln, s, a);
+    };
+    Action a;
+    if (const int c = forced_candidate(x); c >= 0) {
+        const bool go = !std::isnan(scored(c, a));
+        return PortfolioAction{c, go ? a : decline_action(lane(c, st.gpu).acc, single_state(x, c))};
+    }
+    Pick pick;
+    for (int c = 0; c < candidate_count(); ++c) {
+        if (!free(x, c)) continue;
+        const double v = scored(c, a);
+        if (!std::isnan(v)) pick.offer(c, a, v, !lowest);
+    }
+    return pick.action;
+}
+
 // Greedy by benefit density: the candidate whose remaining work earns most per second of it,
 // handoff-blind (Static ROI's timing: Phi(l_k + r*delta) / (r*delta)), takes Window's
 // action; one with nothing left to earn, nothing that fits now or no budget for the segment
 // is passed over.
 PortfolioAction PortfolioModel::density_action(const PortfolioState& x) const {
-    const Stage& st = stage(x.stage);
-    const auto density = [&](int c, const SegmentAccounting& acc, const State& s) {
-        const double rest_s = acc.remaining(s) * acc.scenario().quantum_s;
-        return benefit(c, st.start_s + rest_s) / rest_s;
-    };
-    const auto usable = [&](const Lane& ln, const State& s, const Action& a) {
-        return works(a) && fits_budget(x, segment_gpu_s(ln.acc.take(s, a)));
-    };
-    if (const int c = forced_candidate(x); c >= 0) {
-        const Lane& ln = lane(c, st.gpu);
-        const State s = single_state(x, c);
-        const Action a = window_action(ln.acc, s);
-        const bool go = usable(ln, s, a) && strictly_greater(density(c, ln.acc, s), 0.0);
-        return PortfolioAction{c, go ? a : decline_action(ln.acc, s)};
-    }
-    Pick pick;
-    for (int c = 0; c < candidate_count(); ++c) {
-        if (!free(x, c)) continue;
-        const Lane& ln = lane(c, st.gpu);
-        const State s = single_state(x, c);
-        const Action a = window_action(ln.acc, s);
-        if (!usable(ln, s, a)) continue;
-        const double d = density(c, ln.acc, s);
-        if (strictly_greater(d, 0.0)) pick.offer(c, a, d);
-    }
-    return pick.action;
+    const double start_s = stage(x.stage).start_s;
+    return greedy_action(x, [&](int c, const Lane& ln, const State& s, const Action& a) {
+        if (!works(a) || !fits_budget(x, segment_gpu_s(ln.acc.take(s, a)))) return kNaN;
+        const double rest_s = ln.acc.remaining(s) * ln.acc.scenario().quantum_s;
+        const double d = benefit(c, start_s + rest_s) / rest_s;
+        return strictly_greater(d, 0.0) ? d : kNaN;
+    }, false);
 }
 
 // Greedy by publication: the candidate whose Window plan publishes first, earning something,
 // takes Window's action (budget checked for the segment only).
 PortfolioAction PortfolioModel::earliest_action(const PortfolioState& x) const {
-    const Stage& st = stage(x.stage);
-    const auto publication = [&](const Lane& ln, const State& s, const Action& a) {
-        if (!works(a)) return kInf;
+    return greedy_action(x, [&](int c, const Lane& ln, const State& s, const Action& a) {
+        if (!works(a)) return kNaN;
         const Segment seg = ln.acc.take(s, a);
-        if (!fits_budget(x, segment_gpu_s(seg))) return kInf;
-        return a.kind == ActionKind::Publish ? seg.publish_s
-                                              : ln.plan.publish_s(s.window + 1, seg.next.durable);
-    };
-    const auto earns = [&](int c, double t) {
-        return std::isfinite(t) && strictly_greater(benefit(c, t), 0.0);
-    };
-    if (const int c = forced_candidate(x); c >= 0) {
-        const Lane& ln = lane(c, st.gpu);
-        const State s = single_state(x, c);
-        const Action a = window_action(ln.acc, s);
-        return PortfolioAction{c, earns(c, publication(ln, s, a)) ? a : decline_action(ln.acc, s)};
-    }
-    Pick pick;
-    for (int c = 0; c < candidate_count(); ++c) {
-        if (!free(x, c)) continue;
-        const Lane& ln = lane(c, st.gpu);
-        const State s = single_state(x, c);
-        const Action a = window_action(ln.acc, s);
-        const double t = publication(ln, s, a);
-        if (earns(c, t)) pick.offer(c, a, t, /*higher=*/false);
-    }
-    return pick.action;
+        if (!fits_budget(x, segment_gpu_s(seg))) return kNaN;
+        const double t = a.kind == ActionKind::Publish
+                             ? seg.publish_s
+                             : ln.plan.publish_s(s.window + 1, seg.next.durable);
+        return std::isfinite(t) && strictly_greater(benefit(c, t), 0.0) ? t : kNaN;
+    }, true);
 }
 
 bool PortfolioModel::single_plan_publishes(const PortfolioState& x, int c) const {

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._checks import integer, number
+from .._checks import FloatArray, integer, number
 
 __all__ = [
     "Calendar",
@@ -232,9 +232,9 @@ class EmpiricalForecaster(Forecaster):
 
     def cycles(
         self, observed: Sequence[tuple[float, float]], now_s: float
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[FloatArray, FloatArray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
-        windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
+        windows: FloatArray = np.array(observed, dtype=np.float64).reshape(-1, 2)
         if self.history_s is not None:
             windows = windows[windows[:, 0] >= now_s - self.history_s]
         busy = windows[1:, 0] - windows[:-1, 1]
@@ -267,8 +267,8 @@ class EmpiricalForecaster(Forecaster):
 
     @staticmethod
     def _one(
-        busy: np.ndarray,
-        idle: np.ndarray,
+        busy: FloatArray,
+        idle: FloatArray,
         start: float,
         age: float,
         until_s: float,

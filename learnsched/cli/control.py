@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
+from ._config import ConfigFlags
 from ._engine import add_connection_arguments, endpoint_from_args
 from .gate import address
 from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
@@ -118,6 +119,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --gate: requests held at the closed door at most (later ones go on to "
         f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
+    add(
+        "--metrics-port", type=address, metavar="[HOST:]PORT",
+        help="serve the loop's Prometheus /metrics and its /healthz here (loopback unless "
+        "HOST is given; needs the serve extra)",
+    )  # fmt: skip
     add("--seconds", type=float, help="stop after this long, s")
     add("--return-tries", type=int, default=5,
         help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
@@ -126,7 +132,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--clear-quarantine", action="store_true",
         help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
-    run.set_defaults(func=run_run)
+    run.set_defaults(func=run_run, config_flags=ConfigFlags(run))
 
     demo = commands.add_parser(
         "demo", help="the scheduler on the simulated engine, Azure trace and CPU LoRA trainer"
@@ -198,6 +204,7 @@ def _windows_file(path: str | None, start_unix: float) -> list[Any]:
 
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
+    args = args.config_flags.resolve(args)
     from ..control.actuation import ServingEngine
     from ..control.front import gate_summary
     from ..control.healing import Backoff
@@ -283,6 +290,13 @@ def run_run(args: argparse.Namespace) -> int:
     _stop_on_signals(loop.stop)
     with ExitStack() as stack:
         _serve_fronts(args, gate, loop.watcher.notify_arrival, stack)
+        if args.metrics_port is not None:
+            from ..control.observe import LoopObserver
+
+            observer = LoopObserver(loop, *args.metrics_port).start()
+            stack.callback(observer.stop)
+            print(f"{args.command_prog}: metrics {observer.url}/metrics, health "
+                  f"{observer.url}/healthz", file=sys.stderr)  # fmt: skip
         try:
             totals = loop.run()
         except _run_errors() as err:
@@ -364,6 +378,8 @@ def _run_queue(
     from ..control.loop import LoopOptions
     from ..portfolio.queue import TrainerQueue
 
+    if args.metrics_port is not None:  # LoopObserver reads one loop's totals
+        raise ValueError("--metrics-port serves a run with one trainer, not a --queue")
     jobs = _queue_jobs(args, options, horizon)
     line = _ProgressLine()
     queue = TrainerQueue(

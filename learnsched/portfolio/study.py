@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import integer
+from .._checks import FloatArray, integer
 from ..scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
 from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
 
@@ -63,7 +63,7 @@ QUANTUM_S = 60.0
 KINDS = (("tool", 5, 20), ("guidance", 10, 40), ("adapter", 60, 180))
 
 
-def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray:
+def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> FloatArray:
     """Serving demand per five-minute slot over 24 hours, in GPUs' worth.
 
     ``stable`` hovers at half the fleet; ``single_burst`` has one three-hour burst at a
@@ -73,11 +73,12 @@ def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray
     """
     t = np.arange(DAY_SLOTS) * SLOT_S / HOUR_S  # hours
     half = gpus / 2
+    level: FloatArray
     if shape == "stable":
         level = np.full(DAY_SLOTS, half)
     elif shape == "single_burst":
         start = rng.uniform(6.0, 16.0)
-        level = 0.3 * gpus + 0.6 * gpus * ((t >= start) & (t < start + 3.0))
+        level = 0.3 * gpus + 0.6 * gpus * ((t >= start) & (t < start + 3.0)).astype(np.float64)
     elif shape == "recurrent":
         level = half + 0.32 * gpus * np.sin(2 * np.pi * t / 6.0 + rng.uniform(0, 2 * np.pi))
     elif shape == "decaying":
@@ -88,7 +89,7 @@ def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray
 
 
 def idle_calendars(
-    load: np.ndarray, gpus: int = GPUS
+    load: FloatArray, gpus: int = GPUS
 ) -> tuple[tuple[tuple[float, float], ...], ...]:
     """Each GPU's idle windows, seconds: GPU ``g`` serves slot ``k`` while
     ``g < clip(ceil(load[k]), 1, gpus)``; every slot it is idle is one window, decided on
@@ -100,7 +101,7 @@ def idle_calendars(
     )
 
 
-def _synthetic_candidates(rng: np.random.Generator, load: np.ndarray) -> list[Candidate]:
+def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Candidate]:
     """24 candidates whose benefit follows demand: a candidate of base rate ``u`` earns
     ``u * d_k / mean(d)`` per second in slot ``k`` (its users come with the demand)."""
     shape = load / max(float(np.mean(load)), 1e-9)
@@ -241,42 +242,56 @@ class StudyResult:
             },
         }
 
-    def markdown(self) -> str:
-        """The table of :meth:`table` in Markdown (docs/portfolio.md's study table)."""
-        lines = [
-            "| setting | policy | mean value | 95% CI | gain vs sequential | 95% CI | published | GPU-h |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
+    # (heading, width, alignment) of each column of :meth:`table` and :meth:`markdown`.
+    _COLUMNS = (
+        ("setting", 14, "<"),
+        ("policy", 15, "<"),
+        ("mean value", 12, ">"),
+        ("95% CI", 24, ">"),
+        ("gain vs sequential", 20, ">"),
+        ("95% CI", 24, ">"),
+        ("published", 11, ">"),
+        ("GPU-h", 8, ">"),
+    )
+
+    def _rows(self) -> list[tuple[str, ...]]:
+        rows: list[tuple[str, ...]] = []
         for setting, policies in self.settings.items():
             for name, s in policies.items():
                 j = s.to_json()
                 lo, hi = j["ci95"]
                 glo, ghi = j["gain_ci95"]
-                lines.append(
-                    f"| {setting} | {name} | {j['mean_value']:.1f} | [{lo:.1f}, {hi:.1f}] | "
-                    f"{j['mean_gain']:.1f} | [{glo:.1f}, {ghi:.1f}] | "
-                    f"{j['mean_published']:.1f} | {j['mean_gpu_hours']:.2f} |"
+                rows.append(
+                    (
+                        setting,
+                        name,
+                        f"{j['mean_value']:.1f}",
+                        f"[{lo:.1f}, {hi:.1f}]",
+                        f"{j['mean_gain']:.1f}",
+                        f"[{glo:.1f}, {ghi:.1f}]",
+                        f"{j['mean_published']:.1f}",
+                        f"{j['mean_gpu_hours']:.2f}",
+                    )
                 )
-        return "\n".join(lines)
+        return rows
 
     def table(self) -> str:
         """Mean value with its 95% interval and the mean gain over ``sequential`` with its
         interval, per setting and policy (s-eq.)."""
-        header = (
-            f"{'setting':<14}{'policy':<15}{'mean value':>12}{'95% CI':>24}"
-            f"{'gain vs sequential':>20}{'95% CI':>24}{'published':>11}{'GPU-h':>8}"
-        )
-        lines = [header]
-        for setting, policies in self.settings.items():
-            for name, s in policies.items():
-                j = s.to_json()
-                lo, hi = j["ci95"]
-                glo, ghi = j["gain_ci95"]
-                lines.append(
-                    f"{setting:<14}{name:<15}{j['mean_value']:>12.1f}{f'[{lo:.1f}, {hi:.1f}]':>24}"
-                    f"{j['mean_gain']:>20.1f}{f'[{glo:.1f}, {ghi:.1f}]':>24}"
-                    f"{j['mean_published']:>11.1f}{j['mean_gpu_hours']:>8.2f}"
-                )
+        cols = self._COLUMNS
+        lines = ["".join(f"{h:{a}{w}}" for h, w, a in cols)]
+        for row in self._rows():
+            lines.append("".join(f"{v:{a}{w}}" for v, (_, w, a) in zip(row, cols, strict=True)))
+        return "\n".join(lines)
+
+    def markdown(self) -> str:
+        """The table of :meth:`table` in Markdown (docs/portfolio.md's study table)."""
+        cols = self._COLUMNS
+        lines = [
+            "| " + " | ".join(h for h, _, _ in cols) + " |",
+            "| " + " | ".join("---" if a == "<" else "---:" for _, _, a in cols) + " |",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in self._rows()]
         return "\n".join(lines)
 
 
