@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "policy.hpp"
@@ -29,27 +30,46 @@ class SampleTables {
     // `candidate`: the work, benefit and costs (its windows and initial state are not
     // used). `policies`: those decisions will be asked for (Window, CostedWindow,
     // Rollout, Dp); only the tables they need are built, on up to `threads` threads.
-    // Throws std::invalid_argument naming the field (samples[i]: ...) of bad input.
+    // Samples equal window for window share one build (an exact forecast passes the
+    // truth N times). Throws std::invalid_argument naming the field (samples[i]: ...).
     SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
                  const std::vector<Policy>& policies, int threads);
 
     const Scenario& candidate() const { return candidate_; }
-    int sample_count() const { return static_cast<int>(samples_.size()); }
+    int sample_count() const { return static_cast<int>(index_.size()); }
+    // Tables actually built: one per distinct sample.
+    int distinct_count() const { return static_cast<int>(distinct_.size()); }
     const TableNeeds& needs() const { return needs_; }
 
+    // The row of sample i's tables after `time_s`: its first window starting at or after
+    // it (its window count if none: the all-zero row).
+    int row_after(std::size_t i, double time_s) const;
+    // Row `row` of sample i's V_G, V^pi0 or V* (J + 1 entries by durable progress); the
+    // table must have been built (needs()).
+    const double* window_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].window.row(row);
+    }
+    const double* reference_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].reference.row(row);
+    }
+    const double* optimal_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].optimal.row(row);
+    }
+
   private:
-    friend class ForecastModel;
     struct Sample {
         std::vector<double> starts;  // window starts, for the row after a current window
         ValueTable window{0, 0};
         ValueTable reference{0, 0};
         ValueTable optimal{0, 0};
     };
-    void build(std::size_t i, const Calendar& calendar);
+    // Fill distinct_[slot] from `calendar`, sample `sample` (named in errors).
+    void build(std::size_t slot, std::size_t sample, const Calendar& calendar);
 
     Scenario candidate_;
     TableNeeds needs_;
-    std::vector<Sample> samples_;
+    std::vector<Sample> distinct_;
+    std::vector<std::uint32_t> index_;  // sample i's tables: distinct_[index_[i]]
 };
 
 class ForecastModel {

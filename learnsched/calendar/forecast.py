@@ -9,8 +9,15 @@ last observed window, or now if that window has already ended. Implementations:
   history's busy-idle cycles (a busy gap and the window after it) are resampled whole
   (a block bootstrap of cycles, keeping each gap with the window it led to); the first
   cycle is conditioned on the time already spent in the current busy period.
+* :class:`RepeatForecaster` (a baseline): the future repeats the last observed cycles.
+* :class:`MeanForecaster` (a baseline): i.i.d. cycles of the historical mean gap and window.
 * :class:`ExactForecaster`: knows the true calendar (the paper's setting).
 * :class:`SampleForecaster`: fixed sampled calendars, e.g. from another model.
+
+In causal scheduling (:mod:`learnsched.calendar.causal`) a forecaster also forecasts the
+current idle gap's remaining length given its age, by its :attr:`Forecaster.gap_model`:
+the empirical one by the survival of past gaps, the baselines by repeating the last gaps
+or by their mean; the exact and fixed-sample forecasters cannot (they would look ahead).
 
 Every forecaster is deterministic given its ``rng``. Samples stop before ``until_s``
 (typically the benefit horizon: a window starting later can earn nothing).
@@ -24,13 +31,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._checks import integer, number
+from .._checks import integer, number, positive
 
 __all__ = [
     "Calendar",
     "EmpiricalForecaster",
     "ExactForecaster",
     "Forecaster",
+    "MeanForecaster",
+    "RepeatForecaster",
     "SampleForecaster",
     "calendar",
     "frontier",
@@ -101,6 +110,10 @@ def _after(windows: Calendar, start_s: float, until_s: float) -> Calendar:
 
 class Forecaster(ABC):
     """Draws sampled future calendars given the windows observed so far."""
+
+    gap_model: str | None = None
+    """How the current idle gap is forecast in causal scheduling (``"empirical"``,
+    ``"repeat"``, ``"mean"``), or None if this forecaster cannot do it causally."""
 
     @abstractmethod
     def sample(
@@ -198,6 +211,105 @@ class SampleForecaster(Forecaster):
         return list(self.samples) if integer("n", n, low=1) == len(self.samples) else None
 
 
+def _cycles(observed: Calendar, now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:
+    """Cycle ``j``: the busy gap after observed window ``j`` and window ``j + 1``'s length."""
+    windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
+    if history_s is not None:
+        windows = windows[windows[:, 0] >= now_s - history_s]
+    return windows[1:, 0] - windows[:-1, 1], windows[1:, 1] - windows[1:, 0]
+
+
+def _age(observed: Calendar, now_s: float) -> float:
+    """How long the busy period under way has lasted (0 inside a window)."""
+    return now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
+
+
+def _tiled(
+    busy: np.ndarray, idle: np.ndarray, start: float, age: float, until_s: float
+) -> Calendar:
+    """The cycles in order, again and again, from ``start``; the first gap less ``age``."""
+    windows: list[tuple[float, float]] = []
+    t = start
+    gap = max(0.0, float(busy[0]) - age)
+    j = 0
+    while len(windows) < MAX_WINDOWS:
+        begin = t + gap
+        if begin >= until_s:
+            break
+        windows.append((begin, begin + float(idle[j])))
+        t = begin + float(idle[j])
+        j = (j + 1) % busy.size
+        gap = float(busy[j])
+    return tuple(windows)
+
+
+class RepeatForecaster(Forecaster):
+    """A baseline: the future repeats the last observed busy-idle cycles, in order.
+
+    Every sample is the same calendar: the last ``last`` cycles (a busy gap and the window
+    after it) tiled from the frontier, the first gap less the time the current busy period
+    has already lasted. In causal scheduling the current gap is taken to last as long as
+    one of the last gaps (sample ``i`` the ``i``-th newest, cycling). With fewer than two
+    observed windows every sample is empty.
+
+    Parameters
+    ----------
+    last
+        Cycles repeated (>= 1).
+    """
+
+    gap_model = "repeat"
+
+    def __init__(self, last: int = 8) -> None:
+        self.last = integer("last", last, low=1)
+
+    def sample(
+        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+    ) -> list[Calendar]:
+        """``n`` copies of the tiled last cycles in ``[frontier, until_s)``."""
+        n = integer("n", n, low=1)
+        busy, idle = _cycles(observed, now_s, None)
+        start = frontier(observed, now_s)
+        if busy.size == 0 or start >= until_s or not math.isfinite(until_s):
+            return [()] * n
+        keep = slice(max(0, busy.size - self.last), busy.size)
+        return [_tiled(busy[keep], idle[keep], start, _age(observed, now_s), until_s)] * n
+
+
+class MeanForecaster(Forecaster):
+    """A baseline: i.i.d. cycles of the historical mean busy gap and mean window.
+
+    Every sample is the same calendar of identical cycles from the frontier (the first
+    gap less the current busy period's age). In causal scheduling the current gap is
+    taken to last the mean past gap. With fewer than two observed windows every sample
+    is empty.
+
+    Parameters
+    ----------
+    history_s
+        Average over the windows that started in the last ``history_s`` seconds (None:
+        all), s.
+    """
+
+    gap_model = "mean"
+
+    def __init__(self, history_s: float | None = None) -> None:
+        self.history_s = None if history_s is None else positive("history_s", history_s)
+
+    def sample(
+        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+    ) -> list[Calendar]:
+        """``n`` copies of the mean cycle tiled over ``[frontier, until_s)``."""
+        n = integer("n", n, low=1)
+        busy, idle = _cycles(observed, now_s, self.history_s)
+        start = frontier(observed, now_s)
+        if busy.size == 0 or start >= until_s or not math.isfinite(until_s):
+            return [()] * n
+        mean_busy = np.array([float(np.mean(busy))])
+        mean_idle = np.array([float(np.mean(idle))])
+        return [_tiled(mean_busy, mean_idle, start, _age(observed, now_s), until_s)] * n
+
+
 class EmpiricalForecaster(Forecaster):
     """A renewal model of busy-idle cycles fitted on the observed history.
 
@@ -208,12 +320,18 @@ class EmpiricalForecaster(Forecaster):
     is taken to end now); later cycles are drawn from all. With fewer than two observed
     windows there is no cycle, and every sample is empty (no later window is assumed).
 
+    In causal scheduling the current gap's remaining length is drawn from the survival of
+    past gaps: among those longer than its age, uniformly (beyond the longest, a Pareto
+    tail ``P(R > r) = age / (age + r)``).
+
     Parameters
     ----------
     history_s
         Fit on the windows that started in the last ``history_s`` seconds only (None:
         all), s.
     """
+
+    gap_model = "empirical"
 
     def __init__(self, history_s: float | None = None) -> None:
         self.history_s = None if history_s is None else number("history_s", history_s)
@@ -222,12 +340,7 @@ class EmpiricalForecaster(Forecaster):
 
     def cycles(self, observed: Calendar, now_s: float) -> tuple[np.ndarray, np.ndarray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
-        windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
-        if self.history_s is not None:
-            windows = windows[windows[:, 0] >= now_s - self.history_s]
-        busy = windows[1:, 0] - windows[:-1, 1]
-        idle = windows[1:, 1] - windows[1:, 0]
-        return busy, idle
+        return _cycles(observed, now_s, self.history_s)
 
     def sample(
         self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
@@ -240,7 +353,7 @@ class EmpiricalForecaster(Forecaster):
         start = frontier(observed, now_s)
         if busy.size == 0 or start >= until_s:
             return [()] * n
-        age = now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
+        age = _age(observed, now_s)
         mean_cycle = float(np.mean(busy + idle))
         count = min(MAX_WINDOWS, int(np.ceil((until_s - start) / mean_cycle)) + 8)
         out: list[Calendar] = []
