@@ -9,6 +9,7 @@ repeated Model builds at 100 x 3600 at most 6 ns/state, the MAX_STATES build 1.5
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 import subprocess
@@ -261,3 +262,24 @@ def test_two_path_grid_python_reference(benchmark: Benchmark) -> None:
 
     got = benchmark.pedantic(values, setup=reference.clear_caches, rounds=1, iterations=1)
     np.testing.assert_allclose(got, ls.solve_batch(TWO_PATH).value, rtol=1e-12, atol=1e-9)
+
+
+def scheduled_scenario(pieces: int) -> ls.Scenario:
+    """The 100 x 3600 scenario with a benefit schedule of ``pieces`` falling rates (one
+    piece: the constant 0.5 from time 0, which gives the constant's values bit for bit)."""
+    base = large_scenario(100, 3600)
+    step = base.horizon_s / pieces
+    schedule = [(i * step, 0.5 / (1 + i)) for i in range(pieces)]
+    return dataclasses.replace(base, benefit_rate=schedule)
+
+
+@pytest.mark.benchmark(group="DP + Rollout 100 x 3600: constant vs scheduled benefit")
+@pytest.mark.parametrize("pieces", [0, 1, 16, 1024])
+def test_dp_and_rollout_with_a_benefit_schedule(benchmark: Benchmark, pieces: int) -> None:
+    scenario = large_scenario(100, 3600) if pieces == 0 else scheduled_scenario(pieces)
+    dp, rollout = benchmark(dp_and_rollout, scenario)
+    assert dp.value >= rollout.value - 1e-9 * max(1.0, abs(dp.value))
+    if pieces <= 1:  # a constant rate, as a number or as one piece: the same bits
+        assert (dp.value, rollout.value) == pytest.approx(
+            PINNED_DP_AND_ROLLOUT[100, 3600], abs=1e-6
+        )

@@ -208,11 +208,22 @@ class Scenario:
     """
     A finite-model scenario (not validated until used).
     """
-    def __init__(self, windows: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, costs: HandoffCosts, initial: State) -> None:
-        ...
+    def __init__(self, windows: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]], work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, costs: HandoffCosts, initial: State, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        """
+        benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.
+        """
+    def benefit(self, publish_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Phi(publish_s): the integral of the benefit rate from publish_s to horizon_s, s-eq. (checks the benefit fields first).
+        """
     @property
     def benefit_rate(self) -> float:
         ...
+    @property
+    def benefit_schedule(self) -> list[tuple[float, float]]:
+        """
+        (start_s, rate) pieces of g(t); empty for a constant benefit_rate.
+        """
     @property
     def costs(self) -> HandoffCosts:
         ...

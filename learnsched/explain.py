@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from .benefit import benefit_text
 from .plan import Plan, Step
 from .scenario import Scenario
 
@@ -20,7 +21,7 @@ def describe_scenario(scenario: Scenario) -> str:
         else f"return warm {c.recovery_s:g} s or cold {c.cold_recovery_s:g} s"
     )
     head = (
-        f"work {scenario.work_quanta} x {scenario.quantum_s:g} s, g = {scenario.benefit_rate:g} "
+        f"work {scenario.work_quanta} x {scenario.quantum_s:g} s, g = {benefit_text(scenario.benefit_rate)} "
         f"s-eq./s until H = {scenario.horizon_s:g} s; {ret}, "
         f"residency {c.residency_rate:g} s-eq./s, save {c.save_s:g} s, load {c.load_s:g} s; "
         f"start: progress {init.progress}, durable {init.durable}, {mode}"

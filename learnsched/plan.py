@@ -210,8 +210,18 @@ class Steps(LazyTuple[Step]):
         w, action, quanta, checkpoint, start, publish, ready, cost, *rest = self._fields()[index]
         benefit, progress, durable, path = rest
         return Step(
-            w, action, quanta, checkpoint, start, publish, ready, CostSplit(*cost),
-            benefit, progress, durable, path,
+            w,
+            action,
+            quanta,
+            checkpoint,
+            start,
+            publish,
+            ready,
+            CostSplit(*cost),
+            benefit,
+            progress,
+            durable,
+            path,
         )
 
     def __reduce__(self) -> tuple[type[Steps], tuple[Columns, bool]]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._checks import integer, nonnegative, real
+from .benefit import BenefitRate, benefit_rate, schedule_of
 
 __all__ = [
     "PAPER_COLD",
@@ -105,6 +106,11 @@ def _float_pairs(windows: tuple[object, ...]) -> bool:
         if type(w[1]) is not float:
             return False
     return True
+
+
+def _rate_json(rate: BenefitRate) -> float | list[list[float]]:
+    """A benefit rate as JSON: the number, or the schedule's ``[start_s, rate]`` pairs."""
+    return [list(piece) for piece in rate] if isinstance(rate, tuple) else rate
 
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -333,9 +339,13 @@ class Scenario:
     quantum_s
         Length of one quantum ``delta``, seconds.
     benefit_rate
-        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``.
+        Benefit rate ``g`` after publication, s-eq. per second, until ``horizon_s``: a
+        number, or a piecewise-constant schedule ``[[t_0, g_0], [t_1, g_1], ...]`` (rate
+        ``g_i`` from ``t_i`` seconds until the next piece starts, 0 before ``t_0``; starts
+        strictly increasing), stored as a tuple of ``(start_s, rate)`` pairs.
     horizon_s
-        End of the benefit stream ``H``, seconds: publishing at ``t`` earns ``g*(H - t)^+``.
+        End of the benefit stream ``H``, seconds: publishing at ``t`` earns the integral of
+        the rate from ``t`` to ``H`` (:meth:`benefit`), ``g*(H - t)^+`` for a constant rate.
     costs
         Handoff costs.
     initial
@@ -345,7 +355,7 @@ class Scenario:
     windows: tuple[tuple[float, float], ...]
     work_quanta: int
     quantum_s: float
-    benefit_rate: float
+    benefit_rate: BenefitRate
     horizon_s: float
     costs: HandoffCosts
     initial: InitialState = field(default_factory=InitialState)
@@ -362,10 +372,13 @@ class Scenario:
         work_quanta = self.work_quanta
         if type(work_quanta) is not int or not 1 <= work_quanta <= _core.MAX_STATES:
             put(self, "work_quanta", integer("work_quanta", work_quanta, 1, _core.MAX_STATES))
-        for name in ("quantum_s", "benefit_rate", "horizon_s"):
+        for name in ("quantum_s", "horizon_s"):
             value = getattr(self, name)
             if type(value) is not float:  # inf and NaN pass: their check is the core's
                 put(self, name, real(name, value))
+        if type(self.benefit_rate) is not float:
+            put(self, "benefit_rate", benefit_rate(self.benefit_rate))
+        constant_rate, schedule = schedule_of(self.benefit_rate)
         if not isinstance(self.costs, HandoffCosts):
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):
@@ -374,10 +387,11 @@ class Scenario:
             list(self.windows),
             self.work_quanta,
             self.quantum_s,
-            self.benefit_rate,
+            constant_rate,
             self.horizon_s,
             self.costs.to_core(),
             self.initial.to_core(),
+            schedule,
         )
         _core.validate(core)  # the core's own checks name the field and value
         # Built once: the core object is immutable, and batches reuse it.
@@ -398,7 +412,8 @@ class Scenario:
         put(scenario, "windows", windows)
         put(scenario, "work_quanta", core.work_quanta)
         put(scenario, "quantum_s", core.quantum_s)
-        put(scenario, "benefit_rate", core.benefit_rate)
+        schedule = core.benefit_schedule
+        put(scenario, "benefit_rate", tuple(schedule) if schedule else core.benefit_rate)
         put(scenario, "horizon_s", core.horizon_s)
         put(scenario, "costs", costs)
         put(scenario, "initial", initial)
@@ -414,6 +429,14 @@ class Scenario:
         """The C++ core's (validated, immutable) scenario."""
         return self._core_scenario
 
+    def benefit(self, publish_s: float) -> float:
+        """``Phi(publish_s)``: the benefit of publishing at ``publish_s`` seconds, s-eq.
+
+        The integral of the benefit rate from ``publish_s`` to ``horizon_s`` (0 from the
+        horizon on), computed by the core as every policy values it.
+        """
+        return float(self._core_scenario.benefit(real("publish_s", publish_s)))
+
     def with_costs(self, costs: HandoffCosts) -> Scenario:
         """The same scenario planned with other handoff costs (e.g. a measured profile's)."""
         return replace(self, costs=costs)
@@ -424,7 +447,7 @@ class Scenario:
             "windows": [list(w) for w in self.windows],
             "work_quanta": self.work_quanta,
             "quantum_s": self.quantum_s,
-            "benefit_rate": self.benefit_rate,
+            "benefit_rate": _rate_json(self.benefit_rate),
             "horizon_s": self.horizon_s,
             **self.costs.to_json(),
             "initial": {

@@ -52,9 +52,7 @@ class ScenarioBatch(LazyTuple[Scenario]):
         items = list(scenarios)
         for i, scenario in enumerate(items):
             if not isinstance(scenario, Scenario):
-                raise TypeError(
-                    f"scenarios[{i}] must be a Scenario, got {type(scenario).__name__}"
-                )
+                raise TypeError(f"scenarios[{i}] must be a Scenario, got {type(scenario).__name__}")
         return cls([s.to_core() for s in items], items.__getitem__)
 
     def _make(self, index: int) -> Scenario:

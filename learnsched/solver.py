@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from . import _core
 from ._checks import bool_vector, indexed, int32_vector, integer, number
+from .benefit import benefit_text
 from .plan import Plan
 from .scenario import C_INT_MAX, Scenario, flag
 
@@ -210,7 +211,7 @@ class Model:
         s = self._scenario
         return (
             f"<Model: {len(s.windows)} windows, {s.work_quanta} quanta of {s.quantum_s:g} s, "
-            f"benefit {s.benefit_rate:g} s-eq./s until {s.horizon_s:g} s, "
+            f"benefit {benefit_text(s.benefit_rate)} s-eq./s until {s.horizon_s:g} s, "
             f"recovery {s.costs.recovery_s:g} s>"
         )
 

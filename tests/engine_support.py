@@ -1,4 +1,10 @@
-"""Simulated engines for the handoff tests (:mod:`learnsched.testing.engine`)."""
+"""Simulated engines for the handoff and control tests (:mod:`learnsched.testing.engine`).
+
+``engine(dialect, ...)`` is the forgiving engine (refusals answer 400/503);
+``strict_engine(dialect, ...)`` fails as the real engine does (SGLang's server exits,
+vLLM queues while asleep and aborts on ``/sleep``): see ``--help`` of
+``python -m learnsched.testing.engine`` for each behaviour's flag.
+"""
 
 from __future__ import annotations
 
@@ -14,9 +20,20 @@ def config(dialect: str, **options: object) -> EngineConfig:
     return EngineConfig(dialect, **{**FAST, **options})  # type: ignore[arg-type]
 
 
+def strict_config(dialect: str, **options: object) -> EngineConfig:
+    """:meth:`EngineConfig.strict` with the tests' defaults under ``options``."""
+    return EngineConfig.strict(dialect, **{**FAST, **options})
+
+
 def engine(dialect: str, **options: object) -> EngineProcess:
     """A simulated engine in a child process (use as a context manager)."""
     return EngineProcess(config(dialect, **options), lifetime_s=LIFETIME_S)
+
+
+def strict_engine(dialect: str, **options: object) -> EngineProcess:
+    """A strict simulated engine in a child process: ``.alive()``, ``.returncode`` and
+    ``.stderr_text()`` tell whether (and why) it died."""
+    return EngineProcess(strict_config(dialect, **options), lifetime_s=LIFETIME_S)
 
 
 def command(dialect: str, port: int, **options: object) -> list[str]:

@@ -5,19 +5,23 @@ paper's Sections 4.1-4.3, 6.1 and Appendix D) rule by rule, in floating point, m
 values per state. Ties are broken in the spec's canonical action order with a relative
 tolerance of 1e-9 s-eq., so that traces are reproducible across implementations.
 
-Two extensions beyond the paper. A scenario with ``cold_recovery_s`` offers two return
+Three extensions beyond the paper. A scenario with ``cold_recovery_s`` offers two return
 paths: every returning action comes in a warm variant (``recovery_s``, ``residency_rate``
 charged on the whole segment, from the window start until capacity is ready) and a cold
 one (``cold_recovery_s``, no residency), warm first in canonical order; a variant is
 feasible only if its own return fits (Eq. 10). The reference policies take the most work
 any path fits and then the variant with the larger reward (the first on ties). And the
 guarded rollout (Eqs. D.5-D.6) replaces Costed Window's action only by an estimated score
-margin above ``2*epsilon``.
+margin above ``2*epsilon``. And the benefit rate may be a piecewise-constant schedule
+``((t_0, g_0), (t_1, g_1), ...)``: ``g_i`` from ``t_i`` until the next piece starts (the last
+until ``H``), 0 before ``t_0``; publishing at ``t_p`` earns the integral of the rate from
+``t_p`` to ``H``, here summed piece by piece with ``math.fsum`` (exactly rounded).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -64,6 +68,8 @@ class RefScenario:
     durable: int
     active: bool
     cold_recovery_s: float | None = None  # a second, cold return path (rho = 0)
+    # g(t) by pieces ((start_s, rate), ...) instead of the constant benefit_rate.
+    benefit_schedule: tuple[tuple[float, float], ...] | None = None
 
     def __post_init__(self) -> None:
         """Reject initial states the model cannot represent."""
@@ -80,11 +86,13 @@ class RefScenario:
         """Build a scenario from its JSON object (``initial`` holds the start state)."""
         initial = obj["initial"]
         two_path = "cold_recovery_s" in obj
+        rate = obj["benefit_rate"]
+        scheduled = isinstance(rate, list)
         return cls(
             windows=tuple((float(a), float(b)) for a, b in obj["windows"]),
             work_quanta=int(obj["work_quanta"]),
             quantum_s=float(obj["quantum_s"]),
-            benefit_rate=float(obj["benefit_rate"]),
+            benefit_rate=0.0 if scheduled else float(rate),
             horizon_s=float(obj["horizon_s"]),
             recovery_s=float(obj["warm_recovery_s" if two_path else "recovery_s"]),
             residency_rate=float(obj["residency_rate"]),
@@ -94,6 +102,7 @@ class RefScenario:
             durable=int(initial["durable"]),
             active=bool(initial["active"]),
             cold_recovery_s=float(obj["cold_recovery_s"]) if two_path else None,
+            benefit_schedule=tuple((float(t), float(g)) for t, g in rate) if scheduled else None,
         )
 
     @property
@@ -179,8 +188,22 @@ def _load_s(s: RefScenario, pbar: int, active: bool) -> float:
 
 
 def _benefit(s: RefScenario, publish_s: float) -> float:
-    """Phi(t_p) = g * (H - t_p)^+."""
-    return s.benefit_rate * max(0.0, s.horizon_s - publish_s)
+    """Phi(t_p): g * (H - t_p)^+, or the schedule's integral of g from t_p to H."""
+    if s.benefit_schedule is None:
+        return s.benefit_rate * max(0.0, s.horizon_s - publish_s)
+    return scheduled_benefit(s.benefit_schedule, s.horizon_s, publish_s)
+
+
+def scheduled_benefit(
+    schedule: tuple[tuple[float, float], ...], horizon_s: float, publish_s: float
+) -> float:
+    """The integral of a piecewise-constant rate from ``publish_s`` to ``horizon_s``: each
+    piece's rate times the part of ``[publish_s, horizon_s]`` it covers."""
+    ends = [t for t, _ in schedule[1:]] + [math.inf]
+    return math.fsum(
+        rate * max(0.0, min(horizon_s, end) - max(publish_s, start))
+        for (start, rate), end in zip(schedule, ends, strict=True)
+    )
 
 
 def _duration_s(s: RefScenario, state: State, action: Action) -> float:
@@ -330,7 +353,11 @@ def _static_roi_action(s: RefScenario, state: State) -> Action:
     """Take Window's action iff benefit minus bare work is positive (Static ROI)."""
     k, p, pbar, active = state
     work_s = (s.work_quanta - _base(p, pbar, active)) * s.quantum_s
-    roi = s.benefit_rate * max(0.0, s.horizon_s - s.windows[k][0] - work_s) - work_s
+    start = s.windows[k][0]
+    if s.benefit_schedule is None:
+        roi = s.benefit_rate * max(0.0, s.horizon_s - start - work_s) - work_s
+    else:  # handoff-blind: publishing the rest right at the window start
+        roi = _benefit(s, start + work_s) - work_s
     return _window_action(s, state) if _exceeds(roi, 0.0) else _decline(s, state)
 
 

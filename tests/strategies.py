@@ -14,12 +14,34 @@ seconds = st.one_of(st.integers(0, 12).map(float), st.floats(0, 12))
 lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
 
 
+RATES = (0.0, 0.1, 0.25, 1.0, 2.0, 5.0)
+
+
+@st.composite
+def benefit_schedules(draw: st.DrawFn, until_s: float) -> tuple[tuple[float, float], ...]:
+    """1-4 pieces starting anywhere from before time 0 to past ``until_s``."""
+    starts = draw(
+        st.lists(
+            st.one_of(st.integers(-5, int(until_s) + 5).map(float), st.floats(-5, until_s + 5)),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    return tuple((t, draw(st.sampled_from(RATES))) for t in sorted(starts))
+
+
 @st.composite
 def scenarios(
-    draw: st.DrawFn, max_windows: int = 4, max_quanta: int = 8, two_path: bool = False
+    draw: st.DrawFn,
+    max_windows: int = 4,
+    max_quanta: int = 8,
+    two_path: bool = False,
+    scheduled: bool = False,
 ) -> ls.Scenario:
     """A valid scenario with 1..max_windows windows and 1..max_quanta quanta; with
-    ``two_path`` it offers a cold return path beside the warm one."""
+    ``two_path`` it offers a cold return path beside the warm one; with ``scheduled`` its
+    benefit rate is a piecewise-constant schedule."""
     windows, start = [], draw(seconds)
     for _ in range(draw(st.integers(1, max_windows))):
         length = draw(lengths)
@@ -33,12 +55,14 @@ def scenarios(
     durable = draw(st.integers(0, progress)) if active else progress
     fastest_s = min(recovery_s, cold_recovery_s if cold_recovery_s is not None else recovery_s)
     assume(not active or fastest_s <= windows[0][1] - windows[0][0])
+    horizon_s = start + draw(seconds) * 5
+    rate = draw(benefit_schedules(horizon_s) if scheduled else st.sampled_from(RATES))
     return ls.Scenario(
         windows=tuple(windows),
         work_quanta=work_quanta,
         quantum_s=draw(st.sampled_from([0.5, 1.0, 2.0, 2.5, 3.0])),
-        benefit_rate=draw(st.sampled_from([0.0, 0.1, 0.25, 1.0, 2.0, 5.0])),
-        horizon_s=start + draw(seconds) * 5,
+        benefit_rate=rate,
+        horizon_s=horizon_s,
         costs=ls.HandoffCosts(
             recovery_s=recovery_s,
             residency_rate=draw(st.sampled_from([0.0, 0.06383, 0.5])),

@@ -198,7 +198,16 @@ def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
     costs = [_core.HandoffCosts(69.988, 0.0, 0.068075, 0.047748)]
     initial = [_core.State(0, 0, 0, False), _core.State(0, 3, 3, False)]
     rows = _core.scenario_rows(
-        windows, costs, initial, [1, 0], [6, 6], [5.0, 5.0], [0.25, 1.0], [600.0, 700.0], [0, 0], [0, 1]
+        windows,
+        costs,
+        initial,
+        [1, 0],
+        [6, 6],
+        [5.0, 5.0],
+        [0.25, 1.0],
+        [600.0, 700.0],
+        [0, 0],
+        [0, 1],
     )
     assert [s.windows for s in rows] == [windows[1], windows[0]]
     assert [(s.benefit_rate, s.horizon_s, s.initial.progress) for s in rows] == [
@@ -206,14 +215,26 @@ def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
         (1.0, 700.0, 3),
     ]
     one = make(benefit_rate=1.0, horizon_s=700.0, initial=initial[1])
-    assert _core.Model(rows[1]).solve(_core.Policy.DP).value == _core.Model(one).solve(
-        _core.Policy.DP
-    ).value
+    assert (
+        _core.Model(rows[1]).solve(_core.Policy.DP).value
+        == _core.Model(one).solve(_core.Policy.DP).value
+    )
     with pytest.raises(IndexError, match=r"cost_set\[1\] must be in \[0, 1\), got 1"):
-        _core.scenario_rows(windows, costs, initial, [0, 0], [6, 6], [5.0] * 2, [1.0] * 2,
-                            [600.0] * 2, [0, 1], [0, 0])
+        _core.scenario_rows(
+            windows,
+            costs,
+            initial,
+            [0, 0],
+            [6, 6],
+            [5.0] * 2,
+            [1.0] * 2,
+            [600.0] * 2,
+            [0, 1],
+            [0, 0],
+        )
     with pytest.raises(IndexError, match=r"window_set\[0\] must be in \[0, 2\), got -1"):
         _core.scenario_rows(windows, costs, initial, [-1], [6], [5.0], [1.0], [600.0], [0], [0])
     with pytest.raises(ValueError, match="every row column must have 2 entries"):
-        _core.scenario_rows(windows, costs, initial, [0, 0], [6], [5.0] * 2, [1.0] * 2,
-                            [600.0] * 2, [0, 0], [0, 0])
+        _core.scenario_rows(
+            windows, costs, initial, [0, 0], [6], [5.0] * 2, [1.0] * 2, [600.0] * 2, [0, 0], [0, 0]
+        )

@@ -153,7 +153,11 @@ def eager(g: ls.GridScenario, config: ls.GridConfig) -> ls.Scenario:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"quantum_s": 1.0, "fresh_only": True}, {"costs": {"warm": ls.PAPER_WARM, "cold": ls.HandoffCosts(5.0)}}],
+    [
+        {},
+        {"quantum_s": 1.0, "fresh_only": True},
+        {"costs": {"warm": ls.PAPER_WARM, "cold": ls.HandoffCosts(5.0)}},
+    ],
 )
 def test_the_lazy_grid_is_the_grid_built_scenario_by_scenario(kwargs: dict[str, Any]) -> None:
     grid = ls.paper_grid(**kwargs)
@@ -161,7 +165,15 @@ def test_the_lazy_grid_is_the_grid_built_scenario_by_scenario(kwargs: dict[str, 
     assert [g.scenario for g in grid.scenarios] == built
     for g, scenario in zip(grid.scenarios[::37], built[::37], strict=True):
         assert json.dumps(g.scenario.to_json()) == json.dumps(scenario.to_json())
-    for name in ("sid", "calendar", "work_s", "benefit_rate", "tail_s", "recovery", "initial_state"):
+    for name in (
+        "sid",
+        "calendar",
+        "work_s",
+        "benefit_rate",
+        "tail_s",
+        "recovery",
+        "initial_state",
+    ):
         assert grid.scenarios.column(name) == tuple(getattr(g, name) for g in grid.scenarios)
     np.testing.assert_array_equal(ls.solve_batch(grid.batch).value, ls.solve_batch(built).value)
 

@@ -70,7 +70,9 @@ def test_steps_index_slice_and_keep_identity() -> None:
 
 def test_plans_with_lazy_steps_pickle_copy_and_compare() -> None:
     plan = ls.solve(long_scenario(12, True), "dp")
-    built = Plan(plan.policy, plan.value, plan.benefit, plan.publish_s, plan.cost, tuple(plan.steps))
+    built = Plan(
+        plan.policy, plan.value, plan.benefit, plan.publish_s, plan.cost, tuple(plan.steps)
+    )
     assert built == plan
     assert plan == built
     assert built.to_json() == plan.to_json()
@@ -78,4 +80,3 @@ def test_plans_with_lazy_steps_pickle_copy_and_compare() -> None:
         assert again == plan
         assert isinstance(again.steps, Steps)
         assert again.to_json() == plan.to_json()
-

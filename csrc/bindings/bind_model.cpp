@@ -17,9 +17,12 @@ using namespace learnsched;
 
 namespace {
 
-Scenario make_scenario(const std::vector<std::pair<double, double>>& windows, int work_quanta,
-                       double quantum_s, double benefit_rate, double horizon_s,
-                       const HandoffCosts& costs, const State& initial) {
+using WindowPairs = std::vector<std::pair<double, double>>;
+using SchedulePairs = std::vector<std::pair<double, double>>;  // (start_s, rate) per piece
+
+Scenario make_scenario(const WindowPairs& windows, int work_quanta, double quantum_s,
+                       double benefit_rate, double horizon_s, const HandoffCosts& costs,
+                       const State& initial, const SchedulePairs& benefit_schedule = {}) {
     Scenario s;
     s.windows.reserve(windows.size());
     for (const auto& [start, end] : windows) s.windows.push_back(Window{start, end});
@@ -29,10 +32,17 @@ Scenario make_scenario(const std::vector<std::pair<double, double>>& windows, in
     s.horizon_s = horizon_s;
     s.costs = costs;
     s.initial = initial;
+    s.benefit_schedule.reserve(benefit_schedule.size());
+    for (const auto& [start, rate] : benefit_schedule) s.benefit_schedule.push_back({start, rate});
     return s;
 }
 
-using WindowPairs = std::vector<std::pair<double, double>>;
+SchedulePairs schedule_pairs(const Scenario& s) {
+    SchedulePairs out;
+    out.reserve(s.benefit_schedule.size());
+    for (const BenefitPiece& p : s.benefit_schedule) out.emplace_back(p.start_s, p.rate);
+    return out;
+}
 
 // Item i of `pieces`, or std::out_of_range naming the column and row.
 template <class T>
@@ -167,11 +177,23 @@ void bind_model(py::module_& m) {
     py::class_<Scenario>(m, "Scenario", "A finite-model scenario (not validated until used).")
         .def(py::init(&make_scenario), py::arg("windows"), py::arg("work_quanta"),
              py::arg("quantum_s"), py::arg("benefit_rate"), py::arg("horizon_s"),
-             py::arg("costs"), py::arg("initial"))
+             py::arg("costs"), py::arg("initial"), py::arg("benefit_schedule") = SchedulePairs{},
+             "benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.")
         .def_property_readonly("windows", &window_pairs)
         .def_readonly("work_quanta", &Scenario::work_quanta)
         .def_readonly("quantum_s", &Scenario::quantum_s)
         .def_readonly("benefit_rate", &Scenario::benefit_rate)
+        .def_property_readonly("benefit_schedule", &schedule_pairs,
+                               "(start_s, rate) pieces of g(t); empty for a constant benefit_rate.")
+        .def(
+            "benefit",
+            [](const Scenario& s, double publish_s) {
+                validate_benefit(s);  // the curve assumes a valid schedule
+                return benefit_curve(s).value(publish_s);
+            },
+            py::arg("publish_s"),
+            "Phi(publish_s): the integral of the benefit rate from publish_s to horizon_s, s-eq. "
+            "(checks the benefit fields first).")
         .def_readonly("horizon_s", &Scenario::horizon_s)
         .def_readonly("costs", &Scenario::costs)
         .def_readonly("initial", &Scenario::initial);

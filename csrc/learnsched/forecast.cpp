@@ -115,7 +115,8 @@ std::vector<std::size_t> first_equal(const std::vector<Calendar>& samples) {
 
 bool same_candidate(const Scenario& a, const Scenario& b) {
     return a.work_quanta == b.work_quanta && a.quantum_s == b.quantum_s &&
-           a.benefit_rate == b.benefit_rate && a.horizon_s == b.horizon_s &&
+           a.benefit_rate == b.benefit_rate && a.benefit_schedule == b.benefit_schedule &&
+           a.horizon_s == b.horizon_s &&
            a.costs.recovery_s == b.costs.recovery_s &&
            a.costs.residency_rate == b.costs.residency_rate && a.costs.save_s == b.costs.save_s &&
            a.costs.load_s == b.costs.load_s && a.costs.cold_recovery_s == b.costs.cold_recovery_s;

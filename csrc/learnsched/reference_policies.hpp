@@ -58,12 +58,13 @@ inline Action never_action(const SegmentAccounting& acc, const State& s) {
                     : Action{ActionKind::Wait, 0, false};
 }
 
-// Static ROI (handoff-blind): g*(H - l_k - r*delta)^+ - r*delta, in s-eq.
+// Static ROI (handoff-blind): Phi(l_k + r*delta) - r*delta = g*(H - l_k - r*delta)^+ -
+// r*delta for a constant rate, in s-eq.
 inline double static_roi(const SegmentAccounting& acc, const State& s) {
     const Scenario& sc = acc.scenario();
     const double rest_s = acc.remaining(s) * sc.quantum_s;
     const double start_s = sc.windows[static_cast<std::size_t>(s.window)].start_s;
-    return sc.benefit_rate * std::max(0.0, sc.horizon_s - start_s - rest_s) - rest_s;
+    return acc.benefit().value_after(start_s, rest_s) - rest_s;
 }
 
 // Costed Window (pi0): Window's action if the Window plan, priced by `window_values`

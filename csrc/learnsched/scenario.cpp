@@ -81,10 +81,18 @@ void validate_magnitudes(const Scenario& scenario) {
              segment_cost, " s-eq.");
     }
     const double earliest_s = scenario.windows.front().start_s;
-    const double benefit = scenario.benefit_rate * std::abs(scenario.horizon_s - earliest_s);
+    double benefit = scenario.benefit_rate * std::abs(scenario.horizon_s - earliest_s);
     if (!(benefit <= kLimit) || !(std::abs(scenario.horizon_s) <= kLimit)) {
         fail("benefit_rate x (horizon_s - windows[0] start) overflows: ", scenario.benefit_rate,
              " x (", scenario.horizon_s, " - ", earliest_s, ")");
+    }
+    if (!scenario.benefit_schedule.empty()) {
+        // Phi never increases with t_p (rates >= 0): the earliest publication earns the most.
+        benefit = benefit_curve(scenario).value(earliest_s);
+        if (!(benefit <= kLimit)) {
+            fail("the benefit schedule's integral from windows[0] start ", earliest_s,
+                 " to horizon_s ", scenario.horizon_s, " overflows: ", benefit, " s-eq.");
+        }
     }
     if (!(plan_cost + benefit <= kLimit)) {
         fail("benefit_rate x (horizon_s - windows[0] start) plus windows x the longest "
@@ -99,8 +107,7 @@ void validate(const Scenario& scenario) {
     if (scenario.work_quanta < 1) fail("work_quanta must be >= 1, got ", scenario.work_quanta);
     require_finite("quantum_s", scenario.quantum_s);
     if (!(scenario.quantum_s > 0.0)) fail("quantum_s must be > 0, got ", scenario.quantum_s);
-    require_non_negative("benefit_rate", scenario.benefit_rate);
-    require_finite("horizon_s", scenario.horizon_s);
+    validate_benefit(scenario);
     require_non_negative("recovery_s", scenario.costs.recovery_s);
     require_non_negative("residency_rate", scenario.costs.residency_rate);
     require_non_negative("save_s", scenario.costs.save_s);
@@ -125,6 +132,35 @@ void validate(const Scenario& scenario) {
         fail("initial.window must be 0, got ", scenario.initial.window);
     }
     validate_state(scenario, scenario.initial);
+}
+
+void validate_benefit(const Scenario& scenario) {
+    require_non_negative("benefit_rate", scenario.benefit_rate);
+    require_finite("horizon_s", scenario.horizon_s);
+    if (scenario.benefit_schedule.empty()) return;
+    if (scenario.benefit_rate != 0.0) {
+        fail("benefit_rate must be 0 when a benefit schedule is given, got ",
+             scenario.benefit_rate);
+    }
+    validate_benefit_schedule(scenario.benefit_schedule,
+                              std::numeric_limits<double>::max() / kMagnitudeHeadroom);
+}
+
+void validate_benefit_schedule(const BenefitSchedule& schedule, double limit_s) {
+    for (std::size_t i = 0; i < schedule.size(); ++i) {
+        const BenefitPiece& piece = schedule[i];
+        if (!std::isfinite(piece.start_s) || !(std::abs(piece.start_s) <= limit_s)) {
+            fail("benefit_rate[", i, "] start must be finite and within +-", limit_s, " s, got ",
+                 piece.start_s);
+        }
+        if (!std::isfinite(piece.rate) || piece.rate < 0.0) {
+            fail("benefit_rate[", i, "] rate must be finite and >= 0 s-eq./s, got ", piece.rate);
+        }
+        if (i > 0 && !(piece.start_s > schedule[i - 1].start_s)) {
+            fail("benefit_rate[", i, "] starts at ", piece.start_s, ", not after benefit_rate[",
+                 i - 1, "] at ", schedule[i - 1].start_s, " (pieces must be sorted by start)");
+        }
+    }
 }
 
 void validate_state(const Scenario& scenario, const State& state) {

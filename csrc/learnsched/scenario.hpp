@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "benefit.hpp"
+
 namespace learnsched {
 
 // Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
@@ -76,6 +78,9 @@ struct Scenario {
     double quantum_s = 0.0;     // delta
     double benefit_rate = 0.0;  // g, s-eq. per second before the horizon
     double horizon_s = 0.0;     // H
+    // If not empty, g(t) by pieces instead of the constant benefit_rate (which must be 0):
+    // publishing at t_p earns the integral of g from t_p to H (BenefitCurve).
+    BenefitSchedule benefit_schedule;
     HandoffCosts costs;
     State initial;  // initial.window must be 0
 
@@ -87,6 +92,20 @@ struct Scenario {
 // kMaxWindows windows, a state space above kMaxStates, or magnitudes whose plan values
 // could overflow (every plan and value of a valid scenario is finite).
 void validate(const Scenario& scenario);
+
+// The benefit fields alone: benefit_rate >= 0, a finite horizon_s and, with a schedule,
+// benefit_rate == 0 and validate_benefit_schedule (what BenefitCurve assumes).
+void validate_benefit(const Scenario& scenario);
+
+// Throw std::invalid_argument naming benefit_rate[i] and its value unless every piece's
+// start is finite and within +-limit_s, starts strictly increase and every rate is
+// finite and >= 0.
+void validate_benefit_schedule(const BenefitSchedule& schedule, double limit_s);
+
+// The scenario's Phi(t_p) (its constant rate or its schedule, until horizon_s).
+inline BenefitCurve benefit_curve(const Scenario& scenario) {
+    return BenefitCurve(scenario.benefit_rate, scenario.benefit_schedule, scenario.horizon_s);
+}
 
 // Throw std::invalid_argument if `state` is not a valid decision state of `scenario`
 // (window out of range, durable > progress, unsaved work in service mode, or an active

@@ -16,7 +16,8 @@ CostSplit& CostSplit::operator+=(const CostSplit& other) {
     return *this;
 }
 
-SegmentAccounting::SegmentAccounting(Scenario scenario) : scenario_(std::move(scenario)) {
+SegmentAccounting::SegmentAccounting(Scenario scenario)
+    : scenario_(std::move(scenario)), benefit_(benefit_curve(scenario_)) {
     const HandoffCosts& c = scenario_.costs;
     limits_.reserve(scenario_.windows.size());
     for (const Window& w : scenario_.windows) {

@@ -50,6 +50,7 @@ class SegmentAccounting {
     explicit SegmentAccounting(Scenario scenario);
 
     const Scenario& scenario() const { return scenario_; }
+    const BenefitCurve& benefit() const { return benefit_; }
     int window_count() const { return scenario_.window_count(); }
     int work_quanta() const { return scenario_.work_quanta; }
     // 2 when the scenario offers the cold alternative (paths: warm = false, cold = true), else 1.
@@ -98,6 +99,7 @@ class SegmentAccounting {
     int quanta_that_fit(double fixed_s, const Window& w) const;
 
     Scenario scenario_;
+    BenefitCurve benefit_;  // Phi(t_p)
     std::vector<std::array<Limits, 2>> limits_;  // per window, per path (warm, cold)
 };
 
@@ -156,7 +158,7 @@ inline Segment SegmentAccounting::take(const State& s, const Action& a) const {
         // Rule 3. Summed as busy_s sums (load + work first, then the rest): with every
         // term >= 0 and rounding monotone, publish_s <= ready_s holds exactly.
         seg.publish_s = w.start_s + (seg.cost.load + seg.cost.work);
-        seg.benefit = scenario_.benefit_rate * std::max(0.0, scenario_.horizon_s - seg.publish_s);
+        seg.benefit = benefit_.value(seg.publish_s);  // Phi(t_p): g * (H - t_p)^+ if constant
     } else if (a.checkpoint) {
         const int saved = base(s) + a.quanta;
         seg.next.progress = saved;

@@ -52,6 +52,7 @@ def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
         core.horizon_s,
         core.costs,
         _core.State(0, 0, 0, False),
+        core.benefit_schedule,
     )
 
 

@@ -1,27 +1,30 @@
-"""Parking and returning a serving engine, through the handoff probes' HTTP dialects.
+"""Parking and returning a serving engine, through the public engine layer.
 
 Everything engine-specific is :mod:`learnsched.handoff`'s (one implementation of each
 engine's routes, flags and gauges): the start-up check
 (:func:`~learnsched.handoff.preflight.check_server_config`: SGLang's memory saver and
 weights backup, vLLM's sleep mode), the load (:func:`~learnsched.handoff.preflight.read_load`:
 ``vllm:num_requests_running``/``_waiting``, ``sglang:num_running_reqs``/``num_queue_reqs``),
-vLLM ``/sleep`` and ``/wake_up`` (with ``/is_sleeping`` confirmed), SGLang
-``/release_memory_occupation`` and ``/resume_memory_occupation``. Capacity is back only
-when a real greedy request completes after the resume and answers as the same request
-did when the loop started: a resume that lost the weights is a failed return.
+and the park and resume themselves (:func:`learnsched.handoff.engines.park`, which
+refuses a busy engine and pauses SGLang's generation around the release; vLLM sleeps
+with ``mode=wait``; :func:`~learnsched.handoff.engines.resume` undoes only what the park
+released). Capacity is back only when a real greedy request completes after the resume
+and answers as the same request did when the loop started
+(:func:`~learnsched.handoff.engines.same_model`): a resume that lost the weights is a
+failed return.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from .._checks import integer, positive
+from .._checks import integer, nonnegative, positive
 from ..handoff.endpoint import ServingEndpoint
+from ..handoff.engines import Parked, park, resume, same_model
 from ..handoff.preflight import Load, check_server_config, read_load
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
-from ..handoff.recovery import _park, _same_model, _unpark
 
 __all__ = ["EngineControl", "ServingEngine"]
 
@@ -40,8 +43,9 @@ class EngineControl(Protocol):
         """Requests in the engine now (``None``: it exports no load gauges)."""
         ...
 
-    def park(self) -> dict[str, int]:
-        """Release the engine's device memory; ``perf_counter_ns`` stamps."""
+    def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Release the idle engine's device memory; ``perf_counter_ns`` stamps
+        (``on_mark`` is told each as it is taken)."""
         ...
 
     def unpark(self) -> dict[str, int]:
@@ -74,6 +78,16 @@ class ServingEngine:
         Tokens in the reference and readiness requests.
     poll_s
         Poll interval of the waits, seconds.
+    idle_wait_s
+        How long a park waits for the engine's gauges to show idle, seconds (they lag
+        the last request's end by a stats interval).
+
+    Attributes
+    ----------
+    parked
+        The park in force (``None`` when serving); a restarted loop may set it from a
+        recorded :meth:`~learnsched.handoff.engines.Parked.to_json` before
+        :meth:`unpark`.
 
     Raises
     ------
@@ -90,6 +104,7 @@ class ServingEngine:
         timeout_s: float = 30.0,
         max_tokens: int = 4,
         poll_s: float = DEFAULT_POLL_S,
+        idle_wait_s: float = 0.5,
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
@@ -100,8 +115,10 @@ class ServingEngine:
         self.timeout_s = positive("timeout_s", timeout_s)
         self.max_tokens = integer("max_tokens", max_tokens, low=1)
         self.poll_s = poll_s
+        self.idle_wait_s = nonnegative("idle_wait_s", idle_wait_s)
         self.reference: str | None = None
         self.failure: str | None = None
+        self.parked: Parked | None = None
 
     def preflight(self) -> list[str]:
         """:func:`~learnsched.handoff.preflight.check_server_config` for this park, then
@@ -117,18 +134,45 @@ class ServingEngine:
         """``/metrics``' running and waiting requests (``None``: no gauges exported)."""
         return read_load(self.endpoint, min(self.timeout_s, 5.0))
 
-    def park(self) -> dict[str, int]:
-        """Release (vLLM: until ``/is_sleeping`` says so); stamps ``release_*``."""
-        stamps: dict[str, int] = {}
-        _park(self.endpoint, stamps, self.level, self.tags, self.timeout_s, self.poll_s)
-        return stamps
+    def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
+        """Park the idle engine (:func:`~learnsched.handoff.engines.park`); its stamps.
+
+        ``on_mark`` is called with each stamp's name as the park reaches it.
+
+        Raises
+        ------
+        EngineBusy
+            The engine was not idle: nothing was parked.
+        """
+        self.parked = park(
+            self.endpoint, level=self.level, tags=self.tags, timeout_s=self.timeout_s,
+            poll_s=self.poll_s, idle_wait_s=self.idle_wait_s, on_mark=on_mark,
+        )  # fmt: skip
+        return dict(self.parked.stamps)
 
     def unpark(self) -> dict[str, int]:
-        """Resume, then send real requests until one completes; stamps to ``request_done``."""
-        stamps: dict[str, int] = {}
+        """Resume what the park released, then send real requests until one completes;
+        stamps to ``request_done``.
+
+        Without a park in force (a killed run's, not recorded), it resumes as this
+        engine parks: vLLM only if ``/is_sleeping`` says so.
+        """
+        parked = self.parked or self._assumed_park()
         # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
-        _unpark(self.endpoint, stamps, self.tags, self.reload, self.timeout_s, self.poll_s)
+        stamps = resume(
+            self.endpoint, parked, reload=self.reload, timeout_s=self.timeout_s,
+            poll_s=self.poll_s,
+        )  # fmt: skip
+        self.parked = None
         return self._ready(stamps)
+
+    def _assumed_park(self) -> Parked:
+        """What a park of this engine releases, paused where the dialect pauses."""
+        dialect = self.endpoint.dialect
+        return Parked(
+            dialect.name, self.level, self.tags, dialect.released_tags(self.tags),
+            paused=dialect.pauses,
+        )  # fmt: skip
 
     def ready(self) -> dict[str, int]:
         """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
@@ -140,5 +184,5 @@ class ServingEngine:
             self.endpoint, stamps, deadline, self.poll_s, self.max_tokens, health=False
         )
         reference = self.reference
-        self.failure = None if reference is None else _same_model(reference, answer.text)
+        self.failure = None if reference is None else same_model(reference, answer.text)
         return stamps

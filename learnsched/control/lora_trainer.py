@@ -28,7 +28,6 @@ from typing import Any, ClassVar
 from .._atomic import atomic_write, atomic_write_text
 from .._checks import integer, positive
 from .._extras import require
-from ..handoff._util import torch_module
 from ..handoff.lora import ATTENTION, BASE_SHAPES, adapter_from_peft, apply_adapter, save_adapter
 from .trainer import Advanced, Trainer, TrainerCosts
 
@@ -104,7 +103,7 @@ class LoraTrainer(Trainer):
         self.batch = integer("batch", batch, low=1)
         self.seq_len = integer("seq_len", seq_len, low=2)
         self.lr = positive("lr", lr)
-        self.torch = torch_module()
+        self.torch = require("torch", "gpu")
         self.torch.set_num_threads(integer("threads", threads, low=1))
         self.device = self.torch.device(device)
         self.model = self._build()

@@ -1,10 +1,11 @@
 """The load signal: the engine's ``/metrics`` polled on a thread, plus arrivals told to it.
 
-While capacity is lent the engine may answer requests with 503 (vLLM rejects requests
-to a sleeping engine) instead of queueing them, so ``/metrics`` alone can miss an
-arrival. A front end that sees requests (the load generator, a router) calls
-:meth:`LoadWatcher.notify_arrival`; either signal sets :attr:`LoadWatcher.arrived`,
-which the control thread checks between quanta.
+While capacity is lent the engine's gauges cannot show an arrival: vLLM 0.33 accepts
+and queues requests to a sleeping engine (no 503) without counting them, and a paused
+SGLang holds new generations in its tokenizer manager, while ``/metrics`` stays as it
+was. A front end that sees requests (the gate, a user's router through ``learnsched run
+--notify``, the load generator) calls :meth:`LoadWatcher.notify_arrival`; either signal
+sets :attr:`LoadWatcher.arrived`, which the control thread checks between quanta.
 """
 
 from __future__ import annotations

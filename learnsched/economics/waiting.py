@@ -99,4 +99,6 @@ def paper_waiting_example() -> WaitingComparison:
     scenario = grid_scenario.scenario
     now = solve(scenario, Policy.COSTED_WINDOW)
     wait = solve(scenario, Policy.ROLLOUT)
-    return WaitingComparison.from_plans(now, wait, scenario.benefit_rate)
+    rate = scenario.benefit_rate
+    assert isinstance(rate, float)  # Eq. 13's fixed rate: the grid's rates are constant
+    return WaitingComparison.from_plans(now, wait, rate)

@@ -1,4 +1,4 @@
-"""Small helpers the probes share: the lazy torch import and percentiles."""
+"""Small helpers the probes share: the lazy torch import, percentiles, the CPU's name."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from typing import Any
 
 from .errors import missing_extra
 
-__all__ = ["median", "p95", "torch_module"]
+__all__ = ["CPU", "median", "p95", "torch_module"]
+
+# The device name a profile records for measurements taken on the host (no GPU).
+CPU = "cpu"
 
 
 def torch_module() -> Any:

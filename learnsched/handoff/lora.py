@@ -23,11 +23,10 @@ from typing import Any
 
 from .._atomic import atomic_write
 from .._checks import integer
-from ._util import torch_module
+from ._util import CPU, torch_module
 from .errors import HandoffProbeError, NvmlUnavailable, missing_extra
 from .filesystem import Filesystem, filesystem_of
 from .nvml import NvmlDevice, device_for_torch
-from .profile import CPU
 from .timing import Timing, time_device, time_host
 
 __all__ = [

@@ -30,9 +30,11 @@ class RecoveryRun:
         ``"vllm"`` or ``"sglang"``.
     stamps_ns
         ``perf_counter_ns`` stamps. Cold: ``launched``, ``port_open``, ``health_200``,
-        ``first_token``, ``request_done``. Warm: ``release_sent``, ``release_ack``
-        (vLLM's ``asleep_reported``), ``release_confirmed`` (device memory seen freed),
-        ``resume_sent``, ``resume_ack`` (vLLM's ``awake_reported``), ``memory_back``
+        ``first_token``, ``request_done``. Warm: ``idle_checked``, ``paused`` (SGLang),
+        ``release_sent``, ``release_ack`` (vLLM's ``asleep_reported``),
+        ``release_confirmed`` (device memory seen freed), ``resume_sent``, ``resume_ack``
+        (vLLM's ``awake_reported``; ``found_awake``: nothing to wake), ``continued``
+        (SGLang generation continued), ``memory_back``
         (device memory seen re-occupied), ``health_200``, ``first_token``,
         ``request_done``. A stamp that could not be observed is absent.
     host
@@ -141,7 +143,9 @@ class RecoveryRun:
 
 
 # Any of these ends a warm resume: the call's answer, vLLM's view, the memory seen back.
-RESUMED_STAMPS = ("resume_ack", "awake_reported", "memory_back")
+# The resume is done when the call answered, vLLM reports awake, SGLang generates again
+# (``continued``) and the device shows the memory back.
+RESUMED_STAMPS = ("resume_ack", "awake_reported", "continued", "memory_back")
 
 
 class Phases:

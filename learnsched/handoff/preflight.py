@@ -9,18 +9,19 @@ engine is touched rather than after a timeout:
   ``model_config.enable_sleep_mode``).
 - The engine's Prometheus ``/metrics`` counts running and waiting requests (vLLM
   ``vllm:num_requests_running``/``_waiting``, SGLang ``sglang:num_running_reqs``/
-  ``num_queue_reqs``): SGLang's release asserts the scheduler is idle, vLLM's sleep
-  aborts what runs. :func:`wait_until_idle` waits a bounded time for idleness.
+  ``num_queue_reqs``): SGLang's release asserts the scheduler is idle, and vLLM's sleep
+  waits for what runs. :func:`wait_until_idle` waits a bounded time for idleness; the
+  park itself refuses a busy engine (:func:`~.engines.park`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from .._checks import nonnegative, positive
 from .endpoint import ServingEndpoint
+from .engines import Load, metric_sum
 from .errors import EngineBusy, ServerConfigError
 
 __all__ = [
@@ -34,58 +35,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Load:
-    """Requests an engine reports, from its ``/metrics``.
-
-    Parameters
-    ----------
-    running
-        Requests being decoded.
-    waiting
-        Requests queued.
-    """
-
-    running: int
-    waiting: int
-
-    @property
-    def idle(self) -> bool:
-        """Nothing running or waiting."""
-        return self.running == 0 and self.waiting == 0
-
-
-def metric_sum(text: str, name: str) -> float | None:
-    """The sum of every sample of gauge ``name`` in Prometheus text (``None``: absent)."""
-    total, seen = 0.0, False
-    for line in text.splitlines():
-        if line.startswith("#") or not line.startswith(name):
-            continue
-        head, _, value = line.rpartition(" ")
-        metric = head.split("{", 1)[0].strip()
-        if metric != name:
-            continue  # a longer name sharing the prefix
-        try:
-            total += float(value)
-        except ValueError:
-            continue
-        seen = True
-    return total if seen else None
-
-
 def read_load(endpoint: ServingEndpoint, timeout_s: float) -> Load | None:
     """The engine's running and waiting requests now (``None``: it exposes no metrics).
 
     SGLang serves ``/metrics`` only with ``--enable-metrics``.
     """
-    status, data = endpoint.request("GET", "/metrics", None, timeout_s)
-    if status != 200:
-        return None
-    text = data.decode(errors="replace")
-    running, waiting = (metric_sum(text, name) for name in endpoint.dialect.load_metrics)
-    if running is None or waiting is None:
-        return None
-    return Load(int(running), int(waiting))
+    return endpoint.dialect.load(endpoint, timeout_s)
 
 
 def wait_until_idle(
@@ -110,8 +65,8 @@ def wait_until_idle(
         if time.monotonic() >= end:
             raise EngineBusy(
                 f"{endpoint.url} is not idle ({load.running} running, {load.waiting} waiting) "
-                f"after {wait_s:g} s: a release now would fail (SGLang asserts idleness) or "
-                "abort requests (vLLM); park when the load has drained"
+                f"after {wait_s:g} s: a release now would kill SGLang (it asserts idleness) "
+                "or wait for them (vLLM); park when the load has drained"
             )
         time.sleep(poll_s)
 

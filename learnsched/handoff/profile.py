@@ -23,6 +23,7 @@ from .._atomic import atomic_write_text, locked
 from .._checks import nonnegative, number
 from .._json import parse as parse_json
 from ..scenario import HandoffCosts, Recovery
+from ._util import CPU
 from .nvml import NvmlDevice, device_info
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ __all__ = [
 FORMAT = "learnsched-cost-profile"
 VERSION = 2  # 2 adds each measurement's device and note; version 1 files are still read
 READABLE_VERSIONS = (1, 2)
-CPU = "cpu"
 GIB = 2**30
 # App. D.2: an assumed price, not a measurement.
 PAPER_RESIDENCY_PRICE = 0.01  # s-eq. per GiB-second of incremental host PSS

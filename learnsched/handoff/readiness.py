@@ -14,25 +14,13 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from .._checks import number, positive
+from .._checks import positive
 from .endpoint import Generation, HttpStatusError, ServingEndpoint, StreamError
-from .waits import poll_until
+from .waits import DEFAULT_POLL_S, check_poll, poll_until
 
 __all__ = ["DEFAULT_POLL_S", "Deadline", "check_poll", "wait_first_request"]
 
 T = TypeVar("T")
-# Inside the 10-50 ms band: fine enough for sub-second resumes, light on the engine.
-DEFAULT_POLL_S = 0.02
-POLL_RANGE_S = (0.010, 0.050)
-
-
-def check_poll(poll_s: float) -> float:
-    """``poll_s`` in seconds, or ``ValueError`` unless within 10-50 ms."""
-    low, high = POLL_RANGE_S
-    value = number("poll_s", poll_s)
-    if not low <= value <= high:
-        raise ValueError(f"poll_s must be within {low:g}-{high:g} s (10-50 ms), got {poll_s!r}")
-    return value
 
 
 class Deadline:

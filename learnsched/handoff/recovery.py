@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from .._checks import integer, nonnegative, positive
 from ..scenario import Recovery
 from .endpoint import ServingEndpoint
-from .engines import MEMORY_TAGS, VLLM_SLEEP_LEVELS
+from .engines import MEMORY_TAGS, VLLM_SLEEP_LEVELS, Parked, park, resume, same_model
 from .errors import HandoffProbeError, RecoveryFailed
 from .phases import Phases, RecoveryRun
 from .preflight import check_server_config, wait_until_idle
@@ -158,58 +158,17 @@ def _check_warm_arguments(
         integer("release_bytes", release_bytes, low=1)
 
 
-def _reported(endpoint: ServingEndpoint, sleeping: bool, timeout_s: float, poll_s: float) -> int:
-    """Poll the engine's own view until it reports ``sleeping``; the stamp it did."""
-    return poll_until(
-        lambda: True if endpoint.is_sleeping(timeout_s) == sleeping else None,
-        what=f"{endpoint.engine} at {endpoint.url} reporting {'parked' if sleeping else 'awake'}",
-        timeout_s=timeout_s,
-        poll_s=poll_s,
-    ).t_ns
-
-
-def _park(
-    endpoint: ServingEndpoint,
-    stamps: dict[str, int],
-    level: int,
-    tags: Sequence[str],
-    timeout_s: float,
-    poll_s: float,
-) -> None:
-    """Send the release; stamp it, its acknowledgment and the engine's own view if it has one."""
-    stamps["release_sent"] = time.perf_counter_ns()
-    endpoint.release(level=level, tags=tags, timeout_s=timeout_s)
-    stamps["release_ack"] = time.perf_counter_ns()
-    if endpoint.dialect.reports_parked:
-        stamps["asleep_reported"] = _reported(endpoint, True, timeout_s, poll_s)
-
-
-def _unpark(
-    endpoint: ServingEndpoint,
-    stamps: dict[str, int],
-    tags: Sequence[str],
-    reload: bool,
-    timeout_s: float,
-    poll_s: float,
-) -> None:
-    """Send the resume; stamp it, its acknowledgment and the engine's own view if it has one."""
-    stamps["resume_sent"] = time.perf_counter_ns()
-    endpoint.resume(tags=tags, reload=reload, timeout_s=timeout_s)
-    stamps["resume_ack"] = time.perf_counter_ns()
-    if endpoint.dialect.reports_parked:
-        stamps["awake_reported"] = _reported(endpoint, False, timeout_s, poll_s)
-
-
 def _resume_after_failure(
     endpoint: ServingEndpoint,
-    tags: Sequence[str],
+    parked: Parked,
     reload: bool,
     timeout_s: float,
+    poll_s: float,
     err: BaseException,
 ) -> None:
     """Best effort: do not leave the user's engine parked because a measurement failed."""
     try:
-        endpoint.resume(tags=tags, reload=reload, timeout_s=timeout_s)
+        resume(endpoint, parked, reload=reload, timeout_s=timeout_s, poll_s=poll_s)
     except (HandoffProbeError, OSError) as resume_err:
         raise HandoffProbeError(
             f"{err}; resuming {endpoint.url} afterwards failed too, so the engine may still "
@@ -229,16 +188,6 @@ def _released_bytes(
     if held is None:
         return None, tagged
     return max(1, int((held - REPORT_ROUNDING_BYTES) * TAGGED_SHARE)), tagged
-
-
-def _same_model(reference: str, answer: str) -> str | None:
-    """``None`` if the greedy answers match, else the recorded failure's reason."""
-    if answer == reference:
-        return None
-    return (
-        f"weights not restored: the first request after the resume answered {answer[:80]!r}, "
-        f"the same greedy request before the park {reference[:80]!r}"
-    )
 
 
 def measure_warm_recovery(
@@ -268,8 +217,11 @@ def measure_warm_recovery(
     to what its tags hold), and only then is the parked memory read. The resume is
     timed to its acknowledgment with the memory back (``resume_s``) and to the first
     completed request (``ready_s``), sent without a ``/health`` wait. That request must
-    repeat the greedy answer. If anything fails after the release was sent and before
-    the resume was, the engine is resumed before the error is raised.
+    repeat the greedy answer. The park and resume are the engine layer's
+    (:func:`~.engines.park`: idleness checked again inside it, SGLang paused around the
+    release; :func:`~.engines.resume`: only what was released). If anything fails
+    after the release and before the resume was sent, the engine is resumed before the
+    error is raised.
 
     Parameters
     ----------
@@ -335,21 +287,25 @@ def measure_warm_recovery(
     wait_until_idle(endpoint, idle_wait_s, poll_s)  # nothing arrived since
     expected, tagged = _released_bytes(endpoint, tags, release_bytes, ready.left())
     phases.mark("awake")
+    # The park checks idleness itself, pauses SGLang and undoes a release that failed.
+    parked = park(
+        endpoint, level=level, tags=tags, timeout_s=release_timeout_s, poll_s=poll_s,
+        idle_wait_s=idle_wait_s, stamps=stamps,
+    )  # fmt: skip
     try:
-        _park(endpoint, stamps, level, tags, release_timeout_s, poll_s)
         release = phases.confirm_release(stamps, expected, tagged, release_timeout_s, poll_s)
         phases.mark("parked")
         time.sleep(parked_s)
-        _unpark(endpoint, stamps, tags, reload, timeout_s, poll_s)
+        resume(endpoint, parked, reload=reload, timeout_s=timeout_s, poll_s=poll_s, stamps=stamps)
     except BaseException as err:
-        if "release_sent" in stamps and "resume_sent" not in stamps:
-            _resume_after_failure(endpoint, tags, reload, timeout_s, err)
+        if "resume_sent" not in stamps:
+            _resume_after_failure(endpoint, parked, reload, timeout_s, poll_s, err)
         raise
     phases.confirm_memory_back(stamps, timeout_s, poll_s)
     after = Deadline(timeout_s, f"{endpoint.url} after resume")
     answer = wait_first_request(endpoint, stamps, after, poll_s, max_tokens, health=False)
     phases.mark("resumed")
-    failure = _same_model(reference, answer.text)
+    failure = same_model(reference, answer.text)
     run = phases.run(Recovery.WARM, endpoint.engine, stamps, release, failure)
     if failure is not None:
         raise RecoveryFailed(f"{endpoint.url}: {failure}", run)

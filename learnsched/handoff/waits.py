@@ -15,19 +15,33 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from .._checks import integer, positive
+from .._checks import integer, number, positive
 from ._util import median, p95
 
 __all__ = [
+    "DEFAULT_POLL_S",
     "AckDelays",
     "ControlSignal",
     "Polled",
+    "check_poll",
     "measure_ack_delay",
     "poll_until",
     "pollable_sleep",
 ]
 
 T = TypeVar("T")
+# Inside the 10-50 ms band: fine enough for sub-second resumes, light on the engine.
+DEFAULT_POLL_S = 0.02
+POLL_RANGE_S = (0.010, 0.050)
+
+
+def check_poll(poll_s: float) -> float:
+    """``poll_s`` in seconds, or ``ValueError`` unless within 10-50 ms."""
+    low, high = POLL_RANGE_S
+    value = number("poll_s", poll_s)
+    if not low <= value <= high:
+        raise ValueError(f"poll_s must be within {low:g}-{high:g} s (10-50 ms), got {poll_s!r}")
+    return value
 
 
 @dataclass(frozen=True)

@@ -94,14 +94,18 @@ def _grid_costs(point: Point, recovery: Recovery) -> _core.HandoffCosts:
 def _with_fields(
     scenario: Scenario, params: Mapping[str, float], costs: _core.HandoffCosts
 ) -> _core.Scenario:
+    base = scenario.to_core()
+    # A swept benefit_rate is a constant rate, in place of the base's rate or schedule.
+    swept = "benefit_rate" in params
     core = _core.Scenario(
         list(scenario.windows),
         scenario.work_quanta,
         params.get("quantum_s", scenario.quantum_s),
-        params.get("benefit_rate", scenario.benefit_rate),
+        params["benefit_rate"] if swept else base.benefit_rate,
         params.get("horizon_s", scenario.horizon_s),
         costs,
         scenario.initial.to_core(),
+        [] if swept else base.benefit_schedule,
     )
     _core.validate(core)
     return core

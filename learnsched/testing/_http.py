@@ -17,8 +17,10 @@ token index at temperature 0 (a different model, or lost weights, answer differe
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,9 +28,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ._state import EngineError, EngineState
+from ._state import HEALTH_TIMEOUT_S, EngineDied, EngineError, EngineState, Request
 
-__all__ = ["make_handler", "tokens"]
+__all__ = ["make_handler", "token", "tokens"]
 
 WORDS = (
     "the", "model", "answers", "with", "a", "short", "and", "plain", "sentence", "about",
@@ -39,11 +41,17 @@ DEFAULT_MAX_TOKENS = 16
 MAX_TOKENS = 4096
 
 
+def token(model_print: str, prompt: str, index: int, nonce: str = "") -> str:
+    """Token ``index`` this model generates for ``prompt`` (``nonce``: sampling, or the
+    batch a batch-variant engine decoded it in)."""
+    digest = hashlib.sha256(f"{model_print}|{nonce}|{prompt}|{index}".encode()).digest()
+    return " " + WORDS[digest[0] % len(WORDS)]
+
+
 def tokens(model_print: str, prompt: str, count: int, nonce: str = "") -> Iterator[str]:
-    """The ``count`` tokens this model generates for ``prompt`` (``nonce``: sampling)."""
+    """The ``count`` tokens this model generates for ``prompt`` alone (``nonce``: sampling)."""
     for index in range(count):
-        digest = hashlib.sha256(f"{model_print}|{nonce}|{prompt}|{index}".encode()).digest()
-        yield " " + WORDS[digest[0] % len(WORDS)]
+        yield token(model_print, prompt, index, nonce)
 
 
 def _prompt_of(body: dict[str, Any], path: str) -> str:
@@ -119,17 +127,22 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
         # --- routes ------------------------------------------------------------------
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
-            try:
-                self._get(parts.path, parse_qs(parts.query))
-            except EngineError as err:
-                self._error(err)
+            self._serve(lambda: self._get(parts.path, parse_qs(parts.query)))
 
         def do_POST(self) -> None:
             parts = urlsplit(self.path)
+            self._serve(lambda: self._post(parts.path, parse_qs(parts.query), self._body()))
+
+        def _serve(self, route: Any) -> None:
             try:
-                self._post(parts.path, parse_qs(parts.query), self._body())
+                route()
             except EngineError as err:
                 self._error(err)
+            except EngineDied:
+                # The server process died: the connection breaks, nothing is answered.
+                self.close_connection = True
+                with contextlib.suppress(OSError):  # the client may have gone already
+                    self.connection.shutdown(socket.SHUT_RDWR)
 
         def _get(self, path: str, query: dict[str, list[str]]) -> None:
             if path == "/health" or (path == "/health_generate" and not vllm):
@@ -139,15 +152,18 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"object": "list", "data": [
                     {"id": config.model, "object": "model", "owned_by": owner},
                 ]})  # fmt: skip
-            elif path == "/metrics":
+            elif path == "/metrics" and (vllm or config.metrics):
                 self._send(200, self._metrics().encode(), "text/plain; version=0.0.4")
             elif path == "/sim/state":
                 self._json(200, state.snapshot())
             elif vllm and path == "/is_sleeping":
-                self._json(200, {"is_sleeping": bool(state.sleeping)})
+                self._json(200, {"is_sleeping": state.is_sleeping()})
             elif vllm and path == "/server_info":  # dev mode; ?config_format=json
                 self._json(200, self._vllm_info(query))
             elif not vllm and path in ("/get_server_info", "/server_info"):
+                if path == "/get_server_info":  # deprecated: SGLang warns on every call
+                    with state.lock:
+                        state.deprecated_calls += 1
                 self._json(200, self._server_info())
             else:
                 raise EngineError(404, f"no route GET {path}")
@@ -158,10 +174,14 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             ):
                 self._generate(path, body)
             elif vllm and path == "/sleep":
+                levels = ("0", "1", "2") if config.sleep_modes else ("1", "2")
                 level = query.get("level", ["1"])[0]
-                if level not in ("1", "2"):
-                    raise EngineError(400, f"level must be 1 or 2, got {level!r}")
-                state.release(int(level), [])  # vLLM's /sleep reads no tags
+                if level not in levels:
+                    raise EngineError(
+                        400, f"level must be one of {', '.join(levels)}, got {level!r}"
+                    )
+                mode = query.get("mode", ["abort"])[0]
+                state.release(int(level), [], mode)  # vLLM's /sleep reads no tags
                 self._send(200, b"", "text/plain")
             elif vllm and path == "/wake_up":
                 state.resume(query.get("tags", []))
@@ -173,10 +193,16 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 self._json(200, {"results": [None]})
             elif not vllm and path == "/release_memory_occupation":
                 state.release(1, list(body.get("tags") or []))
-                self._json(200, {})
+                self._json(200, None)  # SGLang answers null
             elif not vllm and path == "/resume_memory_occupation":
                 state.resume(list(body.get("tags") or []))
-                self._json(200, {})
+                self._json(200, None)
+            elif not vllm and path == "/pause_generation":
+                state.pause(str(body.get("mode", "abort")))
+                self._json(200, {"message": "Generation paused successfully."})
+            elif not vllm and path == "/continue_generation":
+                state.unpause()
+                self._json(200, {"message": "Generation continued successfully."})
             elif not vllm and path == "/update_weights_from_disk":
                 state.reload_weights()
                 self._json(200, {"success": True, "message": "Succeeded to update model weights."})
@@ -186,7 +212,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
         def _health(self) -> None:
             if not state.ready():
                 raise EngineError(503, "starting")
-            time.sleep(config.slow_health_s)  # SGLang's /health runs a 1-token generation
+            if not vllm:  # SGLang's /health is a one-token generation
+                state.admit(HEALTH_TIMEOUT_S, probe=True)
+            time.sleep(config.slow_health_s)
             self._send(200, b"", "text/plain")
 
         def _server_info(self) -> dict[str, object]:
@@ -194,14 +222,16 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 "model_path": config.model,
                 "enable_memory_saver": config.memory_saver,
                 "enable_weights_cpu_backup": config.weights_backup,
+                "enable_metrics": config.metrics,
+                "enable_deterministic_inference": not config.batch_variant,
                 "tp_size": 1,
                 "version": "sim",
-                # Scheduler.get_internal_state: each pool's size in GiB, 2 decimals.
+                # Scheduler.get_internal_state: each pool's size in GB, 3 decimals.
                 "internal_states": [
                     {
                         "memory_usage": {
-                            "weight": round(config.weights_mib / 1024, 2),
-                            "kvcache": round(config.kv_mib / 1024, 2),
+                            "weight": round(config.weights_mib / 1024, 3),
+                            "kvcache": round(config.kv_mib / 1024, 3),
                             "token_capacity": int(config.kv_mib * 64),
                         }
                     }
@@ -216,13 +246,15 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             return {"vllm_config": text}
 
         def _metrics(self) -> str:
+            if not config.metrics:  # vLLM --disable-log-stats: no engine gauges
+                return "# no engine stats (--disable-log-stats)\n"
             label = f'{{model_name="{config.model}"}}'
             if vllm:
                 names = ("vllm:num_requests_running", "vllm:num_requests_waiting")
             else:
                 names = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
             lines = []
-            for name, value in zip(names, (state.running, state.waiting), strict=True):
+            for name, value in zip(names, state.load(), strict=True):
                 lines += [f"# TYPE {name} gauge", f"{name}{label} {float(value)}"]
             return "\n".join(lines) + "\n"
 
@@ -230,8 +262,6 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
         def _generate(self, path: str, body: dict[str, Any]) -> None:
             if not state.ready():
                 raise EngineError(503, "the engine is still starting")
-            if state.sleeping:
-                raise EngineError(503, "the model is sleeping")
             if config.generate_status != 200:
                 raise EngineError(config.generate_status, "generation refused")
             if path != "/generate" and body.get("model", config.model) != config.model:
@@ -240,30 +270,55 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             temperature = _temperature_of(body, path)
             prompt = _prompt_of(body, path)
             nonce = "" if temperature == 0 else uuid.uuid4().hex  # only greedy repeats
+            options = body.get("stream_options") or {}
+            usage = path != "/generate" and (
+                config.force_include_usage
+                or (isinstance(options, dict) and bool(options.get("include_usage")))
+            )
             # The request leaves the running count before its last bytes go out, as an
             # engine finishes a request before its server flushes the answer: a client
             # that read the whole answer never sees its own request still running.
-            with state.request_slot():
+            finish: tuple[str, int] | None = None
+            text, done = "", 0
+            with state.request() as request:
                 model_print = state.current_print()
-                words = tokens(model_print, prompt, count, nonce)
                 if body.get("stream"):
-                    self._stream(path, words, count)
+                    finish = self._stream(path, request, model_print, prompt, count, nonce)
                 else:
-                    text = ""
-                    for word in words:
-                        time.sleep(config.token_s)
-                        text += word
+                    text, done = self._decode(request, model_print, prompt, count, nonce)
             if body.get("stream"):
+                if usage and finish is not None:
+                    self._event(self._usage_event(path, prompt, finish[1]))
                 self._event(b"[DONE]")
             else:
-                self._json(200, self._answer(path, text, count))
+                self._json(200, self._answer(path, text, done, count))
 
-        def _answer(self, path: str, text: str, count: int) -> dict[str, Any]:
+        def _decode(
+            self, request: Request, model_print: str, prompt: str, count: int, nonce: str
+        ) -> tuple[str, int]:
+            """The whole answer (non-streaming): its text and tokens (short if aborted)."""
+            text = ""
+            for index in range(count):
+                batch = request.step()
+                if request.aborted:
+                    return text, index
+                time.sleep(config.token_s)
+                text += self._token(model_print, prompt, index, nonce, batch)
+            return text, count
+
+        def _token(self, model_print: str, prompt: str, index: int, nonce: str, batch: int) -> str:
+            """One token; a batch-variant engine's numerics change it beside other requests."""
+            if config.batch_variant and batch > 1:
+                nonce += f"|batch{batch}"
+            return token(model_print, prompt, index, nonce)
+
+        def _answer(self, path: str, text: str, done: int, count: int) -> dict[str, Any]:
+            reason = "length" if done == count else "abort"
             if path == "/generate":
-                meta = {"finish_reason": {"type": "length", "length": count},
-                        "completion_tokens": count}  # fmt: skip
+                meta = {"finish_reason": {"type": reason, "length": done},
+                        "completion_tokens": done}  # fmt: skip
                 return {"text": text, "meta_info": meta}
-            choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+            choice: dict[str, Any] = {"index": 0, "finish_reason": reason}
             if path == "/v1/chat/completions":
                 choice["message"] = {"role": "assistant", "content": text}
             else:
@@ -275,32 +330,59 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 "created": int(time.time()),
                 "model": config.model,
                 "choices": [choice],
-                "usage": {"completion_tokens": count},
+                "usage": {"completion_tokens": done},
             }
 
-        def _stream(self, path: str, words: Iterator[str], count: int) -> None:
-            """Every token's event (the caller ends the stream with ``[DONE]``)."""
+        def _usage_event(self, path: str, prompt: str, done: int) -> dict[str, Any]:
+            """vLLM's usage-only last event (``--enable-force-include-usage``)."""
+            kind = "chat.completion.chunk" if path == "/v1/chat/completions" else "text_completion"
+            prompt_tokens = len(prompt.split())
+            return {"id": f"cmpl-{uuid.uuid4().hex[:12]}", "object": kind,
+                    "created": int(time.time()), "model": config.model, "choices": [],
+                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
+                              "total_tokens": prompt_tokens + done}}  # fmt: skip
+
+        def _stream(
+            self,
+            path: str,
+            request: Request,
+            model_print: str,
+            prompt: str,
+            count: int,
+            nonce: str,
+        ) -> tuple[str, int] | None:
+            """Every token's event; the finish reason and tokens sent (``None``: broken).
+
+            The caller ends the stream (usage event, ``[DONE]``).
+            """
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
             if config.stream != "ok":
                 broken = b'{"error": {"message": "out of memory"}}'
                 self._event(broken if config.stream == "error" else b"{oops")
-                return
+                return None
             text = ""
-            for word in words:
+            for index in range(count):
+                batch = request.step()
+                if request.aborted:  # the stream still ends normally, then [DONE]
+                    self._event(self._chunk(path, "", text, "abort"))
+                    return "abort", index
                 time.sleep(config.token_s)
+                word = self._token(model_print, prompt, index, nonce, batch)
                 text += word
-                self._event(self._chunk(path, word, text))
+                self._event(self._chunk(path, word, text, "length" if index == count - 1 else None))
+            return "length", count
 
-        def _chunk(self, path: str, word: str, text: str) -> dict[str, Any]:
-            if path == "/generate":
-                return {"text": text, "meta_info": {"finish_reason": None}}  # cumulative
+        def _chunk(self, path: str, word: str, text: str, reason: str | None) -> dict[str, Any]:
+            if path == "/generate":  # cumulative text
+                finish = None if reason is None else {"type": reason}
+                return {"text": text, "meta_info": {"finish_reason": finish}}
             if path == "/v1/chat/completions":
-                choice = {"index": 0, "delta": {"content": word}, "finish_reason": None}
+                choice = {"index": 0, "delta": {"content": word}, "finish_reason": reason}
                 return {"object": "chat.completion.chunk", "model": config.model,
                         "choices": [choice]}  # fmt: skip
             return {"object": "text_completion", "model": config.model,
-                    "choices": [{"index": 0, "text": word, "finish_reason": None}]}  # fmt: skip
+                    "choices": [{"index": 0, "text": word, "finish_reason": reason}]}  # fmt: skip
 
     return Handler

@@ -13,6 +13,14 @@ saver accepts a release and frees nothing, and a resume without the weights' bac
 answers with different text. Its weights and KV cache are real memory (host pages, or
 CUDA memory with ``--device cuda``) freed while parked. Stdlib only (torch for CUDA).
 
+``--strict`` fails as the real engine of its dialect does instead of answering 400 or
+503 (:data:`~._config.STRICT`; one flag per behaviour too, see ``--help``): SGLang's
+server process exits on a generation while memory is released without
+``/pause_generation``, on a release while busy and on a resume of a tag never released;
+vLLM queues requests while asleep and ``/sleep``'s default ``mode=abort`` aborts
+in-flight streams; ``/metrics`` freezes while parked; greedy text depends on the batch;
+SGLang's ``/health`` takes 1 s; vLLM streams end with the usage-only event.
+
 From Python: :class:`SimulatedEngine` runs one in this process (a thread);
 :class:`EngineProcess` runs one as a child process, whose memory is its own.
 """
@@ -35,8 +43,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from ._config import DIALECTS, STRICT, EngineConfig
 from ._http import make_handler
-from ._state import DIALECTS, EngineConfig, EngineState
+from ._state import EngineState
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
     from typing_extensions import Self
@@ -56,6 +65,18 @@ OFF_FLAGS = {
     "weights_backup": "--no-weights-backup",
     "memory_saver": "--no-memory-saver",
     "refuse_busy": "--allow-busy-release",
+    "metrics": "--no-metrics",
+}
+# Command-line flags of the boolean fields that are off by default (the strict ones).
+ON_FLAGS = {
+    "die_on_released_generation": "--die-on-released-generation",
+    "die_on_busy_release": "--die-on-busy-release",
+    "die_on_unreleased_resume": "--die-on-unreleased-resume",
+    "queue_while_asleep": "--queue-while-asleep",
+    "sleep_modes": "--sleep-modes",
+    "frozen_metrics": "--frozen-metrics",
+    "batch_variant": "--batch-variant",
+    "force_include_usage": "--force-include-usage",
 }
 # Fields whose flag differs from the field name.
 FLAG_NAMES = {
@@ -111,7 +132,7 @@ class SimulatedEngine:
     """
 
     def __init__(self, config: EngineConfig, host: str = LOOPBACK, port: int = 0) -> None:
-        self.state = EngineState(config)
+        self.state = EngineState(config, on_death=self._died)
         self.server = _Server(check_loopback(host), port, self.state)
         self.state.started = time.monotonic()  # --ready-delay counts from listening
         self.port = int(self.server.server_address[1])
@@ -125,6 +146,20 @@ class SimulatedEngine:
         """Serve in the background; returns ``self``."""
         self.thread.start()
         return self
+
+    @property
+    def death(self) -> str | None:
+        """Why the engine died (``None``: alive); a dead engine no longer listens."""
+        return self.state.death
+
+    def _died(self, reason: str) -> None:
+        """As the server process would: stop listening (from another thread: the
+        caller is one of the server's own request threads)."""
+        threading.Thread(target=self._close, daemon=True).start()
+
+    def _close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
     def stop(self) -> None:
         """Stop serving and close the socket."""
@@ -152,6 +187,8 @@ def config_argv(config: EngineConfig) -> list[str]:
             continue
         if field.name in OFF_FLAGS:
             argv.append(OFF_FLAGS[field.name])
+        elif field.name in ON_FLAGS:
+            argv.append(ON_FLAGS[field.name])
         else:
             flag = FLAG_NAMES.get(field.name, "--" + field.name.replace("_", "-"))
             argv += [flag, str(value)]
@@ -201,9 +238,13 @@ class EngineProcess:
     ) -> None:
         self.config = config
         self.command = engine_command(config, port, lifetime_s=lifetime_s)
+        # Why it died, if it does; closed by stop() (the process outlives this call).
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115
+        self._final_stderr = ""
         self.process = subprocess.Popen(
             self.command,
             stdout=subprocess.PIPE,
+            stderr=self._stderr,
             text=True,
             cwd=str(cwd) if cwd is not None else tempfile.gettempdir(),
             env={**os.environ, **(env or {})},
@@ -221,16 +262,37 @@ class EngineProcess:
         reader.start()
         reader.join(timeout_s)
         if not line or not line[0].startswith("PORT "):
-            self.stop()
+            self.stop(keep_stderr=True)
             got = repr(line[0]) if line else f"nothing within {timeout_s:g} s"
+            why = self.stderr_text().strip()[-500:]
+            self._stderr.close()
             raise RuntimeError(
                 f"simulated engine did not start ({' '.join(self.command)}): "
                 f"printed {got}, exit status {self.process.returncode}"
+                + (f": {why}" if why else "")
             )
         return int(line[0].split()[1])
 
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """Terminate the child and wait for it (killed after ``timeout_s``)."""
+    def alive(self) -> bool:
+        """Whether the child still runs (a strict engine exits where the real one dies)."""
+        return self.process.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        """The child's exit status (``None`` while it runs)."""
+        return self.process.poll()
+
+    def stderr_text(self) -> str:
+        """What the child wrote to stderr so far (a dead strict engine says why)."""
+        if self._stderr.closed:
+            return self._final_stderr
+        self._stderr.flush()
+        self._stderr.seek(0)
+        return self._stderr.read()
+
+    def stop(self, timeout_s: float = 10.0, *, keep_stderr: bool = False) -> None:
+        """Terminate the child and wait for it (killed after ``timeout_s``); its stderr
+        stays readable with ``keep_stderr``."""
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -240,6 +302,9 @@ class EngineProcess:
                 self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
+        if not keep_stderr and not self._stderr.closed:
+            self._final_stderr = self.stderr_text()
+            self._stderr.close()
 
     def __enter__(self) -> Self:
         return self
@@ -254,6 +319,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m learnsched.testing.engine",
         description="A simulated vLLM or SGLang server on loopback, holding real memory.",
+        epilog=(
+            'SGLang\'s /pause_generation {"mode": abort|retract|in_place} and '
+            "/continue_generation always exist: paused arrivals wait, invisible to "
+            "/metrics, until the engine continues. GET /sim/state shows what NVML and "
+            "/proc would (memory held, tags asleep, load, held and aborted requests)."
+        ),
     )
     add = parser.add_argument
     add("--dialect", choices=DIALECTS, required=True, help="HTTP dialect and park semantics")
@@ -270,7 +341,11 @@ def _parser() -> argparse.ArgumentParser:
     add("--no-weights-backup", action="store_true", help="resume loses the weights")
     add("--no-memory-saver", action="store_true", help="release accepted, nothing freed")
     add("--allow-busy-release", action="store_true", help="release even while requests run")
-    add("--slow-health", type=float, default=0.0, metavar="S", help="/health answers after S s")
+    add("--no-metrics", action="store_true",
+        help="no load gauges (SGLang without --enable-metrics: /metrics is 404; vLLM "
+             "--disable-log-stats)")  # fmt: skip
+    add("--slow-health", type=float, default=None, metavar="S",
+        help="/health answers after S s (default 0; 1 with --strict on SGLang)")  # fmt: skip
     add("--ready-delay", type=float, default=0.0, help="503 for this long after start, s")
     add("--release-delay", type=float, default=0.0, help="release call takes this long, s")
     add("--resume-delay", type=float, default=0.0, help="resume call takes this long, s")
@@ -280,11 +355,60 @@ def _parser() -> argparse.ArgumentParser:
     add("--stream", choices=("ok", "error", "garbage"), default="ok", help="break the stream")
     add("--startup-delay", type=float, default=0.0, help="wait before listening, s")
     add("--lifetime", type=float, default=None, help="exit after this long, s")
+    strict = parser.add_argument_group(
+        "real failure modes",
+        "--strict turns on every one of these the dialect has (SGLang: the three --die-on "
+        "flags, --frozen-metrics, --batch-variant, --slow-health 1; vLLM: "
+        "--queue-while-asleep, --sleep-modes, --frozen-metrics, --batch-variant, "
+        "--force-include-usage); each can also be given alone.",
+    )
+    add = strict.add_argument
+    add("--strict", action="store_true", help="fail as the real engine of --dialect does")
+    add("--die-on-released-generation", action="store_true",
+        help="SGLang: a generation (or /health) reaching the scheduler while memory is "
+             "released without /pause_generation kills the server (illegal address)")  # fmt: skip
+    add("--die-on-busy-release", action="store_true",
+        help="SGLang: /release_memory_occupation on a busy engine fails the scheduler's "
+             "idleness assertion and kills the server")  # fmt: skip
+    add("--die-on-unreleased-resume", action="store_true",
+        help="SGLang: /resume_memory_occupation of a tag never released raises KeyError "
+             "in the scheduler and kills the server")  # fmt: skip
+    add("--queue-while-asleep", action="store_true",
+        help="vLLM: requests sent while asleep are queued, unseen by the gauges, until "
+             "wake-up (no 503)")  # fmt: skip
+    add("--sleep-modes", action="store_true",
+        help="vLLM: /sleep?mode=abort (default) aborts in-flight requests (finish_reason "
+             "abort, then [DONE]), mode=wait drains, mode=keep freezes; level 0 pauses")  # fmt: skip
+    add(
+        "--frozen-metrics",
+        action="store_true",
+        help="/metrics gauges keep their values while parked or paused",
+    )
+    add(
+        "--batch-variant",
+        action="store_true",
+        help="greedy text depends on the batch a request decodes in (alone: stable)",
+    )
+    add("--batch-invariant", action="store_true",
+        help="the engines' batch-invariance switch (VLLM_BATCH_INVARIANT=1, SGLang "
+             "--enable-deterministic-inference): overrides --batch-variant and --strict")  # fmt: skip
+    add("--force-include-usage", action="store_true",
+        help="OpenAI streams end with the usage-only event {\"choices\": [], \"usage\": ...} "
+             "(vLLM --enable-force-include-usage)")  # fmt: skip
     return parser
 
 
 def config_from_args(args: argparse.Namespace) -> EngineConfig:
     """The :class:`EngineConfig` a parsed command line asks for."""
+    chosen: dict[str, object] = {
+        name: True for name, flag in ON_FLAGS.items() if getattr(args, _dest(flag))
+    }
+    if args.strict:
+        chosen = {**STRICT[args.dialect], **chosen}
+    if args.slow_health is not None:
+        chosen["slow_health_s"] = args.slow_health
+    if args.batch_invariant:
+        chosen["batch_variant"] = False
     return EngineConfig(
         dialect=args.dialect,
         model=args.model,
@@ -298,7 +422,7 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         weights_backup=not args.no_weights_backup,
         memory_saver=not args.no_memory_saver,
         refuse_busy=not args.allow_busy_release,
-        slow_health_s=args.slow_health,
+        metrics=not args.no_metrics,
         ready_delay_s=args.ready_delay,
         release_s=args.release_delay,
         resume_s=args.resume_delay,
@@ -306,7 +430,19 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         resume_status=args.resume_status,
         generate_status=args.generate_status,
         stream=args.stream,
+        **chosen,  # type: ignore[arg-type]
     )
+
+
+def _dest(flag: str) -> str:
+    """argparse's attribute name for ``--a-flag``."""
+    return flag[2:].replace("-", "_")
+
+
+def _die(reason: str) -> None:
+    """The server process dies as the real one does: at once, every thread with it."""
+    print(f"learnsched.testing.engine: the server died: {reason}", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -322,6 +458,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ValueError(f"--startup-delay must be >= 0, got {args.startup_delay!r}")
         threading.Event().wait(args.startup_delay)  # a slow launch: nothing listens yet
         engine = SimulatedEngine(config, host, args.port)
+        engine.state.on_death = _die
     except (ValueError, TypeError, OSError, ImportError) as err:
         print(f"learnsched.testing.engine: {err}", file=sys.stderr)
         return 2

@@ -1,4 +1,9 @@
-"""The serving engines learnsched can park and resume, one module per HTTP dialect.
+"""The serving engines learnsched can park and resume: one module per HTTP dialect, and
+the actions every caller uses (:mod:`.actions`).
+
+Probes, the control loop and the gate park and resume only through :func:`park` and
+:func:`resume` (idleness checked inside the park, the engines' own pause calls, only
+what was released resumed) and check a return with :func:`same_model`.
 
 To add an engine: subclass :class:`~.base.Engine` in a new module here, and add one
 line to :data:`REGISTRY`.
@@ -6,7 +11,9 @@ line to :data:`REGISTRY`.
 
 from __future__ import annotations
 
+from .actions import Door, EngineServer, Parked, check_idle, park, resume, same_model
 from .base import MEMORY_TAGS, PROMPT, Engine, Server
+from .load import Load, load_of, metric_sum
 from .sglang import SGLang
 from .vllm import VLLM_SLEEP_LEVELS, Vllm
 
@@ -16,9 +23,19 @@ __all__ = [
     "PROMPT",
     "REGISTRY",
     "VLLM_SLEEP_LEVELS",
+    "Door",
     "Engine",
+    "EngineServer",
+    "Load",
+    "Parked",
     "Server",
+    "check_idle",
     "engine",
+    "load_of",
+    "metric_sum",
+    "park",
+    "resume",
+    "same_model",
 ]
 
 # Engine name (``--engine NAME``) -> its dialect.

@@ -1,8 +1,10 @@
-"""What a serving engine's HTTP dialect provides: park, resume, is-parked, readiness, models.
+"""What a serving engine's HTTP dialect provides: park, resume, is-parked, load, readiness.
 
 A dialect only says which routes to call with which bodies; the HTTP exchange itself
 (connections, status checks, stream reading, error messages) is
-:class:`~learnsched.handoff.endpoint.ServingEndpoint`'s, passed in as ``server``.
+:class:`~learnsched.handoff.endpoint.ServingEndpoint`'s, passed in as ``server``. The
+order of the calls around a park (idleness, pause, release; resume, continue) is the
+engine layer's (:mod:`.actions`), the same for probes, the control loop and the gate.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from ..errors import HandoffProbeError
+from .load import Load, load_of
 
-__all__ = ["MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
+__all__ = ["GENERATION_PREFIX", "MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
 
 PROMPT = "The capital of France is"
 # The memory kinds both engines release and resume by name.
 MEMORY_TAGS = ("weights", "kv_cache")
+# OpenAI-compatible generation routes (completions, chat, embeddings, responses ...).
+GENERATION_PREFIX = "/v1/"
 
 
 class Server(Protocol):
@@ -50,11 +55,21 @@ class Engine(ABC):
         Whether the engine has its own route saying it is parked (:meth:`is_parked`).
     load_metrics
         The Prometheus gauges of running and waiting requests on ``/metrics``.
+    control_routes
+        The routes that park, resume or reload the engine (a front door refuses them
+        from clients: the scheduler owns them).
+    generation_routes
+        The engine's own routes, beyond ``/v1/...``, whose requests run the model.
+    pauses
+        Whether :meth:`pause` has a call (every park of this engine pauses first).
     """
 
     name: ClassVar[str]
     reports_parked: ClassVar[bool] = False
     load_metrics: ClassVar[tuple[str, str]]
+    control_routes: ClassVar[frozenset[str]] = frozenset()
+    generation_routes: ClassVar[frozenset[str]] = frozenset()
+    pauses: ClassVar[bool] = False
 
     def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
         """``ValueError`` for a park this engine cannot undo as asked (before any call)."""
@@ -87,12 +102,35 @@ class Engine(ABC):
         """The generated text so far after one stream event's ``piece`` (deltas)."""
         return text + piece
 
+    def generates(self, method: str, path: str) -> bool:
+        """Whether a request ``method path`` runs the model (load; held while parked)."""
+        if path in self.generation_routes:
+            return True
+        return method == "POST" and path.startswith(GENERATION_PREFIX)
+
+    def load(self, server: Server, timeout_s: float) -> Load | None:
+        """Running and waiting requests from ``/metrics`` (``None``: no such gauges)."""
+        status, data = server.request("GET", "/metrics", None, timeout_s)
+        if status != 200:
+            return None
+        return load_of(data.decode(errors="replace"), self.load_metrics)
+
+    def pause(self, server: Server, timeout_s: float) -> bool:
+        """Stop the engine scheduling new work before a release, without aborting any;
+        whether it paused (the dialect has such a call). Default: no such call."""
+        return False
+
+    def unpause(self, server: Server, timeout_s: float) -> None:
+        """Undo :meth:`pause` (only called after a pause that answered)."""
+        raise HandoffProbeError(f"{self.name} has no pause to undo")
+
     @abstractmethod
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
         """Ask the engine to release its device memory (returns when acknowledged).
 
         ``level`` is vLLM's sleep level and ``tags`` the memory tags to release (all when
-        empty); a dialect ignores what it has no use for.
+        empty); a dialect ignores what it has no use for. Call it through
+        :func:`.actions.park`, which checks idleness and pauses first.
         """
 
     @abstractmethod

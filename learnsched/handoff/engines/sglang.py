@@ -4,8 +4,15 @@
 
 What SGLang's own sources say, and this dialect follows:
 
-- The release asserts ``is_fully_idle()`` ("should be called only when server is
-  idle"): park only an idle engine (:func:`~..preflight.wait_until_idle`).
+- The release asserts ``is_fully_idle()`` in the scheduler process ("should be called
+  only when server is idle"); on a busy engine the assertion kills the server. A
+  generation that reaches the scheduler while the memory is released runs on unmapped
+  memory. The documented flow is pause, change, continue: ``POST /pause_generation``
+  (``http_server.py``; ``PauseGenerationReqInput.mode`` is ``"abort"`` by default,
+  which aborts what runs, so this dialect always sends ``"in_place"``) makes the
+  tokenizer manager hold every new generation (``generate_request`` waits on
+  ``is_pause_cond``) until ``POST /continue_generation``. :func:`.actions.park`
+  checks idleness, pauses, checks again, and only then releases.
 - Without ``--enable-memory-saver`` the memory-saver adapter is a no-op: the release is
   accepted and frees nothing. Without ``--enable-weights-cpu-backup`` released weights
   come back without their content. ``GET /get_server_info`` returns the server args,
@@ -22,13 +29,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import ServerConfigError
+from ..errors import HandoffProbeError, ServerConfigError
 from .base import MEMORY_TAGS, PROMPT, Engine, Server, server_json
 
 __all__ = ["SGLang"]
 
 GIB = 2**30
 INFO_PATHS = ("/get_server_info", "/server_info")
+# Pause without aborting: requests that run stay in place (none do: the park checks).
+PAUSE = {"mode": "in_place"}
 # memory_usage keys of each tag's pool.
 POOLS = {"weights": "weight", "kv_cache": "kvcache"}
 
@@ -37,7 +46,19 @@ class SGLang(Engine):
     """SGLang's HTTP dialect (no route reports whether it is parked)."""
 
     name = "sglang"
+    pauses = True
     load_metrics = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
+    control_routes = frozenset(
+        {
+            "/release_memory_occupation",
+            "/resume_memory_occupation",
+            "/pause_generation",
+            "/continue_generation",
+            "/update_weights_from_disk",
+        }
+    )
+    # /health and /health_generate run a one-token generation (on released memory too).
+    generation_routes = frozenset({"/generate", "/health", "/health_generate"})
 
     def check_config(
         self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
@@ -80,6 +101,25 @@ class SGLang(Engine):
         if not all(isinstance(size, (int, float)) for size in sizes):
             return None
         return int(sum(float(size) for size in sizes if size is not None) * GIB)
+
+    def pause(self, server: Server, timeout_s: float) -> bool:
+        """``POST /pause_generation {"mode": "in_place"}``: new generations wait in the
+        tokenizer manager, nothing is aborted (the route's default mode aborts)."""
+        status, data = server.request("POST", "/pause_generation", PAUSE, timeout_s)
+        if status == 404:
+            raise ServerConfigError(
+                f"SGLang at {server.url} has no /pause_generation: releasing its memory "
+                "without pausing lets a request run on released memory; use an SGLang "
+                "with /pause_generation and /continue_generation (0.5 or later)"
+            )
+        if status != 200:
+            text = data[:200].decode(errors="replace")
+            raise HandoffProbeError(f"POST {server.url}/pause_generation answered {status}: {text}")
+        return True
+
+    def unpause(self, server: Server, timeout_s: float) -> None:
+        """``POST /continue_generation``: the held generations go on."""
+        server.call("POST", "/continue_generation", {}, timeout_s)
 
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
         """``POST /release_memory_occupation`` (``level`` is vLLM's: unused)."""

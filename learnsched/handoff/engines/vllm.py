@@ -5,8 +5,12 @@
 What vLLM's own sources say (``vllm/entrypoints/serve/sleep/api_router.py``, the
 executor's ``sleep``/``wake_up``), and this dialect follows:
 
-- ``/sleep`` reads only ``level``: it always puts both ``weights`` and ``kv_cache`` to
-  sleep. ``/wake_up?tags=T`` wakes those tags, and ``/is_sleeping`` stays true until
+- ``/sleep`` reads ``level`` and ``mode``: it always puts both ``weights`` and
+  ``kv_cache`` to sleep. ``mode`` defaults to ``abort`` (in-flight requests are aborted:
+  their streams end with ``finish_reason: "abort"``); this dialect always sends
+  ``mode=wait``, which lets in-flight requests finish first. Requests that arrive while
+  asleep are accepted and queued until the wake-up (no 503), and the ``/metrics``
+  gauges do not count them. ``/wake_up?tags=T`` wakes those tags, and ``/is_sleeping`` stays true until
   every sleeping tag is woken, so a resume here always wakes every tag: the ones asked
   for first, in order, then the rest (a partial wake would leave the engine asleep).
 - Level 2 discards the weights: until ``collective_rpc("reload_weights")`` (dev-mode
@@ -28,6 +32,8 @@ from .base import MEMORY_TAGS, PROMPT, Engine, Server, server_json
 __all__ = ["VLLM_SLEEP_LEVELS", "Vllm"]
 
 VLLM_SLEEP_LEVELS = (1, 2)
+# Drain in-flight requests before sleeping, never abort them.
+SLEEP_MODE = "wait"
 
 
 class Vllm(Engine):
@@ -36,6 +42,7 @@ class Vllm(Engine):
     name = "vllm"
     reports_parked = True
     load_metrics = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+    control_routes = frozenset({"/sleep", "/wake_up", "/collective_rpc"})
 
     def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
         """Tags must be known; level 2 needs a reload step."""
@@ -74,8 +81,11 @@ class Vllm(Engine):
         return MEMORY_TAGS
 
     def park(self, server: Server, *, level: int, tags: Sequence[str], timeout_s: float) -> None:
-        """``POST /sleep?level=N``: vLLM reads no tags there and frees every tag at once."""
-        server.call("POST", f"/sleep?{urlencode({'level': level})}", None, timeout_s)
+        """``POST /sleep?level=N&mode=wait``: in-flight requests finish first (the route's
+        default ``mode=abort`` would abort them); vLLM reads no tags there and frees every
+        tag at once."""
+        query = urlencode({"level": level, "mode": SLEEP_MODE})
+        server.call("POST", f"/sleep?{query}", None, timeout_s)
 
     def resume(
         self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float
@@ -113,5 +123,7 @@ class Vllm(Engine):
         }
 
     def event_text(self, event: dict[str, Any]) -> str:
-        """An OpenAI completions chunk: ``choices[0].text``."""
-        return str(event["choices"][0]["text"] or "")
+        """An OpenAI completions chunk: ``choices[0].text``; the usage-only last event
+        (``"choices": []``, ``--enable-force-include-usage`` or ``include_usage``) has none."""
+        choices = event["choices"]
+        return str(choices[0]["text"] or "") if choices else ""

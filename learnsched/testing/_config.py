@@ -1,0 +1,182 @@
+"""How a simulated engine behaves: :class:`EngineConfig`, one field per behaviour.
+
+The defaults are a forgiving engine (a refused call answers 400 or 503 and the server
+lives on); :meth:`EngineConfig.strict` turns on every behaviour of the real engine of
+its dialect that can break a scheduler (``python -m learnsched.testing.engine
+--strict``). Each strict behaviour has its own field and flag, so a test can ask for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._checks import integer, nonnegative
+
+__all__ = ["DIALECTS", "SGLANG_ONLY", "STRICT", "VLLM_ONLY", "EngineConfig"]
+
+DIALECTS = ("vllm", "sglang")
+NONNEGATIVE = (
+    *("weights_mib", "kv_mib", "resident_mib", "token_s", "slow_health_s", "ready_delay_s"),
+    *("release_s", "resume_s", "free_delay_s"),
+)
+# Behaviours only one engine has (a flag given to the other dialect is refused).
+SGLANG_ONLY = ("die_on_released_generation", "die_on_busy_release", "die_on_unreleased_resume")
+VLLM_ONLY = ("queue_while_asleep", "sleep_modes")
+# What --strict sets, per dialect: every real failure mode of that engine.
+STRICT: dict[str, dict[str, object]] = {
+    "sglang": {
+        **dict.fromkeys(SGLANG_ONLY, True),
+        "frozen_metrics": True,
+        "batch_variant": True,
+        "slow_health_s": 1.0,  # /health is a one-token generation polled with 1 s sleeps
+    },
+    "vllm": {
+        **dict.fromkeys(VLLM_ONLY, True),
+        "frozen_metrics": True,
+        "batch_variant": True,
+        "force_include_usage": True,
+    },
+}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """How the simulated engine behaves (every field has a command-line flag).
+
+    Parameters
+    ----------
+    dialect
+        ``"vllm"`` or ``"sglang"``: which HTTP routes and which park semantics.
+    model
+        The served model's name (``/v1/models``).
+    seed
+        Draws the weights' bytes, hence the text (same seed: same answers).
+    weights_mib, kv_mib
+        Memory held for the weights and the KV cache while awake, MiB.
+    resident_mib
+        Memory held even while parked, MiB (a sleeping engine keeps its CUDA context
+        and some buffers: the paper saw 3.74 GiB of ~70 stay).
+    device
+        ``cpu`` (host memory) or ``cuda[:N]`` (device memory through torch).
+    token_s
+        Decode time per generated token, seconds.
+    max_running
+        Requests decoded at once; later ones wait (``num_requests_waiting``).
+    weights_backup
+        Keep a host copy of the weights while parked (vLLM level 1; SGLang
+        ``--enable-weights-cpu-backup``). ``False``: a resume returns fresh memory.
+    memory_saver
+        Release frees memory (vLLM ``--enable-sleep-mode``, SGLang
+        ``--enable-memory-saver``). ``False``: a release is accepted, nothing freed.
+    refuse_busy
+        Refuse a release while requests run or wait (400; SGLang asserts idleness).
+    slow_health_s
+        ``/health`` answers after this long (SGLang's is a generation: >= 1 s).
+    ready_delay_s
+        ``/health`` and generation answer 503 for this long after start.
+    release_s, resume_s
+        Time the release and resume calls take before answering, seconds.
+    free_delay_s
+        Memory goes this long *after* the release was acknowledged, seconds.
+    resume_status, generate_status
+        Answer resumes / generation requests with this status instead (200: normal).
+    stream
+        ``"ok"``, or a broken generation stream: ``"error"`` event or ``"garbage"``.
+    die_on_released_generation
+        SGLang: a generation (``/health`` included) that reaches the scheduler while
+        memory is released without ``/pause_generation`` runs on unmapped memory and
+        the server process dies (an illegal-address fault).
+    die_on_busy_release
+        SGLang: ``/release_memory_occupation`` on a busy engine fails the scheduler's
+        ``assert self.is_fully_idle()`` and the server process dies.
+    die_on_unreleased_resume
+        SGLang: ``/resume_memory_occupation`` of a tag never released raises
+        ``KeyError`` in the scheduler and the server process dies.
+    queue_while_asleep
+        vLLM: a generation sent while asleep is accepted and waits, uncounted by the
+        gauges, until the engine wakes (instead of a 503).
+    sleep_modes
+        vLLM: ``/sleep?mode=abort`` (the default) aborts in-flight requests (their
+        streams end with ``finish_reason: "abort"``, then ``[DONE]``), ``mode=wait``
+        drains them first, ``mode=keep`` freezes them until the wake-up; level 0
+        pauses only. Without it a busy sleep follows ``refuse_busy``.
+    frozen_metrics
+        ``/metrics`` gauges keep the values they had when the engine parked (or
+        paused) until it is back: the engines emit stats only after a step.
+    batch_variant
+        Greedy text depends on the batch a request runs in: a token decoded beside
+        other requests may differ from the one decoded alone (batch-size-dependent
+        numerics). ``False``: the engines' batch-invariance switches
+        (``VLLM_BATCH_INVARIANT=1``, SGLang ``--enable-deterministic-inference``).
+    force_include_usage
+        The last event of an OpenAI stream is the usage-only ``{"choices": [],
+        "usage": ...}`` (vLLM ``--enable-force-include-usage``; a request's
+        ``stream_options.include_usage`` asks for it too).
+    metrics
+        ``False``: no load gauges (SGLang without ``--enable-metrics``: ``/metrics``
+        is 404; vLLM with ``--disable-log-stats``: the gauges are absent).
+    """
+
+    dialect: str
+    model: str = "sim-model"
+    seed: int = 0
+    weights_mib: float = 8.0
+    kv_mib: float = 8.0
+    resident_mib: float = 2.0
+    device: str = "cpu"
+    token_s: float = 0.002
+    max_running: int = 8
+    weights_backup: bool = True
+    memory_saver: bool = True
+    refuse_busy: bool = True
+    slow_health_s: float = 0.0
+    ready_delay_s: float = 0.0
+    release_s: float = 0.0
+    resume_s: float = 0.0
+    free_delay_s: float = 0.0
+    resume_status: int = 200
+    generate_status: int = 200
+    stream: str = "ok"
+    die_on_released_generation: bool = False
+    die_on_busy_release: bool = False
+    die_on_unreleased_resume: bool = False
+    queue_while_asleep: bool = False
+    sleep_modes: bool = False
+    frozen_metrics: bool = False
+    batch_variant: bool = False
+    force_include_usage: bool = False
+    metrics: bool = True
+
+    def __post_init__(self) -> None:
+        from ._memory import check_device
+
+        if self.dialect not in DIALECTS:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {self.dialect!r}")
+        if not self.model:
+            raise ValueError("model must be a non-empty name")
+        check_device(self.device)
+        integer("seed", self.seed, low=None)
+        integer("max_running", self.max_running, low=1)
+        for name in NONNEGATIVE:
+            nonnegative(name, getattr(self, name))
+        integer("resume_status", self.resume_status, low=100, high=599)
+        integer("generate_status", self.generate_status, low=100, high=599)
+        if self.stream not in ("ok", "error", "garbage"):
+            raise ValueError(f"stream must be ok, error or garbage, got {self.stream!r}")
+        other = SGLANG_ONLY if self.vllm else VLLM_ONLY
+        for name in other:
+            if getattr(self, name):
+                raise ValueError(f"{name} is a behaviour of the other engine, not {self.dialect}")
+
+    @classmethod
+    def strict(cls, dialect: str, **overrides: object) -> EngineConfig:
+        """An engine failing as the real one of ``dialect`` does (:data:`STRICT`), with
+        ``overrides`` (any field) on top."""
+        if dialect not in STRICT:
+            raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
+        return cls(dialect, **{**STRICT[dialect], **overrides})  # type: ignore[arg-type]
+
+    @property
+    def vllm(self) -> bool:
+        """Whether this engine speaks vLLM's dialect."""
+        return self.dialect == "vllm"

@@ -1,0 +1,185 @@
+"""The package's import structure: no import cycle, and no wing using another's privates.
+
+Read from the sources with :mod:`ast`, so nothing is imported. A module-level import
+(``if TYPE_CHECKING:`` blocks included: a type-only cycle is still a cycle) is an edge
+from the importing module to the one imported; imports inside functions are the
+package's deliberate lazy loads and are not edges. A wing is a subpackage of
+``learnsched`` (``handoff``, ``control``, ``gate`` ...): it may use another wing's public
+names only, and the package's own top-level modules (``learnsched._checks`` ...) are the
+layer every wing stands on.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "learnsched"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+def is_package(name: str) -> bool:
+    return name in MODULES and MODULES[name].name == "__init__.py"
+
+
+def base_of(name: str, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names (relative imports resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    package = name if is_package(name) else name.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def imports(name: str, node: ast.AST) -> Iterator[tuple[str, str | None]]:
+    """``(module, imported name or None)`` for each import statement under ``node``."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield alias.name, None
+    elif isinstance(node, ast.ImportFrom):
+        base = base_of(name, node)
+        for alias in node.names:
+            yield base, alias.name
+
+
+def module_level(tree: ast.Module) -> Iterator[ast.AST]:
+    """Statements run at import: the body, and the bodies of top-level if/try blocks."""
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if isinstance(node, ast.If):
+            pending += node.body + node.orelse
+        elif isinstance(node, ast.Try):
+            pending += node.body + node.orelse + node.finalbody
+            for handler in node.handlers:
+                pending += handler.body
+
+
+def targets(base: str, imported: str | None) -> list[str]:
+    """The package modules an import loads (a submodule imported by name included)."""
+    found = [base] if base in MODULES else []
+    if imported is not None and f"{base}.{imported}" in MODULES:
+        found.append(f"{base}.{imported}")
+    return found
+
+
+def ancestors(name: str) -> set[str]:
+    """The packages above a module: Python imports them before it, so no edge."""
+    parts = name.split(".")
+    return {".".join(parts[:i]) for i in range(1, len(parts))}
+
+
+def graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {name: set() for name in MODULES}
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skip = ancestors(name) | {name}
+        for node in module_level(tree):
+            for base, imported in imports(name, node):
+                edges[name].update(t for t in targets(base, imported) if t not in skip)
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def wing(name: str) -> str | None:
+    """The wing a module belongs to (``None``: a top-level module of the package)."""
+    parts = name.split(".")
+    if len(parts) >= 2 and is_package(".".join(parts[:2])):
+        return parts[1]
+    return None
+
+
+def private_uses() -> list[str]:
+    """``importer: what`` for every import (lazy ones too) of another wing's private name."""
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            for base, imported in imports(name, node):
+                if not base.startswith("learnsched.") or wing(base) in (None, wing(name)):
+                    continue
+                inner = base.split(".")[2:]
+                if any(part.startswith("_") for part in inner) or (
+                    imported is not None and imported.startswith("_")
+                ):
+                    found.append(f"{name}: {base} import {imported}")
+    return found
+
+
+def test_the_checks_see_a_cycle_and_a_private_import() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    node = ast.parse("from ..handoff.recovery import _park").body[0]
+    assert list(imports("learnsched.control.actuation", node)) == [
+        ("learnsched.handoff.recovery", "_park")
+    ]
+
+
+def test_no_import_cycle() -> None:
+    assert cycles(graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("importer", "module"),
+    [("learnsched.handoff.lora", "learnsched.handoff.profile")],
+)
+def test_the_lora_profile_circle_is_gone(importer: str, module: str) -> None:
+    assert module not in graph()[importer]
+
+
+def test_no_wing_imports_another_wings_private_names() -> None:
+    assert private_uses() == []
