@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "learnsched/causal.hpp"
@@ -117,9 +118,8 @@ class Decider {
   public:
     Decider(const CausalCandidate& c, const std::string& policy, double level, py::object pool,
             py::object tables, std::uint64_t seed)
-        : candidate_(c), policy_(causal_policy(policy)), level_(level),
+        : candidate_(prepare(c)), policy_(causal_policy(policy)), level_(level),
           pool_object_(std::move(pool)), tables_object_(std::move(tables)), rng_(seed) {
-        validate(candidate_);
         check_level(level_);
         if (!pool_object_.is_none()) forecast_.pool = &pool_object_.cast<const GapPool&>();
         if (!tables_object_.is_none()) {
@@ -283,15 +283,27 @@ void bind_causal(py::module_& m) {
     py::class_<CausalCandidate>(m, "CausalCandidate", "The candidate of causal scheduling.")
         .def(py::init([](int work_quanta, double quantum_s, double benefit_rate, double horizon_s,
                          double return_s, double residency_rate, double save_s, double load_s,
-                         double lateness_price) {
-                 CausalCandidate c{work_quanta, quantum_s, benefit_rate, horizon_s, return_s,
-                                   residency_rate, save_s, load_s, lateness_price};
-                 validate(c);
-                 return c;
+                         double lateness_price,
+                         const std::vector<std::pair<double, double>>& benefit_schedule) {
+                 CausalCandidate c;
+                 c.work_quanta = work_quanta;
+                 c.quantum_s = quantum_s;
+                 c.benefit_rate = benefit_rate;
+                 for (const auto& [start, rate] : benefit_schedule) {
+                     c.benefit_schedule.push_back(BenefitPiece{start, rate});
+                 }
+                 c.horizon_s = horizon_s;
+                 c.return_s = return_s;
+                 c.residency_rate = residency_rate;
+                 c.save_s = save_s;
+                 c.load_s = load_s;
+                 c.lateness_price = lateness_price;
+                 return prepare(std::move(c));
              }),
              py::arg("work_quanta"), py::arg("quantum_s"), py::arg("benefit_rate"),
              py::arg("horizon_s"), py::arg("return_s"), py::arg("residency_rate"),
-             py::arg("save_s"), py::arg("load_s"), py::arg("lateness_price"))
+             py::arg("save_s"), py::arg("load_s"), py::arg("lateness_price"),
+             py::arg("benefit_schedule") = std::vector<std::pair<double, double>>{})
         .def_readonly("work_quanta", &CausalCandidate::work_quanta)
         .def_readonly("quantum_s", &CausalCandidate::quantum_s)
         .def_readonly("benefit_rate", &CausalCandidate::benefit_rate)

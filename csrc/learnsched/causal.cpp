@@ -355,7 +355,7 @@ std::vector<Window> GapPool::windows(double quantum_s, double return_s) const {
 
 // --- candidates, policies, names --------------------------------------------------------------
 
-void validate(const CausalCandidate& c) {
+CausalCandidate prepare(CausalCandidate c) {
     const auto finite_nonnegative = [](const char* field, double v) {
         if (!std::isfinite(v) || v < 0.0) {
             throw std::invalid_argument(std::string(field) + " must be finite and >= 0, got " +
@@ -370,13 +370,18 @@ void validate(const CausalCandidate& c) {
         throw std::invalid_argument("quantum_s must be finite and > 0, got " +
                                     std::to_string(c.quantum_s));
     }
-    if (!std::isfinite(c.horizon_s)) throw std::invalid_argument("horizon_s must be finite");
-    finite_nonnegative("benefit_rate", c.benefit_rate);
     finite_nonnegative("return_s", c.return_s);
     finite_nonnegative("residency_rate", c.residency_rate);
     finite_nonnegative("save_s", c.save_s);
     finite_nonnegative("load_s", c.load_s);
     finite_nonnegative("lateness_price", c.lateness_price);
+    Scenario benefit;  // the finite model's benefit rules, checked by its own validation
+    benefit.benefit_rate = c.benefit_rate;
+    benefit.benefit_schedule = c.benefit_schedule;
+    benefit.horizon_s = c.horizon_s;
+    validate_benefit(benefit);
+    c.benefit = benefit_curve(benefit);
+    return c;
 }
 
 const char* name(CausalPolicy policy) {
@@ -536,9 +541,7 @@ class Scorer {
                        !(overrun > slack_)};
     }
 
-    double benefit(double publish_s) const {
-        return c_.benefit_rate * std::max(0.0, c_.horizon_s - publish_s);
-    }
+    double benefit(double publish_s) const { return c_.benefit.value(publish_s); }
 
     // Window's plan from here: (save first if lent with unsaved work), then quantum and
     // save pairs, the last quantum publishing.
@@ -683,8 +686,7 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
 
 CausalSim::CausalSim(const UnlentSchedule& schedule, const CausalCandidate& candidate,
                      double from_s, double to_s)
-    : schedule_(&schedule), c_(candidate), to_s_(to_s) {
-    validate(c_);
+    : schedule_(&schedule), c_(prepare(candidate)), to_s_(to_s) {
     if (!std::isfinite(from_s) || !std::isfinite(to_s) || !(to_s > from_s)) {
         throw std::invalid_argument("the horizon must be finite with end > start, got [" +
                                     std::to_string(from_s) + ", " + std::to_string(to_s) + ")");
@@ -800,7 +802,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
             ++point_.progress;
             cost_ += charge(load + c_.quantum_s);
             if (last) {
-                benefit_ += c_.benefit_rate * std::max(0.0, c_.horizon_s - end);
+                benefit_ += c_.benefit.value(end);
                 cost_ += charge(ret);
                 point_.durable = point_.progress;
                 published_ = done_ = true;

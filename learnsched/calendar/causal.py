@@ -181,16 +181,18 @@ def _one_path(costs: HandoffCosts) -> HandoffCosts:
 def core_candidate(scenario: Scenario, lateness_price: float) -> _core.CausalCandidate:
     """The scenario's candidate (its windows are not used) for the causal core."""
     costs = _one_path(scenario.costs)
+    core = scenario.to_core()
     return _core.CausalCandidate(
-        scenario.work_quanta,
-        scenario.quantum_s,
-        scenario.benefit_rate,
-        scenario.horizon_s,
+        core.work_quanta,
+        core.quantum_s,
+        core.benefit_rate,
+        core.horizon_s,
         costs.recovery_s,
         costs.residency_rate,
         costs.save_s,
         costs.load_s,
         nonnegative("lateness_price", lateness_price),
+        list(core.benefit_schedule),
     )
 
 
