@@ -369,6 +369,24 @@ void bind_causal(py::module_& m) {
         "Run each job (candidate, from_s, to_s, policy, return_level, pool, tables, seed, "
         "keep_steps) over the schedule, on threads; one dict of totals and steps per job.");
 
+    m.def(
+        "exact_schedule",
+        [](const UnlentSchedule& schedule, const CausalCandidate& candidate, double from_s,
+           double to_s, std::size_t max_nodes) {
+            ExactSchedule best;
+            {
+                py::gil_scoped_release release;  // pure C++
+                best = exact_schedule(schedule, candidate, from_s, to_s, max_nodes);
+            }
+            py::dict d = outcome_dict(best.outcome);
+            d["nodes"] = best.nodes;
+            return d;
+        },
+        py::arg("schedule"), py::arg("candidate"), py::arg("from_s"), py::arg("to_s"),
+        py::arg("max_nodes") = 20000000,
+        "The clairvoyant: the best schedule knowing the whole trace, replayed (a dict as "
+        "run_causal's, plus the decision states solved).");
+
     m.def("stream_seed", &stream_seed, py::arg("seed"), py::arg("horizon"), py::arg("policy"),
           "The decision stream of (seed, horizon, policy).");
 

@@ -114,7 +114,11 @@ std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s
     for (std::size_t j = schedule.first_gap_from(from_s);
          j < schedule.gap_count() && schedule.gap_start(j) < to_s; ++j) {
         const double start = schedule.gap_start(j);
-        const double end = std::min(schedule.gap_deadline(j), schedule.gap_arrival(j) + return_s);
+        // A loan ready later than the next gap's start would delay that gap: the calendar
+        // stops there, so that its windows are fixed whatever is lent before them.
+        const double next = j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf;
+        const double end = std::min({schedule.gap_deadline(j), schedule.gap_arrival(j) + return_s,
+                                     next});
         // Publishing one quantum needs delta + t_ret (Eq. 10): shorter gaps only wait.
         if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
     }
@@ -167,6 +171,7 @@ void GapPool::add(const UnlentSchedule& schedule, std::size_t gap, double close_
     length_.push_back(arrival - schedule.gap_start(gap));
     slack_min_.push_back(std::max(0.0, least));
     start_.push_back(schedule.gap_start(gap));
+    next_start_.push_back(gap + 1 < schedule.gap_count() ? schedule.gap_start(gap + 1) : kInf);
     weight_.push_back(1.0);
 }
 
@@ -347,7 +352,8 @@ std::vector<Window> GapPool::windows(double quantum_s, double return_s) const {
     std::vector<Window> out;
     for (std::size_t r = 0; r < start_.size(); ++r) {
         const double start = start_[r];
-        const double end = time_arrival_[r] + std::min(time_slack_[r], return_s);
+        const double end = std::min(time_arrival_[r] + std::min(time_slack_[r], return_s),
+                                    next_start_[r]);
         if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
     }
     return out;
@@ -856,6 +862,12 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     return pending_;
 }
 
+double CausalSim::bound() const {
+    if (!deciding_) return 0.0;
+    const int rest = c_.work_quanta - (point_.lent ? point_.progress : point_.durable);
+    return c_.benefit.value(point_.t + rest * c_.quantum_s);  // Phi never rises with t_p
+}
+
 std::vector<std::uint64_t> CausalSim::key() const {
     const auto bits = [](double x) {
         std::uint64_t b = 0;
@@ -901,6 +913,11 @@ CausalOutcome run_causal(const UnlentSchedule& schedule, const CausalCandidate& 
         const CausalSim::StepResult r = sim.apply(d.move);
         if (keep_steps) out.steps.push_back(CausalStep{point, d, r});
     }
+    summarize(sim, out);
+    return out;
+}
+
+void summarize(const CausalSim& sim, CausalOutcome& out) {
     out.value = sim.value();
     out.benefit = sim.benefit();
     out.cost = sim.cost();
@@ -911,7 +928,6 @@ CausalOutcome run_causal(const UnlentSchedule& schedule, const CausalCandidate& 
     out.checkpoints = sim.checkpoints();
     out.published = sim.published();
     out.publish_s = sim.published() ? sim.publish_s() : std::numeric_limits<double>::quiet_NaN();
-    return out;
 }
 
 }  // namespace learnsched

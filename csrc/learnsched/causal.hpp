@@ -80,8 +80,10 @@ class UnlentSchedule {
     std::vector<double> deadline_;
 };
 
-// The clairvoyant's calendar of gaps starting in [from_s, to_s): [g, min(D, A + t_ret)],
-// each long enough to publish one quantum (shorter ones can only be waited through).
+// The finite-model calendar of the gaps starting in [from_s, to_s): [g, min(D, A + t_ret,
+// the next gap's start)], each long enough to publish one quantum. A plan on it (Eq. 10)
+// is causally feasible, never late, and never delays a later gap; the exact clairvoyant
+// (exact_schedule) may do better by loans that do.
 std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s, double to_s,
                                    double quantum_s, double return_s);
 
@@ -130,8 +132,9 @@ class GapPool {
     };
     Score score(double age_s, double remaining_s, std::uint64_t& rng) const;
 
-    // The causal windows [g, A + min(D - A, t_ret)] of the records (time order), each
-    // long enough to publish one quantum: the history a calendar forecaster is fitted on.
+    // The causal windows [g, min(A + min(D - A, t_ret), next gap start)] of the records
+    // (time order), each long enough to publish one quantum: the history a calendar
+    // forecaster is fitted on.
     std::vector<Window> windows(double quantum_s, double return_s) const;
 
   private:
@@ -145,6 +148,7 @@ class GapPool {
     std::vector<double> start_;                // gap starts, time order (windows())
     std::vector<double> time_arrival_;         // their arrivals
     std::vector<double> time_slack_;           // their D - A
+    std::vector<double> next_start_;           // the next gap's start (time order)
     std::vector<std::size_t> offsets_{0};      // record r's slacks: [offsets_[r], offsets_[r+1])
     std::vector<double> slacks_;               // ascending within a record
     std::vector<double> prefix_;               // prefix sums per record (same layout, +1 each)
@@ -267,6 +271,10 @@ class CausalSim {
     // Requests with arrival <= t the scheduler has seen (the observation of a tree DP).
     std::size_t observed() const { return next_; }
 
+    // An upper bound of the value still to come: the benefit of publishing the rest as
+    // early as possible, at no cost and never late (0 once the horizon is over).
+    double bound() const;
+
     // The state as bytes, for memoising a tree DP (equal states compare equal).
     std::vector<std::uint64_t> key() const;
 
@@ -308,6 +316,9 @@ struct CausalOutcome {
     bool published = false;
     std::vector<CausalStep> steps;
 };
+
+// Copy a finished run's totals into `out` (its steps are left as they are).
+void summarize(const CausalSim& sim, CausalOutcome& out);
 
 // Seed of the decision stream of (seed, horizon, policy): runs are reproducible and
 // independent of threads.

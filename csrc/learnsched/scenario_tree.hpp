@@ -27,4 +27,15 @@ double stochastic_dp(const std::vector<const UnlentSchedule*>& branches,
                      const std::vector<double>& probabilities, const CausalCandidate& candidate,
                      double from_s, double to_s, std::size_t max_nodes);
 
+// The clairvoyant of causal scheduling: the best schedule of one trace knowing all of it
+// (the tree DP with one branch), under the same rules as every causal policy: its loans
+// may delay later gaps, and it is late only where lateness pays at the price. The
+// schedule is replayed on the trace: its value, totals and decisions.
+struct ExactSchedule {
+    CausalOutcome outcome;
+    std::size_t nodes = 0;  // distinct decision states solved
+};
+ExactSchedule exact_schedule(const UnlentSchedule& schedule, const CausalCandidate& candidate,
+                             double from_s, double to_s, std::size_t max_nodes);
+
 }  // namespace learnsched

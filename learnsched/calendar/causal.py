@@ -15,8 +15,8 @@ page "Causal scheduling" explains them):
 
 Policies decide from a forecast: the current gap's remaining length given its age (the
 survival of past gaps, :class:`GapForecast`) and ``N`` sampled calendars of what follows,
-whose finite-model tables score the continuation. ``clairvoyant`` is the exact DP on the
-true calendar ``[g, min(D, A + t_ret)]``: it knows every gap's end and is never late.
+whose finite-model tables score the continuation. ``clairvoyant`` is the exact DP of the
+same rules on the truth (:func:`clairvoyant`): the best schedule knowing every arrival.
 """
 
 from __future__ import annotations
@@ -50,9 +50,11 @@ __all__ = [
     "CausalForecast",
     "CausalOutcome",
     "CausalRules",
+    "CalendarPlan",
     "CausalTrace",
-    "Clairvoyant",
+    "calendar_dp",
     "clairvoyant",
+    "core_candidate",
     "run_causal",
 ]
 
@@ -120,8 +122,9 @@ class CausalTrace:
         return start, arrival, deadline
 
     def windows(self, from_s: float, to_s: float, quantum_s: float, return_s: float) -> Calendar:
-        """The clairvoyant's calendar of the gaps starting in ``[from_s, to_s)``:
-        ``[g, min(D, A + t_ret)]``, each long enough to publish one quantum, seconds."""
+        """The causal calendar of the gaps starting in ``[from_s, to_s)``: ``[g, min(D, A
+        + t_ret, the next gap's start)]``, each long enough to publish one quantum, seconds
+        (a finite-model plan on it is causally feasible and never late)."""
         pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, return_s)
         return tuple((float(a), float(b)) for a, b in pairs)
 
@@ -221,6 +224,9 @@ class CausalForecast:
         Seeds the continuations.
     rules
         History, close time and the like.
+    pool
+        A gap pool already fitted at ``now_s`` with these rules and this forecaster's gap
+        model, to share (e.g. across seeds); fitted anew if None.
     """
 
     def __init__(
@@ -232,6 +238,7 @@ class CausalForecast:
         samples: int,
         rng: np.random.Generator,
         rules: CausalRules | None = None,
+        pool: _core.GapPool | None = None,
     ) -> None:
         rules = CausalRules() if rules is None else rules
         model = forecaster.gap_model
@@ -242,7 +249,7 @@ class CausalForecast:
             )
         costs = _one_path(scenario.costs)
         history = math.inf if rules.history_s is None else rules.history_s
-        self.pool = _core.GapPool(
+        self.pool = pool if pool is not None else _core.GapPool(
             trace.schedule, now_s, history, rules.close_s, costs.recovery_s, model,
             rules.repeat_last,
         )
@@ -360,16 +367,45 @@ def run_causal(
     return {p: CausalOutcome._from_core(o) for p, o in zip(policies, outs, strict=True)}
 
 
+def clairvoyant(
+    trace: CausalTrace,
+    scenario: Scenario,
+    from_s: float,
+    to_s: float,
+    rules: CausalRules | None = None,
+    max_nodes: int = 20_000_000,
+) -> CausalOutcome:
+    """The best schedule of the horizon knowing the whole trace: the exact DP of causal
+    scheduling on the truth (its loans may delay later gaps; it is late only where
+    lateness pays at the price), replayed on the trace.
+
+    Raises
+    ------
+    OverflowError
+        Past ``max_nodes`` decision states (a horizon too long to solve exactly).
+    """
+    rules = CausalRules() if rules is None else rules
+    candidate = core_candidate(scenario, rules.lateness_price)
+    try:
+        out = _core.exact_schedule(
+            trace.schedule, candidate, from_s, to_s, integer("max_nodes", max_nodes, low=1)
+        )
+    except MemoryError as err:
+        raise OverflowError(str(err)) from None
+    return CausalOutcome._from_core(out)
+
+
 @dataclass(frozen=True)
-class Clairvoyant:
-    """The exact DP on the true calendar of a horizon (never late).
+class CalendarPlan:
+    """The finite model's DP on a horizon's causal calendar (a lower bound of the
+    clairvoyant: it never delays a later gap and is never late).
 
     Attributes
     ----------
     value
         s-eq.
     windows
-        The true causal windows ``[g, min(D, A + t_ret)]``, seconds.
+        The calendar ``[g, min(D, A + t_ret, next gap's start)]``, seconds.
     steps
         The plan's steps (:class:`learnsched.plan.Step`), window by window.
     """
@@ -379,14 +415,13 @@ class Clairvoyant:
     steps: tuple[Any, ...]
 
 
-def clairvoyant(
-    trace: CausalTrace, scenario: Scenario, from_s: float, to_s: float
-) -> Clairvoyant:
-    """The exact DP over the true causal windows of the gaps starting in ``[from_s, to_s)``."""
+def calendar_dp(trace: CausalTrace, scenario: Scenario, from_s: float, to_s: float) -> CalendarPlan:
+    """The exact finite-model DP over the causal calendar of the gaps starting in
+    ``[from_s, to_s)`` (:meth:`CausalTrace.windows`)."""
     costs = _one_path(scenario.costs)
     windows = trace.windows(from_s, to_s, scenario.quantum_s, costs.recovery_s)
     if not windows:
-        return Clairvoyant(0.0, (), ())
+        return CalendarPlan(0.0, (), ())
     truth = Scenario(
         windows,
         scenario.work_quanta,
@@ -396,7 +431,7 @@ def clairvoyant(
         costs,
     )
     plan = Model(truth).solve(Policy.DP)
-    return Clairvoyant(float(plan.value), windows, tuple(plan.steps))
+    return CalendarPlan(float(plan.value), windows, tuple(plan.steps))
 
 
 class CausalDecider:

@@ -28,9 +28,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
+import numpy.typing as npt
 
+from .. import _core
 from .._checks import integer, number, positive
 
 __all__ = [
@@ -43,6 +46,7 @@ __all__ = [
     "SampleForecaster",
     "calendar",
     "frontier",
+    "packed",
 ]
 
 Calendar = tuple[tuple[float, float], ...]
@@ -96,6 +100,33 @@ def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
         out.append((start, end))
         previous_end = end
     return tuple(out)
+
+
+Packed = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
+"""Calendars as the core takes them: every window ``(M, 2)`` and ``N + 1`` offsets
+(calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``)."""
+
+
+def packed(calendars: Sequence[Calendar]) -> Packed:
+    """``calendars`` as :data:`Packed` arrays (not checked: they are already calendars)."""
+    counts = [len(c) for c in calendars]
+    total = sum(counts)
+    # One pass over the numbers (a decision's packing would otherwise rival its tables).
+    numbers = chain.from_iterable(chain.from_iterable(calendars))
+    windows = np.fromiter(numbers, dtype=np.float64, count=2 * total).reshape(total, 2)
+    offsets = np.zeros(len(calendars) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return windows, offsets
+
+
+def before(calendars: Packed, until_s: float) -> Packed:
+    """Each packed calendar's windows that start before ``until_s``."""
+    windows, offsets = calendars
+    if not math.isfinite(until_s):
+        return calendars
+    keep = windows[:, 0] < until_s
+    kept = np.concatenate(([0], np.cumsum(keep)))
+    return windows[keep], kept[offsets].astype(np.int64)
 
 
 def frontier(observed: Calendar, now_s: float) -> float:
@@ -152,6 +183,11 @@ class Forecaster(ABC):
         observed (the default). A scheduler may then build their tables once."""
         return None
 
+    def fixed_packed(self, n: int) -> Packed | None:
+        """:meth:`fixed` as :data:`Packed` arrays (None where :meth:`fixed` is None)."""
+        fixed = self.fixed(n)
+        return None if fixed is None else packed(fixed)
+
 
 class ExactForecaster(Forecaster):
     """Knows the true calendar: every sample is its windows after the frontier.
@@ -176,12 +212,19 @@ class ExactForecaster(Forecaster):
         """``n`` copies of the truth: the future does not depend on what is observed."""
         return [self.truth] * integer("n", n, low=1)
 
+    def fixed_packed(self, n: int) -> Packed | None:
+        """``n`` copies of the truth, packed (the core builds their tables once)."""
+        n = integer("n", n, low=1)
+        one = np.array(self.truth, dtype=np.float64).reshape(-1, 2)
+        return np.tile(one, (n, 1)), np.arange(n + 1, dtype=np.int64) * one.shape[0]
+
 
 class SampleForecaster(Forecaster):
     """Fixed sampled calendars, each a full calendar from time 0.
 
     ``sample`` returns each one's windows after the frontier, in order, when ``n`` equals
-    their number; otherwise ``n`` of them drawn with replacement.
+    their number; otherwise ``n`` of them drawn with replacement. The calendars are read
+    and checked in C++ (:func:`calendar`'s rules and messages) and kept packed.
 
     Parameters
     ----------
@@ -195,7 +238,20 @@ class SampleForecaster(Forecaster):
             raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self.samples = tuple(calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples))
+        self._packed: Packed = _core.pack_calendars("forecast.samples", samples, calendar)
+        self._samples: tuple[Calendar, ...] | None = None
+
+    @property
+    def samples(self) -> tuple[Calendar, ...]:
+        """The calendars, seconds."""
+        if self._samples is None:
+            windows, offsets = self._packed
+            pairs = list(map(tuple, windows.tolist()))
+            bounds = offsets.tolist()
+            self._samples = tuple(
+                tuple(pairs[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            )
+        return self._samples
 
     def sample(
         self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
@@ -203,12 +259,19 @@ class SampleForecaster(Forecaster):
         """The samples' windows in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
         start = frontier(observed, now_s)
-        chosen = range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
-        return [_after(self.samples[int(i)], start, until_s) for i in chosen]
+        samples = self.samples
+        chosen = range(n) if n == len(samples) else rng.integers(0, len(samples), size=n)
+        return [_after(samples[int(i)], start, until_s) for i in chosen]
 
     def fixed(self, n: int) -> list[Calendar] | None:
         """The samples themselves when ``n`` is their number (else they are redrawn)."""
-        return list(self.samples) if integer("n", n, low=1) == len(self.samples) else None
+        count = self._packed[1].size - 1
+        return list(self.samples) if integer("n", n, low=1) == count else None
+
+    def fixed_packed(self, n: int) -> Packed | None:
+        """The packed samples when ``n`` is their number."""
+        count = self._packed[1].size - 1
+        return self._packed if integer("n", n, low=1) == count else None
 
 
 def _cycles(observed: Calendar, now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:

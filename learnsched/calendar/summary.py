@@ -60,36 +60,46 @@ class PolicySummary:
 
     Attributes
     ----------
-    values
+    values_by_seed
         Realised value, s-eq. (net of the lateness charge in causal mode).
-    regrets
+    regrets_by_seed
         ``clairvoyant`` minus this policy, s-eq.
-    handoffs, checkpoints
+    handoffs_by_seed, checkpoints_by_seed
         Loans and saved checkpoints.
-    late_requests, lateness_s
+    late_by_seed, lateness_by_seed
         Requests served after their deadline and their request-seconds past it (0 when
         window ends are known: every return is in time).
-    requests
+    requests_by_seed
         Requests served per case (None without a request trace).
     """
 
-    values: Matrix
-    regrets: Matrix
-    handoffs: Matrix
-    checkpoints: Matrix
-    late_requests: Matrix
-    lateness_s: Matrix
-    requests: Matrix | None = None
+    values_by_seed: Matrix
+    regrets_by_seed: Matrix
+    handoffs_by_seed: Matrix
+    checkpoints_by_seed: Matrix
+    late_by_seed: Matrix
+    lateness_by_seed: Matrix
+    requests_by_seed: Matrix | None = None
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        """Value per case, the mean over the seeds, s-eq."""
+        return tuple(self.case_values.tolist())
+
+    @property
+    def regrets(self) -> tuple[float, ...]:
+        """Regret per case, the mean over the seeds, s-eq."""
+        return tuple(np.mean(self.regrets_by_seed, axis=0).tolist())
 
     @property
     def case_values(self) -> Matrix:
-        """Value per case, the mean over the seeds, s-eq."""
-        return np.asarray(np.mean(self.values, axis=0), dtype=np.float64)
+        """Value per case as an array, s-eq."""
+        return np.asarray(np.mean(self.values_by_seed, axis=0), dtype=np.float64)
 
     @property
     def mean_value(self) -> float:
         """Mean realised value, s-eq."""
-        return float(np.mean(self.values))
+        return float(np.mean(self.values_by_seed))
 
     @property
     def ci95(self) -> tuple[float, float] | None:
@@ -99,16 +109,16 @@ class PolicySummary:
     @property
     def mean_regret(self) -> float:
         """Mean regret to ``clairvoyant``, s-eq."""
-        return float(np.mean(self.regrets))
+        return float(np.mean(self.regrets_by_seed))
 
     @property
     def slo_misses(self) -> float | None:
         """Late requests over all requests served, pooled over cases and seeds (the
         bad-request rate of Eq. A.2 with no failures); None without requests."""
-        if self.requests is None:
+        if self.requests_by_seed is None:
             return None
-        total = float(np.sum(self.requests))
-        return float(np.sum(self.late_requests)) / total if total > 0 else 0.0
+        total = float(np.sum(self.requests_by_seed))
+        return float(np.sum(self.late_by_seed)) / total if total > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
         """``values`` (per case), ``values_by_seed``, ``mean_value``, ``ci95``,
@@ -117,15 +127,15 @@ class PolicySummary:
         ci = self.ci95
         return {
             "values": self.case_values.tolist(),
-            "values_by_seed": self.values.tolist(),
+            "values_by_seed": self.values_by_seed.tolist(),
             "mean_value": self.mean_value,
             "ci95": None if ci is None else list(ci),
             "mean_regret": self.mean_regret,
-            "late_requests": float(np.mean(self.late_requests)),
-            "lateness_s": float(np.mean(self.lateness_s)),
+            "late_requests": float(np.mean(self.late_by_seed)),
+            "lateness_s": float(np.mean(self.lateness_by_seed)),
             "slo_misses": self.slo_misses,
-            "handoffs": float(np.mean(self.handoffs)),
-            "checkpoints": float(np.mean(self.checkpoints)),
+            "handoffs": float(np.mean(self.handoffs_by_seed)),
+            "checkpoints": float(np.mean(self.checkpoints_by_seed)),
         }
 
 
@@ -179,7 +189,7 @@ def differences(policies: dict[str, PolicySummary]) -> list[Difference]:
     rows: list[tuple[str, str, npt.NDArray[np.float64]]] = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            d = np.mean(policies[a].values - policies[b].values, axis=0)
+            d = np.mean(policies[a].values_by_seed - policies[b].values_by_seed, axis=0)
             rows.append((a, b, np.asarray(d, dtype=np.float64)))
     p = [_p_value(d) for _, _, d in rows]
     holm = [False] * len(rows)

@@ -41,6 +41,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
+    "synth": "calendar",
 }
 
 
