@@ -60,6 +60,14 @@ GapModel gap_model(const std::string& text) {
     throw std::invalid_argument("gap model must be empirical, repeat or mean, got '" + text + "'");
 }
 
+Move move_named(const std::string& text) {
+    for (int k = 0; k <= static_cast<int>(Move::Abandon); ++k) {
+        if (text == name(static_cast<Move>(k))) return static_cast<Move>(k);
+    }
+    throw std::invalid_argument("move must be wait, work, save, checkpoint_return, "
+                                "discard_return or abandon, got '" + text + "'");
+}
+
 void check_level(double level) {
     if (!(level >= 0.0 && level <= 1.0)) {
         throw std::invalid_argument("return_level must be in [0, 1], got " + std::to_string(level));
@@ -211,11 +219,14 @@ void bind_causal(py::module_& m) {
         .def(
             "causal_windows",
             [](const UnlentSchedule& s, double from_s, double to_s, double quantum_s,
-               double return_s) {
-                return window_array(causal_windows(s, from_s, to_s, quantum_s, return_s));
+               double return_s, bool overlap) {
+                return window_array(
+                    causal_windows(s, from_s, to_s, quantum_s, return_s, overlap));
             },
             py::arg("from_s"), py::arg("to_s"), py::arg("quantum_s"), py::arg("return_s"),
-            "[g, min(D, A + t_ret)] of the gaps starting in [from_s, to_s) that fit a quantum.");
+            py::arg("overlap") = false,
+            "The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or "
+            "with overlap [g, min(D, A + t_ret, next gap start)].");
 
     py::class_<GapPool>(m, "GapPool", "Past idle gaps fitted at a time: the current gap's forecast.")
         .def(py::init([](const UnlentSchedule& schedule, double now_s, double history_s,
@@ -314,6 +325,39 @@ void bind_causal(py::module_& m) {
         .def_readonly("load_s", &CausalCandidate::load_s)
         .def_readonly("lateness_price", &CausalCandidate::lateness_price);
 
+    py::class_<CausalSim>(m, "CausalSim",
+                          "One horizon of causal scheduling, a move at a time (tests, tools).")
+        .def(py::init<const UnlentSchedule&, const CausalCandidate&, double, double>(),
+             py::arg("schedule"), py::arg("candidate"), py::arg("from_s"), py::arg("to_s"),
+             py::keep_alive<1, 2>())
+        .def_property_readonly("deciding", &CausalSim::deciding)
+        .def_property_readonly(
+            "point",
+            [](const CausalSim& sim) {
+                const CausalPoint& p = sim.point();
+                return py::make_tuple(p.t, p.gap_start, p.progress, p.durable, p.lent);
+            },
+            "(t, gap_start, progress, durable, lent) at the decision point.")
+        .def("allows", [](const CausalSim& sim, const std::string& move) {
+            return sim.allows(move_named(move));
+        })
+        .def(
+            "apply",
+            [](CausalSim& sim, const std::string& move) {
+                const CausalSim::StepResult r = sim.apply(move_named(move));
+                return py::make_tuple(r.reward, r.late_requests, r.lateness_s);
+            },
+            py::arg("move"), "(reward, late requests, lateness_s) of the move's step.")
+        .def_property_readonly("value", &CausalSim::value)
+        .def_property_readonly("benefit", &CausalSim::benefit)
+        .def_property_readonly("cost", &CausalSim::cost)
+        .def_property_readonly("lateness_s", &CausalSim::lateness_s)
+        .def_property_readonly("late_requests", &CausalSim::late_requests)
+        .def_property_readonly("requests", &CausalSim::requests)
+        .def_property_readonly("handoffs", &CausalSim::handoffs)
+        .def_property_readonly("checkpoints", &CausalSim::checkpoints)
+        .def_property_readonly("bound", &CausalSim::bound);
+
     py::class_<Decider>(m, "CausalDecider",
                         "Causal decisions with their own draw stream (a control loop's).")
         .def(py::init<const CausalCandidate&, const std::string&, double, py::object, py::object,
@@ -394,12 +438,13 @@ void bind_causal(py::module_& m) {
         "stochastic_dp",
         [](const std::vector<const UnlentSchedule*>& branches,
            const std::vector<double>& probabilities, const CausalCandidate& candidate,
-           double from_s, double to_s, std::size_t max_nodes) {
+           double from_s, double to_s, std::size_t max_nodes, bool prune) {
             py::gil_scoped_release release;  // pure C++
-            return stochastic_dp(branches, probabilities, candidate, from_s, to_s, max_nodes);
+            return stochastic_dp(branches, probabilities, candidate, from_s, to_s, max_nodes,
+                                 prune);
         },
         py::arg("branches"), py::arg("probabilities"), py::arg("candidate"), py::arg("from_s"),
-        py::arg("to_s"), py::arg("max_nodes") = 1000000,
+        py::arg("to_s"), py::arg("max_nodes") = 1000000, py::arg("prune") = true,
         "The optimal non-anticipative expected value over a scenario tree of traces, s-eq.");
 
     py::list plans, moves;

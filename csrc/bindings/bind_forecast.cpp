@@ -129,7 +129,31 @@ void bind_forecast(py::module_& m) {
              "windows[offsets[i]:offsets[i+1]], a full calendar.")
         .def_property_readonly("sample_count", &SampleTables::sample_count)
         .def_property_readonly("distinct_count", &SampleTables::distinct_count,
-                               "Tables built: one per distinct sample.");
+                               "Tables built: one per distinct sample.")
+        .def(
+            "row_after",
+            [](const SampleTables& t, int sample, double time_s, const std::string& table) {
+                if (sample < 0 || sample >= t.sample_count()) {
+                    throw py::index_error("sample " + std::to_string(sample) + " out of range");
+                }
+                const auto i = static_cast<std::size_t>(sample);
+                const int row = t.row_after(i, time_s);
+                const bool built = table == "window"      ? t.needs().window
+                                   : table == "reference" ? t.needs().reference
+                                   : table == "optimal"   ? t.needs().optimal
+                                                          : false;
+                if (!built) {
+                    throw std::invalid_argument("table must be a built one of window, "
+                                                "reference, optimal; got '" + table + "'");
+                }
+                const double* v = table == "window"      ? t.window_row(i, row)
+                                  : table == "reference" ? t.reference_row(i, row)
+                                                         : t.optimal_row(i, row);
+                return std::vector<double>(v, v + t.candidate().work_quanta + 1);
+            },
+            py::arg("sample"), py::arg("time_s"), py::arg("table"),
+            "Sample `sample`'s row of V_G ('window'), V^pi0 ('reference') or V* ('optimal') "
+            "after time_s (its first window starting at or after it), per durable progress.");
 
     py::class_<ForecastModel>(m, "ForecastModel",
                               "Decisions at the current window from N sampled continuations.")

@@ -109,16 +109,16 @@ std::size_t UnlentSchedule::first_gap_from(double t) const {
 }
 
 std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s, double to_s,
-                                   double quantum_s, double return_s) {
+                                   double quantum_s, double return_s, bool overlap) {
     std::vector<Window> out;
     for (std::size_t j = schedule.first_gap_from(from_s);
          j < schedule.gap_count() && schedule.gap_start(j) < to_s; ++j) {
         const double start = schedule.gap_start(j);
-        // A loan ready later than the next gap's start would delay that gap: the calendar
-        // stops there, so that its windows are fixed whatever is lent before them.
-        const double next = j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf;
-        const double end = std::min({schedule.gap_deadline(j), schedule.gap_arrival(j) + return_s,
-                                     next});
+        double end = schedule.gap_arrival(j);
+        if (overlap) {  // the return may run into the arrival, up to D and the next gap
+            const double next = j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf;
+            end = std::min({schedule.gap_deadline(j), end + return_s, next});
+        }
         // Publishing one quantum needs delta + t_ret (Eq. 10): shorter gaps only wait.
         if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
     }

@@ -80,12 +80,15 @@ class UnlentSchedule {
     std::vector<double> deadline_;
 };
 
-// The finite-model calendar of the gaps starting in [from_s, to_s): [g, min(D, A + t_ret,
-// the next gap's start)], each long enough to publish one quantum. A plan on it (Eq. 10)
-// is causally feasible, never late, and never delays a later gap; the exact clairvoyant
-// (exact_schedule) may do better by loans that do.
+// The finite-model calendar of the gaps starting in [from_s, to_s), each long enough to
+// publish one quantum. Without `overlap`, [g, A]: capacity is back by the arrival, so a
+// plan on it (Eq. 10) is causally feasible, never late and never delays the busy period
+// after a gap (the queue is busy from A to the next gap): a lower bound of the exact
+// clairvoyant. With `overlap`, [g, min(D, A + t_ret, the next gap's start)]: the return
+// may run into the arrival while every deadline holds (what a forecast of usable time
+// counts; the delay it puts on the busy period is not priced).
 std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s, double to_s,
-                                   double quantum_s, double return_s);
+                                   double quantum_s, double return_s, bool overlap);
 
 // How the current gap's remaining length is forecast.
 enum class GapModel : std::uint8_t {

@@ -73,8 +73,9 @@ double take(CausalSim& sim, Option o, std::vector<CausalStep>* steps = nullptr) 
 class TreeSolver {
   public:
     TreeSolver(const std::vector<const UnlentSchedule*>& branches,
-               const std::vector<double>& probabilities, std::size_t max_nodes)
-        : probabilities_(probabilities), max_nodes_(max_nodes), truth_(branches.size() == 1) {
+               const std::vector<double>& probabilities, std::size_t max_nodes, bool prune)
+        : probabilities_(probabilities), max_nodes_(max_nodes),
+          truth_(prune && branches.size() == 1) {
         if (max_nodes_ < 1) throw std::invalid_argument("max_nodes must be >= 1");
         const std::size_t m = branches.size();
         agree_.assign(m * m, 0);
@@ -164,7 +165,7 @@ class TreeSolver {
             for (const Option o : kTreeOptions) weigh(o);
         }
         if (memo_.size() >= max_nodes_) {
-            throw std::length_error("the scenario tree has more than " +
+            throw std::overflow_error("the scenario tree has more than " +
                                     std::to_string(max_nodes_) +
                                     " decision nodes: too large to solve exactly");
         }
@@ -188,7 +189,7 @@ class TreeSolver {
 
 double stochastic_dp(const std::vector<const UnlentSchedule*>& branches,
                      const std::vector<double>& probabilities, const CausalCandidate& candidate,
-                     double from_s, double to_s, std::size_t max_nodes) {
+                     double from_s, double to_s, std::size_t max_nodes, bool prune) {
     if (branches.empty() || branches.size() > kMaxBranches) {
         throw std::invalid_argument("a scenario tree needs 1 to " + std::to_string(kMaxBranches) +
                                     " branches, got " + std::to_string(branches.size()));
@@ -208,7 +209,7 @@ double stochastic_dp(const std::vector<const UnlentSchedule*>& branches,
     if (std::abs(sum - 1.0) > 1e-9) {
         throw std::invalid_argument("probabilities must sum to 1, got " + std::to_string(sum));
     }
-    TreeSolver solver(branches, probabilities, max_nodes);
+    TreeSolver solver(branches, probabilities, max_nodes, prune);
     Node root;
     for (std::size_t b = 0; b < branches.size(); ++b) {
         root.push_back(Member{b, CausalSim(*branches[b], candidate, from_s, to_s)});
@@ -223,7 +224,7 @@ double stochastic_dp(const std::vector<const UnlentSchedule*>& branches,
 ExactSchedule exact_schedule(const UnlentSchedule& schedule, const CausalCandidate& candidate,
                              double from_s, double to_s, std::size_t max_nodes) {
     const std::vector<double> one{1.0};
-    TreeSolver solver({&schedule}, one, max_nodes);
+    TreeSolver solver({&schedule}, one, max_nodes, true);
     Node node{Member{0, CausalSim(schedule, candidate, from_s, to_s)}};
     solver.value(node);
     ExactSchedule out;

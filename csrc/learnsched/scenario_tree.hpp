@@ -21,11 +21,12 @@ inline constexpr std::size_t kMaxBranches = 64;
 
 // The expected value of the optimal non-anticipative schedule over [from_s, to_s).
 // std::invalid_argument for probabilities that are not positive or do not sum to 1, or a
-// branch count outside [1, kMaxBranches]; std::length_error past `max_nodes` distinct
-// decision nodes (the tree is too large to solve exactly).
+// branch count outside [1, kMaxBranches]; std::overflow_error past `max_nodes` distinct
+// decision nodes (the tree is too large to solve exactly). With one branch and `prune`,
+// moves dominated under full information are not weighed (the value is the same: tested).
 double stochastic_dp(const std::vector<const UnlentSchedule*>& branches,
                      const std::vector<double>& probabilities, const CausalCandidate& candidate,
-                     double from_s, double to_s, std::size_t max_nodes);
+                     double from_s, double to_s, std::size_t max_nodes, bool prune = true);
 
 // The clairvoyant of causal scheduling: the best schedule of one trace knowing all of it
 // (the tree DP with one branch), under the same rules as every causal policy: its loans

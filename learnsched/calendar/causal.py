@@ -121,11 +121,15 @@ class CausalTrace:
         start, arrival, deadline = self.schedule.gaps()
         return start, arrival, deadline
 
-    def windows(self, from_s: float, to_s: float, quantum_s: float, return_s: float) -> Calendar:
-        """The causal calendar of the gaps starting in ``[from_s, to_s)``: ``[g, min(D, A
-        + t_ret, the next gap's start)]``, each long enough to publish one quantum, seconds
-        (a finite-model plan on it is causally feasible and never late)."""
-        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, return_s)
+    def windows(
+        self, from_s: float, to_s: float, quantum_s: float, return_s: float, overlap: bool = False
+    ) -> Calendar:
+        """The gaps starting in ``[from_s, to_s)`` as a finite-model calendar, each long
+        enough to publish one quantum, seconds: ``[g, A]`` (capacity back by the arrival:
+        a plan on it is causally feasible, never late and delays nothing), or with
+        ``overlap`` ``[g, min(D, A + t_ret, the next gap's start)]`` (the return may run
+        into the arrival while every deadline holds; the delay it causes is not priced)."""
+        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, return_s, overlap)
         return tuple((float(a), float(b)) for a, b in pairs)
 
     def to_json(self) -> dict[str, Any]:
@@ -386,26 +390,24 @@ def clairvoyant(
     """
     rules = CausalRules() if rules is None else rules
     candidate = core_candidate(scenario, rules.lateness_price)
-    try:
-        out = _core.exact_schedule(
-            trace.schedule, candidate, from_s, to_s, integer("max_nodes", max_nodes, low=1)
-        )
-    except MemoryError as err:
-        raise OverflowError(str(err)) from None
+    out = _core.exact_schedule(
+        trace.schedule, candidate, from_s, to_s, integer("max_nodes", max_nodes, low=1)
+    )
     return CausalOutcome._from_core(out)
 
 
 @dataclass(frozen=True)
 class CalendarPlan:
-    """The finite model's DP on a horizon's causal calendar (a lower bound of the
-    clairvoyant: it never delays a later gap and is never late).
+    """The finite model's DP on a horizon's gaps as the calendar ``[g, A]`` (a lower bound
+    of the clairvoyant: capacity is back by each arrival, so it is never late and delays
+    nothing).
 
     Attributes
     ----------
     value
         s-eq.
     windows
-        The calendar ``[g, min(D, A + t_ret, next gap's start)]``, seconds.
+        The calendar ``[g, A]``, seconds.
     steps
         The plan's steps (:class:`learnsched.plan.Step`), window by window.
     """
