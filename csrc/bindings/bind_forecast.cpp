@@ -153,7 +153,26 @@ void bind_forecast(py::module_& m) {
             },
             py::arg("sample"), py::arg("time_s"), py::arg("table"),
             "Sample `sample`'s row of V_G ('window'), V^pi0 ('reference') or V* ('optimal') "
-            "after time_s (its first window starting at or after it), per durable progress.");
+            "after time_s (its first window starting at or after it), per durable progress.")
+        .def(
+            "row_sum",
+            [](const SampleTables& t, double time_s) {
+                // The table floor of a decision under a forecast: every sample's row of
+                // V^pi0 after time_s looked up and read whole (what any scoring must read).
+                if (!t.needs().reference) {
+                    throw std::invalid_argument("row_sum reads V^pi0, which was not built");
+                }
+                const int width = t.candidate().work_quanta + 1;
+                double sum = 0.0;
+                for (std::size_t i = 0; i < static_cast<std::size_t>(t.sample_count()); ++i) {
+                    const double* row = t.reference_row(i, t.row_after(i, time_s));
+                    for (int q = 0; q < width; ++q) sum += row[q];
+                }
+                return sum;
+            },
+            py::arg("time_s"),
+            "Sum of every sample's V^pi0 row after time_s: the table floor of one decision "
+            "(N row lookups and N * (J + 1) entries), for benchmarks.");
 
     py::class_<ForecastModel>(m, "ForecastModel",
                               "Decisions at the current window from N sampled continuations.")

@@ -6,6 +6,7 @@ void bind_model(py::module_& m);
 void bind_solver(py::module_& m);
 void bind_forecast(py::module_& m);
 void bind_causal(py::module_& m);
+void bind_spec(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "learnsched's C++ solver core (private: use the learnsched package).";
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
     bind_solver(m);
     bind_forecast(m);
     bind_causal(m);
+    bind_spec(m);
 }

@@ -129,7 +129,7 @@ std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s
 
 GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,
                  double reach_s, GapModel model, int repeat_last)
-    : model_(model) {
+    : model_(model), reach_(reach_s) {
     if (!std::isfinite(now_s)) throw std::invalid_argument("now_s must be finite");
     if (!(history_s > 0.0)) {
         throw std::invalid_argument("history_s must be > 0, got " + std::to_string(history_s));
@@ -152,6 +152,10 @@ GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s,
         add(schedule, j, close_s, reach_s);
     }
     arrange(repeat_last);
+    reach_lateness_.resize(length_.size());
+    for (std::size_t r = 0; r < length_.size(); ++r) {
+        reach_lateness_[r] = lateness(static_cast<std::int32_t>(r), reach_s);
+    }
 }
 
 void GapPool::add(const UnlentSchedule& schedule, std::size_t gap, double close_s,
@@ -488,101 +492,234 @@ CausalPlan decline(const CausalPoint& p) {
     return {p.progress > p.durable ? PlanKind::CheckpointReturn : PlanKind::DiscardReturn, 0};
 }
 
-// One plan's outcome in one sample: its reward, the durable progress it leaves (-1:
-// terminal) and whether capacity is back by the sample's return deadline.
-struct Outcome {
-    double reward;
-    int durable;
-    bool timely;
-};
-
-class Scorer {
+// The scores of one decision, sample by sample. Each plan's outcome in a sample: its
+// reward, and the durable progress it leaves (its continuation V(s'), none if terminal),
+// and whether capacity is back by the sample's return deadline. Written out plan by plan
+// (no dispatch per plan and sample): a decision reads little more than its table rows.
+class Tally {
   public:
-    Scorer(const CausalCandidate& c, const CausalPoint& p, const GapPool& pool,
-           const GapPool::Draw& draw)
-        : c_(c), p_(p), pool_(pool), record_(draw.record), arrival_(p.t + draw.remaining_s),
-          charge_(1.0 + c.residency_rate),
-          load_(!p.lent && p.durable > 0 ? c.load_s : 0.0),
-          base_(p.lent ? p.progress : p.durable),
-          slack_(pool.slack(draw.record)) {
-        // Every plan the arrival cuts short: forced return, unsaved work lost.
-        cut_ = ended(arrival_ + c.return_s, charge_ * (arrival_ - p.t + c.return_s), p.durable);
+    Tally(const CausalCandidate& c, const CausalPoint& p, const GapPool& pool,
+          std::size_t plans, DecisionScratch& s)
+        : c_(c), p_(p), pool_(pool), s_(s), charge_(1.0 + c.residency_rate),
+          load_(!p.lent && p.durable > 0 ? c.load_s : 0.0), base_(p.lent ? p.progress : p.durable),
+          rest_(c.work_quanta - base_), lead_(p.lent ? 3u : 1u), plans_(plans),
+          reach_cached_(pool.reach() == c.return_s) {
+        s.score.assign(plans, 0.0);
+        s.timely.assign(plans, 0.0);
+        s.gate.assign(2, 0.0);
+        const auto by_u = static_cast<std::size_t>(rest_) + 1;
+        s.cut.assign(by_u, 0.0);
+        s.cut_timely.assign(by_u, 0.0);
+        s.advance.assign(by_u, 0.0);
+        s.reached.assign(by_u, 0.0);
+        s.late.assign(by_u, 0.0);
     }
 
-    Outcome operator()(const CausalPlan& plan) const {
-        const double t = p_.t;
-        const double ret = c_.return_s;
-        switch (plan.kind) {
-            case PlanKind::Wait: return Outcome{0.0, p_.durable, true};
-            case PlanKind::Abandon: return ended(t + ret, charge_ * ret, -1);
-            case PlanKind::DiscardReturn: return ended(t + ret, charge_ * ret, p_.durable);
-            case PlanKind::CheckpointReturn: {
-                const double saved = t + c_.save_s;
-                if (!by_arrival(saved, arrival_)) return cut_;
-                return ended(saved + ret, charge_ * (c_.save_s + ret), p_.progress);
-            }
-            case PlanKind::Publish: {
-                const double work = load_ + plan.quanta * c_.quantum_s;
-                const double publish = t + work;
-                if (!by_arrival(publish, arrival_)) return cut_;
-                Outcome o = ended(publish + ret, charge_ * (work + ret), -1);
-                o.reward += benefit(publish);
-                return o;
-            }
-            case PlanKind::Advance: {
-                const double busy = load_ + plan.quanta * c_.quantum_s + c_.save_s;
-                if (!by_arrival(t + busy, arrival_)) return cut_;
-                return ended(t + busy + ret, charge_ * (busy + ret), base_ + plan.quanta);
-            }
-            case PlanKind::Greedy: return greedy(plan.quanta);
+    // Add sample `draw` with its rows of the policy's table (`values`, null: gate only) and
+    // of V_G (`window`, null: no gate).
+    void add(const GapPool::Draw& draw, const double* values, const double* window) {
+        arrival_ = p_.t + draw.remaining_s;
+        record_ = draw.record;
+        slack_ = pool_.slack(record_);
+        // Every plan the arrival cuts short: forced return t_ret after it, unsaved work lost.
+        const double cut_late = reach_cached_ ? pool_.reach_lateness(record_)
+                                              : pool_.lateness(record_, c_.return_s);
+        cut_reward_ = -(charge_ * (arrival_ - p_.t + c_.return_s)) - c_.lateness_price * cut_late;
+        cut_timely_ = !(c_.return_s > slack_);
+        if (!p_.lent && !by_arrival(p_.t + (load_ + c_.quantum_s), arrival_)) {
+            // Not even one quantum is done by the arrival (most samples of a young gap):
+            // every plan but waiting is the forced return with nothing gained.
+            const double cut = cut_reward_ + (values == nullptr ? 0.0 : values[p_.durable]);
+            if (window != nullptr) s_.gate[0] += cut_reward_ + window[p_.durable];
+            if (values == nullptr) return;
+            s_.score[0] += values[p_.durable];
+            s_.timely[0] += 1.0;
+            all_cut_ += cut;
+            all_cut_timely_ += cut_timely_ ? 1.0 : 0.0;
+            return;
         }
-        return cut_;
+        // Window's plan (the gate reads it under V_G, the rollout under its own table).
+        int greedy_durable = -1;
+        const double greedy = greedy_reward(greedy_durable);
+        if (window != nullptr) {
+            s_.gate[0] += greedy + (greedy_durable < 0 ? 0.0 : window[greedy_durable]);
+        }
+        if (p_.lent) {
+            const double stop = ended(p_.t + c_.return_s, charge_ * c_.return_s);
+            const bool stop_timely = last_timely_;
+            if (window != nullptr) s_.gate[1] += stop;
+            if (values == nullptr) return;
+            put(0, stop, -1, values, stop_timely);                      // abandon
+            if (p_.progress > p_.durable) {                             // checkpoint, return
+                const double saved = p_.t + c_.save_s;
+                if (by_arrival(saved, arrival_)) {
+                    put(1, ended(saved + c_.return_s, charge_ * (c_.save_s + c_.return_s)),
+                        p_.progress, values);
+                } else {
+                    put_cut(1, p_.durable, values);
+                }
+            }
+            put(2, stop, p_.durable, values, stop_timely);              // discard, return
+        } else {
+            if (values == nullptr) return;
+            put(0, 0.0, p_.durable, values, true);                      // wait
+        }
+        if (greedy_timely_ < 0) {
+            put_cut(lead_, greedy_durable, values);
+        } else {
+            put(lead_, greedy, greedy_durable, values, greedy_timely_ > 0);
+        }
+        const double work = load_ + rest_ * c_.quantum_s;               // publish
+        if (by_arrival(p_.t + work, arrival_)) {
+            const double publish = p_.t + work;
+            put(lead_ + 1,
+                ended(publish + c_.return_s, charge_ * (work + c_.return_s)) +
+                    c_.benefit.value(publish),
+                -1, values);
+        } else {
+            put_cut(lead_ + 1, p_.durable, values);
+        }
+        advances(values);
+    }
+
+    // Fold the advances and the cut-short plans in (after the last sample).
+    void finish() {
+        double cut = 0.0;
+        double cut_timely = 0.0;
+        double reached = 0.0;  // samples in which advance u is done: those with most >= u
+        for (int u = rest_ - 1; u >= 1; --u) {
+            reached += s_.reached[static_cast<std::size_t>(u)];
+        }
+        for (int u = 1; u <= rest_ - 1; ++u) {
+            const auto i = static_cast<std::size_t>(u);
+            cut += s_.cut[i];
+            cut_timely += s_.cut_timely[i];
+            const double busy = load_ + u * c_.quantum_s + c_.save_s;
+            const std::size_t k = lead_ + 2 + static_cast<std::size_t>(rest_ - 1 - u);
+            s_.score[k] += s_.advance[i] + reached * -(charge_ * (busy + c_.return_s)) + cut;
+            s_.timely[k] += reached - s_.late[i] + cut_timely;
+            reached -= s_.reached[i];
+        }
+        for (std::size_t k = 1; k < plans_ && !p_.lent; ++k) {
+            s_.score[k] += all_cut_;
+            s_.timely[k] += all_cut_timely_;
+        }
     }
 
   private:
-    // A loan that ends with capacity ready at `ready_s` after costing `cost`.
-    Outcome ended(double ready_s, double cost, int durable) const {
-        const double overrun = ready_s - arrival_;
-        return Outcome{-cost - c_.lateness_price * pool_.lateness(record_, overrun), durable,
-                       !(overrun > slack_)};
+    // The reward of a loan ready at `ready` after costing `cost`; sets the timely flag.
+    double ended(double ready, double cost) {
+        const double overrun = ready - arrival_;
+        last_timely_ = !(overrun > slack_);
+        return last_timely_ ? -cost
+                            : -cost - c_.lateness_price * pool_.lateness(record_, overrun);
     }
 
-    double benefit(double publish_s) const { return c_.benefit.value(publish_s); }
+    void put(std::size_t k, double reward, int durable, const double* values) {
+        put(k, reward, durable, values, last_timely_);
+    }
+    void put(std::size_t k, double reward, int durable, const double* values, bool timely) {
+        s_.score[k] += reward + (durable < 0 ? 0.0 : values[durable]);
+        s_.timely[k] += timely ? 1.0 : 0.0;
+    }
+    void put_cut(std::size_t k, int durable, const double* values) {
+        put(k, cut_reward_, durable, values, cut_timely_);
+    }
 
     // Window's plan from here: (save first if lent with unsaved work), then quantum and
-    // save pairs, the last quantum publishing.
-    Outcome greedy(int rest) const {
-        const double t = p_.t;
+    // save pairs, the last quantum publishing. Sets greedy_timely_ (-1: cut short).
+    double greedy_reward(int& durable) {
         const bool saves_first = p_.lent && p_.progress > p_.durable;
-        const double lead = saves_first ? c_.save_s : load_;
-        const double start = t + lead;
-        if (saves_first && !by_arrival(start, arrival_)) return cut_;
+        const double start = p_.t + (saves_first ? c_.save_s : load_);
+        if (saves_first && !by_arrival(start, arrival_)) {
+            durable = p_.durable;
+            greedy_timely_ = -1;
+            return cut_reward_;
+        }
         const double pair = c_.quantum_s + c_.save_s;
-        const double publish = start + (rest - 1) * pair + c_.quantum_s;
+        const double publish = start + (rest_ - 1) * pair + c_.quantum_s;
         if (by_arrival(publish, arrival_)) {
-            Outcome o = ended(publish + c_.return_s, charge_ * (publish - t + c_.return_s), -1);
-            o.reward += benefit(publish);
-            return o;
+            durable = -1;
+            const double r = ended(publish + c_.return_s, charge_ * (publish - p_.t + c_.return_s)) +
+                             c_.benefit.value(publish);
+            greedy_timely_ = last_timely_ ? 1 : 0;
+            return r;
         }
-        int saved = 0;  // pairs done by the arrival
+        int saved = 0;  // quantum and save pairs done by the arrival
         if (arrival_ >= start) {
-            saved = static_cast<int>(std::min<double>(rest - 1, std::floor((arrival_ - start) / pair)));
+            saved = static_cast<int>(
+                std::min<double>(rest_ - 1, std::floor((arrival_ - start) / pair)));
         }
-        Outcome o = cut_;
-        o.durable = base_ + saved;
-        return o;
+        durable = base_ + saved;
+        greedy_timely_ = -1;
+        return cut_reward_;
+    }
+
+    // Advances u = rest-1 .. 1 (plans lead+2 ...), kept by u in s_.advance: those done by
+    // the arrival (u <= most) add their continuation row (one contiguous run), the late
+    // among them their lateness; their cost, the same in every sample, is added once per
+    // sample that got that far (finish); the others are cut short all alike.
+    void advances(const double* values) {
+        const auto done = [&](int u) {
+            return by_arrival(p_.t + (load_ + u * c_.quantum_s + c_.save_s), arrival_);
+        };
+        const double room = (arrival_ - p_.t - load_ - c_.save_s) / c_.quantum_s;
+        int most = room >= rest_ - 1 ? rest_ - 1 : room < 1.0 ? 0 : static_cast<int>(room);
+        while (most >= 1 && !done(most)) --most;  // the estimate, corrected by the rule
+        while (most < rest_ - 1 && done(most + 1)) ++most;
+        const auto m = static_cast<std::size_t>(most);
+        if (most < rest_ - 1) {  // u = most+1 .. rest-1: cut short
+            const double q = cut_reward_ + values[p_.durable];
+            s_.cut[m + 1] += q;
+            s_.cut[static_cast<std::size_t>(rest_)] -= q;
+            if (cut_timely_) {
+                s_.cut_timely[m + 1] += 1.0;
+                s_.cut_timely[static_cast<std::size_t>(rest_)] -= 1.0;
+            }
+        }
+        if (most < 1) return;
+        double* advance = s_.advance.data();
+        const double* next = values + base_;
+        for (std::size_t u = 1; u <= m; ++u) advance[u] += next[u];
+        s_.reached[m] += 1.0;  // samples whose advances u <= most are done
+        // Lateness grows with u: the late ones are the largest, walked down from `most`.
+        const GapPool::Curve curve = record_ < 0 ? GapPool::Curve{} : pool_.curve(record_);
+        std::size_t below = curve.count;
+        for (int u = most; u >= 1; --u) {
+            const double busy = load_ + u * c_.quantum_s + c_.save_s;
+            const double overrun = (p_.t + busy + c_.return_s) - arrival_;
+            if (!(overrun > slack_)) break;
+            double lateness = overrun;  // record -1: one request due at the arrival
+            if (record_ >= 0) {  // as GapPool::lateness: sum of (overrun - slack)^+
+                below = static_cast<std::size_t>(
+                    std::lower_bound(curve.slacks, curve.slacks + below, overrun) - curve.slacks);
+                lateness = curve.weight * (static_cast<double>(below) * overrun - curve.prefix[below]);
+            }
+            advance[u] -= c_.lateness_price * lateness;
+            s_.late[static_cast<std::size_t>(u)] += 1.0;
+        }
     }
 
     const CausalCandidate& c_;
     const CausalPoint& p_;
     const GapPool& pool_;
-    std::int32_t record_;
-    double arrival_;
+    DecisionScratch& s_;
     double charge_;
     double load_;
     int base_;
-    double slack_;
-    Outcome cut_{};
+    int rest_;
+    std::size_t lead_;
+    std::size_t plans_;
+    bool reach_cached_;
+    double arrival_ = 0.0;
+    std::int32_t record_ = -1;
+    double slack_ = 0.0;
+    double cut_reward_ = 0.0;
+    bool cut_timely_ = true;
+    bool last_timely_ = true;
+    int greedy_timely_ = -1;
+    double all_cut_ = 0.0;  // idle samples where every working plan is cut short
+    double all_cut_timely_ = 0.0;
 };
 
 }  // namespace
@@ -607,35 +744,17 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
     const auto n = static_cast<std::size_t>(tables.sample_count());
     scratch.draws.resize(n);
     forecast.pool->draw(point.t - point.gap_start, n, rng, scratch.draws.data());
-    scratch.score.assign(plans, 0.0);
-    scratch.timely.assign(plans, 0.0);
-    scratch.gate.assign(2, 0.0);  // V_G: Window's plan, stopping
     const bool gated = policy != CausalPolicy::MeanDp;
+    Tally tally(c, point, *forecast.pool, plans, scratch);
     for (std::size_t i = 0; i < n; ++i) {
         const GapPool::Draw& draw = scratch.draws[i];
-        const Scorer outcome(c, point, *forecast.pool, draw);
         const int row = tables.row_after(i, point.t + draw.remaining_s);
-        const double* values = policy == CausalPolicy::MeanDp ? tables.optimal_row(i, row)
-                               : policy == CausalPolicy::CostedWindow ? tables.window_row(i, row)
-                                                                       : tables.reference_row(i, row);
-        const auto value = [](const Outcome& o, const double* v) {
-            return o.reward + (o.durable < 0 ? 0.0 : v[o.durable]);
-        };
-        if (policy != CausalPolicy::CostedWindow) {
-            for (std::size_t k = 0; k < plans; ++k) {
-                const CausalPlan plan = plan_at(c, point, k);
-                if (!plan_open(point, plan)) continue;
-                const Outcome o = outcome(plan);
-                scratch.score[k] += value(o, values);
-                scratch.timely[k] += o.timely ? 1.0 : 0.0;
-            }
-        }
-        if (gated) {  // Costed Window's gate: Window's plan against stopping, under V_G
-            const double* window = tables.window_row(i, row);
-            scratch.gate[0] += value(outcome(plan_at(c, point, lead)), window);
-            if (point.lent) scratch.gate[1] += value(outcome({PlanKind::Abandon, 0}), window);
-        }
+        const double* values = policy == CausalPolicy::CostedWindow ? nullptr
+                               : policy == CausalPolicy::MeanDp     ? tables.optimal_row(i, row)
+                                                                    : tables.reference_row(i, row);
+        tally.add(draw, values, gated ? tables.window_row(i, row) : nullptr);
     }
+    tally.finish();
     // pi0: Window's plan if its expected value beats stopping (0 idle, abandoning lent).
     CausalPlan incumbent = decline(point);
     std::size_t incumbent_k = point.lent ? (incumbent.kind == PlanKind::CheckpointReturn ? 1 : 2) : 0;

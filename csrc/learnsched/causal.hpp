@@ -122,6 +122,24 @@ class GapPool {
     // sum over the record's requests of (overrun - slack)^+. Record -1: one request due
     // at the arrival (no history: assume the worst).
     double lateness(std::int32_t record, double overrun_s) const;
+    // A record's slacks below reach_s (ascending) with their prefix sums, for walking
+    // lateness() over ordered overruns.
+    struct Curve {
+        const double* slacks = nullptr;
+        const double* prefix = nullptr;  // prefix[m]: the sum of slacks[0..m-1]
+        std::size_t count = 0;
+        double weight = 1.0;
+    };
+    Curve curve(std::int32_t record) const {
+        const auto r = static_cast<std::size_t>(record);
+        return Curve{slacks_.data() + offsets_[r], prefix_.data() + offsets_[r] + r,
+                     offsets_[r + 1] - offsets_[r], weight_[r]};
+    }
+    // lateness(record, reach_s): a forced return's, kept per record.
+    double reach_lateness(std::int32_t record) const {
+        return record < 0 ? reach_ : reach_lateness_[static_cast<std::size_t>(record)];
+    }
+    double reach() const { return reach_; }
     // The overrun from which a return is late (D - A of the record; 0 for -1).
     double slack(std::int32_t record) const {
         return record < 0 ? 0.0 : slack_min_[static_cast<std::size_t>(record)];
@@ -159,6 +177,8 @@ class GapPool {
     std::vector<double> suffix_sum_;           // Empirical: sums of length_[i..]
     std::vector<double> suffix_gini_;          // Empirical: sum_{i<=j<k} (length_k - length_j)
     std::size_t repeat_ = 0;                   // Repeat: records in use
+    double reach_ = 0.0;
+    std::vector<double> reach_lateness_;       // per record: lateness(r, reach_)
 };
 
 // The candidate in causal mode: the finite model's work, benefit and one return path.
@@ -229,6 +249,11 @@ struct DecisionScratch {
     std::vector<double> score;
     std::vector<double> timely;
     std::vector<double> gate;
+    std::vector<double> cut;  // by u: difference arrays of the advances cut short
+    std::vector<double> cut_timely;
+    std::vector<double> advance;  // by u: continuations and lateness of those done
+    std::vector<double> reached;  // by u: samples whose most done advance is u
+    std::vector<double> late;     // by u: samples in which it is late
 };
 
 // The policy's plan at `point` and the move it makes now. `rng` advances only for

@@ -157,12 +157,6 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
     });
 }
 
-int SampleTables::row_after(std::size_t i, double time_s) const {
-    const std::vector<double>& starts = distinct_[index_[i]].starts;
-    return static_cast<int>(std::lower_bound(starts.begin(), starts.end(), time_s) -
-                            starts.begin());
-}
-
 void SampleTables::build(std::size_t b, std::size_t sample, const Calendar& calendar) {
     const int J = candidate_.work_quanta;
     Sample& out = distinct_[b];

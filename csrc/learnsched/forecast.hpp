@@ -5,6 +5,7 @@
 // R(a) + mean_i V_i(s'), the expected value over the samples.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -42,8 +43,13 @@ class SampleTables {
     const TableNeeds& needs() const { return needs_; }
 
     // The row of sample i's tables after `time_s`: its first window starting at or after
-    // it (its window count if none: the all-zero row).
-    int row_after(std::size_t i, double time_s) const;
+    // it (its window count if none: the all-zero row). Inline: every causal decision asks
+    // it once per sample.
+    int row_after(std::size_t i, double time_s) const {
+        const std::vector<double>& starts = distinct_[index_[i]].starts;
+        return static_cast<int>(std::lower_bound(starts.begin(), starts.end(), time_s) -
+                                starts.begin());
+    }
     // Row `row` of sample i's V_G, V^pi0 or V* (J + 1 entries by durable progress); the
     // table must have been built (needs()).
     const double* window_row(std::size_t i, int row) const {

@@ -42,6 +42,7 @@ __all__ = [
     "ExactForecaster",
     "Forecaster",
     "MeanForecaster",
+    "PackedCalendars",
     "RepeatForecaster",
     "SampleForecaster",
     "calendar",
@@ -219,6 +220,27 @@ class ExactForecaster(Forecaster):
         return np.tile(one, (n, 1)), np.arange(n + 1, dtype=np.int64) * one.shape[0]
 
 
+class PackedCalendars:
+    """Calendars read straight into arrays (a SPEC's samples, by the core's reader):
+    calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``, already checked (plain
+    numbers, finite, each window ending after it starts, sorted, non-overlapping, none
+    empty)."""
+
+    __slots__ = ("offsets", "windows")
+
+    def __init__(self, windows: npt.NDArray[np.float64], offsets: npt.NDArray[np.int64]) -> None:
+        self.windows = windows
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __repr__(self) -> str:
+        first = self.windows[: self.offsets[1]].tolist() if len(self) else []
+        more = ", ..." if len(self) > 1 else ""
+        return f"[{first!r}{more}]"
+
+
 class SampleForecaster(Forecaster):
     """Fixed sampled calendars, each a full calendar from time 0.
 
@@ -232,14 +254,23 @@ class SampleForecaster(Forecaster):
         One or more calendars, seconds.
     """
 
-    def __init__(self, samples: Sequence[Calendar]) -> None:
+    def __init__(self, samples: Sequence[Calendar] | PackedCalendars) -> None:
         given: object = samples  # checked at run time: JSON may hold anything
+        if isinstance(given, PackedCalendars):
+            self._packed: Packed = (given.windows, given.offsets)
+            self._samples: tuple[Calendar, ...] | None = None
+            return
         if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
             raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self._packed: Packed = _core.pack_calendars("forecast.samples", samples, calendar)
-        self._samples: tuple[Calendar, ...] | None = None
+        self._packed = _core.pack_calendars("forecast.samples", samples, calendar)
+        self._samples = None
+
+    @property
+    def count(self) -> int:
+        """How many calendars."""
+        return int(self._packed[1].size - 1)
 
     @property
     def samples(self) -> tuple[Calendar, ...]:
@@ -265,13 +296,11 @@ class SampleForecaster(Forecaster):
 
     def fixed(self, n: int) -> list[Calendar] | None:
         """The samples themselves when ``n`` is their number (else they are redrawn)."""
-        count = self._packed[1].size - 1
-        return list(self.samples) if integer("n", n, low=1) == count else None
+        return list(self.samples) if integer("n", n, low=1) == self.count else None
 
     def fixed_packed(self, n: int) -> Packed | None:
         """The packed samples when ``n`` is their number."""
-        count = self._packed[1].size - 1
-        return self._packed if integer("n", n, low=1) == count else None
+        return self._packed if integer("n", n, low=1) == self.count else None
 
 
 def _cycles(observed: Calendar, now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:

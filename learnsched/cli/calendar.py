@@ -239,11 +239,14 @@ def run_windows(args: argparse.Namespace) -> int:
 
 
 def _read_spec(path: str) -> Any:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    from ..calendar.spec import read_online_spec
+
+    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
         raise ValueError(f"{path} is not valid JSON: {err}") from None
+    return read_online_spec(data, path)
 
 
 def _sample_counts(text: str) -> list[int]:
