@@ -419,8 +419,10 @@ def decisions(ct: CausalTrace, c: ref.Candidate, start: float, end: float) -> li
 def altered_after(trace: tuple[list[float], ...], cut: float, rng: np.random.Generator) -> Any:
     """The trace with every request after ``cut`` replaced (the last arrival kept)."""
     arrival, service, deadline = trace
-    keep = [i for i, a in enumerate(arrival) if a <= cut]
     last = arrival[-1]
+    if cut >= last:  # nothing after the cut but the end of the trace
+        return trace
+    keep = [i for i, a in enumerate(arrival) if a <= cut]
     new = sorted(rng.uniform(cut + 1e-6, last, size=rng.integers(0, 8)).tolist()) + [last]
     a2 = [arrival[i] for i in keep] + new
     s2 = [service[i] for i in keep] + rng.uniform(0.1, 3.0, size=len(new)).tolist()
