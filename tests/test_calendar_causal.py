@@ -420,7 +420,7 @@ def altered_after(trace: tuple[list[float], ...], cut: float, rng: np.random.Gen
     """The trace with every request after ``cut`` replaced (the last arrival kept)."""
     arrival, service, deadline = trace
     last = arrival[-1]
-    if cut >= last:  # nothing after the cut but the end of the trace
+    if cut + 1e-6 >= last:  # nothing after the cut but the end of the trace
         return trace
     keep = [i for i, a in enumerate(arrival) if a <= cut]
     new = sorted(rng.uniform(cut + 1e-6, last, size=rng.integers(0, 8)).tolist()) + [last]
