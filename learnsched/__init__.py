@@ -28,7 +28,7 @@ from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenari
 from .plan import COST_FIELDS, CostSplit, Plan, Step
 from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
 from .scenario_batch import ScenarioBatch
-from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, solve, solve_all
+from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, State, solve, solve_all
 from .summary import PAPER_FIGURES, GridSummary, summarize
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "Recovery",
     "Scenario",
     "ScenarioBatch",
+    "State",
     "Step",
     "__version__",
     "paper_grid",

@@ -6,8 +6,11 @@ gives), and a replaced one keeps its mode.
 
 No temporary file outlives its writer for long: it is removed when the write fails, at
 interpreter exit if a write is still open then, and, after a ``kill -9``, by the next write
-into the same folder: a temporary is named ``.NAME.PID.XXXXXXXX.tmp`` after the process
-writing it, and one whose process no longer exists is stale. (The folder is assumed to be
+into the same folder: a temporary is named ``.NAME.learnsched-PID-XXXXXXXXXXXXXXXX.tmp``
+after the process writing it, and one whose process no longer exists is stale. Only
+learnsched's own temporaries are removed: the name must carry the ``learnsched-`` marker
+and the file must belong to the user running the cleanup, so another program's
+look-alike (``.NAME.123.abcdef01.tmp``) is never touched. (The folder is assumed to be
 written from one host: a process id means nothing across machines sharing a file system.)
 """
 
@@ -37,26 +40,30 @@ FILE_MODE = 0o666
 """Mode passed to ``os.open`` when creating a file; the kernel applies the umask."""
 
 _NAME_ATTEMPTS = 100
-_TEMP_NAME = re.compile(r"\..+\.(?P<pid>[0-9]+)\.[0-9a-f]{8}\.tmp")
+_TEMP_MARKER = "learnsched"
+_TEMP_NAME = re.compile(rf"\..+\.{_TEMP_MARKER}-(?P<pid>[0-9]+)-[0-9a-f]{{16}}\.tmp")
 _open_temps: set[Path] = set()  # this process's temporaries, removed at exit
 _open_temps_lock = threading.Lock()
 
 
-def _pid_alive(pid: int) -> bool:
+def _writer_gone(pid: int) -> bool:
+    """Whether no process ``pid`` exists (another user's live process does exist; an id
+    no process can have is not taken for a writer that is gone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
         return True
-    return True
+    except (PermissionError, OverflowError, ValueError):
+        return False
+    return False
 
 
 def remove_stale_temps(folder: Path) -> int:
     """Remove temporaries of :func:`atomic_write` in ``folder`` whose writer is gone.
 
-    Returns the number removed. A name that matches ``.NAME.PID.XXXXXXXX.tmp`` with a
-    process id that no longer exists was left by a writer killed mid-write.
+    Returns the number removed. A file of this user named
+    ``.NAME.learnsched-PID-XXXXXXXXXXXXXXXX.tmp`` whose process no longer exists was left
+    by a writer killed mid-write; no other file is touched.
     """
     removed = 0
     try:
@@ -65,9 +72,11 @@ def remove_stale_temps(folder: Path) -> int:
         return 0
     for entry in entries:
         match = _TEMP_NAME.fullmatch(entry.name)
-        if match is None or _pid_alive(int(match["pid"])):
+        if match is None or not _writer_gone(int(match["pid"])):
             continue
         try:
+            if not entry.is_file(follow_symlinks=False) or entry.stat().st_uid != os.getuid():
+                continue  # not a file this user's writer left
             os.unlink(entry.path)
             removed += 1
         except FileNotFoundError:  # another writer removed it first
@@ -100,7 +109,8 @@ def _create_sibling(target: Path) -> tuple[int, Path]:
     the user's result. ``O_EXCL`` with a random name is what makes the name ours.
     """
     for _ in range(_NAME_ATTEMPTS):
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        token = secrets.token_hex(8)
+        tmp = target.with_name(f".{target.name}.{_TEMP_MARKER}-{os.getpid()}-{token}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
         except FileExistsError:
@@ -158,18 +168,28 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
 
 
 @contextmanager
-def locked(path: str | os.PathLike[str]) -> Iterator[None]:
+def locked(
+    path: str | os.PathLike[str], waiting: Callable[[Path], object] | None = None
+) -> Iterator[None]:
     """Hold an exclusive ``flock`` on the lock file ``.NAME.lock`` beside ``path``.
 
-    For read-modify-write updates (a cost profile merged by several probes): two
-    processes that both hold the lock in turn cannot lose each other's update. The lock
-    file stays (removing it would race with a waiting process) and is released when the
-    block ends or the process dies.
+    For read-modify-write updates (a cost profile merged by several probes, a sweep
+    writing its output folder): two processes that both hold the lock in turn cannot
+    lose each other's update. ``waiting(lock_file)`` is called first when another
+    process holds the lock (e.g. to say so), then the call blocks until it is free. The
+    lock file stays (removing it would race with a waiting process) and is released
+    when the block ends or the process dies.
     """
     target = Path(path)
-    fd = os.open(target.with_name(f".{target.name}.lock"), os.O_RDWR | os.O_CREAT, FILE_MODE)
+    lock_file = target.with_name(f".{target.name}.lock")
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, FILE_MODE)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting is not None:
+                waiting(lock_file)
+            fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock

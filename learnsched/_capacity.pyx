@@ -19,9 +19,19 @@ before starts[0] and the last one forever) and ``cum``, the cumulative service
 G(starts[j]) with G(starts[0]) = 0.
 """
 
+from cpython.float cimport PyFloat_AS_DOUBLE
 from libc.math cimport INFINITY, isfinite
 
 from learnsched._checks import float64_vector, integer, real
+
+
+cdef inline double _real(str name, object value) except? -1.0:
+    """real(name, value) without its Python call when ``value`` is a float already: the
+    checks' call per scalar cost replay 3.5 us a call (16 scalars), more than the kernel at
+    100 requests."""
+    if type(value) is float:
+        return PyFloat_AS_DOUBLE(value)
+    return real(name, value)
 
 
 cdef const double[::1] _input(str name, object values):
@@ -195,7 +205,18 @@ cdef inline Py_ssize_t _relative_scan(
     sum since the first arrival, so precision does not fall as absolute times grow.
     """
     cdef Py_ssize_t i, first = -1, j_arrival = 0, j_deadline = 0, j_previous = 0
-    cdef double relative = 0.0, s
+    cdef double relative = 0.0, s, rate = rates[0]
+    if starts.shape[0] == 1:
+        # One segment: every cursor is 0 and _between is rate * (t1 - t0), so this is the
+        # loop below with its segment lookups (half its work at n <= 1000) left out.
+        for i in range(arrival.shape[0]):
+            if i > 0:
+                relative = min(0.0, relative + rate * (arrival[i] - arrival[i - 1]) - work[i - 1])
+            s = rate * (deadline[i] - arrival[i]) - work[i] + relative
+            slack[i] = s
+            if first < 0 and s < -tolerance:
+                first = i
+        return first
     for i in range(arrival.shape[0]):
         # Forward cursors: arrivals are sorted and each deadline's segment is at or after
         # its arrival's, so both indices mostly stay or step ahead.
@@ -247,12 +268,25 @@ cdef class _Scan:
     cdef double[::1] slack
 
     def __cinit__(self, arrival, work, deadline, starts, rates, cum, slack):
-        self.arrival = _input("arrival", arrival)
-        self.work = _input("work", work)
-        self.deadline = _input("deadline", deadline)
-        self.starts = _input("starts", starts)
-        self.rates = _input("rates", rates)
-        self.cum = _input("cum", cum)
+        # Arrays that are float64 views already take one try, not one per array (each try
+        # saves and restores the exception state: a fifth of a small scan's cost).
+        try:
+            if arrival is None or work is None or deadline is None or starts is None or (
+                    rates is None or cum is None):
+                raise TypeError
+            self.arrival = arrival
+            self.work = work
+            self.deadline = deadline
+            self.starts = starts
+            self.rates = rates
+            self.cum = cum
+        except (TypeError, ValueError, BufferError):
+            self.arrival = _input("arrival", arrival)
+            self.work = _input("work", work)
+            self.deadline = _input("deadline", deadline)
+            self.starts = _input("starts", starts)
+            self.rates = _input("rates", rates)
+            self.cum = _input("cum", cum)
         self.slack = _output("slack", slack)
         _check_requests(self.arrival, self.work, self.deadline, self.slack)
         _check_profile(self.starts, self.rates, self.cum)
@@ -265,7 +299,7 @@ def feasibility_scan(
     the first i with slack[i] < -tolerance, or -1. O(n + m) for sorted arrivals and
     deadlines (forward segment cursors), O(n log m) at worst."""
     cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
-    cdef double tol = real("tolerance", tolerance)
+    cdef double tol = _real("tolerance", tolerance)
     _check_at_least("tolerance", tol, 0.0)
     cdef Py_ssize_t first
     # Lengths checked above; pure C from here on.
@@ -286,8 +320,8 @@ def scan_window(
     relative to G and W), and returns the running minimum after the window's last request.
     """
     cdef _Scan a = _Scan(arrival, work, deadline, starts, rates, cum, slack)
-    cdef double ahead = real("before", before)
-    cdef double minimum = real("best", best)
+    cdef double ahead = _real("before", before)
+    cdef double minimum = _real("best", best)
     if not isfinite(ahead):
         raise ValueError(f"before must be finite, got {ahead!r}")
     if minimum != minimum:
@@ -316,8 +350,8 @@ cdef inline double _next_share(
 def next_share(share, arrival_rate, backlog_s, config):
     """One AIMD update under ``config``, an AIMDConfig (learnsched.capacity.aimd.next_share
     checks the arguments; here they are only converted by name)."""
-    return _next_share(real("share", share), real("arrival_rate", arrival_rate),
-                       real("backlog_s", backlog_s), config.step, config.factor,
+    return _next_share(_real("share", share), _real("arrival_rate", arrival_rate),
+                       _real("backlog_s", backlog_s), config.step, config.factor,
                        config.min_share, config.max_share, config.burst_rate,
                        config.pressure_limit_s)
 
@@ -337,18 +371,19 @@ def replay(
     (pass it filled with INFINITY) and shares per period; returns the background's
     service, work.
     """
-    kind = integer("admission_kind", admission_kind, None, None)
+    kind = admission_kind if type(admission_kind) is int else integer(
+        "admission_kind", admission_kind, None, None)
     if kind not in (0, 1, 2):  # before the C int conversion, which a huge int overflows
         raise ValueError(f"admission_kind must be 0, 1 or 2, got {kind!r}")
     return _replay(
         _input("arrival", arrival), _input("work", work), _input("estimate", estimate),
         _input("starts", starts), _input("rates", rates), _input("cum", cum),
-        real("start_s", start_s), real("period_s", period_s),
-        real("rate_window_s", rate_window_s), real("share", share), real("step", step),
-        real("factor", factor), real("min_share", min_share), real("max_share", max_share),
-        real("burst_rate", burst_rate), real("pressure_limit_s", pressure_limit_s),
+        _real("start_s", start_s), _real("period_s", period_s),
+        _real("rate_window_s", rate_window_s), _real("share", share), _real("step", step),
+        _real("factor", factor), _real("min_share", min_share), _real("max_share", max_share),
+        _real("burst_rate", burst_rate), _real("pressure_limit_s", pressure_limit_s),
         kind,
-        real("admission_limit", admission_limit), real("stage_estimate", stage_estimate),
+        _real("admission_limit", admission_limit), _real("stage_estimate", stage_estimate),
         _output("finish", finish), _output("shares", shares),
     )
 

@@ -16,6 +16,7 @@ __all__ = [
     "FloatArray",
     "at_least",
     "bool_vector",
+    "bounded",
     "float64_vector",
     "fraction",
     "indexed",
@@ -98,6 +99,21 @@ def integer(name: str, value: object, low: int | None = 0, high: int | None = No
     return result
 
 
+def bounded(name: str, size: int, limit: int) -> int:
+    """``size`` when it is at most ``limit``: checked before allocating anything whose size
+    multiplies (samples x states, points x scenarios, windows x quanta, rows).
+
+    Raises
+    ------
+    ValueError
+        ``"NAME = SIZE exceeds the limit of LIMIT"``, e.g. ``"sweep rows: points x base
+        scenarios = 4000 x 1920 = 7680000 exceeds the limit of 4194304"``.
+    """
+    if size > limit:
+        raise ValueError(f"{name} = {_short(size)} exceeds the limit of {limit}")
+    return size
+
+
 def indexed(name: str, items: Iterable[object], parse: Callable[[Any], T]) -> list[T]:
     """``parse`` of every item; a ``ValueError`` is re-raised as ``name[i]: message``."""
     parsed = []
@@ -120,6 +136,14 @@ def _short(value: int) -> str:
 _EXACT_INTEGER = 2**53  # every integer up to this magnitude is a double
 
 
+def _exact(name: str, value: object) -> float:
+    """``real(name, value)``, refusing an integer that a double cannot hold exactly."""
+    result = real(name, value)  # beyond any double: "must be finite"
+    if _is_integer(value) and abs(int(cast("int", value))) > _EXACT_INTEGER:
+        raise ValueError(f"{name} = {int(cast('int', value))} is not exact as a float64 (> 2**53)")
+    return result
+
+
 def _lossless(name: str, array: npt.NDArray[np.generic]) -> FloatArray:
     """``array`` (1-D) as float64 when no value changes; ``TypeError`` or ``ValueError``
     naming ``name`` (and the first bad index) otherwise."""
@@ -132,13 +156,16 @@ def _lossless(name: str, array: npt.NDArray[np.generic]) -> FloatArray:
             raise ValueError(f"{name}[{i}] = {array[i]!r} does not fit a float64")
         return result
     if kind in "iu":
-        too_big = np.flatnonzero(np.abs(array.astype(np.float64)) > _EXACT_INTEGER)
+        # Compared as integers: 2**53 + 1 rounds to 2**53 as a double, so a comparison
+        # after the conversion would pass it (and np.abs overflows at int64's minimum).
+        ints = cast("npt.NDArray[np.integer[Any]]", array)
+        too_big = np.flatnonzero((ints > _EXACT_INTEGER) | (ints < -_EXACT_INTEGER))
         if too_big.size:
             i = int(too_big[0])
             raise ValueError(f"{name}[{i}] = {int(array[i])} is not exact as a float64 (> 2**53)")
         return np.ascontiguousarray(array, dtype=np.float64)
-    if kind == "O":  # Python objects: each must be a real number
-        return np.array([real(f"{name}[{i}]", v) for i, v in enumerate(array)], dtype=np.float64)
+    if kind == "O":  # Python objects: each must be a real number, an integer an exact one
+        return np.array([_exact(f"{name}[{i}]", v) for i, v in enumerate(array)], dtype=np.float64)
     raise TypeError(f"{name} must hold real numbers, got an array of dtype {array.dtype}")
 
 

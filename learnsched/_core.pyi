@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_STATES', 'MAX_THREADS', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'SampleTables', 'Scenario', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'State', 'TIE_TOLERANCE', 'cost_fields', 'measure_score_error', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -341,17 +341,21 @@ class Model:
         """
         Build the tables the policies read (None: every policy's).
         """
-    def decide(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, policy: Policy) -> Action:
+    def _decide_floor(self, window: int, progress: int, durable: int, active: bool = False, policy: str | Policy = 'rollout', epsilon: float = 0.0, score_noise: collections.abc.Callable[[State, Action], float] | None = None, scores: collections.abc.Callable[[State, Action], float] | None = None) -> Action:
         """
-        The policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)).
+        decide's binding without its work (the benchmarks' floor): a cached wait.
         """
-    def decide_guarded(self, window: typing.SupportsInt | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Action:
+    def decide(self, window: int, progress: int, durable: int, active: bool = False, policy: str | Policy = 'rollout', epsilon: float = 0.0, score_noise: collections.abc.Callable[[State, Action], float] | None = None, scores: collections.abc.Callable[[State, Action], float] | None = None) -> Action:
         """
-        The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise (state, action) -> s-eq. (None: exact scores, as fast as rollout); with noise O(J) plus one call per action.
+        learnsched.Model.decide itself (every argument checked here, with its messages): the policy's action in a validated state; O(log J) per change of incumbent (a continuation row's first decision indexes it, O(J)). Equal actions are one object.
         """
     def decide_many(self, window: typing.Any, progress: typing.Any, durable: typing.Any, active: typing.Any, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> tuple[numpy.typing.NDArray[numpy.uint8], numpy.typing.NDArray[numpy.int32], numpy.typing.NDArray[numpy.bool], numpy.typing.NDArray[numpy.bool]]:
         """
         The policy's actions in many states: 1-D arrays window, progress, durable (int32) and active (bool) of equal length; guarded scores exactly with bound epsilon (s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, cold: bool), one entry per state; ValueError names the first invalid states[i].
+        """
+    def feasible_actions(self, state: State) -> list[Action]:
+        """
+        Every feasible action of a valid state, in canonical order.
         """
     def optimal_value(self, state: State) -> float:
         """
@@ -361,11 +365,15 @@ class Model:
         """
         Prepare another scenario in this model's memory (tables keep their capacity); a scenario that fails validation leaves the model unchanged. Not while another thread uses this model.
         """
+    def reference_score(self, state: State, action: Action) -> float:
+        """
+        Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq., of a feasible action (Eq. 11).
+        """
     def reference_value(self, state: State) -> float:
         """
         V^pi0: value of following Costed Window from the state, s-eq.
         """
-    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Plan:
+    def solve(self, policy: Policy, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0, score_noise: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex] | None = None) -> Plan:
         """
         The policy's plan from the initial state.
         """
@@ -375,6 +383,80 @@ class Model:
         """
     @property
     def scenario(self) -> Scenario:
+        ...
+class Reach:
+    """
+    Which states guard_check scores.
+    
+    Members:
+    
+      GUARDED
+    
+      ALL
+    """
+    ALL: typing.ClassVar[Reach]
+    GUARDED: typing.ClassVar[Reach]
+    __members__: typing.ClassVar[dict[str, Reach]]
+    @typing.overload
+    def __eq__(self, other: Reach) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: Reach) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+    @property
+    def value(self) -> int:
+        ...
+class ScoreErrorReport:
+    """
+    The worst error of score estimates over the reached states.
+    """
+    @property
+    def actions(self) -> int:
+        ...
+    @property
+    def states(self) -> int:
+        ...
+    @property
+    def worst(self) -> float:
+        """
+        max |Qhat - Q^pi0|, s-eq.
+        """
+    @property
+    def worst_action(self) -> Action:
+        ...
+    @property
+    def worst_estimate(self) -> float:
+        ...
+    @property
+    def worst_exact(self) -> float:
+        ...
+    @property
+    def worst_state(self) -> State:
         ...
 class SampleTables:
     """
@@ -431,6 +513,10 @@ def cost_fields() -> list[str]:
     """
     The cost causes in the order of solve_batch's cost columns.
     """
+def measure_score_error(model: Model, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex], epsilon: typing.SupportsFloat | typing.SupportsIndex, reach: Reach) -> ScoreErrorReport:
+    """
+    The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach names (App. D.3's bound), with where it is.
+    """
 def policy_name(policy: Policy) -> str:
     """
     The policy's name in the Python API (e.g. 'costed_window').
@@ -452,8 +538,10 @@ def validate(scenario: Scenario) -> None:
     Raise ValueError naming the first invalid field of the scenario.
     """
 MAX_SAMPLES: int = 65536
+MAX_SAMPLE_STATES: int = 16777216
 MAX_STATES: int = 16777216
 MAX_THREADS: int = 1024
+MAX_TWO_PATH_STATES: int = 8388608
 MAX_WINDOWS: int = 131072
 RELATIVE_TIE_TOLERANCE: float = 1e-12
 TIE_TOLERANCE: float = 1e-09

@@ -1,17 +1,25 @@
-"""Reading the JSON files users hand to learnsched: standard JSON, bounded nesting.
+"""The one reader of the JSON users hand to learnsched: standard JSON, bounded nesting.
 
 Python's parser recurses once per nesting level (``RecursionError`` near 1000 levels) and
-accepts ``NaN`` and ``Infinity``, which standard JSON does not. Every input file this
-package reads (scenarios, cost profiles, sweep specs) nests a few levels, so a file nested
-deeper than :data:`MAX_DEPTH` is refused with a ``ValueError`` naming the depth.
+accepts ``NaN`` and ``Infinity``, which standard JSON does not. Every input this package
+reads (scenarios, SPECs, calendars, cost profiles, trainer options) nests a few levels,
+so a value nested deeper than :data:`MAX_DEPTH` is refused with a ``ValueError`` naming
+the depth. Files are read by :func:`read_json` (UTF-8 with or without a BOM, bounded in
+size, see :mod:`learnsched._text`); text given on a command line by :func:`parse`.
+Integers are read as Python ints (exact at any size; a check later refuses what does
+not fit), numbers with a fraction or exponent as doubles (``1e400`` is infinite, which
+every field refuses by name).
 """
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "parse"]
+from ._text import decode, read_bytes, source_name
+
+__all__ = ["MAX_DEPTH", "parse", "read_json"]
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (a list of scenarios nests 4 levels)."""
@@ -56,22 +64,53 @@ def _too_deep(source: str, found: int, max_depth: int) -> ValueError:
 
 
 def parse(text: str | bytes, source: str, max_depth: int = MAX_DEPTH) -> Any:
-    """The value of standard JSON ``text`` read from ``source`` (a path, for messages).
+    """The value of standard JSON ``text`` read from ``source`` (a path or a flag, for
+    messages); bytes are decoded as UTF-8 with or without a BOM.
 
     Raises
     ------
     ValueError
-        Not valid standard JSON (``NaN`` and ``Infinity`` included), or nested deeper
-        than ``max_depth`` levels (the message gives the depth found).
+        Not UTF-8, not valid standard JSON (``NaN`` and ``Infinity`` included; the
+        message names ``source``, the line and the column), or nested deeper than
+        ``max_depth`` levels (the message gives the depth found).
     """
+    if isinstance(text, bytes):
+        text = decode(text, source)
+    elif text.startswith("\ufeff"):  # a BOM decoded as text
+        text = text[1:]
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
-        decoded = text.decode(errors="replace") if isinstance(text, bytes) else text
-        raise _too_deep(source, _text_depth(decoded), max_depth) from None
-    except ValueError as err:  # json.JSONDecodeError and UnicodeDecodeError too
+        raise _too_deep(source, _text_depth(text), max_depth) from None
+    except ValueError as err:  # json.JSONDecodeError, int digit limits, NaN/Infinity
         raise ValueError(f"{source} is not valid JSON: {err}") from None
     found = _value_depth(value)
     if found > max_depth:
         raise _too_deep(source, found, max_depth)
     return value
+
+
+def read_json(
+    path: str | os.PathLike[str], what: str | None = None, max_depth: int = MAX_DEPTH
+) -> Any:
+    """The JSON value in the file ``path`` (``-``: standard input).
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        How messages name it (default: the path), e.g. ``"--calendar cal.json"``.
+    max_depth
+        Deepest nesting accepted.
+
+    Raises
+    ------
+    ValueError
+        The file is not UTF-8, not standard JSON, too deep or too large; the message
+        names it (and the line and column of a syntax error).
+    OSError
+        It cannot be read.
+    """
+    source = what if what is not None else source_name(path)
+    return parse(decode(read_bytes(path), source), source, max_depth)

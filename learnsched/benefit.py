@@ -20,8 +20,9 @@ __all__ = ["BenefitRate", "BenefitSchedule", "benefit_rate", "benefit_text", "sc
 
 BenefitSchedule = tuple[tuple[float, float], ...]
 """``((start_s, rate), ...)``: rate ``g_i`` in s-eq./s from ``start_s`` on."""
-BenefitRate = float | BenefitSchedule
-"""A constant rate in s-eq./s, or a :data:`BenefitSchedule`."""
+BenefitRate = float | Sequence[tuple[float, float]]
+"""A constant rate in s-eq./s, or a schedule of ``(start_s, rate)`` pairs (any sequence:
+:func:`benefit_rate` makes it a :data:`BenefitSchedule`)."""
 
 
 def _piece(index: int, pair: object) -> tuple[float, float]:
@@ -33,7 +34,7 @@ def _piece(index: int, pair: object) -> tuple[float, float]:
     return (real(f"benefit_rate[{index}] start", start), real(f"benefit_rate[{index}] rate", rate))
 
 
-def benefit_rate(value: object) -> BenefitRate:
+def benefit_rate(value: object) -> float | BenefitSchedule:
     """``value`` as a float rate or a tuple of ``(start_s, rate)`` float pairs.
 
     Ranges (finite, rates ``>= 0``, starts strictly increasing) are the core's checks,
@@ -53,19 +54,21 @@ def benefit_rate(value: object) -> BenefitRate:
     if not isinstance(value, (Sequence, np.ndarray)) or isinstance(value, (str, bytes)):
         return real("benefit_rate", value)
     if len(value) == 0:
-        raise ValueError("benefit_rate must be a number or a non-empty list of [start_s, rate] pairs")
+        raise ValueError(
+            "benefit_rate must be a number or a non-empty list of [start_s, rate] pairs"
+        )
     return tuple(_piece(i, pair) for i, pair in enumerate(value))
 
 
 def schedule_of(rate: BenefitRate) -> tuple[float, list[tuple[float, float]]]:
     """The core's two fields: the constant rate (0 with a schedule) and the pieces."""
-    if isinstance(rate, tuple):
-        return 0.0, list(rate)
-    return rate, []
+    if isinstance(rate, (int, float)):
+        return rate, []
+    return 0.0, list(rate)
 
 
 def benefit_text(rate: BenefitRate) -> str:
     """``rate`` for people: ``"0.25"`` or ``"1 from 0 s, 0.25 from 300 s"`` (s-eq./s)."""
-    if isinstance(rate, tuple):
-        return ", ".join(f"{g:g} from {t:g} s" for t, g in rate)
-    return f"{rate:g}"
+    if isinstance(rate, (int, float)):
+        return f"{rate:g}"
+    return ", ".join(f"{g:g} from {t:g} s" for t, g in rate)

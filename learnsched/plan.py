@@ -11,6 +11,7 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._lazy import LazyTuple
+from ._sum import ordered_sum
 from .scenario import Recovery
 
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
@@ -41,7 +42,7 @@ class CostSplit:
     @property
     def total(self) -> float:
         """Sum of all causes, s-eq."""
-        return float(sum(getattr(self, name) for name in COST_FIELDS))  # left to right, as the core
+        return ordered_sum(getattr(self, name) for name in COST_FIELDS)  # as the core adds
 
     @classmethod
     def from_core(cls, cost: _core.CostSplit) -> CostSplit:
@@ -153,7 +154,7 @@ class Steps(LazyTuple[Step]):
     Parameters
     ----------
     source
-        The core's plan, or its :data:`Columns`.
+        The core's plan, or its ``Columns``.
     two_path
         Whether the scenario offers both recovery paths (steps then name theirs).
     """

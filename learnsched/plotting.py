@@ -9,6 +9,7 @@ from typing import Any
 from ._figures import pyplot, save_figure
 from .plan import Plan
 from .scenario import Recovery, Scenario
+from .solver import Policy
 from .summary import GridSummary
 
 __all__ = ["grid_summary_figure", "plans_figure", "plot_grid_summary", "plot_plans"]
@@ -135,13 +136,15 @@ def _draw_cost_bars(ax: Any, plans: Mapping[str, Plan]) -> None:
 def grid_summary_figure(summary: GridSummary) -> Any:
     """Mean DP gap per policy (symlog, Fig. 4a) and strict Rollout wins per calendar (Fig. 4b).
 
-    Every value label sits inside its panel: the gap axis extends past the largest bar
-    by enough (a factor on the log scale) for its label.
+    As in the paper, panel (a) ends with DP's own row (gap 0) and panel (b) labels every
+    calendar and recovery, zeros included. Every value label sits inside its panel: the
+    gap axis extends past the largest bar by enough (a factor on the log scale) for it.
     """
     plt = pyplot()
     fig, (gaps, wins) = plt.subplots(1, 2, figsize=(11, 3.8))
-    names = list(summary.mean_gap)
-    values = [summary.mean_gap[n] for n in names]
+    gap = {**summary.mean_gap, Policy.DP.value: 0.0}  # DP's gap to itself
+    names = list(gap)
+    values = [gap[n] for n in names]
     gaps.barh(names, values, color="#2b8cbe")
     gaps.set_xscale("symlog", linthresh=1.0)
     gaps.set_xlim(0, 12 * max(max(values), 1.0))
@@ -157,9 +160,8 @@ def grid_summary_figure(summary: GridSummary) -> Any:
         counts = [summary.wins_by_calendar.get(f"{c}/{recovery}", 0) for c in calendars]
         x = [i + offset for i in range(len(calendars))]
         wins.bar(x, counts, width=0.4, label=recovery)
-        for xi, count in zip(x, counts, strict=True):
-            if count:
-                wins.text(xi, count, str(count), ha="center", va="bottom", fontsize=8)
+        for xi, count in zip(x, counts, strict=True):  # zeros too, as Fig. 4(b) prints them
+            wins.text(xi, count, str(count), ha="center", va="bottom", fontsize=8)
         top = max(top, *counts)
     wins.set_ylim(0, 1.15 * max(top, 1))
     wins.set_xticks(range(len(calendars)), [c.replace("_", "-") for c in calendars], rotation=20)

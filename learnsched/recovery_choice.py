@@ -2,7 +2,10 @@
 
 Each grid scenario appears twice in the paper, once with warm and once with cold recovery.
 Here the pair becomes one two-path scenario (:meth:`HandoffCosts.choice`), and the value of
-choosing is compared, scenario by scenario, with the better of the two fixed-path values.
+choosing is compared, scenario by scenario, with the better of the two fixed-path values:
+for DP, for Rollout, and for the reference Costed Window (pi0), which with two paths follows
+the better fixed-path Costed Window from each state, so that Rollout over it is never below
+either fixed-path Costed Window (Proposition 1 with a path choice).
 The paper prices parked state at 0.01 s-eq. per GiB-second (6.383 GiB, App. D.2); other
 prices show when the choice starts to matter.
 """
@@ -49,8 +52,15 @@ class RecoveryChoiceRow:
         Scenarios where the optimal value with the choice beats the best fixed path.
     dp_gain_mean, dp_gain_max
         ``V*(both) - max(V*(warm), V*(cold))``, mean and maximum, s-eq.
-    rollout_gain_mean
-        The same for Rollout's values, mean, s-eq. (may be negative: Rollout is not optimal).
+    costed_window_gain_mean, costed_window_gain_min
+        The same for Costed Window (pi0), mean and minimum, s-eq. (``>= 0``: the reference
+        with a choice is never worse than either fixed path).
+    rollout_gain_mean, rollout_gain_min
+        The same for Rollout, mean and minimum, s-eq. (may be negative: Rollout is only
+        guaranteed not to lose to its own reference).
+    rollout_over_costed_window_min
+        ``V^R(both) - max(V^pi0(warm), V^pi0(cold))``, minimum, s-eq. (``>= 0``: Rollout
+        with the choice never loses to the better fixed-path Costed Window).
     """
 
     price: float
@@ -59,7 +69,11 @@ class RecoveryChoiceRow:
     dp_wins: int
     dp_gain_mean: float
     dp_gain_max: float
+    costed_window_gain_mean: float
+    costed_window_gain_min: float
     rollout_gain_mean: float
+    rollout_gain_min: float
+    rollout_over_costed_window_min: float
 
 
 def two_path_pairs(price: float = 0.01) -> list[tuple[GridScenario, GridScenario, Scenario]]:
@@ -90,19 +104,19 @@ def recovery_choice_rows(
         Solver threads.
     """
     rows = []
+    policies = ("dp", "rollout", "costed_window")
     for price in prices:
         pairs = two_path_pairs(price)
         fixed = [g.scenario for w, c, _ in pairs for g in (w, c)]
-        chosen = solve_batch([both for _, _, both in pairs], ("dp", "rollout"), threads)
-        single = solve_batch(fixed, ("dp", "rollout"), threads)
+        chosen = solve_batch([both for _, _, both in pairs], policies, threads)
+        single = solve_batch(fixed, policies, threads)
         calendars = np.array([w.calendar for w, _, _ in pairs])
-        gains = {
-            policy: chosen.column(policy) - single.column(policy).reshape(-1, 2).max(axis=1)
-            for policy in ("dp", "rollout")
-        }
+        best = {p: single.column(p).reshape(-1, 2).max(axis=1) for p in policies}
+        gains = {p: chosen.column(p) - best[p] for p in policies}
+        over = chosen.column("rollout") - best["costed_window"]
         for calendar in CALENDARS:
             mask = calendars == calendar
-            dp = gains["dp"][mask]
+            dp, cw, ro = (gains[p][mask] for p in ("dp", "costed_window", "rollout"))
             rows.append(
                 RecoveryChoiceRow(
                     price=price,
@@ -111,24 +125,42 @@ def recovery_choice_rows(
                     dp_wins=int((dp > STRICT_GAIN).sum()),
                     dp_gain_mean=float(dp.mean()),
                     dp_gain_max=float(dp.max()),
-                    rollout_gain_mean=float(gains["rollout"][mask].mean()),
+                    costed_window_gain_mean=float(cw.mean()),
+                    costed_window_gain_min=float(cw.min()),
+                    rollout_gain_mean=float(ro.mean()),
+                    rollout_gain_min=float(ro.min()),
+                    rollout_over_costed_window_min=float(over[mask].min()),
                 )
             )
     return rows
 
 
 def recovery_choice_table(rows: Sequence[RecoveryChoiceRow]) -> str:
-    """The rows as the README's Markdown table (s-eq., 3 decimals)."""
+    """The rows as the Markdown table of docs/studies.md (s-eq., 3 decimals)."""
     lines = [
         (
             "| residency price (s-eq./GiB-s) | calendar | scenarios | DP: choice wins "
-            "| DP: mean gain | DP: max gain | Rollout: mean gain |"
+            "| DP: mean gain | DP: max gain | Costed Window: mean gain | Costed Window: min gain "
+            "| Rollout: mean gain | Rollout: min gain | Rollout over fixed-path Costed Window: min |"
         ),
-        "|---:|---|---:|---:|---:|---:|---:|",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
-        lines.append(
-            f"| {r.price:g} | {r.calendar} | {r.scenarios} | {r.dp_wins} | "
-            f"{r.dp_gain_mean:.3f} | {r.dp_gain_max:.3f} | {r.rollout_gain_mean:.3f} |"
+        numbers = (
+            r.dp_gain_mean,
+            r.dp_gain_max,
+            r.costed_window_gain_mean,
+            r.costed_window_gain_min,
+            r.rollout_gain_mean,
+            r.rollout_gain_min,
+            r.rollout_over_costed_window_min,
         )
+        shown = " | ".join(_fixed3(x) for x in numbers)
+        lines.append(f"| {r.price:g} | {r.calendar} | {r.scenarios} | {r.dp_wins} | {shown} |")
     return "\n".join(lines)
+
+
+def _fixed3(value: float) -> str:
+    """Three decimals; a rounding of zero prints 0.000, never -0.000."""
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text

@@ -110,7 +110,7 @@ def _float_pairs(windows: tuple[object, ...]) -> bool:
 
 def _rate_json(rate: BenefitRate) -> float | list[list[float]]:
     """A benefit rate as JSON: the number, or the schedule's ``[start_s, rate]`` pairs."""
-    return [list(piece) for piece in rate] if isinstance(rate, tuple) else rate
+    return rate if isinstance(rate, (int, float)) else [list(piece) for piece in rate]
 
 
 def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -333,7 +333,8 @@ class Scenario:
     ----------
     windows
         Sorted, non-overlapping idle windows ``(start, end)`` in seconds; capacity must be
-        ready again by each window's end.
+        ready again by each window's end. Any sequence of pairs (a list, a numpy array of
+        shape ``(K, 2)``); kept as a tuple of float pairs.
     work_quanta
         Construction and validation work ``J`` in quanta.
     quantum_s
@@ -352,7 +353,7 @@ class Scenario:
         State at the start of the first window.
     """
 
-    windows: tuple[tuple[float, float], ...]
+    windows: Sequence[tuple[float, float]]
     work_quanta: int
     quantum_s: float
     benefit_rate: BenefitRate
@@ -484,3 +485,24 @@ class Scenario:
             )
         except TypeError as err:  # JSON input: a wrong type is a bad value
             raise ValueError(str(err)) from err
+
+
+def scenarios_from_json(data: object) -> tuple[list[Scenario], bool]:
+    """The scenarios of a JSON document: one object, or a list of them.
+
+    Returns the scenarios and whether the document was a list (its output is then a list).
+
+    Raises
+    ------
+    ValueError
+        An invalid scenario, named by its index in a list (``scenario [i]: ...``).
+    """
+    if isinstance(data, list):
+        scenarios = []
+        for i, obj in enumerate(data):
+            try:
+                scenarios.append(Scenario.from_json(obj))
+            except ValueError as err:
+                raise ValueError(f"scenario [{i}]: {err}") from None
+        return scenarios, True
+    return [Scenario.from_json(data)], False

@@ -23,15 +23,21 @@ __all__ = [
     "Decisions",
     "Model",
     "Policy",
+    "ScoreEstimate",
     "ScoreNoise",
+    "State",
     "solve",
     "solve_all",
 ]
 
 Action = _core.Action
 ActionKind = _core.ActionKind
+State = _core.State
+"""A decision state ``(window, progress, durable, active)``, as score callbacks get it."""
 # Error of an estimated score, s-eq., as a deterministic function of (state, action).
 ScoreNoise = Callable[[_core.State, _core.Action], float]
+# A user's own score estimate Qhat(s, a) of Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq.
+ScoreEstimate = Callable[[_core.State, _core.Action], float]
 
 
 class Policy(str, Enum):
@@ -45,7 +51,8 @@ class Policy(str, Enum):
     STATIC_ROI = "static_roi"
     """Window, gated by a return on investment that ignores every handoff."""
     COSTED_WINDOW = "costed_window"
-    """The reference pi0: Window, gated by the fully priced value of its plan."""
+    """The reference pi0: Window, gated by the fully priced value of its plan; with two
+    return paths, the better of the two fixed-path Costed Windows from each state."""
     ROLLOUT = "rollout"
     """LearnSched: one-step rollout over Costed Window (Eq. 11)."""
     DP = "dp"
@@ -94,13 +101,6 @@ if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a buil
     )
 
 
-# decide()'s hot path: the policies that take no guard, keyed by member (found by identity)
-# and so by name too (a member hashes and compares as its string).
-_UNGUARDED: dict[str, _core.Policy] = {
-    p: _CORE_POLICY[p.value] for p in Policy if p is not Policy.GUARDED
-}
-
-
 def core_policy(policy: str | Policy) -> _core.Policy:
     """The core's enum value for a policy name or member."""
     try:
@@ -126,6 +126,28 @@ def _core_state(window: object, progress: object, durable: object, active: objec
     return _core.State(*_state_args(window, progress, durable, active))
 
 
+def decide_arguments(
+    window: object,
+    progress: object,
+    durable: object,
+    active: object,
+    policy: str | Policy | _core.Policy,
+    epsilon: object,
+    score_noise: object,
+    scores: object,
+) -> tuple[int, int, int, bool, _core.Policy, float, ScoreNoise | None, ScoreEstimate | None]:
+    """:meth:`Model.decide`'s arguments checked and converted, in the order the core takes
+    them, or a ``TypeError``/``ValueError`` naming the field.
+
+    The core's ``decide`` checks plain arguments itself (ints, a bool, an unguarded policy,
+    no guard) and calls this for every other call: numpy integers, the guarded policy, or
+    a bad argument, which then fails with the message every other function gives it.
+    """
+    state = _state_args(window, progress, durable, active)
+    core = policy if isinstance(policy, _core.Policy) else core_policy(policy)
+    return (*state, core, *_guard(policy, epsilon, score_noise, scores))
+
+
 def guard_epsilon(epsilon: object) -> float:
     """The score-error bound as a float ``>= 0`` (``inf`` allowed), s-eq."""
     if isinstance(epsilon, float) and math.isinf(epsilon) and epsilon > 0:
@@ -136,25 +158,44 @@ def guard_epsilon(epsilon: object) -> float:
     return value
 
 
-def _guard(
-    policy: str | Policy, epsilon: float, score_noise: ScoreNoise | None
-) -> tuple[float, ScoreNoise | None]:
-    """Checked guard arguments; only the guarded policy takes them."""
-    eps = guard_epsilon(epsilon)
-    if Policy.parse(policy) is not Policy.GUARDED and (eps != 0.0 or score_noise is not None):
-        raise ValueError(f"epsilon and score_noise apply only to policy 'guarded', got {policy!r}")
-    if score_noise is None:
-        return eps, None
-    if not callable(score_noise):
-        raise TypeError(
-            f"score_noise must be callable (state, action) -> s-eq., got {score_noise!r}"
-        )
-    noise = score_noise
+def checked_callback(
+    name: str, f: object
+) -> Callable[[_core.State, _core.Action], float] | None:
+    """``f`` wrapped so that each answer is checked as a finite number naming ``name``."""
+    if f is None:
+        return None
+    if not callable(f):
+        raise TypeError(f"{name} must be callable (state, action) -> s-eq., got {f!r}")
+    call = f
 
     def checked(state: _core.State, action: _core.Action) -> float:
-        return number("score_noise(state, action)", noise(state, action))
+        return number(f"{name}(state, action)", call(state, action))
 
-    return eps, checked
+    return checked
+
+
+def _guard(
+    policy: str | Policy | _core.Policy,
+    epsilon: object,
+    score_noise: object,
+    scores: object = None,
+) -> tuple[float, ScoreNoise | None, ScoreEstimate | None]:
+    """Checked guard arguments; only the guarded policy takes them, and only one of
+    ``score_noise`` and ``scores``."""
+    eps = guard_epsilon(epsilon)
+    given = eps != 0.0 or score_noise is not None or scores is not None
+    guarded = (
+        policy == _core.Policy.GUARDED
+        if isinstance(policy, _core.Policy)
+        else Policy.parse(policy) is Policy.GUARDED
+    )
+    if not guarded and given:
+        raise ValueError(
+            f"epsilon, score_noise and scores apply only to policy 'guarded', got {policy!r}"
+        )
+    if score_noise is not None and scores is not None:
+        raise ValueError("give score_noise or scores, not both")
+    return eps, checked_callback("score_noise", score_noise), checked_callback("scores", scores)
 
 
 class Decisions(NamedTuple):
@@ -193,7 +234,8 @@ class Model:
         raises ``ValueError``.
     """
 
-    __slots__ = ("_decide", "_model", "_scenario")
+    # __dict__: decide, bound per instance (see __init__)
+    __slots__ = ("__dict__", "_model", "_scenario", "_tables_for")
 
     def __init__(
         self, scenario: Scenario, policies: str | Iterable[str | Policy] | None = None
@@ -204,8 +246,29 @@ class Model:
             None if policies is None else [core_policy(p) for p in parse_policies(policies)]
         )
         self._scenario = scenario
+        self._tables_for = tables_for
         self._model = _core.Model(scenario.to_core(), tables_for)
-        self._decide = self._model.decide  # bound once: decide()'s hot path is one call
+        # decide's hot path is the core's binding itself, which checks every argument as
+        # decide() below does: bound per instance, it skips that Python frame (30% of a call).
+        object.__setattr__(self, "decide", self._model.decide)
+
+    def rebuild(self, scenario: Scenario) -> None:
+        """Prepare another scenario in this model's memory, for the same policies.
+
+        The tables keep their capacity, so a scheduler that re-plans at every window
+        (the control loop) allocates nothing once the largest scenario has been seen:
+        O(K*J) time, as building a new model, without its allocations. A scenario that
+        fails validation leaves the model as it was. Not while another thread uses it.
+
+        Parameters
+        ----------
+        scenario
+            The scenario to prepare.
+        """
+        if not isinstance(scenario, Scenario):
+            raise TypeError(f"scenario must be a Scenario, got {type(scenario).__name__}")
+        self._model.rebuild(scenario.to_core(), self._tables_for)
+        self._scenario = scenario
 
     def __repr__(self) -> str:
         s = self._scenario
@@ -229,6 +292,7 @@ class Model:
         policy: str | Policy = Policy.ROLLOUT,
         epsilon: float = 0.0,
         score_noise: ScoreNoise | None = None,
+        scores: ScoreEstimate | None = None,
     ) -> _core.Action:
         """The policy's action for an observed state at the start of ``window``.
 
@@ -249,6 +313,12 @@ class Model:
             ``guarded`` only: ``(state, action) -> e`` in s-eq., the error of each action's
             estimated score ``Q^pi0(s, a) + e``; ``None`` scores exactly. The guarantee
             (never below Costed Window) holds when ``|e| <= epsilon`` everywhere.
+        scores
+            ``guarded`` only: ``(state, action) -> Qhat`` in s-eq., your own estimate of
+            ``Q^pi0(s, a) = R(s, a) + V^pi0(s')`` for each feasible action (instead of
+            ``score_noise``). The guarantee holds when ``|Qhat - Q^pi0| <= epsilon`` over
+            the states the policy reaches: :func:`learnsched.scores.check_scores` and
+            ``learnsched guard-check`` measure it.
 
         Returns
         -------
@@ -256,61 +326,20 @@ class Model:
             ``kind`` (:class:`ActionKind`), ``quanta`` (quanta to run in this window: the
             remaining quanta for ``PUBLISH``, 0 for waits and returns), ``checkpoint``
             (save before returning) and ``cold`` (return by the cold path of a two-path
-            scenario). Capacity must be back by the window's end.
+            scenario). Capacity must be back by the window's end. Actions are immutable,
+            and equal ones may be one shared object.
 
         Raises
         ------
+        TypeError
+            A state field that is not an integer, or ``active`` that is not a bool.
         ValueError
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
         """
-        # The hot path: one dict lookup and five type tests, then the core. bool is not an
-        # int here; anything else (numpy integers, names, guards) takes the checked path.
-        core: _core.Policy | None
-        try:
-            core = _UNGUARDED[policy]
-        except (KeyError, TypeError):
-            core = None
-        if (
-            core is not None
-            and type(window) is int
-            and type(progress) is int
-            and type(durable) is int
-            and score_noise is None
-            and type(epsilon) is float
-            and epsilon == 0.0
-            and type(active) is bool
-        ):
-            try:
-                return self._decide(window, progress, durable, active, core)
-            except TypeError:  # an int beyond C int: name the field
-                _state_args(window, progress, durable, active)
-                raise
-        return self._decide_checked(window, progress, durable, active, policy, epsilon, score_noise)
-
-    def _decide_checked(
-        self,
-        window: object,
-        progress: object,
-        durable: object,
-        active: object,
-        policy: str | Policy,
-        epsilon: float,
-        score_noise: ScoreNoise | None,
-    ) -> _core.Action:
-        """:meth:`decide` with every argument converted and checked."""
-        window, progress, durable, active = _state_args(window, progress, durable, active)
-        core = core_policy(policy)
-        try:
-            if core == _core.Policy.GUARDED:
-                eps, noise = _guard(policy, epsilon, score_noise)
-                return self._model.decide_guarded(window, progress, durable, active, eps, noise)
-            if score_noise is not None or type(epsilon) is not float or epsilon != 0.0:
-                _guard(policy, epsilon, score_noise)  # raises unless the arguments mean "none"
-            return self._model.decide(window, progress, durable, active, core)
-        except TypeError:  # pybind11's message names no argument: say which one
-            _state_args(window, progress, durable, active)
-            raise
+        return self._model.decide(
+            window, progress, durable, active, policy, epsilon, score_noise, scores
+        )
 
     def decide_many(
         self,
@@ -354,7 +383,7 @@ class Model:
             for a policy other than ``guarded``, or an invalid state (``states[i]: ...``).
         """
         core = core_policy(policy)
-        eps, _ = _guard(policy, epsilon, None)
+        eps, _, _ = _guard(policy, epsilon, None)
         columns = (
             int32_vector("window", window),
             int32_vector("progress", progress),
@@ -373,6 +402,7 @@ class Model:
         policy: str | Policy = Policy.ROLLOUT,
         epsilon: float = 0.0,
         score_noise: ScoreNoise | None = None,
+        scores: ScoreEstimate | None = None,
     ) -> Plan:
         """The policy's whole plan from the initial state (GIL released while solving).
 
@@ -380,9 +410,9 @@ class Model:
         ----------
         policy
             Policy name or :class:`Policy`; LearnSched's rollout by default.
-        epsilon, score_noise
-            The guarded policy's score-error bound (s-eq.) and score errors, as in
-            :meth:`decide`.
+        epsilon, score_noise, scores
+            The guarded policy's score-error bound (s-eq.) and score errors or your own
+            score estimates, as in :meth:`decide`.
 
         Returns
         -------
@@ -396,8 +426,8 @@ class Model:
         ValueError
             An unknown policy, or a guard argument for a policy other than ``guarded``.
         """
-        eps, noise = _guard(policy, epsilon, score_noise)
-        plan = self._model.solve(core_policy(policy), eps, noise)
+        eps, noise, estimate = _guard(policy, epsilon, score_noise, scores)
+        plan = self._model.solve(core_policy(policy), eps, noise, estimate)
         return Plan.from_core(plan, self._scenario.costs.offers_choice)
 
     def solve_all(self, policies: str | Iterable[str | Policy] = ALL_POLICIES) -> dict[str, Plan]:
@@ -433,12 +463,26 @@ class Model:
         """``V^pi0`` of a state: the value of following Costed Window from it, s-eq."""
         return self._model.reference_value(_core_state(window, progress, durable, active))
 
+    def reference_score(self, state: State, action: Action) -> float:
+        """``Q^pi0(s, a) = R(s, a) + V^pi0(s')`` (Eq. 11), s-eq.: the exact score the guarded
+        rollout's estimates stand for, of a feasible ``action`` in ``state``.
+
+        Raises
+        ------
+        TypeError
+            ``state`` or ``action`` is not the core's :data:`State` / :data:`Action`.
+        ValueError
+            An invalid state, an infeasible action, or a model built without ``V^pi0``.
+        """
+        return self._model.reference_score(state, action)
+
 
 def solve(
     scenario: Scenario,
     policy: str | Policy = Policy.ROLLOUT,
     epsilon: float = 0.0,
     score_noise: ScoreNoise | None = None,
+    scores: ScoreEstimate | None = None,
 ) -> Plan:
     """Solve one scenario under one policy (default: LearnSched's rollout).
 
@@ -449,9 +493,9 @@ def solve(
     policy
         Policy name (``"never"``, ``"window"``, ``"static_roi"``, ``"costed_window"``,
         ``"rollout"``, ``"dp"``, ``"guarded"``) or :class:`Policy`.
-    epsilon, score_noise
-        The guarded policy's score-error bound (s-eq.) and score errors
-        (:meth:`Model.decide`).
+    epsilon, score_noise, scores
+        The guarded policy's score-error bound (s-eq.) and score errors or your own score
+        estimates (:meth:`Model.decide`).
 
     Returns
     -------
@@ -467,7 +511,7 @@ def solve(
     ValueError
         An unknown policy, or a guard argument for a policy other than ``guarded``.
     """
-    return Model(scenario, (policy,)).solve(policy, epsilon, score_noise)
+    return Model(scenario, (policy,)).solve(policy, epsilon, score_noise, scores)
 
 
 def solve_all(

@@ -65,6 +65,17 @@ def run_python(
     )
 
 
+def dead_pid() -> int:
+    """The id of a process that has exited (a child that printed it and ended)."""
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(child.stdout)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """After a run with fuzz suites: how many inputs they ran, and how many were refused."""
     fuzzing = sys.modules.get("fuzzing")
@@ -77,3 +88,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         f"{s} {counts[s]} ({counts[s + ' named errors']} named errors)" for s in suites
     )
     terminalreporter.write_line(f"fuzz: {total} inputs: {detail}")
+
+
+@pytest.fixture(autouse=True)
+def _private_engine_leases(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control-loop runs take an engine lease (learnsched.control.locks): each test gets
+    its own lease folder, never the user's ~/.local/state."""
+    monkeypatch.setenv("LEARNSCHED_LEASE_DIR", str(tmp_path_factory.mktemp("leases")))

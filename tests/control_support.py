@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -24,17 +25,23 @@ class CountingTrainer(Trainer):
     """A trainer whose quantum is a sleep: the protocol and its durability, without torch.
 
     The checkpoint is a JSON file written atomically; ``fail_at`` makes ``advance``
-    raise at that progress (a trainer error, not a crash).
+    raise at that progress (a trainer error, not a crash), ``loss_at`` report the loss
+    ``loss`` from there (a diverged trainer: ``"nan"``, ``"inf"``), ``start_s`` makes building it take
+    that long (a slow base model).
     """
 
     def __init__(
         self, state_dir: Path, *, work_quanta: int = 20, quantum_s: float = 0.02,
-        fail_at: int | None = None,
+        fail_at: int | None = None, loss_at: int | None = None, loss: float | str = math.nan,
+        start_s: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__(state_dir)
+        time.sleep(start_s)
         self._work_quanta = work_quanta
         self.quantum_s = quantum_s
         self.fail_at = fail_at
+        self.loss_at = loss_at
+        self.loss = float(loss)  # "nan", "inf": strict JSON options cannot hold them
         self.progress = self.durable = self.read()
         self.loaded = False
 
@@ -61,7 +68,8 @@ class CountingTrainer(Trainer):
             raise RuntimeError(f"failing at {self.progress} as asked")
         time.sleep(quanta * self.quantum_s)
         self.progress += quanta
-        return Advanced(self.progress, 1.0 / self.progress)
+        diverged = self.loss_at is not None and self.progress >= self.loss_at
+        return Advanced(self.progress, self.loss if diverged else 1.0 / self.progress)
 
     def checkpoint(self) -> int:
         atomic_write_text(self.state_dir / "count.json", json.dumps({"quanta": self.progress}))
@@ -92,9 +100,12 @@ def make_loop(
     horizon_s: float = 3600.0,
     on_ready: Any = None,
     forecast: str | None = None,
+    door: Any = None,
+    drain_s: float = 2.0,
 ) -> ControlLoop:
     """A loop on a known calendar (relative seconds), ledger and state under ``folder``;
-    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars."""
+    ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars; ``door``
+    is a gate in front of the engine."""
 
     def decider(work_quanta: int, costs: TrainerCosts) -> Any:
         handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
@@ -106,7 +117,7 @@ def make_loop(
         )  # fmt: skip
 
     return ControlLoop(
-        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0),
+        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0, door=door, drain_s=drain_s),
         TrainerProcess(trainer, folder / "state", trainer_options or {}),
         KnownCalendar([Window(a, b) for a, b in windows]),
         decider,

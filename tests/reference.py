@@ -9,8 +9,10 @@ Three extensions beyond the paper. A scenario with ``cold_recovery_s`` offers tw
 paths: every returning action comes in a warm variant (``recovery_s``, ``residency_rate``
 charged on the whole segment, from the window start until capacity is ready) and a cold
 one (``cold_recovery_s``, no residency), warm first in canonical order; a variant is
-feasible only if its own return fits (Eq. 10). The reference policies take the most work
-any path fits and then the variant with the larger reward (the first on ties). And the
+feasible only if its own return fits (Eq. 10). Window, Static ROI and Never take the most
+work any path fits and then the variant with the larger reward (the first on ties); Costed
+Window (pi0) takes, in each state, the action of the fixed-path Costed Window (warm only or
+cold only) whose value from that state is larger (warm on ties). And the
 guarded rollout (Eqs. D.5-D.6) replaces Costed Window's action only by an estimated score
 margin above ``2*epsilon``. And the benefit rate may be a piecewise-constant schedule
 ``((t_0, g_0), (t_1, g_1), ...)``: ``g_i`` from ``t_i`` until the next piece starts (the last
@@ -24,7 +26,7 @@ import itertools
 import math
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -279,7 +281,9 @@ def _feasible(s: RefScenario, state: State) -> tuple[Action, ...]:
     kinds: list[tuple[str, int, bool]] = [("publish", remaining, False)]
     kinds += [("advance", u, True) for u in advances]
     kinds += [("advance", u, False) for u in advances]
-    head = [("abandon", 0, False), ("checkpoint_return", 0, True), ("discard_return", 0, False)]
+    # Checkpoint-return only with unsaved work: with none it would save nothing.
+    unsaved = [("checkpoint_return", 0, True)] if p > pbar else []
+    head = [("abandon", 0, False), *unsaved, ("discard_return", 0, False)]
     returning = [(*kind, cold) for kind in (head if active else []) + kinds for cold in s.paths]
     return tuple(
         action
@@ -342,11 +346,36 @@ def _abandon_value(s: RefScenario, state: State) -> float:
 
 
 def _costed_window_action(s: RefScenario, state: State) -> Action:
-    """Costed Window (pi0): Window's action iff its full plan beats abandoning."""
+    """Costed Window (pi0): Window's action iff its full plan beats abandoning; with two
+    paths, the action of the better fixed-path Costed Window from ``state``."""
+    if s.cold_recovery_s is not None:
+        return _path_choice_action(s, state)
     go_value = _policy_value(s, "window", state)
     if _exceeds(go_value, _abandon_value(s, state)):
         return _window_action(s, state)
     return _decline(s, state)
+
+
+def fixed_path(s: RefScenario, cold: bool) -> RefScenario:
+    """The scenario with only one of its two return paths."""
+    recovery_s, residency_rate = s.path(cold)
+    return replace(s, recovery_s=recovery_s, residency_rate=residency_rate, cold_recovery_s=None)
+
+
+def _path_choice_action(s: RefScenario, state: State) -> Action:
+    """pi0 with two paths: follow whichever fixed-path Costed Window is worth more from
+    ``state`` (warm on ties; an active state only by a path that can return from it)."""
+    best: tuple[Action, float] | None = None
+    for cold in s.paths:
+        one = fixed_path(s, cold)
+        if state[3] and not _variants(one, state, "discard_return"):
+            continue  # this path cannot return from the window
+        name, quanta, checkpoint, _ = _costed_window_action(one, state)
+        value = _policy_value(one, "costed_window", state)
+        if best is None or _exceeds(value, best[1]):
+            best = ((name, quanta, checkpoint, cold and name != "wait"), value)  # waits return nothing
+    assert best is not None, "a valid active state can return by some path"
+    return best[0]
 
 
 def _static_roi_action(s: RefScenario, state: State) -> Action:

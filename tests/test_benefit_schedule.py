@@ -238,3 +238,16 @@ def test_a_sweep_keeps_a_base_schedule_and_sets_a_swept_rate() -> None:
     assert rows.value[0].tolist() == [ls.solve(s, "dp").value, ls.solve(s, "rollout").value]
     spec = parse_spec({"base": [s.to_json()], "vary": {"benefit_rate": [0.25]}, "policies": ["dp"]})
     assert solve_rows(spec, 0, 1).value[0].tolist() == [ls.solve(S0348, "dp").value]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(scenarios(scheduled=True), scenarios(scheduled=True, two_path=True)))
+def test_an_exact_forecast_decides_as_the_model_with_a_schedule(scenario: ls.Scenario) -> None:
+    """Each sample's tables and the current window price publication by the same Phi."""
+    model = ls.Model(scenario)
+    init = scenario.initial
+    for k, window in enumerate(scenario.windows):
+        decision = ForecastDecision(scenario, window, [list(scenario.windows[k + 1 :])])
+        p, pbar, active = (init.progress, init.durable, init.active) if k == 0 else (0, 0, False)
+        for policy in ("window", "costed_window", "rollout", "dp"):
+            assert decision.decide(p, pbar, active, policy) == model.decide(k, p, pbar, active, policy)

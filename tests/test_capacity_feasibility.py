@@ -85,6 +85,20 @@ def test_segment_cursors_give_the_binary_search_results_bitwise(
     assert running == expected_best
 
 
+@settings(max_examples=200, deadline=None)
+@given(segmented_cases(), st.floats(0.0, 9.0), st.floats(-1e9, 1e9))
+def test_constant_rate_scan_is_the_relative_scan_bitwise(
+    case: tuple[Trace, RateProfile], rate: float, start: float
+) -> None:
+    """One rate segment takes the kernel's loop without segment lookups (issue 22): every
+    slack is still the general loop's (the reference, operation for operation), bit for bit,
+    wherever the segment starts."""
+    trace, _ = case
+    capacity = RateProfile(np.array([start]), np.array([rate]))
+    slack = check_feasibility(trace, capacity, tolerance=0.0).slack
+    assert slack.tobytes() == np.array(ref.relative_scan(trace, capacity)).tobytes()
+
+
 def test_single_request_exact_fit_is_feasible() -> None:
     trace = Trace([1.0], [3.0], [4.0])
     result = check_feasibility(trace, RateProfile.constant(1.0))

@@ -7,6 +7,7 @@ the real LoRA trainer.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -47,8 +48,8 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
 ) -> None:
     dialect = engine.state.config.dialect
     loop = make_loop(
-        engine.url, dialect, [(0.3, 1.3), (1.8, 3.5)], tmp_path,
-        trainer_options={"work_quanta": 30, "quantum_s": 0.02},
+        engine.url, dialect, [(0.3, 1.8), (2.3, 5.0)], tmp_path,
+        trainer_options={"work_quanta": 30, "quantum_s": 0.05},  # a sleep's jitter is small
     )  # fmt: skip
     totals = loop.run()
     assert totals.published
@@ -60,10 +61,10 @@ def test_known_calendar_lends_returns_on_time_and_publishes(
     assert totals.durable_quanta == 30
     records = read_ledger(tmp_path / "ledger.jsonl")
     assert replay(records, loop.run_id) == totals
-    order = [r.kind for r in records if r.kind != "work"]
+    order = [r.kind for r in records if r.kind not in ("work", "park-step")]
     assert order == [
-        "run-start", "decision", "park", "checkpoint", "return",
-        "decision", "park", "publish", "return", "run-end",
+        "run-start", "reference", "trainer-ready", "decision", "park", "parked", "checkpoint",
+        "return", "decision", "park", "parked", "publish", "return", "run-end",
     ]  # fmt: skip
     returns = [r for r in records if r.kind == "return"]
     for record in returns:  # ready (a completed request) before the window's deadline
@@ -114,14 +115,14 @@ def test_a_killed_trainer_loses_only_unsaved_work(tmp_path: Path) -> None:
         def kill_trainer(clock_start: float) -> None:
             pid = loop.trainer.pid
             assert pid is not None
-            timer = threading.Timer(1.5, os.kill, (pid, signal.SIGKILL))
+            timer = threading.Timer(2.2, os.kill, (pid, signal.SIGKILL))
             timers.append(timer)
             timer.start()
 
         loop = make_loop(
-            engine.url, "vllm", [(0.2, 1.0), (1.2, 3.0), (3.5, 5.0), (6.0, 60.0)], tmp_path,
+            engine.url, "vllm", [(0.2, 1.5), (1.8, 4.0), (4.5, 7.0), (8.0, 60.0)], tmp_path,
             trainer_options={"work_quanta": 1000, "quantum_s": 0.02}, on_ready=kill_trainer,
-            until_s=5.5,
+            until_s=7.5,
         )  # fmt: skip
         totals = loop.run()
     records = read_ledger(tmp_path / "ledger.jsonl")
@@ -276,8 +277,39 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
         with pytest.raises(TrainerError, match="failing at 5 as asked"):
             loop.run()
         assert not engine.state.sleeping  # returned before the error left the loop
-    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind != "work"]
-    assert kinds[-2:] == ["park", "return"]
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    kinds = [r.kind for r in records if r.kind not in ("work", "park-step")]
+    assert kinds[-5:] == ["park", "parked", "trainer-failed", "return", "run-end"]
+    failed = next(r for r in records if r.kind == "trainer-failed")
+    assert failed.unsaved_lost == 5
+
+
+@pytest.mark.parametrize("loss", [float("nan"), float("inf"), -float("inf")])
+def test_a_diverged_loss_is_a_trainer_failure_never_saved(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], loss: float
+) -> None:
+    """A NaN or infinite loss used to end the run with exit 2 (the ledger refuses NaN):
+    now it is a recorded trainer failure, the engine is back and nothing is saved."""
+    calendar = tmp_path / "calendar.json"
+    calendar.write_text(json.dumps({"windows": [[0.2, 3.0], [4.0, 60.0]]}))
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        options = {"work_quanta": 100, "quantum_s": 0.02, "loss_at": 4, "loss": str(loss)}
+        status = main([
+            "run", "--engine", "vllm", "--url", engine.url, "--trainer", COUNTING,
+            "--trainer-options", json.dumps(options), "--calendar", str(calendar),
+            "--ledger", str(tmp_path / "ledger.jsonl"), "--state-dir", str(tmp_path / "state"),
+            "--recovery-s", "0.2",
+        ])  # fmt: skip
+        assert not engine.state.sleeping
+    assert status == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert errors == [f"learnsched run: error: trainer diverged: loss {loss!r} at progress 4"]
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert [r.kind for r in records if r.kind not in ("work", "decision")][-3:] == [
+        "trainer-failed", "return", "run-end"
+    ]  # fmt: skip
+    assert not any(r.kind == "checkpoint" for r in records)
+    assert next(r for r in records if r.kind == "trainer-failed").unsaved_lost == 4
 
 
 def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -290,3 +322,33 @@ def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: P
     assert not (tmp_path / "ledger.jsonl").exists() or "park" not in kinds(
         tmp_path / "ledger.jsonl"
     )
+
+
+def test_a_unix_calendar_is_not_shifted_by_the_start_up_time(tmp_path: Path) -> None:
+    """The trainer takes 1.5 s to start: a unix window must still be lent from its
+    start and returned by its deadline in epoch seconds, as the ledger records them."""
+    import time
+
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        start = time.time() + 2.5
+        planned = [start, start + 1.5]
+        calendar = tmp_path / "calendar.json"
+        calendar.write_text(json.dumps({"windows": [planned, [start + 60, start + 120]],
+                                        "clock": "unix"}))  # fmt: skip
+        options = {"work_quanta": 1000, "quantum_s": 0.02, "start_s": 1.5}
+        status = main([
+            "run", "--engine", "vllm", "--url", engine.url, "--trainer", COUNTING,
+            "--trainer-options", json.dumps(options), "--calendar", str(calendar),
+            "--ledger", str(tmp_path / "ledger.jsonl"), "--state-dir", str(tmp_path / "state"),
+            "--recovery-s", "0.2", "--seconds", str(start + 3.0 - time.time()),
+        ])  # fmt: skip
+    assert status == 0
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    park = next(r for r in records if r.kind == "park")
+    back = next(r for r in records if r.kind == "return")
+    assert planned[0] <= park.wall_time <= planned[0] + 0.5  # lent when the window opens
+    assert back.wall_time <= planned[1] + 0.1  # ready by the deadline, in epoch time
+    assert park.detail["planned_unix"] == pytest.approx(planned, abs=1e-3)
+    assert back.detail["planned_unix"] == pytest.approx(planned, abs=1e-3)
+    assert back.detail["ready_unix"] <= planned[1]
+    assert back.detail["late"] is False

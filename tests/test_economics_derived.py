@@ -20,7 +20,7 @@ DERIVED_KEYS = {
     "b1_timely_pp",
     "nonpositive_build_saving_pct",
     "fig12a_use_ready_pct",
-    "c1_fixed_budget_saving_pct",
+    "c3_fixed_budget_saving_pct",
     "fig11_w_over_never",
 }
 
@@ -82,7 +82,7 @@ def test_fig8_breakeven_weights(figures: dict[str, Any]) -> None:
         ("b1_token_saving_pct", "window", 3.49, 2),
         ("b1_timely_pp", None, 3.65, 2),
         ("nonpositive_build_saving_pct", None, 35.15, 2),
-        ("c1_fixed_budget_saving_pct", None, 44.14, 2),
+        ("c3_fixed_budget_saving_pct", None, 44.14, 2),
     ],
 )
 def test_ledger_percentages(
@@ -125,3 +125,40 @@ def test_printed_figure_flags() -> None:
     assert not PrintedFigure(2.917, 2.91, 2).rounded_from_unrounded_means  # exact inputs
     assert not PrintedFigure(2.917, 2.80, 2, (2.90, 2.93)).rounded_from_unrounded_means
     assert PrintedFigure(2.914, 2.91, 2).matches_print
+
+
+def test_the_c3_figure_cites_app_c3_and_keeps_its_old_key_one_release(
+    figures: dict[str, Any],
+) -> None:
+    """Fig. C.1's budget figure is App. C.3's (budget stopping), not App. C.1's (alerts)."""
+    new = figures["c3_fixed_budget_saving_pct"]
+    old = figures["c1_fixed_budget_saving_pct"]
+    assert old["deprecated"] == "renamed c3_fixed_budget_saving_pct; this key goes in the next release"
+    assert {k: v for k, v in old.items() if k != "deprecated"} == new
+    from learnsched.economics import derived
+
+    with pytest.warns(DeprecationWarning, match="C3_TOKENS"):
+        assert derived.C1_TOKENS == derived.C3_TOKENS
+    assert "C.3" in (derived.__doc__ or "")
+    assert "C.1)" not in (derived.__doc__ or "")
+
+
+def test_paper_values_print_with_the_papers_decimals(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out = run(["econ", "paper"], capsys)
+    assert status == 0
+    assert "(paper 36.0%), 31.03% (paper 31.0%)" in out  # Fig. 12(a) prints 36.0% and 31.0%
+    assert "(paper 36%)" not in out
+
+
+def test_no_binary_float_noise_in_the_economics_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """8589.471 / 0.561 is 15311 exactly; 0.25 * (330 - 325.047748) is 1.238063."""
+    status, out = run(["econ", "paper", "--json"], capsys)
+    data = json.loads(out)
+    assert status == 0
+    assert data["service_cost_ds"] == 15311.0
+    assert data["saving_at_alpha_0561"] == 21830.529
+    assert data["waiting_benefit_lost"] == 1.238063
+    assert data["waiting_gain_s0348"] == 68.86576
+    assert data["waiting_cost_saving"] == 70.103823
+    assert "15310.99" not in out
+    assert "99999999" not in out.replace("-", "")

@@ -160,9 +160,9 @@ def test_the_core_guards_itself() -> None:
         model.solve(_core.Policy.GUARDED, -1.0)
     with pytest.raises(ValueError, match="score noise must be finite"):
         model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: math.nan)
-    with pytest.raises(ValueError, match="epsilon must be >= 0"):
-        model.decide_guarded(0, 0, 0, False, math.nan)
-    assert model.decide_guarded(0, 0, 0, False) == model.decide(
+    with pytest.raises(ValueError, match="epsilon must be finite, got nan"):
+        model.decide(0, 0, 0, False, _core.Policy.GUARDED, math.nan)
+    assert model.decide(0, 0, 0, False, _core.Policy.GUARDED) == model.decide(
         0, 0, 0, False, _core.Policy.ROLLOUT
     )
     with pytest.raises(ValueError, match="epsilon must be >= 0"):

@@ -170,7 +170,8 @@ def test_recovery_unknown_engine_is_rejected(capsys: pytest.CaptureFixture[str])
 
 def test_recovery_unreachable_url(capsys: pytest.CaptureFixture[str]) -> None:
     url = f"http://127.0.0.1:{free_port()}"
-    assert run_probe("recovery", "--engine=sglang", f"--url={url}", "--timeout-s=2") == 2
+    # An engine that does not answer is an environment failure (exit 4), not bad input.
+    assert run_probe("recovery", "--engine=sglang", f"--url={url}", "--timeout-s=2") == 4
     assert url in capsys.readouterr().err
 
 

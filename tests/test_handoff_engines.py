@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from learnsched.handoff import HandoffProbeError, ServingEndpoint
@@ -34,3 +36,78 @@ def test_broken_streams_are_named(stream: str, message: str) -> None:
         pytest.raises(HandoffProbeError, match=message),
     ):
         ServingEndpoint(sim.url, "sglang").generate(2, timeout_s=5)
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (openssl), PEM files."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_https_and_api_key(tmp_path: Path, dialect: str) -> None:
+    """https:// and an API key reach an engine started with --ssl-* and --api-key
+    (before: only http:// was accepted and no key was sent)."""
+    from learnsched.handoff.endpoint import HttpStatusError, ServingEndpoint
+    from learnsched.testing import EngineConfig, SimulatedEngine
+
+    cert, key = _self_signed(tmp_path)
+    config = EngineConfig(
+        dialect, token_s=0.0, api_key="sesame", ssl_certfile=str(cert), ssl_keyfile=str(key)
+    )
+    with SimulatedEngine(config) as engine:
+        assert engine.url.startswith("https://")
+        served = ServingEndpoint(engine.url, dialect, api_key="sesame", ca_file=cert)
+        assert served.generate(4, 10.0).text
+        served.release(level=1, tags=(), timeout_s=10.0)
+        served.resume(tags=(), timeout_s=10.0)
+        assert "sesame" not in repr(served)
+        with pytest.raises(HttpStatusError, match="401"):
+            ServingEndpoint(engine.url, dialect, ca_file=cert).generate(4, 10.0)
+        with pytest.raises(ConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+            ServingEndpoint(engine.url, dialect, api_key="sesame").generate(4, 10.0)
+    with pytest.raises(ValueError, match="ca_file is for an https:// server"):
+        ServingEndpoint("http://127.0.0.1:1", dialect, ca_file=cert)
+
+
+def test_usage_only_final_event_and_aborted_streams() -> None:
+    """vLLM's usage-only last event (``"choices": []``) made every request fail; an
+    aborted stream (``/sleep``'s default mode) must not count as a completed one."""
+    import threading
+
+    from learnsched.handoff.endpoint import ServingEndpoint, StreamError
+    from learnsched.testing import EngineConfig, SimulatedEngine
+
+    with SimulatedEngine(EngineConfig("vllm", token_s=0.0, force_include_usage=True)) as engine:
+        served = ServingEndpoint(engine.url, "vllm")
+        assert len(served.generate(4, 10.0).text.split()) == 4
+    strict = EngineConfig.strict("vllm", token_s=0.01)
+    with SimulatedEngine(strict) as engine:
+        served = ServingEndpoint(engine.url, "vllm")
+        errors: list[BaseException] = []
+
+        def stream() -> None:
+            try:
+                served.generate(300, 20.0)
+            except StreamError as err:
+                errors.append(err)
+
+        worker = threading.Thread(target=stream)
+        worker.start()
+        while engine.state.running == 0:
+            threading.Event().wait(0.005)
+        served.call("POST", "/sleep?level=1", None, 10.0)  # vLLM's default mode=abort
+        worker.join(20.0)
+    assert len(errors) == 1
+    assert "aborted the request" in str(errors[0])

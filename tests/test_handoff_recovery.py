@@ -248,8 +248,8 @@ def test_timeout_is_bounded_and_named() -> None:
     ("url", "engine", "message"),
     [
         ("http://127.0.0.1:8000", "tgi", "engine must be one of vllm, sglang, got 'tgi'"),
-        ("https://127.0.0.1:8000", "vllm", "url must be http://HOST:PORT"),
-        ("http://127.0.0.1:8000/v1", "vllm", "url must be http://HOST:PORT"),
+        ("ftp://127.0.0.1:8000", "vllm", "url must be http://HOST:PORT or https://"),
+        ("http://127.0.0.1:8000/v1", "vllm", "url must be http://HOST:PORT or https://"),
         ("http://127.0.0.1:99999", "vllm", "bad port"),
     ],
 )

@@ -62,3 +62,15 @@ def test_slices_bound_the_acknowledgment_delay() -> None:
 def test_bad_commands_count() -> None:
     with pytest.raises(ValueError, match="commands must be >= 1, got 0"):
         measure_ack_delay(step_s=0.01, slice_s=0.01, commands=0)
+
+
+def test_an_acknowledgment_before_the_command_does_not_count() -> None:
+    # The worker's late acknowledgment of the previous command, landing just after the
+    # controller's reset: it must not answer the next command with a negative delay.
+    signal = ControlSignal()
+    signal.acknowledge()
+    signal.issue()
+    with pytest.raises(TimeoutError, match="not acknowledged"):
+        signal.wait_acknowledged(timeout_s=0.01)
+    signal.acknowledge()
+    assert signal.wait_acknowledged(timeout_s=1.0) >= 0

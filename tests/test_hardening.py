@@ -22,6 +22,8 @@ from learnsched._atomic import atomic_write, atomic_write_text, remove_stale_tem
 from learnsched.capacity import RateProfile, Trace, check_feasibility, lend
 from learnsched.cli import main
 
+from conftest import dead_pid
+
 
 def small() -> ls.Scenario:
     return ls.Scenario(
@@ -245,7 +247,7 @@ def test_timedelta64_is_not_an_integer_or_a_number() -> None:
     with pytest.raises(TypeError, match=r"recovery_s must be a number"):
         ls.HandoffCosts(recovery_s=np.timedelta64(10, "s"))
     with pytest.raises(TypeError, match=r"initial.progress must be an integer"):
-        ls.InitialState(progress=np.timedelta64(0))
+        ls.InitialState(progress=np.timedelta64(0, "s"))
 
 
 def _fields(s: ls.Scenario) -> dict[str, Any]:
@@ -446,26 +448,16 @@ def temps(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
 
 
-def dead_pid() -> int:
-    child = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return int(child.stdout)
-
-
 def test_temp_names_carry_the_pid_and_stale_ones_go(tmp_path: Path) -> None:
-    stale = tmp_path / f".result.csv.{dead_pid()}.0123abcd.tmp"
+    stale = tmp_path / f".result.csv.learnsched-{dead_pid()}-0123abcd0123abcd.tmp"
     stale.write_bytes(b"partial")
-    live = tmp_path / f".result.csv.{os.getpid()}.0123abcd.tmp"
+    live = tmp_path / f".result.csv.learnsched-{os.getpid()}-0123abcd0123abcd.tmp"
     live.write_bytes(b"being written")
     other = tmp_path / ".notes.tmp"  # not our pattern: never touched
     other.write_bytes(b"x")
     seen: list[str] = []
     atomic_write(tmp_path / "out.txt", lambda f: seen.extend(temps(tmp_path)))
-    assert any(f".out.txt.{os.getpid()}." in name for name in seen)
+    assert any(f".out.txt.learnsched-{os.getpid()}-" in name for name in seen)
     assert not stale.exists()
     assert live.exists()
     assert other.exists()

@@ -97,6 +97,50 @@ def test_rebuild_answers_as_a_fresh_model(
     same_answers(model, _core.Model(a.to_core()))
 
 
+def long_window_scenario(windows: int, quanta: int, two_path: bool) -> _core.Scenario:
+    """Windows that each hold most of the work at 1 s quanta: advance ranges far above the
+    plain scan's (32), so Rollout and DP decide through the lookahead index."""
+    spans, start = [], 0.0
+    for k in range(windows):
+        length = 100.0 + quanta * (0.5 + 0.2 * (k % 3))
+        spans.append((start, start + length))
+        start += length + 50.0
+    cold = 69.988 if two_path else None
+    costs = _core.HandoffCosts(30.0, 0.6 if two_path else 0.0, 0.5, 0.5, cold)
+    return _core.Scenario(
+        spans, quanta, 1.0, 0.5, start + quanta, costs, _core.State(0, 0, 0, False)
+    )
+
+
+def indexed_decisions(model: _core.Model) -> list[tuple[object, ...]]:
+    """Rollout's and DP's action in a spread of service and active states."""
+    sc = model.scenario
+    out = []
+    for policy in (_core.Policy.ROLLOUT, _core.Policy.DP):
+        for k in range(len(sc.windows)):
+            for p in range(0, sc.work_quanta + 1, 7):
+                out.append(model.decide(k, p, p, False, policy))
+                out.append(model.decide(k, p, p // 2, True, policy))
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 4), st.integers(40, 300), st.booleans()), min_size=2, max_size=4
+    )
+)
+def test_rebuild_reuses_the_lookahead_indexes(shapes: list[tuple[int, int, bool]]) -> None:
+    """Rebuilds between scenarios of more and fewer windows, quanta and paths keep each
+    index's rows and levels (issue 22): every indexed decision is a fresh model's."""
+    model = _core.Model(long_window_scenario(*shapes[0]))
+    indexed_decisions(model)  # builds index rows for the next rebuild to reuse
+    for shape in shapes[1:]:
+        scenario = long_window_scenario(*shape)
+        model.rebuild(scenario)
+        assert indexed_decisions(model) == indexed_decisions(_core.Model(scenario))
+
+
 @settings(max_examples=100, deadline=None)
 @given(scenarios(two_path=True), st.sampled_from(POLICIES))
 def test_a_model_for_one_policy_solves_it_as_the_full_model(
@@ -184,8 +228,9 @@ def test_policies_must_be_policy_values(small: _core.Scenario) -> None:
 
 
 def test_large_mapped_tables_rebuild_to_the_same_values(small: _core.Scenario) -> None:
-    """Tables of 32 MiB and more live in mapped, huge-page-advised blocks: growing,
-    shrinking and reusing them keeps every value."""
+    """Tables of 32 MiB and more live in fresh mapped blocks, whose zero row is left
+    unwritten: growing, shrinking and reusing them (a reused block's zero row is written)
+    keeps every value."""
     big = variant(small, windows=[(0.0, 3.0e6)], work_quanta=2**21, quantum_s=1.0, horizon_s=4.0e6)
     model = _core.Model(small)
     model.rebuild(big)  # grows into a mapped block

@@ -8,6 +8,8 @@ import pickle
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched import _core
@@ -80,3 +82,19 @@ def test_plans_with_lazy_steps_pickle_copy_and_compare() -> None:
         assert again == plan
         assert isinstance(again.steps, Steps)
         assert again.to_json() == plan.to_json()
+
+
+finite = st.floats(min_value=-1e300, max_value=1e300, allow_nan=False)
+
+
+@given(st.tuples(finite, finite, finite, finite, finite))
+def test_cost_total_adds_left_to_right_as_the_core(parts: tuple[float, ...]) -> None:
+    # The core's CostSplit::total() is work + save + load + recovery + residency. The
+    # built-in sum() of floats is compensated from Python 3.12 on and rounds otherwise.
+    work, save, load, recovery, residency = parts
+    split = ls.CostSplit(*parts)
+    assert split.total == work + save + load + recovery + residency
+
+
+def test_cost_total_is_not_a_compensated_sum() -> None:
+    assert ls.CostSplit(work=0.1, save=0.2, load=0.3).total == 0.6000000000000001

@@ -31,9 +31,20 @@ def test_grid_labels_stay_inside_their_panels() -> None:
     grid = ls.paper_grid()
     summary = ls.summarize(grid, ls.solve_batch([g.scenario for g in grid.scenarios]))
     fig = grid_summary_figure(summary)
-    assert len(fig.axes[0].texts) == len(summary.mean_gap)
-    assert sorted(t.get_text() for t in fig.axes[1].texts) == ["20", "71"]
     assert_texts_inside(fig)
+
+
+def test_the_grid_figure_has_the_dp_row_and_labels_every_cell() -> None:
+    """Fig. 4(a) ends with "DP 0.00"; Fig. 4(b) prints every cell, zeros included."""
+    grid = ls.paper_grid()
+    summary = ls.summarize(grid, ls.solve_batch(grid.batch))
+    gaps, wins = grid_summary_figure(summary).axes[:2]
+    rows = [t.get_text() for t in gaps.get_yticklabels()]
+    assert rows == [*summary.mean_gap, "dp"]
+    assert [t.get_text().strip() for t in gaps.texts][-1] == "0.000"
+    assert len(gaps.texts) == len(summary.mean_gap) + 1
+    labels = sorted(t.get_text() for t in wins.texts)
+    assert labels == ["0"] * 10 + ["20", "71"]  # 6 calendars x (warm, cold)
 
 
 def test_s0348_has_the_stacked_work_return_other_bars() -> None:

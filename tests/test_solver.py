@@ -5,9 +5,14 @@ from __future__ import annotations
 import inspect
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import learnsched as ls
+from learnsched import _core
+from learnsched.solver import decide_arguments
 
 from conftest import calendar
 
@@ -101,6 +106,108 @@ def test_decide_accepts_names_and_members(s0348: ls.Scenario) -> None:
         model.decide(0, 0, 0, policy="greedy")
     with pytest.raises(ValueError, match=r"window must be in \[0, 4\), got 9"):
         model.decide(9, 0, 0)
+
+
+def checked_decide(model: ls.Model, *args: object) -> object:
+    """decide as the Python checks see it: every argument converted by
+    ``decide_arguments`` (the one home of their messages), then the core's decision of
+    those values; the error if they refuse."""
+    try:
+        checked = decide_arguments(*args)
+        action = model._model.decide(*checked)
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+    return action
+
+
+def decide_outcome(model: ls.Model, *args: object) -> object:
+    try:
+        return model.decide(*args)  # type: ignore[arg-type]
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+
+
+S0348_MODEL = ls.Model(ls.scenario_by_id("S0348").scenario)
+FIELD_VALUES = st.one_of(
+    st.integers(-3, 40),
+    st.integers(2**31 - 3, 2**31 + 3).map(lambda v: v * (-1) ** (v % 2)),
+    st.sampled_from([True, False, None, 1.0, "0", np.int64(2), np.uint8(1), np.bool_(True)]),
+    st.sampled_from([np.timedelta64(1, "s"), 10**50, -(10**50)]),
+)
+POLICY_VALUES = st.one_of(
+    st.sampled_from(list(ls.Policy)),
+    st.sampled_from([p.value for p in ls.Policy]),
+    st.sampled_from([*_core.Policy.__members__.values(), _core.Policy(99)]),
+    st.sampled_from(["greedy", "", "Rollout", 3, None, "rollout\x00"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.tuples(FIELD_VALUES, FIELD_VALUES, FIELD_VALUES),
+    st.sampled_from([True, False, None, 0, 1, np.bool_(False), np.bool_(True)]),
+    POLICY_VALUES,
+    st.sampled_from([0.0, 0, -0.0, 1.0, -1.0, math.inf, math.nan, np.float64(0.0), "1", None]),
+    st.sampled_from([None, lambda s, a: 0.0, 3]),
+    st.sampled_from([None, lambda s, a: 1.0, "x"]),
+)
+def test_decide_checks_in_the_core_as_the_python_checks_do(
+    fields: tuple[object, object, object],
+    active: object,
+    policy: object,
+    epsilon: object,
+    noise: object,
+    scores: object,
+) -> None:
+    """decide's plain arguments are checked in C++ (issue 22) and every other call goes
+    through decide_arguments: either way the action, or the error's type and message, is
+    that of the Python checks followed by the core."""
+    model = S0348_MODEL
+    args = (*fields, active, policy, epsilon, noise, scores)
+    assert decide_outcome(model, *args) == checked_decide(model, *args)
+
+
+def test_equal_actions_are_one_object(s0348: ls.Scenario) -> None:
+    model = ls.Model(s0348)
+    first = model.decide(0, 0, 0)
+    assert model.decide(0, 0, 0) is first
+    assert model.decide(window=0, progress=0, durable=0, policy="rollout") is first
+    assert ls.Model(s0348).decide(0, 0, 0, False, ls.Policy.ROLLOUT) is first
+    assert first == ls.Action(first.kind, first.quanta, first.checkpoint, first.cold)
+    with pytest.raises(AttributeError):
+        first.quanta = 3  # type: ignore[misc]  # shared, so immutable
+
+
+def test_many_distinct_actions_come_back_right() -> None:
+    """Thousands of distinct advances through decide's cache of 1024 actions (collisions
+    replace entries): each is the action decide_many computes for its state."""
+    quanta = 3000
+    scenario = ls.Scenario(
+        windows=((0.0, 0.7 * quanta), (quanta + 100.0, 2.0 * quanta)),
+        work_quanta=quanta,
+        quantum_s=1.0,
+        benefit_rate=0.5,
+        horizon_s=3.0 * quanta,
+        costs=ls.PAPER_WARM,
+        initial=ls.InitialState(0, 0, False),
+    )
+    model = ls.Model(scenario)
+    progress = np.arange(quanta + 1)
+    for policy in ("window", "rollout"):
+        for k in (0, 1):
+            window = np.full(quanta + 1, k)
+            many = model.decide_many(window, progress, progress, np.zeros(quanta + 1, bool), policy)
+            one = [model.decide(k, p, p, False, policy) for p in range(quanta + 1)]
+            assert [(int(a.kind), a.quanta, a.checkpoint, a.cold) for a in one] == list(
+                zip(
+                    many.kind.tolist(),
+                    many.quanta.tolist(),
+                    many.checkpoint.tolist(),
+                    many.cold.tolist(),
+                    strict=True,
+                )
+            )
+    assert len({id(a) for a in one}) > 1024  # the cache was overrun
 
 
 def test_values_of_states(s0348: ls.Scenario) -> None:

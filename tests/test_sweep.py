@@ -32,7 +32,7 @@ from learnsched.sweep import (
 )
 from learnsched.sweep.store import ChunkStore
 
-from conftest import run_python
+from conftest import dead_pid, run_python
 
 COLD = [0, 20, 40, 69.988, 120]
 COLD_SPEC: dict[str, Any] = {
@@ -65,7 +65,7 @@ def scenario_json(**changes: Any) -> dict[str, Any]:
         ({**COLD_SPEC, "vary": {"benefit_rate": []}}, "vary.benefit_rate must list at least"),
         ({**COLD_SPEC, "vary": {"save_s": [0.1, "x"]}}, "vary.save_s must hold numbers, got 'x'"),
         ({**COLD_SPEC, "vary": {"save_s": [True]}}, "vary.save_s must hold numbers, got True"),
-        ({**COLD_SPEC, "vary": {"load_s": [float("nan")]}}, "vary.load_s must hold finite"),
+        ({**COLD_SPEC, "vary": {"load_s": [float("nan")]}}, "vary.load_s[0] must be finite"),
         ({**COLD_SPEC, "vary": {"load_s": [1, 1.0]}}, "vary.load_s lists 1.0 twice"),
         ({**COLD_SPEC, "vary": {"load_s": 1}}, "vary.load_s must be a list"),
         ({**COLD_SPEC, "policies": ["rollout", "best"]}, "policy must be one of"),
@@ -322,7 +322,9 @@ def test_store_skips_exactly_the_finished_chunks(tmp_path: Path) -> None:
     assert [len(c) for c in chunks] == [1000] * 15 + [360]
     for chunk in chunks[3:5]:
         store.write(chunk, solve_rows(spec, chunk.start, chunk.stop))
-    (store.parts / ".chunk-000007.csv.abc.tmp").write_text("cut short")
+    stale = f".chunk-000007.csv.learnsched-{dead_pid()}-0123abcd0123abcd.tmp"
+    (store.parts / stale).write_text("cut short")
+    (store.parts / ".probe-x1y2.csv").write_text("a killed run's chunk-size probe")
     # What a machine crash could leave of unsynced chunks: an empty file, a cut one.
     (store.parts / "chunk-000008.csv").write_text("")
     text = (store.parts / "chunk-000003.csv").read_text()

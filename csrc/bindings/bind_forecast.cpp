@@ -25,7 +25,7 @@ using Windows = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using Offsets = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>;
 
 // Samples in compressed form: sample i is windows[offsets[i]:offsets[i+1]], (start, end) rows.
-// Every offset is checked (0 first, M last, non-decreasing) before any window is read.
+// Every offset is checked before any window is read: a bad one would index out of bounds.
 std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) {
     if (windows.ndim() != 2 || windows.shape(1) != 2) {
         throw std::invalid_argument("windows must have shape (M, 2), got ndim " +
@@ -34,23 +34,26 @@ std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) 
     if (offsets.ndim() != 1 || offsets.shape(0) < 1) {
         throw std::invalid_argument("offsets must be a 1-D array of N + 1 sample offsets");
     }
-    const auto w = windows.unchecked<2>();
-    const auto o = offsets.unchecked<1>();
     const py::ssize_t n = offsets.shape(0) - 1;
     if (static_cast<std::size_t>(n) > kMaxSamples) {
-        throw std::invalid_argument("samples holds " + std::to_string(n) +
-                                    " calendars, more than the limit of " +
+        throw std::invalid_argument("offsets describe " + std::to_string(n) +
+                                    " samples, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
-    if (o(0) != 0 || o(n) != windows.shape(0)) {
+    const auto w = windows.unchecked<2>();
+    const auto o = offsets.unchecked<1>();
+    const std::int64_t m = windows.shape(0);
+    if (o(0) != 0 || o(n) != m) {
         throw std::invalid_argument("offsets must start at 0 and end at len(windows) = " +
-                                    std::to_string(windows.shape(0)));
+                                    std::to_string(m) + ", got " + std::to_string(o(0)) +
+                                    " and " + std::to_string(o(n)));
     }
     for (py::ssize_t i = 0; i < n; ++i) {
-        if (o(i + 1) < o(i)) {
-            throw std::invalid_argument("offsets must be non-decreasing, got offsets[" +
-                                        std::to_string(i + 1) + "] < offsets[" +
-                                        std::to_string(i) + "]");
+        if (o(i + 1) < o(i) || o(i + 1) > m) {
+            throw std::invalid_argument(
+                "offsets must be non-decreasing and at most len(windows) = " + std::to_string(m) +
+                ", got offsets[" + std::to_string(i + 1) + "] = " + std::to_string(o(i + 1)) +
+                " after offsets[" + std::to_string(i) + "] = " + std::to_string(o(i)));
         }
     }
     std::vector<Calendar> out(static_cast<std::size_t>(n));
@@ -271,4 +274,5 @@ void bind_forecast(py::module_& m) {
         "Each case (true scenario, sample windows, offsets: full calendars) run online: one "
         "plan per policy, then the clairvoyant's, on threads over the cases.");
     m.attr("MAX_SAMPLES") = kMaxSamples;
+    m.attr("MAX_SAMPLE_STATES") = kMaxSampleStates;
 }

@@ -208,5 +208,6 @@ void bind_model(py::module_& m) {
     m.def("validate", &validate, py::arg("scenario"),
           "Raise ValueError naming the first invalid field of the scenario.");
     m.attr("MAX_STATES") = kMaxStates;
+    m.attr("MAX_TWO_PATH_STATES") = kMaxTwoPathStates;
     m.attr("MAX_WINDOWS") = kMaxWindows;
 }

@@ -5,21 +5,235 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "learnsched/batch.hpp"
+#include "learnsched/guard_check.hpp"
 #include "learnsched/model.hpp"
 #include "learnsched/tolerance.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
 
+// Model.decide's arguments, taken as the caller passed them (every object is accepted here:
+// decide checks each one, so that its errors name the field) and shown in signatures and
+// stubs as the type they should be.
+namespace decide_args {
+inline int any_object(PyObject*) { return 1; }
+class Int : public py::object {
+    PYBIND11_OBJECT_DEFAULT(Int, py::object, any_object)
+};
+class Flag : public py::object {
+    PYBIND11_OBJECT_DEFAULT(Flag, py::object, any_object)
+};
+class PolicyName : public py::object {
+    PYBIND11_OBJECT_DEFAULT(PolicyName, py::object, any_object)
+};
+class Epsilon : public py::object {
+    PYBIND11_OBJECT_DEFAULT(Epsilon, py::object, any_object)
+};
+class Noise : public py::object {
+    PYBIND11_OBJECT_DEFAULT(Noise, py::object, any_object)
+};
+// decide's result: an Action object (one per distinct action, see ActionCache).
+class Result : public py::object {
+    PYBIND11_OBJECT_DEFAULT(Result, py::object, any_object)
+};
+}  // namespace decide_args
+
+namespace pybind11::detail {
+template <>
+struct handle_type_name<decide_args::Int> {
+    static constexpr auto name = const_name("int");
+};
+template <>
+struct handle_type_name<decide_args::Flag> {
+    static constexpr auto name = const_name("bool");
+};
+template <>
+struct handle_type_name<decide_args::PolicyName> {
+    static constexpr auto name = const_name("str | Policy");
+};
+template <>
+struct handle_type_name<decide_args::Epsilon> {
+    static constexpr auto name = const_name("float");
+};
+template <>
+struct handle_type_name<decide_args::Result> {
+    static constexpr auto name = const_name("Action");
+};
+template <>
+struct handle_type_name<decide_args::Noise> {
+    static constexpr auto name =
+        const_name("collections.abc.Callable[[State, Action], float] | None");
+};
+}  // namespace pybind11::detail
+
 namespace {
+
+using ScoreCallable = std::function<double(const State&, const Action&)>;
+
+// The guard of a call from Python: exact scores, score noise, or the user's estimates
+// (held in `estimator`, which must outlive the guard).
+Guard python_guard(double epsilon, const std::optional<ScoreNoise>& noise,
+                   const std::optional<ScoreCallable>& scores,
+                   std::optional<ScoreFunction>& estimator) {
+    Guard guard{epsilon, noise.value_or(ScoreNoise{}), nullptr};
+    if (scores) guard.scores = &estimator.emplace(*scores);
+    return guard;
+}
+
+// --- Model.decide: the Python layer's checks in C++ on the common path --------------------
+
+// Equal actions as one Python object: an Action is immutable from Python, so decide hands
+// out a cached object instead of allocating (and registering) an instance per call. One
+// direct-mapped table for the process, read and written only with the GIL held; its 1024
+// objects are never freed (they may outlive the module at interpreter exit).
+class ActionCache {
+  public:
+    py::object get(const Action& a) {
+        const auto quanta = static_cast<std::uint32_t>(a.quanta);
+        const std::uint64_t key = static_cast<std::uint64_t>(a.kind) |
+                                  static_cast<std::uint64_t>(a.checkpoint) << 8 |
+                                  static_cast<std::uint64_t>(a.cold) << 9 |
+                                  static_cast<std::uint64_t>(quanta) << 16;
+        Entry& e = entries_[(key * 0x9E3779B97F4A7C15ULL) >> (64 - kBits)];
+        if (e.object != nullptr && e.key == key) {
+            return py::reinterpret_borrow<py::object>(e.object);
+        }
+        py::object made = py::cast(a);
+        Py_XDECREF(e.object);
+        e.key = key;
+        e.object = made.inc_ref().ptr();
+        return made;
+    }
+
+  private:
+    static constexpr int kBits = 10;
+    struct Entry {
+        std::uint64_t key = 0;
+        PyObject* object = nullptr;
+    };
+    std::array<Entry, std::size_t{1} << kBits> entries_{};
+};
+
+ActionCache& action_cache() {
+    static ActionCache* cache = new ActionCache();  // leaked on purpose, see ActionCache
+    return *cache;
+}
+
+// learnsched.solver's range for a state field: a C int, symmetric.
+constexpr long kStateFieldMax = 2147483647;
+
+// A plain int in range (not a bool, numpy integer or subclass: those take the checked path).
+bool plain_int(const py::handle& h, int& out) {
+    if (!PyLong_CheckExact(h.ptr())) return false;
+    int overflow = 0;
+    const long v = PyLong_AsLongAndOverflow(h.ptr(), &overflow);
+    if (overflow != 0 || v < -kStateFieldMax || v > kStateFieldMax) return false;
+    out = static_cast<int>(v);
+    return true;
+}
+
+bool plain_flag(const py::handle& h, bool& out) {
+    out = h.ptr() == Py_True;
+    return out || h.ptr() == Py_False;
+}
+
+// The last policy name decide matched: callers pass one object (a literal or a Policy
+// member) call after call. Held by a reference, so that its address is not reused by another
+// object; read and written only with the GIL held.
+struct LastPolicy {
+    PyObject* object = nullptr;
+    Policy value = Policy::Rollout;
+};
+
+LastPolicy& last_policy() {
+    static LastPolicy* last = new LastPolicy();  // leaked on purpose, as the action cache
+    return *last;
+}
+
+// A policy that takes no guard, by name (a str or learnsched.Policy member) or core value
+// (any: decide refuses values outside the enum).
+bool unguarded_policy(const py::handle& h, Policy& out) {
+    LastPolicy& last = last_policy();
+    if (h.ptr() == last.object) {
+        out = last.value;
+        return true;
+    }
+    if (PyUnicode_Check(h.ptr())) {
+        Py_ssize_t size = 0;
+        const char* text = PyUnicode_AsUTF8AndSize(h.ptr(), &size);
+        if (text == nullptr) {
+            PyErr_Clear();  // not UTF-8 encodable: no policy's name; the checked path says so
+            return false;
+        }
+        const std::string_view given(text, static_cast<std::size_t>(size));
+        for (const Policy p : {Policy::Rollout, Policy::Dp, Policy::CostedWindow, Policy::Window,
+                               Policy::Never, Policy::StaticRoi}) {
+            if (given == name(p)) {
+                Py_XDECREF(last.object);
+                last.object = h.inc_ref().ptr();
+                last.value = out = p;
+                return true;
+            }
+        }
+        return false;
+    }
+    if (!py::isinstance<Policy>(h)) return false;
+    out = h.cast<Policy>();
+    return out != Policy::Guarded;
+}
+
+bool no_guard(const py::handle& epsilon, const py::handle& noise, const py::handle& scores) {
+    return noise.is_none() && scores.is_none() && PyFloat_CheckExact(epsilon.ptr()) &&
+           PyFloat_AS_DOUBLE(epsilon.ptr()) == 0.0;
+}
+
+decide_args::Result decide(const Model& model, const decide_args::Int& window,
+                           const decide_args::Int& progress, const decide_args::Int& durable,
+                           const decide_args::Flag& active, const decide_args::PolicyName& policy,
+                           const decide_args::Epsilon& epsilon,
+                           const decide_args::Noise& score_noise,
+                           const decide_args::Noise& scores) {
+    State s;
+    Policy p = Policy::Rollout;
+    if (plain_int(window, s.window) && plain_int(progress, s.progress) &&
+        plain_int(durable, s.durable) && plain_flag(active, s.active) &&
+        unguarded_policy(policy, p) && no_guard(epsilon, score_noise, scores)) {
+        return decide_args::Result(action_cache().get(model.decide(s, p)));
+    }
+    // Anything else (numpy integers, the guarded policy, a bad argument): learnsched's
+    // checks convert it or raise naming the field, with the messages of every other call.
+    const auto args = py::module_::import("learnsched.solver")
+                          .attr("decide_arguments")(window, progress, durable, active, policy,
+                                                    epsilon, score_noise, scores)
+                          .cast<py::tuple>();
+    const State checked{args[0].cast<int>(), args[1].cast<int>(), args[2].cast<int>(),
+                        args[3].cast<bool>()};
+    std::optional<ScoreFunction> estimator;
+    const Guard guard =
+        python_guard(args[5].cast<double>(), args[6].cast<std::optional<ScoreNoise>>(),
+                     args[7].cast<std::optional<ScoreCallable>>(), estimator);
+    const Action a = model.decide(checked, args[4].cast<Policy>(), guard);
+    return decide_args::Result(action_cache().get(a));
+}
+
+// The floor decide is measured against (bench/test_bench_decide.py): the same arguments
+// through the same binding, no work, a cached result.
+decide_args::Result decide_floor(const Model&, const decide_args::Int&, const decide_args::Int&,
+                                 const decide_args::Int&, const decide_args::Flag&,
+                                 const decide_args::PolicyName&, const decide_args::Epsilon&,
+                                 const decide_args::Noise&, const decide_args::Noise&) {
+    return decide_args::Result(action_cache().get(Action{}));
+}
 
 using BatchArrays = py::typing::Dict<py::str, py::array_t<double>>;
 
@@ -225,17 +439,17 @@ void bind_solver(py::module_& m) {
             "a scenario that fails validation leaves the model unchanged. Not while another "
             "thread uses this model.")
         .def_property_readonly("scenario", &Model::scenario)
-        .def(
-            "decide",
-            [](const Model& model, int window, int progress, int durable, bool active,
-               Policy policy) {
-                return model.decide(State{window, progress, durable, active}, policy);
-            },
-            // noconvert: an int, numpy integer or float is not taken as a flag.
-            py::arg("window"), py::arg("progress"), py::arg("durable"),
-            py::arg("active").noconvert(), py::arg("policy"),
-            "The policy's action in a validated state; O(log J) per change of incumbent (a "
-             "continuation row's first decision indexes it, O(J)).")
+        .def("decide", &decide, py::arg("window"), py::arg("progress"), py::arg("durable"),
+             py::arg("active") = false, py::arg("policy") = "rollout", py::arg("epsilon") = 0.0,
+             py::arg("score_noise") = py::none(), py::arg("scores") = py::none(),
+             "learnsched.Model.decide itself (every argument checked here, with its messages): "
+             "the policy's action in a validated state; O(log J) per change of incumbent (a "
+             "continuation row's first decision indexes it, O(J)). Equal actions are one object.")
+        .def("_decide_floor", &decide_floor, py::arg("window"), py::arg("progress"),
+             py::arg("durable"), py::arg("active") = false, py::arg("policy") = "rollout",
+             py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
+             py::arg("scores") = py::none(),
+             "decide's binding without its work (the benchmarks' floor): a cached wait.")
         .def("decide_many", &decide_many, py::arg("window"), py::arg("progress"),
              py::arg("durable"), py::arg("active"), py::arg("policy"), py::arg("epsilon") = 0.0,
              "The policy's actions in many states: 1-D arrays window, progress, durable (int32) "
@@ -243,30 +457,33 @@ void bind_solver(py::module_& m) {
              "(s-eq.). Returns (kind: uint8 ActionKind values, quanta: int32, checkpoint: bool, "
              "cold: bool), one entry per state; ValueError names the first invalid states[i].")
         .def(
-            "decide_guarded",
-            [](const Model& model, int window, int progress, int durable, bool active,
-               double epsilon, std::optional<ScoreNoise> score_noise) {
-                return model.decide(State{window, progress, durable, active}, Policy::Guarded,
-                                    Guard{epsilon, score_noise.value_or(ScoreNoise{})});
-            },
-            // noconvert: an int, numpy integer or float is not taken as a flag.
-            py::arg("window"), py::arg("progress"), py::arg("durable"),
-            py::arg("active").noconvert(), py::arg("epsilon") = 0.0,
-            py::arg("score_noise") = py::none(),
-            "The guarded policy's action: score-error bound epsilon (s-eq.) and score_noise "
-            "(state, action) -> s-eq. (None: exact scores, as fast as rollout); with noise O(J) plus "
-            "one call per action.")
-        .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               std::optional<ScoreNoise> score_noise) {
-                const Guard guard{epsilon, score_noise.value_or(ScoreNoise{})};
-                // Pure C++ but for score_noise, which takes the GIL back for each call.
+               std::optional<ScoreNoise> score_noise, std::optional<ScoreCallable> scores) {
+                std::optional<ScoreFunction> estimator;
+                const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
+                // Pure C++ but for the callbacks, which take the GIL back for each call.
                 py::gil_scoped_release release;
                 return model.solve(policy, guard);
             },
             py::arg("policy"), py::arg("epsilon") = 0.0, py::arg("score_noise") = py::none(),
-            "The policy's plan from the initial state.")
+            py::arg("scores") = py::none(), "The policy's plan from the initial state.")
+        .def(
+            "reference_score",
+            [](const Model& model, const State& state, const Action& action) {
+                return model.reference_score(state, action);
+            },
+            py::arg("state"), py::arg("action"),
+            "Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq., of a feasible action (Eq. 11).")
+        .def(
+            "feasible_actions",
+            [](const Model& model, const State& state) {
+                validate_state(model.scenario(), state);
+                std::vector<Action> out;
+                model.accounting().for_each_action(state, [&](const Action& a) { out.push_back(a); });
+                return out;
+            },
+            py::arg("state"), "Every feasible action of a valid state, in canonical order.")
         .def("window_plan_value", &Model::window_plan_value, py::arg("state"),
              "V_G: value of following Window from the state, s-eq.")
         .def("reference_value", &Model::reference_value, py::arg("state"),
@@ -274,6 +491,27 @@ void bind_solver(py::module_& m) {
         .def("optimal_value", &Model::optimal_value, py::arg("state"),
              "V*: optimal value of the state (Eq. D.2), s-eq.");
 
+    py::enum_<Reach>(m, "Reach", "Which states guard_check scores.")
+        .value("GUARDED", Reach::Guarded)
+        .value("ALL", Reach::All);
+    py::class_<ScoreErrorReport>(m, "ScoreErrorReport",
+                                 "The worst error of score estimates over the reached states.")
+        .def_readonly("states", &ScoreErrorReport::states)
+        .def_readonly("actions", &ScoreErrorReport::actions)
+        .def_readonly("worst", &ScoreErrorReport::worst, "max |Qhat - Q^pi0|, s-eq.")
+        .def_readonly("worst_state", &ScoreErrorReport::worst_state)
+        .def_readonly("worst_action", &ScoreErrorReport::worst_action)
+        .def_readonly("worst_estimate", &ScoreErrorReport::worst_estimate)
+        .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
+    m.def(
+        "measure_score_error",
+        [](const Model& model, const ScoreCallable& scores, double epsilon, Reach reach) {
+            const ScoreFunction estimator(scores);
+            return measure_score_error(model, estimator, epsilon, reach);
+        },
+        py::arg("model"), py::arg("scores"), py::arg("epsilon"), py::arg("reach"),
+        "The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach "
+        "names (App. D.3's bound), with where it is.");
     m.def("solve_batch", &batch_arrays, py::arg("scenarios"), py::arg("policies"),
           py::arg("threads") = 1, py::arg("epsilon") = 0.0,
           "Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of "

@@ -26,6 +26,12 @@ class JsonError : public std::runtime_error {
     explicit JsonError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// Nested deeper than allowed: reported as "JSON nesting depth N exceeds the limit of M".
+class TooDeep : public std::runtime_error {
+  public:
+    explicit TooDeep(const std::string& what) : std::runtime_error(what) {}
+};
+
 class Reader {
   public:
     Reader(std::string_view text, int max_depth, py::object packed_type)
@@ -109,9 +115,35 @@ class Reader {
 
     void deeper(int depth) const {
         if (depth > max_depth_) {
-            throw JsonError("JSON nesting depth exceeds the limit of " +
-                            std::to_string(max_depth_));
+            throw TooDeep("JSON nesting depth " + std::to_string(text_depth()) +
+                          " exceeds the limit of " + std::to_string(max_depth_));
         }
+    }
+
+    // The deepest nesting of [ and { in the whole text, outside strings (for the message).
+    int text_depth() const {
+        int deepest = 0;
+        int level = 0;
+        bool in_string = false;
+        bool escaped = false;
+        for (const char c : text_) {
+            if (in_string) {
+                if (escaped) {
+                    escaped = false;
+                } else if (c == '\\') {
+                    escaped = true;
+                } else if (c == '"') {
+                    in_string = false;
+                }
+            } else if (c == '"') {
+                in_string = true;
+            } else if (c == '[' || c == '{') {
+                deepest = std::max(deepest, ++level);
+            } else if (c == ']' || c == '}') {
+                --level;
+            }
+        }
+        return deepest;
     }
 
     py::object object(int depth) {
@@ -397,6 +429,8 @@ void bind_spec(py::module_& m) {
             try {
                 return Reader(text, max_depth, packed_type).document();
             } catch (const JsonError& e) {
+                throw std::invalid_argument(std::string("not valid JSON: ") + e.what());
+            } catch (const TooDeep& e) {
                 throw std::invalid_argument(e.what());
             }
         },

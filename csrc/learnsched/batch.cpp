@@ -15,14 +15,12 @@ void solve_range(const std::vector<Scenario>& scenarios, const std::vector<Polic
     std::optional<Model> model;  // one per worker, rebuilt in the memory of the last scenario
     for (std::size_t i = begin; i < end; ++i) {
         if (model) {
-            model->rebuild(scenarios[i], tables);
+            model->rebuild_validated(scenarios[i], tables);  // validated by solve_batch
         } else {
             model.emplace(scenarios[i], tables);
         }
         for (std::size_t j = 0; j < policies.size(); ++j) {
-            const Plan plan = model->solve(policies[j], guard);
-            out[i * policies.size() + j] =
-                PlanSummary{plan.value, plan.benefit, plan.publish_s, plan.cost};
+            out[i * policies.size() + j] = model->summarize(policies[j], guard);
         }
     }
 }

@@ -7,14 +7,6 @@
 
 namespace learnsched {
 
-// A plan without its steps.
-struct PlanSummary {
-    double value = 0.0;
-    double benefit = 0.0;
-    double publish_s = 0.0;  // NaN if never published
-    CostSplit cost;
-};
-
 // Most worker threads a batch may start: each holds one model's tables at a time
 // (up to 0.5 GiB, scenario.hpp), and far more threads than cores only add memory.
 inline constexpr int kMaxThreads = 1024;

@@ -8,8 +8,14 @@ namespace learnsched {
 
 BenefitCurve::BenefitCurve(double rate, double horizon_s) : BenefitCurve(rate, {}, horizon_s) {}
 
-BenefitCurve::BenefitCurve(double rate, const BenefitSchedule& schedule, double horizon_s)
-    : constant_(schedule.empty()), horizon_s_(horizon_s) {
+BenefitCurve::BenefitCurve(double rate, const BenefitSchedule& schedule, double horizon_s) {
+    assign(rate, schedule, horizon_s);
+}
+
+void BenefitCurve::assign(double rate, const BenefitSchedule& schedule, double horizon_s) {
+    constant_ = schedule.empty();
+    constant_rate_ = rate;
+    horizon_s_ = horizon_s;
     starts_.clear();
     rates_.clear();
     if (constant_) {

@@ -15,6 +15,12 @@ namespace {
 // search scans at most two partial blocks (measured: 16 beats 8 and 32 at J = 36 and 3600).
 constexpr int kBlock = 16;
 
+// Up to this many checkpointed advances they are scanned in canonical order instead of
+// searched in the index: the scan prunes by each advance's key as the index's leaves do
+// (scan_advances), so it costs about what a search's two partial blocks cost, and it never
+// builds a row (O(J), which a plan's one decision per window does not amortise).
+constexpr int kScanAdvances = 2 * kBlock;
+
 // Below this quantum (s) the dominance of unsaved advances is not relied upon (see
 // lookahead): every real scenario is far above it.
 constexpr double kDominanceMinQuantum = 1e-6;
@@ -93,20 +99,95 @@ struct Search {
     }
 };
 
+// 64 ulps: the bound on |Q - key - offset| and its rounding, relative to |V| plus the
+// largest segment's cost (see AdvanceIndex::build).
+constexpr double kRoundingUlps = 64.0 * DBL_EPSILON;
+
+// The most a segment by this path can cost, s-eq. (the work, load, save and return).
+inline double largest_cost(const Scenario& sc, const ReturnPath& ret) {
+    return (1.0 + ret.residency_rate) *
+           (sc.work_quanta * sc.quantum_s + sc.costs.load_s + sc.costs.save_s + ret.recovery_s);
+}
+
+// As first_winner's `need` before its row's rounding bound: strictly_greater(Q, best)
+// implies Q - best > 0.99 * (1e-9 + 1e-12 |best|) in any rounding.
+inline double winning_margin(double best) {
+    return best + 0.99 * (kTieTolerance + kRelativeTieTolerance * std::abs(best));
+}
+
+// best_action's scan over the checkpointed advances from `s` (u = top..1, warm before cold):
+// each advance's key V(b + u) - charge * (b + u) * delta plus its state's offset is its score
+// up to 64 ulps of |V(b + u)| plus the largest cost, so one whose key plus that bound is
+// below the winning margin cannot beat the best and is not scored; every other is scored
+// exactly, as in the scan. O(advances) with a few flops each, and no index row.
+void scan_advances(const SegmentAccounting& acc, const ValueTable& values, const State& s,
+                   ScoredAction& best) {
+    const Scenario& sc = acc.scenario();
+    const int base = acc.base(s);
+    const int longest = acc.remaining(s) - 1;  // u = remaining is publishing
+    const double load_s = acc.pays_load(s) ? sc.costs.load_s : 0.0;
+    struct Terms {
+        int top = 0;
+        double charge_delta = 0.0;
+        double floor = 0.0;  // -offset - 64 ulps of the largest cost
+        double need = 0.0;   // the key plus 64 ulps of |V| must reach this to win
+    };
+    std::array<Terms, 2> paths{};
+    const int count = acc.path_count();
+    const auto raise_needs = [&] {
+        const double margin = winning_margin(best.value);
+        for (Terms& t : paths) t.need = margin + t.floor;
+    };
+    for (int p = 0; p < count; ++p) {
+        const ReturnPath ret = return_path(sc.costs, p == 1);
+        const double charge = 1.0 + ret.residency_rate;
+        Terms& t = paths[static_cast<std::size_t>(p)];
+        t.top = std::min(acc.max_quanta(s, true, p == 1), longest);
+        t.charge_delta = charge * sc.quantum_s;
+        const double offset =
+            t.charge_delta * base - charge * (load_s + sc.costs.save_s + ret.recovery_s);
+        t.floor = -offset - kRoundingUlps * largest_cost(sc, ret);
+    }
+    raise_needs();
+    const double* next = values.row(s.window + 1);
+    for (int u = std::max(paths[0].top, paths[1].top); u >= 1; --u) {
+        for (int p = 0; p < count; ++p) {
+            const Terms& t = paths[static_cast<std::size_t>(p)];
+            const int q = base + u;
+            const double v = next[q];
+            const double reach = advance_key(v, t.charge_delta, q) + kRoundingUlps * std::abs(v);
+            if (u > t.top || reach < t.need) continue;
+            const Action a{ActionKind::Advance, u, true, p == 1};
+            const double score = action_value(acc, values, s, a);
+            if (strictly_greater(score, best.value)) {
+                best = ScoredAction{a, score};
+                raise_needs();
+            }
+        }
+    }
+}
+
 }  // namespace
 
-AdvanceIndex::AdvanceIndex(int windows, int work_quanta, int paths)
-    : work_quanta_(work_quanta), paths_(paths) {
-    const std::size_t rows = (static_cast<std::size_t>(windows) + 1) * static_cast<std::size_t>(paths);
+void AdvanceIndex::reset(int windows, int work_quanta, int paths) {
+    work_quanta_ = work_quanta;
+    paths_ = paths;
+    const std::size_t rows =
+        (static_cast<std::size_t>(windows) + 1) * static_cast<std::size_t>(paths);
     std::size_t n = (static_cast<std::size_t>(work_quanta) + kBlock) / kBlock;  // blocks of 0..J
-    level_offsets_.push_back(0);
+    level_offsets_.assign(1, 0);
     for (;;) {
         level_offsets_.push_back(level_offsets_.back() + n);
         if (n == 1) break;
         n = (n + 1) / 2;
     }
-    built_ = std::make_unique<std::atomic<bool>[]>(rows);
-    rows_.resize(rows);
+    if (rows > flags_) {
+        built_ = std::make_unique<std::atomic<bool>[]>(rows);  // all false
+        flags_ = rows;
+    } else {
+        for (std::size_t i = 0; i < rows; ++i) built_[i].store(false, std::memory_order_relaxed);
+    }
+    if (rows_.size() < rows) rows_.resize(rows);
 }
 
 const AdvanceIndex::Row& AdvanceIndex::row(const SegmentAccounting& acc, const ValueTable& values,
@@ -151,9 +232,7 @@ void AdvanceIndex::build(const SegmentAccounting& acc, const ValueTable& values,
     // Q = fl(V - T) with T the rounded sum of at most five non-negative costs, each term
     // of key and offset one or two roundings: every error is a few ulps of |V| or of the
     // largest segment's cost, so 64 ulps of their sum bounds them all, with room to spare.
-    const double largest_cost =
-        charge * (work_quanta_ * sc.quantum_s + sc.costs.load_s + sc.costs.save_s + ret.recovery_s);
-    out.error = 64.0 * DBL_EPSILON * (largest_value + largest_cost);
+    out.error = kRoundingUlps * (largest_value + largest_cost(sc, ret));
 }
 
 int AdvanceIndex::first_winner(const SegmentAccounting& acc, const ValueTable& values,
@@ -236,7 +315,11 @@ ScoredAction lookahead(const SegmentAccounting& acc, const ValueTable& next_valu
         if (strictly_greater(q, best.value)) best = ScoredAction{a, q};
     };
     acc.for_each_leading_action(s, consider);
-    index.improve(acc, next_values, s, best);
+    if (std::min(acc.max_quanta_any(s, true), acc.remaining(s) - 1) <= kScanAdvances) {
+        scan_advances(acc, next_values, s, best);  // a short window
+    } else {
+        index.improve(acc, next_values, s, best);
+    }
     if (acc.scenario().quantum_s < kDominanceMinQuantum) acc.for_each_advance(s, false, consider);
     return best;
 }

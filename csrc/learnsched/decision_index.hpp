@@ -35,7 +35,11 @@ struct ScoredAction {
 // Model may be shared by threads). Memory: about 1/8 of a table row per row and path built.
 class AdvanceIndex {
   public:
-    AdvanceIndex(int windows, int work_quanta, int paths);
+    AdvanceIndex() = default;  // serves no table until reset()
+
+    // Empty (no row built) for a table of K windows and J quanta with `paths` return paths,
+    // in the memory it already holds: rows keep their capacity across rebuilds.
+    void reset(int windows, int work_quanta, int paths);
 
     // Raise `best` to the first checkpointed advance from `s`, in canonical order, that beats
     // it by more than the tie tolerance, and repeat from there: best_action's scan over those
@@ -55,13 +59,16 @@ class AdvanceIndex {
     int first_winner(const SegmentAccounting& acc, const ValueTable& values, const State& s,
                      int path, int top, double best) const;
 
-    int work_quanta_;
-    int paths_;
+    int work_quanta_ = 0;
+    int paths_ = 1;
     std::vector<std::size_t> level_offsets_;  // start of each level in Row::maxima; back() = size
     // Held by pointer so that a Model stays movable (its rows hold values, not pointers).
     std::unique_ptr<std::atomic<bool>[]> built_;  // per row: rows_[i] is complete
+    std::size_t flags_ = 0;                       // entries of built_
     std::unique_ptr<std::mutex> building_ = std::make_unique<std::mutex>();
-    mutable std::vector<Row> rows_;  // [(window + 1) * paths + path], each written once
+    // [(window + 1) * paths + path], each written once; never shrunk, so that a rebuild
+    // reuses every row's maxima.
+    mutable std::vector<Row> rows_;
 };
 
 // best_action(acc, next_values, s, incumbent) through `index` (built over next_values), with

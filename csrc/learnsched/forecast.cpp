@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <unordered_map>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -124,6 +125,29 @@ bool same_candidate(const Scenario& a, const Scenario& b) {
 
 }  // namespace
 
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta,
+                          std::size_t limit) {
+    if (work_quanta < 1) {
+        throw std::invalid_argument("work_quanta must be >= 1, got " + std::to_string(work_quanta));
+    }
+    const std::size_t stride = static_cast<std::size_t>(work_quanta) + 1;
+    constexpr std::size_t kSaturated = std::numeric_limits<std::size_t>::max();
+    std::size_t total = 0;  // saturates instead of wrapping around
+    for (const Calendar& c : samples) {
+        const std::size_t rows = c.size() + 1;
+        const std::size_t term = rows > kSaturated / stride ? kSaturated : rows * stride;
+        total = term > kSaturated - total ? kSaturated : total + term;
+    }
+    if (total > limit) {
+        throw std::invalid_argument(
+            "samples x states: the sum over " + std::to_string(samples.size()) +
+            " samples of (windows + 1) x (work_quanta + 1) = " +
+            (total == kSaturated ? std::string("more than 2^64") : std::to_string(total)) +
+            " exceeds the limit of " + std::to_string(limit));
+    }
+    return total;
+}
+
 SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
                            const std::vector<Policy>& policies, int threads)
     : candidate_(candidate), needs_(needs_of(policies)) {
@@ -150,6 +174,13 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
             index_[i] = index_[first[i]];
         }
     }
+    // Before any table is allocated (the distinct samples' tables are what is built); two
+    // paths keep four more tables per sample.
+    std::vector<Calendar> built;
+    built.reserve(builds.size());
+    for (const std::size_t i : builds) built.push_back(samples[i]);
+    sample_states(built, candidate.work_quanta,
+                  candidate.costs.offers_choice() ? kMaxTwoPathStates : kMaxSampleStates);
     distinct_.resize(builds.size());
     // Each worker fills only its own builds.
     run_blocks(builds.size(), threads, [&](std::size_t begin, std::size_t end) {
@@ -157,11 +188,12 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
     });
 }
 
-void SampleTables::build(std::size_t b, std::size_t sample, const Calendar& calendar) {
+void SampleTables::build(std::size_t slot, std::size_t sample, const Calendar& calendar) {
     const int J = candidate_.work_quanta;
-    Sample& out = distinct_[b];
+    Sample& out = distinct_[slot];
     // An empty sample keeps one all-zero row: no later window, every continuation is 0.
     out.window = out.reference = out.optimal = ValueTable(0, J);
+    out.path_window = out.path_reference = {out.window, out.window};
     if (calendar.empty()) return;
     const SegmentAccounting acc(sample_scenario(candidate_, calendar, sample));
     out.starts.reserve(calendar.size());
@@ -172,11 +204,22 @@ void SampleTables::build(std::size_t b, std::size_t sample, const Calendar& cale
     if (needs_.window) {
         evaluate_policy(acc, window, [&](const State& s) { return window_action(acc, s); });
     }
+    const bool two_paths = acc.path_count() == 2 && (needs_.window || needs_.reference);
+    PathChoiceReference paths;  // pi0 with two paths: each fixed path's tables
+    if (two_paths) paths.build(acc);
     if (needs_.reference) {
         ValueTable reference(K, J);
-        evaluate_policy(acc, reference,
-                        [&](const State& s) { return costed_window_action(acc, window, s); });
+        if (two_paths) {
+            paths.fill_values(acc, reference);
+        } else {
+            evaluate_policy(acc, reference,
+                            [&](const State& s) { return costed_window_action(acc, window, s); });
+        }
         out.reference = std::move(reference);
+    }
+    for (int p = 0; two_paths && p < 2; ++p) {
+        const auto i = static_cast<std::size_t>(p);
+        paths.release(p, out.path_window[i], out.path_reference[i]);
     }
     out.window = std::move(window);
     if (needs_.optimal) out.optimal = optimal_values(acc);
@@ -200,23 +243,51 @@ ForecastModel::ForecastModel(const Scenario& current, const SampleTables& tables
     }
     const int J = acc_.work_quanta();
     const double end_s = scenario().windows.front().end_s;
+    const auto n = static_cast<std::size_t>(tables.sample_count());
     std::vector<int> rows;  // per sample: its first window starting at or after end_s
-    const std::size_t n = static_cast<std::size_t>(tables.sample_count());
     rows.reserve(n);
     for (std::size_t i = 0; i < n; ++i) rows.push_back(tables.row_after(i, end_s));
-    using Row = const double* (SampleTables::*)(std::size_t, int) const;
-    const auto mean_into = [&](Row row_of, ValueTable& into) {
+    const auto mean_into = [&](ValueTable SampleTables::Sample::*table, ValueTable& into) {
         for (int q = 0; q <= J; ++q) {
             double sum = 0.0;  // in sample order, whatever the threads that built them
-            for (std::size_t i = 0; i < n; ++i) sum += (tables.*row_of)(i, rows[i])[q];
-            into(1, q) = sum / static_cast<double>(n);
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                sum += (tables.sample(i).*table)(rows[i], q);
+            }
+            into(1, q) = sum / static_cast<double>(rows.size());
         }
     };
-    if (needs_.window) mean_into(&SampleTables::window_row, window_values_);
-    if (needs_.reference) mean_into(&SampleTables::reference_row, reference_values_);
-    if (needs_.optimal) mean_into(&SampleTables::optimal_row, optimal_values_);
+    if (needs_.window) mean_into(&SampleTables::Sample::window, window_values_);
+    if (needs_.reference) mean_into(&SampleTables::Sample::reference, reference_values_);
+    if (needs_.optimal) mean_into(&SampleTables::Sample::optimal, optimal_values_);
     // Row 0 of V_G: Window's action on the current window, priced with the mean after it.
     evaluate_policy(acc_, window_values_, [&](const State& s) { return window_action(acc_, s); });
+    if (acc_.path_count() == 1 || !(needs_.window || needs_.reference)) return;
+    for (std::size_t p = 0; p < 2; ++p) {  // pi0 with two paths: the same per fixed path
+        SegmentAccounting& one = path_acc_[p].emplace(fixed_path_scenario(scenario(), p == 1));
+        path_window_values_[p] = ValueTable(1, J);
+        path_reference_values_[p] = ValueTable(1, J);
+        for (int q = 0; q <= J; ++q) {
+            double window_sum = 0.0;  // in sample order, as mean_into
+            double reference_sum = 0.0;
+            for (std::size_t i = 0; i < rows.size(); ++i) {
+                window_sum += tables.sample(i).path_window[p](rows[i], q);
+                reference_sum += tables.sample(i).path_reference[p](rows[i], q);
+            }
+            path_window_values_[p](1, q) = window_sum / static_cast<double>(rows.size());
+            path_reference_values_[p](1, q) = reference_sum / static_cast<double>(rows.size());
+        }
+        evaluate_policy(one, path_window_values_[p],
+                        [&](const State& s) { return window_action(one, s); });
+    }
+}
+
+Action ForecastModel::costed_window_action(const State& state) const {
+    if (acc_.path_count() == 1) return learnsched::costed_window_action(acc_, window_values_, state);
+    std::array<FixedPathTables, 2> paths;
+    for (std::size_t p = 0; p < 2; ++p) {
+        paths[p] = FixedPathTables{&*path_acc_[p], &path_window_values_[p], &path_reference_values_[p]};
+    }
+    return path_choice_action(paths, state);
 }
 
 Action ForecastModel::decide(const State& state, Policy policy) const {
@@ -232,11 +303,10 @@ Action ForecastModel::decide(const State& state, Policy policy) const {
         case Policy::Window: return window_action(acc_, state);
         case Policy::CostedWindow:
             require(needs_.window);
-            return costed_window_action(acc_, window_values_, state);
+            return costed_window_action(state);
         case Policy::Rollout:  // Eq. 11 over the expected reference continuation
             require(needs_.reference);
-            return best_action(acc_, reference_values_, state,
-                               costed_window_action(acc_, window_values_, state));
+            return best_action(acc_, reference_values_, state, costed_window_action(state));
         case Policy::Dp:  // Eq. D.2 with the expected optimal continuation
             require(needs_.optimal);
             return best_action(acc_, optimal_values_, state, never_action(acc_, state));

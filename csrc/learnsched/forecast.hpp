@@ -6,10 +6,13 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
+#include "path_reference.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
@@ -21,6 +24,18 @@ using Calendar = std::vector<Window>;
 
 // Largest number of samples one decision may average over.
 inline constexpr std::size_t kMaxSamples = std::size_t{1} << 16;
+
+// Largest sum over the samples of (windows + 1) x (work_quanta + 1): the samples' tables
+// together may hold as many states as one Model (kMaxStates), so N samples cost at most
+// the memory of one scenario at the cap, whatever N is.
+inline constexpr std::size_t kMaxSampleStates = kMaxStates;
+
+// sum_i (|samples[i]| + 1) x (work_quanta + 1), or std::invalid_argument naming the
+// total and the limit as soon as it exceeds `limit` (also for work_quanta < 1). Samples
+// of a two-path candidate keep each fixed path's tables too: their limit is half
+// (kMaxTwoPathStates, as for one Model).
+std::size_t sample_states(const std::vector<Calendar>& samples, int work_quanta,
+                          std::size_t limit = kMaxSampleStates);
 
 // The continuation tables of N sampled calendars, each built once. Tables are computed
 // backwards, so the continuation after any current window is the row of the sample's
@@ -63,12 +78,17 @@ class SampleTables {
     }
 
   private:
+    friend class ForecastModel;
     struct Sample {
         std::vector<double> starts;  // window starts, for the row after a current window
         ValueTable window{0, 0};
         ValueTable reference{0, 0};
         ValueTable optimal{0, 0};
+        // Two return paths: each fixed path's V_G^p and V^{CW_p} (pi0's, path_reference.hpp).
+        std::array<ValueTable, 2> path_window{ValueTable{0, 0}, ValueTable{0, 0}};
+        std::array<ValueTable, 2> path_reference{ValueTable{0, 0}, ValueTable{0, 0}};
     };
+    const Sample& sample(std::size_t i) const { return distinct_[index_[i]]; }
     // Fill distinct_[slot] from `calendar`, sample `sample` (named in errors).
     void build(std::size_t slot, std::size_t sample, const Calendar& calendar);
 
@@ -113,6 +133,7 @@ class ForecastModel {
 
   private:
     std::vector<double> row(const ValueTable& table, bool built, const char* what) const;
+    Action costed_window_action(const State& state) const;
 
     SegmentAccounting acc_;  // the current window only: row 1 of each table is the mean
     int samples_ = 0;
@@ -120,6 +141,11 @@ class ForecastModel {
     ValueTable window_values_;     // mean V_G; row 0 by Window's rule on the current window
     ValueTable reference_values_;  // mean V^pi0 in row 1
     ValueTable optimal_values_;    // mean V* in row 1
+    // Two return paths: per fixed path, the current window's accounting, mean V_G^p (row 0
+    // by Window's rule on the current window) and mean V^{CW_p} in row 1.
+    std::array<std::optional<SegmentAccounting>, 2> path_acc_;
+    std::array<ValueTable, 2> path_window_values_{ValueTable{0, 0}, ValueTable{0, 0}};
+    std::array<ValueTable, 2> path_reference_values_{ValueTable{0, 0}, ValueTable{0, 0}};
 };
 
 }  // namespace learnsched

@@ -33,11 +33,14 @@ Model::Model(Scenario scenario, TableNeeds tables) : acc_(validated(std::move(sc
     build_tables(tables);
 }
 
-void Model::rebuild(Scenario scenario, TableNeeds tables) {
-    acc_ = SegmentAccounting(validated(std::move(scenario)));
-    // The lookahead indexes served the old tables: empty ones, sized for the new scenario.
-    reference_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
-    optimal_index_ = AdvanceIndex(acc_.window_count(), acc_.work_quanta(), acc_.path_count());
+void Model::rebuild(const Scenario& scenario, TableNeeds tables) {
+    validate(scenario);
+    rebuild_validated(scenario, tables);
+}
+
+void Model::rebuild_validated(const Scenario& scenario, TableNeeds tables) {
+    built_ = TableNeeds{};  // the old tables no longer match
+    acc_.reset(scenario);
     build_tables(tables);
 }
 
@@ -46,19 +49,30 @@ void Model::build_tables(TableNeeds tables) {
     built_ = TableNeeds{};  // until every requested table is complete
     const int K = acc_.window_count();
     const int J = acc_.work_quanta();
-    // V* first: its two scratch rows are freed before a fresh model allocates the others,
-    // so they never add to the peak of three tables.
+    // The lookahead indexes served the old tables: emptied, their memory kept.
+    reference_index_.reset(K, J, acc_.path_count());
+    optimal_index_.reset(K, J, acc_.path_count());
+    // V* first: its two scratch rows are freed before a fresh model allocates the others
+    // when they are large, so they never add to the peak of three tables; small ones stay
+    // for the next rebuild (a batch worker then allocates nothing per scenario).
     if (tables.optimal) {
         optimal_values_.reset(K, J);
-        fill_optimal_values(acc_, optimal_values_);
+        fill_optimal_values(acc_, optimal_values_, scratch_);
+        if (scratch_.keys.capacity() * sizeof(double) >= kMappedBlockBytes) scratch_ = {};
     }
     if (tables.window) {
         window_values_.reset(K, J);
         fill_window_plan_values(acc_, window_values_);
     }
+    const bool two_paths = acc_.path_count() == 2;
+    if (tables.window && two_paths) path_reference_.build(acc_);  // pi0's fixed-path tables
     if (tables.reference) {
         reference_values_.reset(K, J);
-        fill_reference_values(acc_, window_values_, reference_values_);
+        if (two_paths) {
+            path_reference_.fill_values(acc_, reference_values_);
+        } else {
+            fill_reference_values(acc_, window_values_, reference_values_);
+        }
     }
     built_ = tables;
 }
@@ -78,22 +92,24 @@ void Model::require_tables(Policy policy) const {
 }
 
 Action Model::costed_window_action(const State& s) const {
+    if (acc_.path_count() == 2) return path_reference_.action(s);
     return learnsched::costed_window_action(acc_, window_values_, s);
 }
 
 Action Model::guarded_action(const State& s, const Guard& guard) const {
     const Action a0 = costed_window_action(s);
-    if (!guard.noise) {  // exact scores: Rollout's lookahead, then the margin of Eq. D.5
+    if (!guard.noise && guard.scores == nullptr) {  // exact: Rollout's lookahead, then Eq. D.5
         const ScoredAction best = lookahead(acc_, reference_values_, reference_index_, s, a0);
         const double q0 = action_value(acc_, reference_values_, s, a0);
         return best.action != a0 && strictly_greater(best.value, q0 + 2.0 * guard.epsilon)
                    ? best.action
                    : a0;
     }
-    // Noise can reorder the scores (and is asked for every action): the full scan.
-    // Qhat(s, a) = Q^pi0(s, a) + e_a; exact scores (no noise) make the search Rollout's.
+    // Estimates can reorder the scores (and are asked for every action): the full scan.
+    // Qhat(s, a) is the user's estimate, or Q^pi0(s, a) + e_a for score noise.
     auto score = [&](const Action& a) {
-        const double e = guard.noise ? guard.noise(s, a) : 0.0;
+        if (guard.scores != nullptr) return checked_estimate(*guard.scores, s, a);
+        const double e = guard.noise(s, a);
         if (!std::isfinite(e)) {
             throw std::invalid_argument("score noise must be finite, got " + std::to_string(e) +
                                         " for action " + std::string(name(a.kind)));
@@ -160,26 +176,53 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
     }
 }
 
-Plan Model::solve(Policy policy, const Guard& guard) const {
+template <class Visit>
+PlanSummary Model::walk(Policy policy, const Guard& guard, Visit&& visit) const {
     validate(guard);
     require_tables(policy);
-    Plan plan;
-    plan.policy = policy;
-    plan.publish_s = std::numeric_limits<double>::quiet_NaN();
-    plan.steps.reserve(static_cast<std::size_t>(acc_.window_count()));
+    PlanSummary sum;
+    sum.publish_s = std::numeric_limits<double>::quiet_NaN();
     State s = scenario().initial;
     while (s.window < acc_.window_count()) {
         const Action a = choose(s, policy, guard);
         Segment seg = acc_.take(s, a);
-        plan.value += seg.reward();
-        plan.benefit += seg.benefit;
-        plan.cost += seg.cost;
-        if (a.kind == ActionKind::Publish) plan.publish_s = seg.publish_s;
+        sum.value += seg.reward();
+        sum.benefit += seg.benefit;
+        sum.cost += seg.cost;
+        if (a.kind == ActionKind::Publish) sum.publish_s = seg.publish_s;
         s = seg.next;
-        plan.steps.push_back(std::move(seg));
+        visit(std::move(seg));
         if (a.is_terminal()) break;
     }
+    return sum;
+}
+
+Plan Model::solve(Policy policy, const Guard& guard) const {
+    Plan plan;
+    plan.policy = policy;
+    plan.steps.reserve(static_cast<std::size_t>(acc_.window_count()));
+    const PlanSummary sum =
+        walk(policy, guard, [&](Segment&& seg) { plan.steps.push_back(std::move(seg)); });
+    plan.value = sum.value;
+    plan.benefit = sum.benefit;
+    plan.publish_s = sum.publish_s;
+    plan.cost = sum.cost;
     return plan;
+}
+
+PlanSummary Model::summarize(Policy policy, const Guard& guard) const {
+    return walk(policy, guard, [](Segment&&) {});
+}
+
+double Model::reference_score(const State& state, const Action& action) const {
+    validate_state(scenario(), state);
+    require(TableNeeds{true, true, false}, "reference_score");
+    if (!acc_.fits(state, action)) {
+        throw std::invalid_argument("action " + std::string(name(action.kind)) + " with quanta=" +
+                                    std::to_string(action.quanta) +
+                                    " is not feasible in this state (Eq. 10)");
+    }
+    return action_value(acc_, reference_values_, state, action);
 }
 
 double Model::window_plan_value(const State& state) const {

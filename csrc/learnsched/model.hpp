@@ -9,11 +9,20 @@
 
 #include "decision_index.hpp"
 #include "guard.hpp"
+#include "path_reference.hpp"
 #include "policy.hpp"
 #include "segment.hpp"
 #include "value_table.hpp"
 
 namespace learnsched {
+
+// A plan without its steps: what a batch keeps of each plan.
+struct PlanSummary {
+    double value = 0.0;
+    double benefit = 0.0;
+    double publish_s = 0.0;  // NaN if never published
+    CostSplit cost;
+};
 
 // A policy's whole plan from the initial state: one segment per window visited.
 struct Plan {
@@ -52,11 +61,15 @@ class Model {
     // read it). Decisions and values that read a table not built throw (require_tables).
     Model(Scenario scenario, TableNeeds tables);
 
-    // Prepare another scenario in this model's memory: each table keeps its capacity, so
-    // repeated builds skip a fresh model's allocation and first touch (page faults). A
-    // scenario that fails validation (std::invalid_argument) leaves the model unchanged;
-    // a failed allocation leaves it with no tables.
-    void rebuild(Scenario scenario, TableNeeds tables = kAllTables);
+    // Prepare another scenario in this model's memory: each table, the lookahead indexes and
+    // the window limits keep their capacity, so repeated builds skip a fresh model's
+    // allocation and first touch (page faults). A scenario that fails validation
+    // (std::invalid_argument) leaves the model unchanged; a failed allocation leaves it with
+    // no tables.
+    void rebuild(const Scenario& scenario, TableNeeds tables = kAllTables);
+    // The same for a scenario that already passed validate() (solve_batch checks every
+    // scenario before it starts): validation is skipped.
+    void rebuild_validated(const Scenario& scenario, TableNeeds tables);
 
     const Scenario& scenario() const { return acc_.scenario(); }
     const TableNeeds& tables() const { return built_; }
@@ -71,6 +84,14 @@ class Model {
                      const ActionColumns& out) const;
     // Follow the policy from the initial state to publication or the last window.
     Plan solve(Policy policy, const Guard& guard = {}) const;
+    // solve() without the steps: the same value, benefit, publication time and costs.
+    PlanSummary summarize(Policy policy, const Guard& guard = {}) const;
+
+    // The accounting that prices every action (Eq. 10, rewards, successors).
+    const SegmentAccounting& accounting() const { return acc_; }
+    // Q^pi0(s, a) = R(s, a) + V^pi0(s') (Eq. 11) of a feasible action in a valid state;
+    // std::invalid_argument otherwise, or if V^pi0 was not built.
+    double reference_score(const State& state, const Action& action) const;
 
     double window_plan_value(const State& state) const;  // V_G
     double reference_value(const State& state) const;    // V^pi0 (Costed Window)
@@ -81,6 +102,9 @@ class Model {
 
   private:
     void build_tables(TableNeeds tables);
+    // Walk the plan from the initial state, passing each segment to `visit`.
+    template <class Visit>
+    PlanSummary walk(Policy policy, const Guard& guard, Visit&& visit) const;
     // std::invalid_argument naming `reader` and the first of `needs` that was not built.
     void require(const TableNeeds& needs, const char* reader) const;
     Action choose(const State& s, Policy policy, const Guard& guard) const;
@@ -92,9 +116,11 @@ class Model {
     ValueTable window_values_;
     ValueTable reference_values_;
     ValueTable optimal_values_;
+    DequeScratch scratch_;  // V*'s deque rows, kept while small (see build_tables)
+    PathChoiceReference path_reference_;  // pi0 with two return paths (path_reference.hpp)
     // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
-    AdvanceIndex reference_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
-    AdvanceIndex optimal_index_{acc_.window_count(), acc_.work_quanta(), acc_.path_count()};
+    AdvanceIndex reference_index_;
+    AdvanceIndex optimal_index_;
 };
 
 }  // namespace learnsched

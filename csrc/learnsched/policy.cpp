@@ -30,24 +30,6 @@ TableNeeds& TableNeeds::operator|=(const TableNeeds& other) {
     return *this;
 }
 
-bool TableNeeds::covers(const TableNeeds& other) const {
-    return (window || !other.window) && (reference || !other.reference) &&
-           (optimal || !other.optimal);
-}
-
-TableNeeds table_needs(Policy policy) {
-    switch (policy) {
-        case Policy::Never:
-        case Policy::Window:
-        case Policy::StaticRoi: return {};
-        case Policy::CostedWindow: return {true, false, false};
-        case Policy::Rollout:
-        case Policy::Guarded: return {true, true, false};
-        case Policy::Dp: return {false, false, true};
-    }
-    return {};
-}
-
 TableNeeds table_needs(const std::vector<Policy>& policies) {
     TableNeeds needs;
     for (const Policy p : policies) {

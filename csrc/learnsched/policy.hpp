@@ -33,12 +33,28 @@ struct TableNeeds {
     bool optimal = false;    // V*
 
     TableNeeds& operator|=(const TableNeeds& other);
-    bool covers(const TableNeeds& other) const;  // every table `other` needs is here
+    // Every table `other` needs is here (inline: each decision asks).
+    bool covers(const TableNeeds& other) const {
+        return (window || !other.window) && (reference || !other.reference) &&
+               (optimal || !other.optimal);
+    }
 };
 
 inline constexpr TableNeeds kAllTables{true, true, true};
 
-TableNeeds table_needs(Policy policy);  // none for a value outside the enum
+// None for a value outside the enum (inline: each decision asks).
+inline TableNeeds table_needs(Policy policy) {
+    switch (policy) {
+        case Policy::Never:
+        case Policy::Window:
+        case Policy::StaticRoi: return {};
+        case Policy::CostedWindow: return {true, false, false};
+        case Policy::Rollout:
+        case Policy::Guarded: return {true, true, false};
+        case Policy::Dp: return {false, false, true};
+    }
+    return {};
+}
 // Every table some of `policies` reads; std::invalid_argument for a value outside the enum.
 TableNeeds table_needs(const std::vector<Policy>& policies);
 

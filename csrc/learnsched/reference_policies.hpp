@@ -32,15 +32,16 @@ inline Action cheapest_path(const SegmentAccounting& acc, const State& s, const 
 
 // Window: publish if the rest fits; else advance the most quanta that fit with a
 // checkpoint (never the whole remainder); with none, wait (service) or, if active,
-// checkpoint and return when that fits, else discard and return. With two paths the most
-// work either path fits, by the cheaper path that fits it.
+// checkpoint unsaved work and return when that fits, else (or with nothing unsaved)
+// discard and return. With two paths the most work either path fits, by the cheaper path
+// that fits it.
 inline Action window_action(const SegmentAccounting& acc, const State& s) {
     const int rest = acc.remaining(s);
     if (acc.can_publish_any(s)) return cheapest_path(acc, s, Action{ActionKind::Publish, rest, false});
     const int u = std::min(acc.max_quanta_any(s, true), rest - 1);
     if (u >= 1) return cheapest_path(acc, s, Action{ActionKind::Advance, u, true});
     if (!s.active) return Action{ActionKind::Wait, 0, false};
-    if (acc.max_quanta_any(s, true) >= 0) {
+    if (s.progress > s.durable && acc.max_quanta_any(s, true) >= 0) {
         return cheapest_path(acc, s, Action{ActionKind::CheckpointReturn, 0, true});
     }
     return cheapest_path(acc, s, Action{ActionKind::DiscardReturn, 0, false});

@@ -123,10 +123,12 @@ void validate(const Scenario& scenario) {
     }
     const std::size_t states =
         (scenario.windows.size() + 1) * (static_cast<std::size_t>(scenario.work_quanta) + 1);
-    if (states > kMaxStates) {
+    const bool two_paths = scenario.costs.offers_choice();
+    if (states > max_states(scenario.costs)) {
         fail("(windows + 1) x (work_quanta + 1) = ", scenario.windows.size() + 1, " x ",
              static_cast<std::size_t>(scenario.work_quanta) + 1, " = ", states,
-             " states exceeds the limit of ", kMaxStates);
+             " states exceeds the limit of ", max_states(scenario.costs),
+             two_paths ? " for a scenario offering two return paths" : "");
     }
     if (scenario.initial.window != 0) {
         fail("initial.window must be 0, got ", scenario.initial.window);

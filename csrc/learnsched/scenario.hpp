@@ -16,6 +16,11 @@ namespace learnsched {
 // Model (README, Performance): 384 MiB at K = 1, J = 2^23 - 1; 385 MiB at K = 2^17, J = 126.
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 
+// A scenario offering two return paths keeps up to seven tables (its reference adds each
+// fixed path's V_G and V^pi0, path_reference.hpp): half the states keeps it near the same
+// memory (448 MiB at the cap).
+inline constexpr std::size_t kMaxTwoPathStates = kMaxStates / 2;
+
 // Most windows a scenario may have: this bounds a plan's length (one step per window,
 // ~100 bytes in C++, read from Python as columns: 25 MiB and 49 ms for
 // Model.solve("never") at K = 2^17, J = 1, on a loaded 2-core machine).
@@ -62,6 +67,10 @@ struct ReturnPath {
 // The path an action returns by: the warm one (or the only one), or the cold alternative.
 inline ReturnPath return_path(const HandoffCosts& c, bool cold) {
     return cold ? ReturnPath{*c.cold_recovery_s, 0.0} : ReturnPath{c.recovery_s, c.residency_rate};
+}
+
+inline std::size_t max_states(const HandoffCosts& costs) {
+    return costs.offers_choice() ? kMaxTwoPathStates : kMaxStates;
 }
 
 // Decision state (k, p, pbar, active) at the start of window k (paper Eq. 1).

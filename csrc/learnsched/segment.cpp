@@ -18,7 +18,18 @@ CostSplit& CostSplit::operator+=(const CostSplit& other) {
 
 SegmentAccounting::SegmentAccounting(Scenario scenario)
     : scenario_(std::move(scenario)), benefit_(benefit_curve(scenario_)) {
+    compute_limits();
+}
+
+void SegmentAccounting::reset(const Scenario& scenario) {
+    scenario_ = scenario;  // copy-assigned: the windows keep their vector's capacity
+    benefit_.assign(scenario_.benefit_rate, scenario_.benefit_schedule, scenario_.horizon_s);
+    compute_limits();
+}
+
+void SegmentAccounting::compute_limits() {
     const HandoffCosts& c = scenario_.costs;
+    limits_.clear();
     limits_.reserve(scenario_.windows.size());
     for (const Window& w : scenario_.windows) {
         std::array<Limits, 2> per_path{};

@@ -48,6 +48,8 @@ struct Segment {
 class SegmentAccounting {
   public:
     explicit SegmentAccounting(Scenario scenario);
+    // Account for another (validated) scenario in the memory this one holds.
+    void reset(const Scenario& scenario);
 
     const Scenario& scenario() const { return scenario_; }
     const BenefitCurve& benefit() const { return benefit_; }
@@ -78,7 +80,8 @@ class SegmentAccounting {
     double reward(const State& s, const Action& a) const { return take(s, a).reward(); }
 
     // Every feasible action in the canonical tie-break order of the spec: wait (or
-    // abandon, then checkpoint-return, discard-return if active); publish; advance
+    // abandon, then checkpoint-return if there is unsaved work, discard-return if active);
+    // publish; advance
     // with checkpoint for u = max..1; advance without checkpoint for u = max..1. In a
     // two-path scenario each returning action comes by the warm path, then by the cold one.
     template <class Visit>
@@ -97,6 +100,7 @@ class SegmentAccounting {
         std::array<int, 2> without_checkpoint{};
     };
     int quanta_that_fit(double fixed_s, const Window& w) const;
+    void compute_limits();  // limits_ from scenario_
 
     Scenario scenario_;
     BenefitCurve benefit_;  // Phi(t_p)
@@ -120,7 +124,10 @@ inline bool SegmentAccounting::fits(const State& s, const Action& a) const {
         case ActionKind::Wait: return !s.active;
         case ActionKind::Abandon:
         case ActionKind::DiscardReturn: return s.active && max_quanta(s, false, a.cold) >= 0;
-        case ActionKind::CheckpointReturn: return s.active && max_quanta(s, true, a.cold) >= 0;
+        // With nothing unsaved there is nothing to checkpoint: that return is discard-return
+        // plus a save of nothing, never an action (rule 8 keeps unsaved work).
+        case ActionKind::CheckpointReturn:
+            return s.active && s.progress > s.durable && max_quanta(s, true, a.cold) >= 0;
         case ActionKind::Publish: return a.quanta == remaining(s) && can_publish(s, a.cold);
         case ActionKind::Advance:
             return a.quanta >= 1 && a.quanta < remaining(s) &&

@@ -2,9 +2,14 @@
 //
 // Why not std::vector: a vector value-initialises (zero-fills) every element, and the
 // tables' rows are all overwritten by the backward passes, so the fill only adds a pass
-// over memory that is often page-faulted for the first time. Large blocks are mapped on
-// 2 MiB boundaries with huge-page advice (Linux), so that their first touch faults 512x
-// fewer pages.
+// over memory that is often page-faulted for the first time. Large blocks are fresh
+// anonymous mappings, which read as zeros untouched: a table's zero row (after the last
+// window) is then never written, so its pages are never faulted in for writing.
+//
+// Why no huge-page advice (MADV_HUGEPAGE, used before issue 22): on the shared VM the
+// kernel's zeroing of fresh 2 MiB pages made a fresh process's cap-size build take
+// 0.20-0.93 s (bimodal, 57% of samples in the kernel) against 0.22 s steady with 4 KiB pages
+// and the zero rows untouched (0.36 s at 48b1219, which zero-filled every table).
 #pragma once
 
 #include <cstddef>
@@ -15,14 +20,11 @@
 
 namespace learnsched {
 
-// 2 MiB: a huge page, the alignment of mapped blocks.
-inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
-
-// Blocks of at least this many bytes are mapped 2 MiB-aligned with MADV_HUGEPAGE (Linux);
-// smaller ones (and every block elsewhere) come from operator new. 32 MiB is glibc's
-// largest mmap threshold: below it a freed table may stay in the heap, already faulted
-// in, for the next model (or be trimmed: Model::rebuild is what never faults); above it
-// every block is a fresh mapping anyway, whose first touch huge pages make cheaper.
+// Blocks of at least this many bytes are fresh anonymous mappings (Linux); smaller ones
+// (and every block elsewhere) come from operator new. 32 MiB is glibc's largest mmap
+// threshold: below it a freed table may stay in the heap, already faulted in, for the next
+// model (or be trimmed: Model::rebuild is what never faults); above it every block is a
+// fresh mapping anyway, and ours is known to be zero.
 inline constexpr std::size_t kMappedBlockBytes = std::size_t{32} << 20;
 
 namespace detail {
@@ -33,9 +35,13 @@ struct BlockRelease {
     void operator()(void* block) const noexcept;
 };
 
-// At least `bytes` of uninitialised memory, aligned for any scalar (2 MiB-aligned with
-// huge-page advice from kMappedBlockBytes on, on Linux); std::bad_alloc if there is none.
+// At least `bytes` of uninitialised memory, aligned for any scalar (page-aligned from
+// kMappedBlockBytes on, on Linux); std::bad_alloc if there is none.
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes);
+
+// Whether allocate_block(bytes) returns zero-filled memory: a fresh anonymous mapping reads
+// as zeros without being touched (the kernel maps its shared zero page until a write).
+bool block_is_zeroed(std::size_t bytes);
 
 }  // namespace detail
 
@@ -70,13 +76,18 @@ class UninitializedArray {
     }
 
     // `size` elements of unspecified value: contents are discarded when it must grow.
-    void resize(std::size_t size) {
+    // Returns whether they are all zero bits: a new block that was mapped fresh, so that a
+    // caller which needs zeros can skip writing (and first touching) them.
+    bool resize(std::size_t size) {
+        bool zeroed = false;
         if (size > capacity_) {
             block_.reset();  // release first: peak memory is the new block, not both
             block_ = detail::allocate_block(size * sizeof(T));
             capacity_ = size;
+            zeroed = detail::block_is_zeroed(size * sizeof(T));
         }
         size_ = size;
+        return zeroed;
     }
 
     std::size_t size() const { return size_; }

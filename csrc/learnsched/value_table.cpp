@@ -58,23 +58,21 @@ void relax_resumed_advances(const SegmentAccounting& acc, double* __restrict row
 
 }  // namespace
 
-void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
+void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v, DequeScratch& scratch) {
     const int K = acc.window_count();
     const int J = acc.work_quanta();
     const auto row_size = static_cast<std::size_t>(J) + 1;
-    UninitializedArray<double> keys(row_size);  // the deque: every entry written before it is read
-    UninitializedArray<int> quanta(row_size);
+    scratch.keys.resize(row_size);  // the deque: every entry written before it is read
+    scratch.quanta.resize(row_size);
+    double* keys = scratch.keys.data();
+    int* quanta = scratch.quanta.data();
     for (int k = K - 1; k >= 0; --k) {
         double* __restrict row = v.row(k);
         const double* __restrict next = v.row(k + 1);
         // Every pbar >= 1 pays the load (rule 1): below J - P (P: the most quanta any path
         // fits without a checkpoint) the rest does not fit, and waiting is all there is.
-        const int publish_from = J - acc.max_quanta_any(State{k, 1, 1, false}, false);
-        for (int pbar = 0; pbar <= J; ++pbar) {
-            if (pbar >= 1 && pbar < publish_from) {
-                row[pbar] = next[pbar];  // wait
-                continue;
-            }
+        const int publish_from = std::max(1, J - acc.max_quanta_any(State{k, 1, 1, false}, false));
+        const auto wait_or_publish = [&](int pbar) {
             const State s{k, pbar, pbar, false};
             double best = next[pbar];  // wait
             for (int p = 0; p < acc.path_count(); ++p) {
@@ -84,7 +82,10 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
                 }
             }
             row[pbar] = best;
-        }
+        };
+        wait_or_publish(0);
+        std::copy(next + 1, next + std::min(publish_from, J + 1), row + 1);  // waits
+        for (int pbar = publish_from; pbar <= J; ++pbar) wait_or_publish(pbar);
         for (int p = 0; p < acc.path_count(); ++p) {
             // A fresh start (pbar = 0) loads nothing, so its reach differs: scan it directly.
             const State fresh{k, 0, 0, false};
@@ -92,7 +93,7 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
                 const Segment seg = acc.take(fresh, Action{ActionKind::Advance, u, true, p == 1});
                 row[0] = std::max(row[0], seg.reward() + next[seg.next.durable]);  // Eq. D.2
             }
-            relax_resumed_advances(acc, row, next, k, p == 1, keys.data(), quanta.data());
+            relax_resumed_advances(acc, row, next, k, p == 1, keys, quanta);
         }
         // Advancing without a checkpoint reaches the waiting successor at a higher cost
         // (spec, DP paragraph), so it never raises V*.
@@ -102,7 +103,8 @@ void fill_optimal_values(const SegmentAccounting& acc, ValueTable& v) {
 ValueTable optimal_values(const SegmentAccounting& acc) {
     ValueTable v;
     v.reset(acc.window_count(), acc.work_quanta());
-    fill_optimal_values(acc, v);
+    DequeScratch scratch;
+    fill_optimal_values(acc, v, scratch);
     return v;
 }
 

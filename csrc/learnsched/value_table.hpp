@@ -18,17 +18,15 @@ class ValueTable {
     ValueTable() = default;  // empty until reset()
     // All (K+1) x (J+1) entries zero.
     ValueTable(int windows, int work_quanta) {
-        reset(windows, work_quanta);
-        std::fill_n(values_.data(), values_.size(), 0.0);
+        if (!shape(windows, work_quanta)) std::fill_n(values_.data(), values_.size(), 0.0);
     }
 
     // Shape the table for K windows and J quanta in the memory it already holds (growing
     // it if needed): row K is zero; rows 0..K-1 are unspecified until a backward pass
     // (evaluate_policy, optimal_values) overwrites every one of them.
     void reset(int windows, int work_quanta) {
-        stride_ = static_cast<std::size_t>(work_quanta) + 1;
-        values_.resize((static_cast<std::size_t>(windows) + 1) * stride_);
-        std::fill_n(row(windows), stride_, 0.0);
+        // A freshly mapped block is zero already: writing row K would only fault it in.
+        if (!shape(windows, work_quanta)) std::fill_n(row(windows), stride_, 0.0);
     }
 
     double operator()(int window, int durable) const { return row(window)[durable]; }
@@ -42,6 +40,12 @@ class ValueTable {
     double* row(int window) { return values_.data() + static_cast<std::size_t>(window) * stride_; }
 
   private:
+    // (K+1) x (J+1) entries of unspecified value; true if they are all zero.
+    bool shape(int windows, int work_quanta) {
+        stride_ = static_cast<std::size_t>(work_quanta) + 1;
+        return values_.resize((static_cast<std::size_t>(windows) + 1) * stride_);
+    }
+
     std::size_t stride_ = 1;
     UninitializedArray<double> values_;
 };
@@ -85,9 +89,17 @@ void evaluate_policy(const SegmentAccounting& acc, ValueTable& values, ChooseAct
     }
 }
 
+// The two scratch rows of V*'s monotone deque (J+1 entries each: keys and their quanta),
+// kept between builds so that repeated small builds allocate nothing.
+struct DequeScratch {
+    UninitializedArray<double> keys;
+    UninitializedArray<int> quanta;
+};
+
 // V* over service states (Eq. D.2), O(K * J) with a monotone deque per window, into
-// `values` reset for acc (its memory reused).
-void fill_optimal_values(const SegmentAccounting& acc, ValueTable& values);
+// `values` reset for acc (its memory reused), the deque in `scratch` (grown if needed).
+void fill_optimal_values(const SegmentAccounting& acc, ValueTable& values,
+                         DequeScratch& scratch);
 // The same into a new table.
 ValueTable optimal_values(const SegmentAccounting& acc);
 

@@ -130,7 +130,7 @@ def before(calendars: Packed, until_s: float) -> Packed:
     return windows[keep], kept[offsets].astype(np.int64)
 
 
-def frontier(observed: Calendar, now_s: float) -> float:
+def frontier(observed: Sequence[tuple[float, float]], now_s: float) -> float:
     """Where the unknown future begins: the last observed window's end, or ``now_s``."""
     return max(now_s, observed[-1][1]) if observed else now_s
 
@@ -150,7 +150,7 @@ class Forecaster(ABC):
     @abstractmethod
     def sample(
         self,
-        observed: Calendar,
+        observed: Sequence[tuple[float, float]],
         now_s: float,
         until_s: float,
         n: int,
@@ -203,7 +203,12 @@ class ExactForecaster(Forecaster):
         self.truth = calendar("truth", truth)
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` copies of the true windows in ``[frontier, until_s)``."""
         future = _after(self.truth, frontier(observed, now_s), until_s)
@@ -285,7 +290,12 @@ class SampleForecaster(Forecaster):
         return self._samples
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """The samples' windows in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
@@ -303,7 +313,7 @@ class SampleForecaster(Forecaster):
         return self._packed if integer("n", n, low=1) == self.count else None
 
 
-def _cycles(observed: Calendar, now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _cycles(observed: Sequence[tuple[float, float]], now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:
     """Cycle ``j``: the busy gap after observed window ``j`` and window ``j + 1``'s length."""
     windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
     if history_s is not None:
@@ -311,7 +321,7 @@ def _cycles(observed: Calendar, now_s: float, history_s: float | None) -> tuple[
     return windows[1:, 0] - windows[:-1, 1], windows[1:, 1] - windows[1:, 0]
 
 
-def _age(observed: Calendar, now_s: float) -> float:
+def _age(observed: Sequence[tuple[float, float]], now_s: float) -> float:
     """How long the busy period under way has lasted (0 inside a window)."""
     return now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
 
@@ -356,7 +366,7 @@ class RepeatForecaster(Forecaster):
         self.last = integer("last", last, low=1)
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self, observed: Sequence[tuple[float, float]], now_s: float, until_s: float, n: int, rng: np.random.Generator
     ) -> list[Calendar]:
         """``n`` copies of the tiled last cycles in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
@@ -389,7 +399,7 @@ class MeanForecaster(Forecaster):
         self.history_s = None if history_s is None else positive("history_s", history_s)
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self, observed: Sequence[tuple[float, float]], now_s: float, until_s: float, n: int, rng: np.random.Generator
     ) -> list[Calendar]:
         """``n`` copies of the mean cycle tiled over ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
@@ -430,12 +440,19 @@ class EmpiricalForecaster(Forecaster):
         if self.history_s is not None and self.history_s <= 0:
             raise ValueError(f"history_s must be > 0, got {self.history_s!r}")
 
-    def cycles(self, observed: Calendar, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+    def cycles(
+        self, observed: Sequence[tuple[float, float]], now_s: float
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
         return _cycles(observed, now_s, self.history_s)
 
     def sample(
-        self, observed: Calendar, now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` resampled continuations from the frontier (see the class docstring)."""
         n = integer("n", n, low=1)

@@ -88,7 +88,7 @@ class OnlineCase:
     @classmethod
     def exact(cls, scenario: Scenario) -> OnlineCase:
         """The paper's setting: the forecast is the true calendar."""
-        return cls(scenario, ExactForecaster(scenario.windows), samples=1)
+        return cls(scenario, ExactForecaster(tuple(scenario.windows)), samples=1)
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ def run_calendar(
         if tables is not None:  # the same samples at every window: rows of one build
             decision = ForecastDecision.from_tables(scenario, window, tables)
         else:
-            observed = case.history + scenario.windows[: k + 1]
+            observed = case.history + tuple(scenario.windows[: k + 1])
             futures = case.forecaster.sample(observed, window[0], case.until_s, case.samples, rng)
             decision = ForecastDecision(scenario, window, futures, live, threads)
         for policy in tuple(live):

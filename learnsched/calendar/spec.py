@@ -32,13 +32,16 @@ def read_online_spec(text: str | bytes, source: str) -> object:
     Raises
     ------
     ValueError
-        ``{source} is not valid JSON: ...`` with the line and column.
+        ``{source} is not valid JSON: ...`` with the line and column, or ``{source}: JSON
+        nesting depth N exceeds the limit of 32``.
     """
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     try:
         return _core.read_online_spec(data, MAX_DEPTH, PackedCalendars)
     except ValueError as err:
-        raise ValueError(f"{source} is not valid JSON: {err}") from None
+        message = str(err)
+        joint = " is " if message.startswith("not valid JSON") else ": "
+        raise ValueError(f"{source}{joint}{message}") from None
 
 
 def _case(obj: object) -> OnlineCase:

@@ -19,7 +19,6 @@ so the unlent trace meets every deadline; a budget that it cannot meet is refuse
 
 from __future__ import annotations
 
-import csv
 import os
 import re
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import FloatArray, nonnegative, positive
+from .._csvfile import csv_header, read_csv
 from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 
 __all__ = [
@@ -246,19 +246,18 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
         count, an empty trace, or (unless ``sort``) a row earlier than the one before it;
         the message names the line.
     """
-    with open(path, newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        header = [name.strip() for name in next(reader, [])]
-        missing = [name for name in AZURE_COLUMNS if name not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-        at = [header.index(name) for name in AZURE_COLUMNS]
-        lines: list[int] = []
-        rows: list[list[str]] = []
-        for row in reader:
-            if row:
-                lines.append(reader.line_num)
-                rows.append(row)
+    records = read_csv(path)
+    _, header = next(records, (0, []))
+    header = [name.strip() for name in header]
+    missing = [name for name in AZURE_COLUMNS if name not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    at = [header.index(name) for name in AZURE_COLUMNS]
+    lines: list[int] = []
+    rows: list[list[str]] = []
+    for line, row in records:
+        lines.append(line)
+        rows.append(row)
     fast = _columns(rows, at, sort)
     times, tokens = fast if fast is not None else _checked_columns(path, lines, rows, at, sort)
     if len(times) == 0:
@@ -272,9 +271,7 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
 def is_synthetic(path: str | os.PathLike[str]) -> bool:
     """Whether the trace CSV at ``path`` was synthesized (its header has a
     :data:`SYNTHETIC_COLUMN`)."""
-    with open(path, newline="", encoding="utf-8") as file:
-        header = {name.strip() for name in next(csv.reader(file), [])}
-    return SYNTHETIC_COLUMN in header
+    return SYNTHETIC_COLUMN in csv_header(path)
 
 
 def load_trace(
@@ -287,8 +284,7 @@ def load_trace(
     The project's format (``arrival,work,deadline``) is read as it is (``service`` is not
     used, and out-of-order rows are refused); the Azure format goes through ``service``.
     """
-    with open(path, newline="", encoding="utf-8") as file:
-        header = {name.strip() for name in next(csv.reader(file), [])}
+    header = set(csv_header(path))
     if set(AZURE_COLUMNS) <= header:
         return read_azure_trace(path, sort).to_trace(service)
     if set(TRACE_COLUMNS) <= header:

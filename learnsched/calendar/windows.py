@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import positive
+from .._sum import ordered_sum
 from ..capacity import RateProfile, ReturnPath, Trace, check_feasibility, return_deadline
 
 __all__ = ["DEFAULT_MIN_USEFUL_S", "IdleWindow", "IdleWindows", "idle_windows"]
@@ -77,7 +78,7 @@ class IdleWindows:
             "rate": self.rate,
             "requests": self.requests,
             "span_s": self.span_s,
-            "idle_s": sum(w.ready_by_s - w.start_s for w in self.windows),
+            "idle_s": ordered_sum(w.ready_by_s - w.start_s for w in self.windows),
         }
 
 

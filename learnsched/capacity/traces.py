@@ -21,6 +21,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._checks import FloatArray, nonnegative, positive
+from .._csvfile import read_csv
 from ._checks import (
     deadlines_after_arrivals,
     first_index,
@@ -175,26 +176,24 @@ def _read_columns(
     path: str | os.PathLike[str], required: Sequence[str], optional: Sequence[str] = ()
 ) -> dict[str, FloatArray]:
     """Numeric columns of a CSV with a header row; rows are parsed one at a time."""
-    with open(path, newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        header = [name.strip() for name in next(reader, [])]
-        missing = [name for name in required if name not in header]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-        wanted = [*required, *(name for name in optional if name in header)]
-        index = {name: header.index(name) for name in wanted}
-        columns = {name: array("d") for name in wanted}  # 8 bytes a value, not a float object
-        for row in reader:
-            if not row:
-                continue
-            for name, i in index.items():
-                try:
-                    columns[name].append(float(row[i]))
-                except (IndexError, ValueError):
-                    cell = row[i] if i < len(row) else "<missing>"
-                    raise ValueError(
-                        f"{path}: line {reader.line_num}: {name} must be a number, got {cell!r}"
-                    ) from None
+    records = read_csv(path)
+    _, header = next(records, (0, []))
+    header = [name.strip() for name in header]
+    missing = [name for name in required if name not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    wanted = [*required, *(name for name in optional if name in header)]
+    index = {name: header.index(name) for name in wanted}
+    columns = {name: array("d") for name in wanted}  # 8 bytes a value, not a float object
+    for line, row in records:
+        for name, i in index.items():
+            try:
+                columns[name].append(float(row[i]))
+            except (IndexError, ValueError):
+                cell = row[i] if i < len(row) else "<missing>"
+                raise ValueError(
+                    f"{path}: line {line}: {name} must be a number, got {cell!r}"
+                ) from None
     return {name: np.frombuffer(values, dtype=np.float64) for name, values in columns.items()}
 
 

@@ -5,28 +5,41 @@ it adds calls ``set_defaults(func=handler)`` with ``handler(args) -> int``. :dat
 maps each top-level command to its module, so a run imports only the module of the
 command it runs (``learnsched --version`` imports none). Exit statuses are in
 :mod:`.output`.
+
+No traceback by construction: :func:`main` turns every exception into one line on
+stderr and an exit status (:func:`exit_status`); one that no rule covers is a bug,
+reported as one line with where to send it (exit 70; ``LEARNSCHED_TRACEBACK=1`` prints
+the traceback as well, for the report). Handlers raise; they never print errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from .._extras import MissingExtra
 from .output import (
+    BUG_REPORT_URL,
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
+    EXIT_BUG,
+    EXIT_ENVIRONMENT,
     EXIT_INTERRUPTED,
     EXIT_MISSING,
     EXIT_STATUSES,
     EXIT_VIOLATION,
 )
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
+__all__ = ["COMMANDS", "build_parser", "error_line", "exit_status", "main"]
 
 # Top-level command -> the module of learnsched.cli that registers it (in --help order).
 COMMANDS: dict[str, str] = {
@@ -38,10 +51,12 @@ COMMANDS: dict[str, str] = {
     "probe": "probe",
     "run": "control",
     "demo": "control",
+    "gate": "gate",
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
     "synth": "calendar",
+    "guard-check": "guard",
 }
 
 
@@ -50,15 +65,27 @@ class _CommandParser(argparse.ArgumentParser):
 
     Sub-commands are made of this class too (argparse copies the parent's class), and each
     stores its own ``prog`` so errors name the whole command (``learnsched econ wait``).
+    The exit statuses end every parser's help, after an ``epilog`` of its own if it has
+    one, so a command added later lists them without doing anything.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("epilog", EXIT_STATUSES)
+        epilog = kwargs.get("epilog")
+        if not epilog:
+            kwargs["epilog"] = EXIT_STATUSES
+        elif EXIT_STATUSES not in epilog:
+            kwargs["epilog"] = f"{epilog}\n\n{EXIT_STATUSES}"
         super().__init__(*args, **kwargs)
         self.set_defaults(command_prog=self.prog)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # Python 3.11+ drops a help text it cannot write (`learnsched --help | head -0`
+        # exits 0); 3.10 raises BrokenPipeError from print_help. The same on every version:
+        with contextlib.suppress(AttributeError, OSError):
+            super()._print_message(message, file)
 
 
 class _VersionAction(argparse.Action):
@@ -109,33 +136,97 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _exit_status(err: Exception) -> int | None:
-    """The status a command that raised ``err`` exits with (None: a bug, re-raised)."""
-    if isinstance(err, MissingExtra):
+# OSErrors that mean a path or process the user named is wrong (bad input); every other
+# OSError is the machine's (a full disk, a denied permission, a refused connection).
+_BAD_INPUT_OSERRORS = (
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    FileExistsError,
+    ProcessLookupError,
+)
+_BAD_INPUT_ERRNOS = frozenset({errno.ENAMETOOLONG, errno.ELOOP})
+
+
+def _environment(err: BaseException) -> bool:
+    """Whether ``err`` is a failure of the machine or its services, not of the input."""
+    if isinstance(err, MemoryError):
+        return True
+    http = sys.modules.get("http.client")  # an engine that answered garbage or hung up
+    if http is not None and isinstance(err, http.HTTPException):
+        return True
+    if not isinstance(err, OSError) or isinstance(err, _BAD_INPUT_OSERRORS):
+        return False
+    return err.errno not in _BAD_INPUT_ERRNOS
+
+
+def exit_status(err: BaseException) -> int:
+    """The status a command that raised ``err`` exits with.
+
+    In order: ``err.exit_status`` when its class sets one; 3 for a missing library or
+    hardware (any ``ImportError``); 1 for a failed probe measurement; 4 for an
+    environment failure (an ``OSError`` other than a wrong path or process id,
+    ``MemoryError``, an HTTP protocol error); 2 for bad input (``ValueError``,
+    ``TypeError``, a path that does not exist or is a folder, a process that does not
+    exist); else 70, a bug.
+    """
+    own = getattr(type(err), "exit_status", None)
+    if isinstance(own, int):
+        return own
+    if isinstance(err, ImportError):  # MissingExtra, or a module that was never built
         return EXIT_MISSING
     # A failed probe measurement. Looked up only once the handoff wing is loaded (an
     # exception of a class never imported cannot be raised), so no command pays for it.
     errors = sys.modules.get("learnsched.handoff.errors")
     if errors is not None and isinstance(err, errors.HandoffProbeError):
         return EXIT_VIOLATION
+    if _environment(err):
+        return EXIT_ENVIRONMENT
     if isinstance(err, (ValueError, TypeError, OSError)):
         return EXIT_BAD_INPUT
-    return None
+    return EXIT_BUG
+
+
+def _message(err: BaseException) -> str:
+    if isinstance(err, OSError) and err.strerror and err.filename is not None:
+        return f"{err.filename}: {err.strerror}"  # not "[Errno 28] ...: 'out.csv'"
+    if isinstance(err, MemoryError):
+        return f"out of memory{f' ({err})' if str(err) else ''}"
+    return str(err) or type(err).__name__
+
+
+def error_line(prog: str, err: BaseException) -> tuple[int, str]:
+    """The exit status of ``err`` and the one line that reports it."""
+    code = exit_status(err)
+    text = " ".join(_message(err).split())  # one line, whatever the message holds
+    if code == EXIT_BUG:
+        from .. import __version__
+
+        return code, (
+            f"{prog}: internal error: {type(err).__name__}: {text} (a bug in learnsched "
+            f"{__version__}: please report it with this command line at {BUG_REPORT_URL}; "
+            "LEARNSCHED_TRACEBACK=1 prints the traceback)"
+        )
+    kind = "" if code == EXIT_MISSING else "error: "
+    return code, f"{prog}: {kind}{text}"
+
+
+def _report(prog: str, err: BaseException) -> int:
+    code, line = error_line(prog, err)
+    if code == EXIT_BUG and os.environ.get("LEARNSCHED_TRACEBACK") == "1":
+        traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+    print(line, file=sys.stderr)
+    return code
 
 
 def run(args: argparse.Namespace) -> int:
     """Call the handler ``args`` was parsed for; a failure becomes one line and its status."""
     try:
         status: int = args.func(args)
-    except BrokenPipeError:  # not bad input: main() handles it
+    except BrokenPipeError:  # not a failure of the command: main() handles it
         raise
-    except Exception as err:
-        code = _exit_status(err)
-        if code is None:
-            raise
-        kind = "" if code == EXIT_MISSING else "error: "
-        print(f"{args.command_prog}: {kind}{err}", file=sys.stderr)
-        return code
+    except Exception as err:  # noqa: BLE001 - the catch-all: every exception is one line
+        return _report(args.command_prog, err)
     return status
 
 
@@ -153,9 +244,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     -------
     int
         The exit status: 0 ok, 1 a check found a violation, 2 bad input, 3 missing
-        hardware or library (:mod:`.output`); 130 after Ctrl-C (one line on stderr), 141
-        when the reader of stdout has gone (``learnsched grid | head -1``: quiet).
-        ``--help``, ``--version`` and usage errors exit through ``SystemExit`` (usage: 2).
+        hardware or library, 4 environment failure, 70 a bug (:mod:`.output`); 130
+        after Ctrl-C (one line on stderr), 141 when the reader of stdout has gone
+        (``learnsched grid | head -1``: quiet). ``--help``, ``--version`` and usage
+        errors exit through ``SystemExit`` (usage: 2).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = "learnsched"
@@ -174,4 +266,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception as err:  # noqa: BLE001 - building the parser, or flushing: one line
+        return _report(prog, err)
     return status

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import IO, Any
 
 from .._atomic import atomic_write, atomic_write_text
-from .._checks import integer
+from .._checks import integer, positive
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
 from ..scenario import HandoffCosts
-from .output import emit_json
+from .output import emit_json, nonnegative_float
 
 __all__ = ["register"]
 
@@ -183,7 +182,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     windows.add_argument(
         "--return-s",
-        type=float,
+        type=nonnegative_float,
         default=HandoffCosts.paper("warm").recovery_s,
         metavar="S",
         help="return path tau_r: capacity ready S seconds after the reclaim (default %(default)g, warm)",
@@ -239,14 +238,11 @@ def run_windows(args: argparse.Namespace) -> int:
 
 
 def _read_spec(path: str) -> Any:
+    from .._text import decode, read_bytes, source_name
     from ..calendar.spec import read_online_spec
 
-    data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path} is not valid JSON: {err}") from None
-    return read_online_spec(data, path)
+    source = source_name(path)
+    return read_online_spec(decode(read_bytes(path), source), source)
 
 
 def _sample_counts(text: str) -> list[int]:
@@ -310,7 +306,7 @@ def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
 def _candidate(args: argparse.Namespace) -> Any:
     from ..calendar.study import Candidate
 
-    quanta = args.work_s / args.quantum_s
+    quanta = args.work_s / positive("--quantum-s", args.quantum_s)
     if not float(quanta).is_integer() or quanta < 1:
         raise ValueError(
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from .output import EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .._json import parse as parse_json
+from ..gate import DEFAULT_MAX_HELD
+from ._engine import add_connection_arguments, endpoint_from_args
+from .gate import address
+from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
 
@@ -56,10 +60,15 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add = run.add_argument
     add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
-    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add("--url", required=True, help="the engine's http(s)://HOST:PORT")
+    add_connection_arguments(run)
     add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
     add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
-    add("--calendar", required=True, metavar="FILE", help="windows JSON (see README)")
+    add(
+        "--calendar", required=True, metavar="FILE",
+        help='windows JSON: {"windows": [[start, deadline], ...], "clock": "relative" '
+        '(seconds after the loop is ready) or "unix"}',
+    )  # fmt: skip
     add("--forecast", choices=("empirical", "exact"), help="decide under a forecast")
     add("--samples", type=int, default=64, help="sampled calendars per forecast decision")
     add("--history", metavar="FILE", help="past windows (calendar JSON) to fit the forecast")
@@ -71,9 +80,41 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--recovery-s", type=float, default=0.5, help="return path t_ret, s (0.487 paper warm)")
     add("--residency-rate", type=float, default=0.0, help="rho, s-eq. per parked s")
     add("--quantum-margin", type=float, default=1.5, help="plan with this x measured quantum")
+    add("--lookahead", type=int, default=64, metavar="K",
+        help="plan each decision over the next K windows (default %(default)s) ...")  # fmt: skip
+    add("--lookahead-cover", type=float, default=2.0, metavar="C",
+        help="... or more, until they hold C x the work left (default %(default)s; "
+             "at most 1024 windows)")  # fmt: skip
     add("--level", type=int, default=1, help="vLLM sleep level (1 keeps weights in host RAM)")
     add("--timeout", type=float, default=60.0, help="bound on each engine call, s")
+    add(
+        "--gate", type=address, metavar="[HOST:]PORT",
+        help="serve the gate here (an OpenAI-compatible proxy in front of --url; loopback "
+        "unless HOST is given) and send clients to it: a park waits for its requests in "
+        "flight, holds new ones and returns early for them (needs the serve extra)",
+    )  # fmt: skip
+    add(
+        "--notify", type=address, metavar="[HOST:]PORT",
+        help="serve POST /arrival here, for a router that sends to the engine directly "
+        "and tells the scheduler of each arrival",
+    )  # fmt: skip
+    add(
+        "--drain-s", type=float, default=5.0,
+        help="with --gate: how long the requests in flight may take to finish before a "
+        "park, s (else the window is skipped; default 5)",
+    )  # fmt: skip
+    add(
+        "--max-held", type=int, default=DEFAULT_MAX_HELD,
+        help="with --gate: requests held at the closed door at most (later ones go on to "
+        f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
+    )  # fmt: skip
     add("--seconds", type=float, help="stop after this long, s")
+    add("--return-tries", type=int, default=5,
+        help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
+    add("--return-backoff", type=float, default=0.5, metavar="S",
+        help="wait after the first failed return, doubling up to 8 s (default %(default)s)")  # fmt: skip
+    add("--clear-quarantine", action="store_true",
+        help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
     run.set_defaults(func=run_run)
 
@@ -86,6 +127,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--ledger", type=Path, help="ledger file (default: STATE_DIR/ledger.jsonl)")
     add("--state-dir", type=Path, help="the trainer's folder (default: beside the ledger)")
     add("--engine", choices=("vllm", "sglang"), default="vllm", help="simulated dialect")
+    add(
+        "--trace", type=Path, metavar="FILE",
+        help="the request trace to replay (Azure or the project's CSV; default: the "
+        "shipped Azure trace)",
+    )  # fmt: skip
+    add(
+        "--no-gate", dest="gate", action="store_false",
+        help="send the requests to the engine directly (the load generator tells the loop "
+        "of arrivals; the engine runs batch-invariant)",
+    )  # fmt: skip
     add("--work-quanta", type=int, default=240, help="J of the LoRA job")
     add("--plot", type=Path, metavar="FILE.png", help="draw the timeline")
     add("--json", action="store_true", help="print the summary as JSON")
@@ -102,8 +153,9 @@ def _stop_on_signals(stop: Any) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def _check_demo_extras() -> None:
-    """The demo's trainer needs the gpu extra: say so before starting anything."""
+def _check_demo_extras(gate: bool) -> None:
+    """The demo's trainer needs the gpu extra, its gate the serve extra: say so before
+    starting anything."""
     from importlib.util import find_spec
 
     from .._extras import MissingExtra, install_hint
@@ -111,13 +163,21 @@ def _check_demo_extras() -> None:
     for module in ("torch", "transformers", "peft", "safetensors"):
         if find_spec(module) is None:
             raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
+    if gate and find_spec("aiohttp") is None:
+        raise MissingExtra(
+            f"the demo's gate needs aiohttp: {install_hint('serve')} (or run it --no-gate)"
+        )
 
 
 def _failed(prog: str, err: Exception) -> int:
-    """A trainer or engine that failed mid-run: one line, status 1."""
+    """A trainer or engine that failed mid-run: one line, status 1 (or the error's own
+    ``exit_status``: 3 for an engine that cannot be returned or is quarantined)."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    print(f"{prog}: error: {first}", file=sys.stderr)
-    return EXIT_VIOLATION
+    status = getattr(type(err), "exit_status", EXIT_VIOLATION)
+    status = status if isinstance(status, int) else EXIT_VIOLATION
+    kind = "" if status == EXIT_MISSING else "error: "  # as every command's status-3 line
+    print(f"{prog}: {kind}{first}", file=sys.stderr)
+    return status
 
 
 def _windows_file(path: str | None, start_unix: float) -> list[Any]:
@@ -129,23 +189,40 @@ def _windows_file(path: str | None, start_unix: float) -> list[Any]:
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
     from ..control.actuation import ServingEngine
+    from ..control.front import gate_summary, held_arrivals
+    from ..control.healing import Backoff
+    from ..control.lookahead import DEFAULT_LOOKAHEAD, Lookahead
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
     from ..control.trainer import TrainerCosts, TrainerProcess
-    from ..control.windows import KnownCalendar
-    from ..handoff.endpoint import ServingEndpoint
+    from ..control.windows import read_calendar
     from ..scenario import HandoffCosts
 
-    options = json.loads(args.trainer_options)
+    options = parse_json(args.trainer_options, "--trainer-options")
     if not isinstance(options, dict):
         raise TypeError(f"--trainer-options must be a JSON object, got {args.trainer_options!r}")
     if not args.ledger.parent.is_dir():
         raise ValueError(f"--ledger {args.ledger}: folder {args.ledger.parent} does not exist")
     start_unix = time.time()
-    calendar = KnownCalendar(_windows_file(args.calendar, start_unix))
+    calendar = read_calendar(args.calendar, start_unix)
     history = _windows_file(args.history, start_unix)
+    if args.drain_s <= 0:
+        raise ValueError(f"--drain-s must be positive, got {args.drain_s!r}")
+    if args.max_held < 0:
+        raise ValueError(f"--max-held must be at least 0, got {args.max_held!r}")
+    gate = None
+    if args.gate is not None:
+        from ..gate import Gate
+
+        gate = Gate(args.url, args.engine, host=args.gate[0], port=args.gate[1],
+                    max_held=args.max_held)  # fmt: skip
     engine = ServingEngine(
-        ServingEndpoint(args.url, args.engine), level=args.level, timeout_s=args.timeout
-    )
+        endpoint_from_args(args), level=args.level, timeout_s=args.timeout,
+        door=gate, drain_s=args.drain_s,
+    )  # fmt: skip
+    lookahead = Lookahead(
+        windows=args.lookahead, cover=args.lookahead_cover,
+        max_windows=max(args.lookahead, DEFAULT_LOOKAHEAD.max_windows),
+    )  # fmt: skip
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
 
@@ -159,8 +236,9 @@ def run_run(args: argparse.Namespace) -> int:
         quantum_s = args.quantum_margin * costs.quantum_s
         if args.forecast is None:
             return ModelDecider(
-                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy
-            )
+                work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy,
+                lookahead,
+            )  # fmt: skip
         from ..control.forecast import ForecastDecider
 
         return ForecastDecider(
@@ -177,17 +255,38 @@ def run_run(args: argparse.Namespace) -> int:
         decider,
         args.ledger,
         recovery_s=args.recovery_s,
-        options=LoopOptions(until_s=args.seconds),
+        options=LoopOptions(
+            until_s=args.seconds,
+            return_backoff=Backoff(tries=args.return_tries, first_s=args.return_backoff),
+            clear_quarantine=args.clear_quarantine,
+        ),
         progress=line,
     )
     _stop_on_signals(loop.stop)
-    try:
-        totals = loop.run()
-    except _run_errors() as err:
-        return _failed(args.command_prog, err)
-    finally:
-        line.close()
-    result = {**totals.to_json(), "ledger": str(args.ledger), "overhead": loop.overhead.to_json()}
+    with ExitStack() as stack:
+        if gate is not None:
+            gate.on_arrival = held_arrivals(loop.watcher.notify_arrival)
+            stack.enter_context(gate)
+            print(f"{args.command_prog}: gate {gate.url} -> {args.url}", file=sys.stderr)
+        if args.notify is not None:
+            from ..gate import NotifyServer
+
+            host, port = args.notify
+            notify = stack.enter_context(NotifyServer(loop.watcher.notify_arrival, host, port))
+            print(f"{args.command_prog}: arrivals to POST {notify.url}", file=sys.stderr)
+        try:
+            totals = loop.run()
+        except _run_errors() as err:
+            return _failed(args.command_prog, err)
+        finally:
+            line.close()
+        counts = None if gate is None else gate.counts()
+    result = {
+        **totals.to_json(),
+        **gate_summary(counts, failed=None, skipped=totals.skipped_windows),
+        "ledger": str(args.ledger),
+        "overhead": loop.overhead.to_json(),
+    }
     if args.json:
         emit_json(result)
     else:
@@ -200,7 +299,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..control.demo import DemoOptions
     from ..control.demo import run_demo as demo
 
-    _check_demo_extras()
+    _check_demo_extras(args.gate)
     if args.plot is not None:
         from .._figures import pyplot
 
@@ -211,6 +310,8 @@ def run_demo(args: argparse.Namespace) -> int:
         ledger=args.ledger,
         state_dir=args.state_dir,
         engine=args.engine,
+        trace=args.trace,
+        gate=args.gate,
         work_quanta=args.work_quanta,
     )
     line = _ProgressLine()

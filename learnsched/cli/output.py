@@ -5,24 +5,34 @@ Exit statuses (one table for every command, listed in each command's ``--help``)
 ====  ==============================================================
 0     ok
 1     a check found a violation (or a measurement failed)
-2     bad input (one line on stderr)
+2     bad input (one line on stderr naming the field, value or file)
 3     missing hardware or library (one line naming what to install)
+4     environment failure: disk full, permission denied, an engine or host that
+      does not answer (one line naming what failed)
+70    internal error: a bug in learnsched (one line and where to report it)
 ====  ==============================================================
+
+130 follows Ctrl-C (one line) and 141 a reader of stdout that left early (quiet).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import signal
 from typing import Any
 
+from .._errors import EXIT_ENVIRONMENT
 from .._extras import install_hint
 from .._table import Rows, format_rows
 
 __all__ = [
+    "BUG_REPORT_URL",
     "EXIT_BAD_INPUT",
     "EXIT_BROKEN_PIPE",
+    "EXIT_BUG",
+    "EXIT_ENVIRONMENT",
     "EXIT_INTERRUPTED",
     "EXIT_MISSING",
     "EXIT_OK",
@@ -32,6 +42,7 @@ __all__ = [
     "Rows",
     "emit_json",
     "finite",
+    "nonnegative_float",
     "print_rows",
 ]
 
@@ -39,14 +50,19 @@ EXIT_OK = 0
 EXIT_VIOLATION = 1
 EXIT_BAD_INPUT = 2
 EXIT_MISSING = 3
+EXIT_BUG = 70  # EX_SOFTWARE of sysexits.h: an internal software error
 # Not failures of the command: what shells report for a process ended by the signal.
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130: Ctrl-C (one line on stderr)
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141: the reader of stdout left early (quiet)
 
-# The epilog of every command's --help.
+BUG_REPORT_URL = "https://github.com/learnsched/learnsched/issues"
+
+# The epilog of every command's --help (added by the dispatcher's parser class).
 EXIT_STATUSES = (
     "exit status: 0 ok, 1 a check found a violation (or a measurement failed), "
-    "2 bad input, 3 missing hardware or library"
+    f"2 bad input, 3 missing hardware or library, {EXIT_ENVIRONMENT} environment failure "
+    f"(disk full, permission denied, engine unreachable), {EXIT_BUG} internal error (a bug: "
+    "please report it)"
 )
 
 
@@ -67,3 +83,15 @@ def finite(value: float | None) -> float | None:
 def print_rows(rows: Rows) -> None:
     """Print ``(label, value)`` rows as the shared two-column table."""
     print(format_rows(rows))
+
+
+def nonnegative_float(text: str) -> float:
+    """An argparse ``type``: a finite number ``>= 0``, so a bad value is reported under
+    the flag's own name (``argument --return-s: must be ...``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0.0):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value

@@ -8,16 +8,15 @@ import io
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from .._atomic import atomic_write_text
-from .._json import parse as parse_json
+from .._json import read_json
 from .._progress import Progress
 from ..batch import BatchResult, solve_batch
 from ..explain import describe_scenario, format_plans
 from ..grid import Grid, paper_grid, scenario_by_id
-from ..scenario import HandoffCosts, Recovery, Scenario
+from ..scenario import HandoffCosts, Recovery, scenarios_from_json
 from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
 from .output import PLOT_EXTRA, emit_json
@@ -222,27 +221,13 @@ def run_grid(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_scenarios(path: str) -> tuple[list[Scenario], bool]:
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    data = parse_json(text, path)
-    if isinstance(data, list):
-        scenarios = []
-        for i, obj in enumerate(data):
-            try:
-                scenarios.append(Scenario.from_json(obj))
-            except ValueError as err:
-                raise ValueError(f"scenario [{i}]: {err}") from None
-        return scenarios, True
-    return [Scenario.from_json(data)], False
-
-
 def run_solve(args: argparse.Namespace) -> int:
     """``learnsched solve FILE``: plans of every policy (or one) for each scenario in FILE."""
     policies = [Policy.parse(args.policy)] if args.policy else list(ALL_POLICIES)
     if args.epsilon is not None and policies != [Policy.GUARDED]:
         raise ValueError(f"--epsilon goes with --policy guarded, got --epsilon {args.epsilon!r}")
     epsilon = guard_epsilon(0.0 if args.epsilon is None else args.epsilon)
-    scenarios, many = _read_scenarios(args.file)
+    scenarios, many = scenarios_from_json(read_json(args.file))
     if (args.costs is None) != (args.recovery is None):
         raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
     paths = (Recovery.WARM, Recovery.COLD) if args.recovery == "both" else (args.recovery,)

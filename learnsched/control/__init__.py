@@ -1,7 +1,7 @@
 """The running scheduler: LearnSched's online control loop over a serving engine and a trainer.
 
 - :mod:`.loop`: :class:`ControlLoop` (the event loop), :class:`ModelDecider`;
-- :mod:`.forecast`: :class:`ForecastDecider` (decisions under sampled calendars);
+- :mod:`.forecast`: :class:`.forecast.ForecastDecider` (decisions under sampled calendars);
 - :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);
 - :mod:`.watcher`: the load signal from ``/metrics`` and notified arrivals;
 - :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);

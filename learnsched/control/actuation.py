@@ -12,6 +12,15 @@ released). Capacity is back only when a real greedy request completes after the 
 and answers as the same request did when the loop started
 (:func:`~learnsched.handoff.engines.same_model`): a resume that lost the weights is a
 failed return.
+
+With a front door (the gate, :class:`learnsched.gate.Gate`) the engine is parked only
+after the door is closed and the requests in flight have drained (bounded by
+``drain_s``: otherwise the park is refused and the window skipped), requests that arrive
+meanwhile are held, and the door opens again only once the return is confirmed. Both
+greedy answers (the reference and the check after each return) are taken with the door
+closed, so the engine serves them alone, at a batch of one, where greedy decoding is
+deterministic; without the gate a check under load needs the engines' batch-invariant
+modes (``VLLM_BATCH_INVARIANT=1``, SGLang ``--enable-deterministic-inference``).
 """
 
 from __future__ import annotations
@@ -22,18 +31,42 @@ from typing import Protocol
 
 from .._checks import integer, nonnegative, positive
 from ..handoff.endpoint import ServingEndpoint
-from ..handoff.engines import Parked, park, resume, same_model
+from ..handoff.engines import Door, Parked, check_idle, park, resume, same_model
+from ..handoff.errors import EngineBusy
 from ..handoff.preflight import Load, check_server_config, read_load
 from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
 
-__all__ = ["EngineControl", "ServingEngine"]
+__all__ = ["EngineControl", "FrontDoor", "ServingEngine"]
+
+
+class FrontDoor(Door, Protocol):
+    """A door requests come through that the scheduler closes and opens (the gate)."""
+
+    def close(self, drain_s: float) -> bool:
+        """Hold new requests; whether those in flight finished within ``drain_s``."""
+        ...
+
+    def open(self) -> list[float]:
+        """Forward the held requests; each one's added latency, seconds."""
+        ...
+
+    def release_sent(self) -> None:
+        """A park's release is being sent."""
+        ...
+
+    def release_done(self) -> None:
+        """The park's release answered or failed."""
+        ...
 
 
 class EngineControl(Protocol):
     """What the scheduler needs of a serving engine."""
 
     engine: str
+    url: str
     failure: str | None
+    reference: str | None
+    last_held_s: list[float]
 
     def preflight(self) -> list[str]:
         """Refuse a server that cannot park as asked; notes on what went unchecked."""
@@ -51,12 +84,24 @@ class EngineControl(Protocol):
     def unpark(self) -> dict[str, int]:
         """Resume it and wait for a completed request; stamps incl. ``request_done``.
 
-        Sets :attr:`failure` when the engine came back answering differently.
+        Sets ``failure`` when the engine came back answering differently.
         """
         ...
 
     def ready(self) -> dict[str, int]:
         """Wait for a completed request only (nothing to resume); stamps."""
+        ...
+
+    def is_parked(self) -> bool | None:
+        """The engine's own view of whether it is parked (``None``: it has no route
+        that says, as SGLang has none)."""
+        ...
+
+    parked: Parked | None
+
+    def unpause(self) -> dict[str, int]:
+        """Continue generation after a park that paused and released nothing, then wait
+        for a completed request; stamps."""
         ...
 
 
@@ -81,6 +126,11 @@ class ServingEngine:
     idle_wait_s
         How long a park waits for the engine's gauges to show idle, seconds (they lag
         the last request's end by a stats interval).
+    door
+        The gate in front (``None``: clients reach the engine directly).
+    drain_s
+        How long the requests in flight at the door get to finish before a park,
+        seconds (then the park is refused and the window skipped).
 
     Attributes
     ----------
@@ -88,6 +138,9 @@ class ServingEngine:
         The park in force (``None`` when serving); a restarted loop may set it from a
         recorded :meth:`~learnsched.handoff.engines.Parked.to_json` before
         :meth:`unpark`.
+    last_held_s
+        The added latencies of the requests the door held until the last return,
+        seconds.
 
     Raises
     ------
@@ -105,9 +158,12 @@ class ServingEngine:
         max_tokens: int = 4,
         poll_s: float = DEFAULT_POLL_S,
         idle_wait_s: float = 0.5,
+        door: FrontDoor | None = None,
+        drain_s: float = 5.0,
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
+        self.url = endpoint.url
         self.level = integer("level", level, low=1, high=2)
         self.tags = tuple(tags)
         self.reload = self.level == 2  # level 2 drops the weights: reload them on return
@@ -119,19 +175,63 @@ class ServingEngine:
         self.reference: str | None = None
         self.failure: str | None = None
         self.parked: Parked | None = None
+        self.door = door
+        self.drain_s = positive("drain_s", drain_s)
+        self.last_held_s: list[float] = []
 
     def preflight(self) -> list[str]:
         """:func:`~learnsched.handoff.preflight.check_server_config` for this park, then
         the reference answer every return must reproduce (one greedy request, taken once
-        here so that no park adds load the scheduler would see as an arrival)."""
+        here so that no park adds load the scheduler would see as an arrival; with a
+        door, while it holds traffic, so the engine serves it alone).
+
+        Raises
+        ------
+        ServerConfigError
+            A flag the park needs is missing, or, without a door, the engine exports no
+            load gauges (a park could not know it is idle: SGLang ``--enable-metrics``).
+        EngineBusy
+            With a door: the requests in flight never drained within ``timeout_s``.
+        """
         notes = check_server_config(
             self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
-        self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+        door = self.door
+        gauges = read_load(self.endpoint, min(self.timeout_s, 5.0)) is not None
+        if not gauges and door is None:
+            check_idle(self.endpoint, None, self.timeout_s)  # raises, naming the flag
+        if not gauges:
+            names = " and ".join(self.endpoint.dialect.load_metrics)
+            notes.append(f"no load gauges ({names}): idleness from the gate's counts alone")
+        if door is None:
+            self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+            return notes
+        deadline = time.monotonic() + self.timeout_s
+        while not door.close(min(self.drain_s, self.timeout_s)):
+            door.open()
+            if time.monotonic() >= deadline:
+                raise EngineBusy(
+                    f"{self.endpoint.url}: requests never drained at the gate within "
+                    f"{self.timeout_s:g} s, so the reference answer cannot be taken alone"
+                )
+            time.sleep(self.poll_s)
+        try:
+            self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
+        finally:
+            door.open()
         return notes
 
+    def is_parked(self) -> bool | None:
+        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        if not self.endpoint.dialect.reports_parked:
+            return None
+        return self.endpoint.is_sleeping(self.timeout_s)
+
     def load(self) -> Load | None:
-        """``/metrics``' running and waiting requests (``None``: no gauges exported)."""
+        """Requests in flight and held at the door, or without one ``/metrics``' running
+        and waiting requests (``None``: no gauges exported)."""
+        if self.door is not None:
+            return self.door.load()
         return read_load(self.endpoint, min(self.timeout_s, 5.0))
 
     def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -139,15 +239,42 @@ class ServingEngine:
 
         ``on_mark`` is called with each stamp's name as the park reaches it.
 
+        With a door: it is closed and its requests in flight drained (up to
+        ``drain_s``) first; if the park does not happen, the door opens again.
+
         Raises
         ------
         EngineBusy
-            The engine was not idle: nothing was parked.
+            The engine (or the door) was not idle: nothing was parked.
         """
-        self.parked = park(
-            self.endpoint, level=self.level, tags=self.tags, timeout_s=self.timeout_s,
-            poll_s=self.poll_s, idle_wait_s=self.idle_wait_s, on_mark=on_mark,
-        )  # fmt: skip
+        door = self.door
+        if door is not None and not door.close(self.drain_s):
+            held = door.load()
+            door.open()
+            raise EngineBusy(
+                f"{self.endpoint.url}: {held.running} requests still in flight at the gate "
+                f"after {self.drain_s:g} s; the window is skipped"
+            )
+
+        def mark(name: str) -> None:
+            if door is not None and name == "release_sent":
+                door.release_sent()
+            elif door is not None and name == "release_ack":
+                door.release_done()
+            if on_mark is not None:
+                on_mark(name)
+
+        try:
+            self.parked = park(
+                self.endpoint, level=self.level, tags=self.tags, door=door,
+                timeout_s=self.timeout_s, poll_s=self.poll_s, idle_wait_s=self.idle_wait_s,
+                on_mark=mark,
+            )  # fmt: skip
+        except BaseException:
+            if door is not None:
+                door.release_done()
+                self.last_held_s = door.open()
+            raise
         return dict(self.parked.stamps)
 
     def unpark(self) -> dict[str, int]:
@@ -158,13 +285,16 @@ class ServingEngine:
         engine parks: vLLM only if ``/is_sleeping`` says so.
         """
         parked = self.parked or self._assumed_park()
-        # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
-        stamps = resume(
-            self.endpoint, parked, reload=self.reload, timeout_s=self.timeout_s,
-            poll_s=self.poll_s,
-        )  # fmt: skip
-        self.parked = None
-        return self._ready(stamps)
+        try:
+            # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
+            stamps = resume(
+                self.endpoint, parked, reload=self.reload, timeout_s=self.timeout_s,
+                poll_s=self.poll_s,
+            )  # fmt: skip
+            self.parked = None
+            return self._ready(stamps)
+        finally:
+            self._open_door()
 
     def _assumed_park(self) -> Parked:
         """What a park of this engine releases, paused where the dialect pauses."""
@@ -176,7 +306,23 @@ class ServingEngine:
 
     def ready(self) -> dict[str, int]:
         """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
-        return self._ready({"resume_sent": time.perf_counter_ns()})
+        try:
+            return self._ready({"resume_sent": time.perf_counter_ns()})
+        finally:
+            self._open_door()
+
+    def _open_door(self) -> None:
+        """Forward what the door held (whatever the return did: held forever is worse)."""
+        self.last_held_s = self.door.open() if self.door is not None else []
+
+    def unpause(self) -> dict[str, int]:
+        """A park that paused generation and died before its release: continue only
+        (a resume of memory never released would kill SGLang's scheduler)."""
+        stamps = {"resume_sent": time.perf_counter_ns()}
+        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+        stamps["continued"] = time.perf_counter_ns()
+        self.parked = None
+        return self._ready(stamps)
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")

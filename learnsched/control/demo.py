@@ -1,12 +1,19 @@
 """The demo: the whole scheduler on one machine, on the shipped Azure trace, on CPU.
 
-It starts the simulated engine (:mod:`learnsched.testing.engine`) as a child process,
-measures its return path once (park, resume, first completed request), derives the
-lendable windows of the next ``seconds * speedup`` trace seconds (Eqs. 6-8, with the
-engine's own service time), starts the reference LoRA trainer
-(:class:`~.lora_trainer.LoraTrainer`) on CPU, and runs the loop while the load generator
-replays the trace, compressed ``speedup`` times, against the engine. The summary holds
-:data:`~.journal.SUMMARY_KEYS`.
+It starts the simulated engine (:mod:`learnsched.testing.engine`) in its strict mode
+(it fails as the real vLLM or SGLang does) as a child process, puts the gate
+(:class:`learnsched.gate.Gate`) in front of it, measures its return path once (park,
+resume, first completed request), derives the lendable windows of the next
+``seconds * speedup`` trace seconds (Eqs. 6-8, with the engine's own service time:
+requests may arrive inside a window, and the gate holds them while the loop returns
+capacity early), starts the reference LoRA trainer (:class:`~.lora_trainer.LoraTrainer`)
+on CPU, and runs the loop while the load generator replays the trace, compressed
+``speedup`` times, through the gate. The summary holds :data:`~.journal.SUMMARY_KEYS`.
+
+Without the gate (``gate=False``) the load generator sends to the engine directly and
+tells the loop of each arrival itself; the engine then runs batch-invariant
+(``VLLM_BATCH_INVARIANT=1`` / ``--enable-deterministic-inference``), since the
+same-model check after a return meets the requests the engine held meanwhile.
 
 A second demo on the same ledger and state folder resumes: the trainer from its last
 durable checkpoint (``resumed_from_quanta``), the replay from where the first stopped.
@@ -17,9 +24,10 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._checks import integer, positive
 from ..capacity import ReturnPath
@@ -27,10 +35,14 @@ from ..handoff.endpoint import ServingEndpoint
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts
 from .actuation import ServingEngine
+from .front import gate_summary, held_arrivals
 from .loadgen import LoadGenerator, read_requests
 from .loop import ControlLoop, LoopOptions, ModelDecider
 from .trainer import TrainerCosts, TrainerProcess
 from .windows import KnownCalendar, Window
+
+if TYPE_CHECKING:
+    from ..gate import Gate
 
 __all__ = ["DemoOptions", "run_demo"]
 
@@ -57,6 +69,11 @@ class DemoOptions:
         the same ones again resume a demo).
     engine
         The simulated engine's dialect, ``"vllm"`` or ``"sglang"``.
+    trace
+        The request trace to replay (Azure or the project's CSV; ``None``: the
+        shipped Azure trace).
+    gate
+        Put the gate in front of the engine.
     work_quanta
         ``J`` of the LoRA job (one quantum: two AdamW steps).
     slo_s
@@ -70,6 +87,8 @@ class DemoOptions:
     ledger: Path | None = None
     state_dir: Path | None = None
     engine: str = "vllm"
+    trace: Path | None = None
+    gate: bool = True
     work_quanta: int = 240
     slo_s: float = 2.0
     min_window_s: float = 1.0
@@ -82,10 +101,19 @@ class DemoOptions:
         positive("min_window_s", self.min_window_s)
 
 
-def _trace_offset(records: list[HandoffRecord]) -> float:
-    """Where the last demo's replay stopped, trace seconds (0 for a new ledger)."""
-    ends = [float(r.detail["trace_end_s"]) for r in records if r.kind == "load"]
-    return ends[-1] if ends else 0.0
+def _trace_offset(records: list[HandoffRecord], trace: Path) -> float:
+    """Where the last demo's replay of ``trace`` stopped, trace seconds (0: none yet)."""
+    loads = [r for r in records if r.kind == "load"]
+    last = loads[-1].detail if loads else {}
+    same = last.get("trace", str(trace)) == str(trace)  # older ledgers name no trace
+    return float(last["trace_end_s"]) if loads and same else 0.0
+
+
+def _gate(url: str, engine: str) -> Gate:
+    """The gate in front of the demo's engine (loopback, a free port)."""
+    from ..gate import Gate
+
+    return Gate(url, engine)
 
 
 def _windows(
@@ -93,9 +121,9 @@ def _windows(
 ) -> list[Window]:
     """Lendable wall-clock windows of the replay (Eqs. 6-8), via the trace wing.
 
-    Each window is also cut at the next request's arrival: the demo's calendar is the
-    trace's quiet gaps, known in advance (the paper's setting), so with an exact
-    calendar no request finds the engine parked.
+    A window runs from the moment the queue empties to the latest ready time that keeps
+    every deadline feasible: requests may arrive inside it, and the loop returns early
+    for them.
     """
     import numpy as np
 
@@ -115,13 +143,11 @@ def _windows(
         path=ReturnPath(ready_s=return_s * speedup),
         min_useful_s=options.min_window_s * speedup,
     )
-    windows = []
-    for start, end in found.pairs():
-        following = arrival[np.searchsorted(arrival, start, side="right") :]
-        cut = min(end, float(following[0])) if following.size else end
-        if (cut - start) / speedup >= options.min_window_s:
-            windows.append(Window(start / speedup, cut / speedup))
-    return windows
+    return [
+        Window(start / speedup, end / speedup)
+        for start, end in found.pairs()
+        if (end - start) / speedup >= options.min_window_s
+    ]
 
 
 def _lent_intervals(ledger: Path, run: int) -> list[tuple[float, float]]:
@@ -155,6 +181,7 @@ def run_demo(
     (dict, dict)
         The summary, and what :func:`~.timeline.plot_timeline` draws.
     """
+    from ..calendar.traces import AZURE_TRACE
     from ..testing.engine import EngineConfig, EngineProcess
 
     state_dir, ledger = options.state_dir, options.ledger
@@ -165,29 +192,35 @@ def run_demo(
         ledger = state_dir / "ledger.jsonl"
     if not ledger.parent.is_dir() and ledger.parent != state_dir:
         raise ValueError(f"ledger {ledger}: folder {ledger.parent} does not exist")
+    trace = Path(AZURE_TRACE if options.trace is None else options.trace)
+    if not trace.is_file():
+        raise ValueError(f"trace {trace}: no such file")
     state_dir.mkdir(parents=True, exist_ok=True)
     records = read_ledger(ledger) if ledger.exists() else []
-    offset = _trace_offset(records)
+    offset = _trace_offset(records, trace)
     span = options.seconds * options.speedup
-    from ..calendar.traces import AZURE_TRACE
-
     # The calendar covers the rest of the trace (the job may finish in a later demo);
     # this demo replays, and lends in, its first `span` seconds.
-    ahead = read_requests(AZURE_TRACE, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS,
-                          start_s=offset)  # fmt: skip
+    ahead = read_requests(trace, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS, start_s=offset)
     if not ahead:  # past the trace's end: start it over
         offset = 0.0
-        ahead = read_requests(AZURE_TRACE, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS)
+        ahead = read_requests(trace, slo_s=options.slo_s, max_tokens_cap=MAX_TOKENS)
     requests = [r for r in ahead if r.arrival_s < span]
-    config = EngineConfig(options.engine, token_s=TOKEN_S, max_running=MAX_RUNNING)
-    with EngineProcess(config) as process:
+    # The real engines' failure modes; without the gate, batch-invariant (see above).
+    config = EngineConfig.strict(
+        options.engine, token_s=TOKEN_S, max_running=MAX_RUNNING, batch_variant=options.gate
+    )
+    with ExitStack() as stack:
+        process = stack.enter_context(EngineProcess(config))
+        gate = stack.enter_context(_gate(process.url, options.engine)) if options.gate else None
         endpoint = ServingEndpoint(process.url, options.engine)
-        engine = ServingEngine(endpoint)
+        engine = ServingEngine(endpoint, door=gate)
         return_s = _measure_return(engine)
         service_s = 0.02 + MAX_TOKENS * TOKEN_S
         windows = _windows([r.arrival_s for r in ahead], service_s, options, return_s)
         recovery_s = 2.0 * return_s + 0.05  # the guard: twice what was measured
-        loadgen = LoadGenerator(process.url, requests, speedup=options.speedup)
+        front = process.url if gate is None else gate.url
+        loadgen = LoadGenerator(front, requests, speedup=options.speedup)
 
         def decider(work_quanta: int, costs: TrainerCosts) -> ModelDecider:
             handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
@@ -206,11 +239,15 @@ def run_demo(
             progress=progress,
             on_ready=loadgen.start,
         )
-        loadgen.on_arrival = loop.watcher.notify_arrival
+        if gate is None:
+            loadgen.on_arrival = loop.watcher.notify_arrival  # the only arrival signal
+        else:
+            gate.on_arrival = held_arrivals(loop.watcher.notify_arrival)
         started = time.monotonic()
         totals = loop.run()
         loadgen.stop()
         loadgen.join(timeout_s=options.slo_s + 30.0)
+        at_gate = None if gate is None else gate.counts()
     load = loadgen.summary()
     lent = _lent_intervals(ledger, loop.run_id)
     load["slo_misses_while_lent"] = sum(
@@ -222,11 +259,13 @@ def run_demo(
             engine=options.engine,
             detail={
                 "run": loop.run_id,
+                "trace": str(trace),
                 "trace_start_s": offset,
                 "trace_end_s": offset + span,
                 "speedup": options.speedup,
                 "return_path_s": return_s,
                 "wall_s": time.monotonic() - started,
+                "gate": None if at_gate is None else at_gate.to_json(),
                 **load,
             },
         )
@@ -244,6 +283,7 @@ def run_demo(
         "slo_misses": load["slo_misses"],
         "published": totals.published,
         "ledger": str(ledger),
+        **gate_summary(at_gate, failed=int(load["failed"]), skipped=totals.skipped_windows),
     }
     timeline = {
         "windows": [(w.start_s, w.end_s) for w in windows if w.start_s < options.seconds],

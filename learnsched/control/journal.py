@@ -4,20 +4,52 @@ Records are :class:`~learnsched.handoff.HandoffRecord` lines in the fsynced hand
 ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields in
 ``detail`` (``detail["run"]`` numbers the scheduler's runs on one ledger). Kinds:
 
-=============  ==========================================================================
-``run-start``  a run began: ``resumed_from_quanta`` (durable quanta it resumed from)
-``decision``   what the policy (or the load signal) chose for a window, or for an early
-               return (``phase``: ``window`` or ``early-return``)
-``park``       the engine was parked for a lent window
-``work``       one quantum completed (``progress``, ``loss``)
-``checkpoint`` a durable checkpoint (``durable_progress``)
-``discard``    unsaved work dropped (``unsaved_lost``)
-``trainer-lost``  the trainer process died; its unsaved work is lost
-``return``     capacity back: readiness confirmed by a completed request (``late``,
-               ``early``, ``readiness_s``)
-``publish``    the finished artifact was written
-``run-end``    the run stopped cleanly, with its summary
-=============  ==========================================================================
+======================  ============================================================
+``run-start``           a run began, holding the ledger lock and the engine lease
+                        (``pid``); its ``durable_progress`` is the last the ledger
+                        records
+``trainer-ready``       its trainer started: ``durable_progress`` is the trainer's
+                        own (a checkpoint written just before a crash counts), where
+                        the run resumes
+``reference``           the greedy answer every return must reproduce (``text``)
+``decision``            what the policy (or the load signal) chose for a window, or
+                        for an early return (``phase``: ``window`` or
+                        ``early-return``)
+``park``                about to park the engine for a lent window (written before
+                        the release is sent: a run killed after it leaves an open
+                        park)
+``skip``                a window the policy would lend was not: ``reason`` ``busy``
+                        (requests did not drain at the gate, or the engine reported
+                        load: nothing was released), or ``no time left``
+``park-step``           how far a park got before its answer (``step``: ``paused``,
+                        SGLang's generation paused; ``release_sent``, the release
+                        about to go out)
+``parked``              the release was acknowledged (``parked``: what it released,
+                        for the resume)
+``park-failed``         the park raised (``failure``; ``refused``: the engine
+                        refused it and released nothing)
+``work``                one quantum completed (``progress``, ``loss``)
+``checkpoint``          a durable checkpoint (``durable_progress``)
+``discard``             unsaved work dropped (``unsaved_lost``)
+``trainer-lost``        the trainer process died; its unsaved work is lost
+``trainer-failed``      the trainer raised, or its loss was NaN or infinite: its
+                        unsaved work is dropped unsaved and the run stops once
+                        capacity is back
+``return``              capacity back: readiness confirmed by a completed request
+                        (``late``, ``early``, ``readiness_s``; ``held_requests`` and
+                        ``added_latency_s``: the requests the gate held until then and
+                        each one's added seconds)
+``return-retry``        a return failed and is tried again (``attempt``, ``error``,
+                        ``wait_s``)
+``quarantine``          the engine may be parked or serving a different model
+                        (``reason``): no run lends it again until
+                        ``quarantine-cleared``
+``quarantine-cleared``  an operator checked the engine (``learnsched run
+                        --clear-quarantine``)
+``publish``             the finished artifact was written
+``run-end``             the run stopped (with its summary, and ``error`` if an error
+                        stopped it)
+======================  ============================================================
 
 :func:`replay` recomputes a run's totals from these records alone; a run killed with
 ``kill -9`` has no ``run-end``, and the next run's ``run-start`` says where it resumed.
@@ -30,8 +62,22 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..handoff.ledger import HandoffRecord
+from .front import GATE_KEYS
 
-__all__ = ["SUMMARY_KEYS", "Totals", "last_run", "open_park", "progress_seen", "replay", "run_of"]
+__all__ = [
+    "SUMMARY_KEYS",
+    "QuarantineNote",
+    "Totals",
+    "last_durable",
+    "last_reference",
+    "last_run",
+    "open_park",
+    "park_progress",
+    "progress_seen",
+    "quarantine_of",
+    "replay",
+    "run_of",
+]
 
 SUMMARY_KEYS = (
     "windows",
@@ -46,8 +92,10 @@ SUMMARY_KEYS = (
     "slo_misses",
     "published",
     "ledger",
+    *GATE_KEYS,
 )
-"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them."""
+"""The keys of a run's summary, in the order ``learnsched demo --json`` prints them (the
+last six: :data:`~.front.GATE_KEYS`)."""
 
 
 @dataclass
@@ -72,10 +120,15 @@ class Totals:
         Returns whose readiness came after the window's return deadline.
     early_returns
         Returns forced by load inside a lent window.
+    skipped_windows
+        Windows the policy would lend that were not (``skip`` records): the engine was
+        busy at the park, or no time was left.
     unsaved_lost
         Completed quanta lost unsaved (discards, trainer deaths, killed runs).
     published
         Whether the artifact has been published.
+    quarantined
+        Whether the run quarantined the engine (a failed or impossible return).
     """
 
     windows: int = 0
@@ -86,8 +139,10 @@ class Totals:
     handoffs: int = 0
     late_returns: int = 0
     early_returns: int = 0
+    skipped_windows: int = 0
     unsaved_lost: int = 0
     published: bool = False
+    quarantined: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The totals as a JSON object."""
@@ -126,21 +181,25 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
         if run_of(record) != run:
             continue
         kind, detail = record.kind, record.detail
-        if kind == "run-start":
+        if kind in ("run-start", "trainer-ready"):
             started = True
             totals.resumed_from_quanta = totals.durable_quanta = int(record.durable_progress or 0)
-            totals.published = bool(detail.get("published", False))
+            totals.published = totals.published or bool(detail.get("published", False))
         elif kind == "decision":
             totals.decisions += 1
             totals.windows += detail.get("phase") == "window"
         elif kind == "work":
             totals.quanta_done += 1
+        elif kind == "skip":
+            totals.skipped_windows += 1
         elif kind == "checkpoint":
             totals.durable_quanta = int(record.durable_progress or 0)
         elif kind == "return":
             totals.handoffs += 1
             totals.late_returns += bool(detail.get("late"))
             totals.early_returns += bool(detail.get("early"))
+        elif kind == "quarantine":
+            totals.quarantined = True
         elif kind == "publish":
             totals.published = True
             totals.durable_quanta = int(record.durable_progress or totals.durable_quanta)
@@ -154,18 +213,30 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
 
 
 def open_park(records: Sequence[HandoffRecord]) -> HandoffRecord | None:
-    """The last ``park`` not followed by a ``return``: the engine may still be parked."""
+    """The last ``park`` not followed by a ``return`` (or by a ``skip`` or a
+    ``park-failed`` the engine refused: nothing was released): the engine may still be
+    parked."""
     parked: HandoffRecord | None = None
     for record in records:
         if record.kind == "park":
             parked = record
-        elif record.kind == "return":
+        elif record.kind in ("return", "skip") or (
+            record.kind == "park-failed" and record.detail.get("refused")
+        ):
             parked = None
     return parked
 
 
 # Records after which the trainer's progress is its durable progress again.
-_RESETS = ("run-start", "checkpoint", "discard", "trainer-lost", "return", "publish")
+_RESETS = (
+    "run-start",
+    "checkpoint",
+    "discard",
+    "trainer-lost",
+    "trainer-failed",
+    "return",
+    "publish",
+)
 
 
 def progress_seen(records: Sequence[HandoffRecord]) -> int:
@@ -177,3 +248,69 @@ def progress_seen(records: Sequence[HandoffRecord]) -> int:
         elif record.kind in _RESETS and record.durable_progress is not None:
             seen = record.durable_progress
     return seen
+
+
+def park_progress(
+    records: Sequence[HandoffRecord], park: HandoffRecord
+) -> tuple[HandoffRecord | None, set[str]]:
+    """How far ``park`` got: its ``parked`` record (``None``: the release was never
+    acknowledged) and the ``park-step`` names recorded after it (``paused``,
+    ``release_sent``: what a run killed midway had done)."""
+    steps: set[str] = set()
+    after = False
+    for record in records:
+        if record is park:
+            after = True
+        elif not after:
+            continue
+        elif record.kind == "park-step":
+            steps.add(str(record.detail.get("step")))
+        elif record.kind == "parked":
+            return record, steps
+        elif record.kind in ("return", "park-failed"):
+            break
+    return None, steps
+
+
+def last_durable(records: Sequence[HandoffRecord]) -> int:
+    """The durable quanta the ledger last recorded (0 for a new ledger)."""
+    durable = 0
+    for record in records:
+        if record.kind in _RESETS and record.durable_progress is not None:
+            durable = record.durable_progress
+    return durable
+
+
+def last_reference(records: Sequence[HandoffRecord]) -> str | None:
+    """The greedy answer a return must reproduce, as last recorded (``None``: none)."""
+    text = None
+    for record in records:
+        if record.kind == "reference" and isinstance(record.detail.get("text"), str):
+            text = record.detail["text"]
+    return text
+
+
+@dataclass(frozen=True)
+class QuarantineNote:
+    """An uncleared quarantine: why, and when (epoch seconds), by which run."""
+
+    reason: str
+    since_unix: float
+    run: int | None
+
+
+def quarantine_of(records: Sequence[HandoffRecord]) -> QuarantineNote | None:
+    """The quarantine in force (``None``: lending is allowed).
+
+    A ``quarantine`` record, or a ``return`` with a ``failure`` (ledgers written before
+    quarantine records existed), puts the engine in quarantine; ``quarantine-cleared``
+    lifts it.
+    """
+    note: QuarantineNote | None = None
+    for record in records:
+        if record.kind == "quarantine-cleared":
+            note = None
+        elif record.kind == "quarantine" or (record.kind == "return" and record.failure):
+            reason = record.failure or str(record.detail.get("reason", "unknown"))
+            note = QuarantineNote(reason, record.wall_time, run_of(record))
+    return note

@@ -4,16 +4,19 @@ Each request is sent at its trace time divided by the time-compression factor
 ``speedup``, whatever happened to the earlier ones (open loop: a slow server does not
 slow the arrivals), as a streamed ``POST /v1/completions``. Latency runs from the
 scheduled arrival to the last streamed byte, so time a request spent queued in the
-generator, refused by a parked engine (503, retried every ``retry_s``) or waiting in
-the server all counts. A request misses its SLO when it has not completed within its
-latency budget. Traces: the Azure format (``TIMESTAMP,ContextTokens,GeneratedTokens``)
+generator, refused (503 or 429, retried every ``retry_s``), held at the gate or waiting
+in the server all counts. A request misses its SLO when it has not completed within its
+latency budget; it failed when it got an error status, an error event or an aborted
+stream (vLLM ends streams it aborts normally, with ``finish_reason: "abort"``), or its
+connection broke. Each stream is read as it arrives
+(:class:`~learnsched.handoff.engines.AnswerScanner`; vLLM's usage-only last event,
+``"choices": []``, is an ordinary event). Traces: the Azure format (``TIMESTAMP,ContextTokens,GeneratedTokens``)
 with one budget for every request, or the project's trace CSV, whose budget is each
 row's ``deadline - arrival``.
 """
 
 from __future__ import annotations
 
-import csv
 import http.client
 import json
 import math
@@ -26,7 +29,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .._checks import integer, nonnegative, positive
+from .._csvfile import csv_header
 from ..capacity import read_trace_csv
+from ..handoff.engines import AnswerScanner
 
 __all__ = ["LoadGenerator", "RequestResult", "TraceRequest", "read_requests"]
 
@@ -35,6 +40,7 @@ RETRY_STATUSES = (429, 503)
 # Words in a prompt at most: the simulated engine's cost is in the generated tokens, and
 # a 5,000-word prompt per request would load the generator, not the engine.
 PROMPT_WORDS_CAP = 64
+STREAM_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -88,8 +94,7 @@ def read_requests(
     integer("max_tokens_cap", max_tokens_cap, low=1)
     nonnegative("start_s", start_s)
     end = math.inf if duration_s is None else start_s + positive("duration_s", duration_s)
-    with open(path, newline="", encoding="utf-8") as file:
-        header = [name.strip() for name in next(csv.reader(file), [])]
+    header = csv_header(path)
     rows: list[tuple[float, float, float, float]] = []
     if AZURE_HEADER in header:
         from ..calendar.traces import read_azure_trace  # the trace wing's reader
@@ -130,9 +135,12 @@ class RequestResult:
     slo_s
         Its latency budget, seconds.
     retries
-        Refusals retried (503/429 from a parked engine, refused connections).
+        Refusals retried (503/429, refused connections).
     status
         The last HTTP status (0: no answer).
+    failure
+        Why it failed (an error status, ``"error event"``, ``"aborted"``, a broken
+        connection), or ``None``.
     """
 
     scheduled_s: float
@@ -140,6 +148,7 @@ class RequestResult:
     slo_s: float
     retries: int
     status: int
+    failure: str | None = None
 
     @property
     def missed(self) -> bool:
@@ -244,45 +253,55 @@ class LoadGenerator:
                 "stream": True,
             }
         )
-        retries, status, latency = 0, 0, None
+        retries, status, latency, failure = 0, 0, None, None
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 break
             try:
-                status = self._post(body, left)
-            except (OSError, http.client.HTTPException):
-                status = 0
+                status, failure = self._post(body, left)
+            except (TimeoutError, ConnectionRefusedError):
+                status = 0  # not answered (yet): retried; at the budget's end, a miss
+            except (OSError, http.client.HTTPException) as err:
+                status, failure = 0, f"connection broken: {err}"
+                break
             if status == 200:
                 latency = time.monotonic() - (self.start_s + due)
                 break
             if status not in (0, *RETRY_STATUSES):
+                failure = f"status {status}"
                 break
             retries += 1
             time.sleep(self.retry_s)
+        result = RequestResult(due, latency, request.slo_s, retries, status, failure)
         with self._lock:
-            self.results.append(RequestResult(due, latency, request.slo_s, retries, status))
+            self.results.append(result)
 
-    def _post(self, body: str, timeout_s: float) -> int:
+    def _post(self, body: str, timeout_s: float) -> tuple[int, str | None]:
+        """One try: the status, and why a 200's answer failed (``None``: it did not)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
         try:
             conn.request(
                 "POST", "/v1/completions", body=body, headers={"Content-Type": "application/json"}
             )
             response = conn.getresponse()
-            response.read()  # the whole stream, to [DONE]
-            return response.status
+            kind = response.getheader("Content-Type") or ""
+            scanner = AnswerScanner(kind.startswith("text/event-stream"))
+            while chunk := response.read1(STREAM_CHUNK):  # the whole stream, to [DONE]
+                scanner.feed(chunk)
+            return response.status, scanner.close() if response.status == 200 else None
         finally:
             conn.close()
 
     def summary(self) -> dict[str, float | int]:
-        """Requests sent, SLO misses, and latency quantiles of completed ones (s)."""
+        """Requests sent, SLO misses, failures, and latency quantiles of completed ones (s)."""
         with self._lock:
             results = list(self.results)
         done = sorted(r.latency_s for r in results if r.latency_s is not None)
         return {
             "requests": len(results),
             "slo_misses": sum(r.missed for r in results),
+            "failed": sum(r.failure is not None for r in results),
             "completed": len(done),
             "latency_p50_s": done[len(done) // 2] if done else 0.0,
             "latency_p99_s": done[min(len(done) - 1, int(0.99 * len(done)))] if done else 0.0,

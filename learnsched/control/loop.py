@@ -8,9 +8,19 @@ the trainer ``u`` quanta, checkpoint or not, return capacity by the window's dea
 wins over the calendar: the loop stops at the next quantum, lets the model choose
 between checkpointing and discarding the unsaved work (an active state with only the
 return left), records the loss and returns at once. Every decision, quantum and
-handoff goes to the fsynced ledger (:mod:`.journal`); a restarted loop reads it, returns
-an engine a killed run left parked, and resumes the trainer from its last durable
-checkpoint, counting the unsaved work as lost, as the model does.
+handoff goes to the fsynced ledger (:mod:`.journal`).
+
+A run holds the ledger lock and the engine's lease (:mod:`.locks`: one loop per engine
+and per ledger). A restarted loop reads the ledger and asks the engine first, returns an
+engine a killed run left parked before it starts the trainer (which may take minutes),
+honours a quarantine (:mod:`.healing`: no lending after a failed or impossible return
+until an operator clears it), and resumes the trainer from its last durable checkpoint,
+counting the unsaved work as lost, as the model does. A failed return is retried with
+bounded backoff; if the engine still cannot be returned the run quarantines it and stops
+(``learnsched run`` exits 3 naming it). :meth:`ControlLoop.stop` (SIGTERM or SIGINT, to the
+loop or its process group: the trainer leads its own session) ends the current quantum,
+lets the model checkpoint or discard, returns the engine and ends the run: within one
+quantum, one checkpoint and the return path.
 
 Threads, not asyncio. Everything the loop calls blocks: the engines' HTTP dialects and
 readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answers over a
@@ -29,17 +39,30 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
-from ..handoff.errors import HandoffProbeError
+from ..handoff.engines import Parked
+from ..handoff.errors import EngineBusy, HandoffProbeError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
 from .actuation import EngineControl
-from .journal import Totals, last_run, open_park, progress_seen
+from .healing import Backoff, EngineUnreturnable, Quarantined
+from .journal import (
+    Totals,
+    last_durable,
+    last_reference,
+    last_run,
+    open_park,
+    park_progress,
+    progress_seen,
+    quarantine_of,
+)
+from .locks import RunLocks
+from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
 from .trainer import TrainerError, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
@@ -59,11 +82,14 @@ class Decider(Protocol):
 
 
 class ModelDecider:
-    """``Model.decide`` on a scenario built from the windows still ahead.
+    """``Model.decide`` on a scenario built from the windows ahead, look-ahead capped.
 
-    The model is rebuilt at every decision (O(K*J), well under a millisecond for a
-    day's calendar): its first window is what is left of the current one, so a window
-    entered late, a calendar that changed and a restarted loop are all planned exactly.
+    The scenario's first window is what is left of the current one, so a window
+    entered late, a calendar that changed and a restarted loop are all planned exactly;
+    it holds at most ``lookahead`` windows (:mod:`.lookahead`: 64 by default), so a
+    decision costs the same whatever the calendar's length. One model is kept and
+    rebuilt in place for each decision (:meth:`~learnsched.Model.rebuild`), with only
+    the policy's own tables.
 
     Parameters
     ----------
@@ -75,6 +101,8 @@ class ModelDecider:
         ``g`` (s-eq./s) and ``H`` on the loop's clock (seconds).
     policy
         The model's policy (LearnSched's rollout by default).
+    lookahead
+        How many windows (and seconds) a decision plans over.
     """
 
     def __init__(
@@ -85,6 +113,7 @@ class ModelDecider:
         benefit_rate: float,
         horizon_s: float,
         policy: str | Policy = Policy.ROLLOUT,
+        lookahead: Lookahead = DEFAULT_LOOKAHEAD,
     ) -> None:
         self.work_quanta = work_quanta
         self.quantum_s = positive("quantum_s", quantum_s)
@@ -92,13 +121,20 @@ class ModelDecider:
         self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
         self.horizon_s = horizon_s
         self.policy = Policy.parse(policy)
+        self.lookahead = lookahead
+        self._model: Model | None = None
 
     def scenario(
         self, windows: Sequence[Window], progress: int, durable: int, active: bool
     ) -> Scenario:
-        """The scenario of ``windows`` with the state ``(p, pbar, active)`` at the first."""
+        """The scenario of the capped ``windows`` with the state ``(p, pbar, active)``
+        at the first."""
+        # Slice first: the calendar may hold thousands of windows, the plan only the cap.
+        pairs = [(w.start_s, w.end_s) for w in windows[: self.lookahead.max_windows]]
+        left_s = (self.work_quanta - durable) * self.quantum_s
+        handoff_s = self.costs.load_s + self.costs.save_s + self.costs.recovery_s
         return Scenario(
-            windows=tuple((w.start_s, w.end_s) for w in windows),
+            windows=pairs[: self.lookahead.cut(pairs, left_s, handoff_s)],
             work_quanta=self.work_quanta,
             quantum_s=self.quantum_s,
             benefit_rate=self.benefit_rate,
@@ -109,8 +145,12 @@ class ModelDecider:
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """See :class:`Decider`."""
-        model = Model(self.scenario(windows, progress, durable, active))
-        return model.decide(0, progress, durable, active, self.policy)
+        scenario = self.scenario(windows, progress, durable, active)
+        if self._model is None:
+            self._model = Model(scenario, [self.policy])
+        else:
+            self._model.rebuild(scenario)
+        return self._model.decide(0, progress, durable, active, self.policy)
 
 
 @dataclass(frozen=True)
@@ -125,11 +165,20 @@ class LoopOptions:
         Stop at this time on the loop's clock (``None``: when the calendar ends).
     trainer_timeout_s
         Bound on one trainer call, seconds (the trainer is killed past it).
+    return_backoff
+        Retries of a failed return (:class:`~.healing.Backoff`).
+    clear_quarantine
+        An operator has checked the engine: lift the ledger's quarantine at start.
+    lease_dir
+        Where engine leases live (default :func:`~.locks.lease_dir`).
     """
 
     poll_s: float = 0.05
     until_s: float | None = None
     trainer_timeout_s: float = 120.0
+    return_backoff: Backoff = field(default_factory=Backoff)
+    clear_quarantine: bool = False
+    lease_dir: str | None = None
 
 
 @dataclass
@@ -192,8 +241,9 @@ class ControlLoop:
     options
         Polling and stopping.
     clock_start
-        ``time.monotonic()`` at the loop clock's zero (default: when the trainer is
-        ready and any recovery is done, so start-up time is not taken from windows).
+        ``time.monotonic()`` at the loop clock's zero (default: the calendar's
+        ``origin`` if it has one, a unix calendar's; else when the trainer is ready and
+        any recovery is done, so start-up time is not taken from relative windows).
     progress
         Called with one line describing the state after each event.
     on_ready
@@ -221,6 +271,8 @@ class ControlLoop:
         self.ledger = HandoffLedger(ledger)
         self.options = options or LoopOptions()
         self.recovery_s = nonnegative("recovery_s", recovery_s)
+        if clock_start is None:  # a unix calendar counts from its own fixed origin
+            clock_start = getattr(calendar, "origin", None)
         self._fixed_start = clock_start
         self.clock_start = time.monotonic() if clock_start is None else clock_start
         self.unix_start = time.time() - (time.monotonic() - self.clock_start)
@@ -240,6 +292,7 @@ class ControlLoop:
         self._handled_end = -math.inf
         self._decider: Decider | None = None
         self._park_stamps: dict[str, int] = {}
+        self._planned = Window(0.0, 1.0)  # the current window before it was trimmed to now
 
     # --- clock, ledger, progress ----------------------------------------------------------
     def now(self) -> float:
@@ -267,13 +320,36 @@ class ControlLoop:
 
     # --- start and recovery ---------------------------------------------------------------
     def _start(self) -> None:
+        """Read the ledger and the engine first; return a parked engine before anything
+        else starts (a trainer may take minutes); honour a quarantine; then the trainer."""
         records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
         self.run_id = last_run(records) + 1
         published = any(r.kind == "publish" for r in records)
-        parked = open_park(records)
-        # A server that cannot park is refused before anything starts; one a killed run
-        # left parked is checked once it is back (its reference request needs serving).
-        notes = self.engine.preflight() if parked is None else []
+        quarantine = quarantine_of(records)
+        if quarantine is not None and self.options.clear_quarantine:
+            self._record("quarantine-cleared", detail={"reason": quarantine.reason})
+            quarantine = None
+        self.durable = self.progress = last_durable(records)
+        self._record(
+            "run-start",
+            durable_progress=self.durable,
+            detail={
+                "published": published,
+                "pid": os.getpid(),
+                "unix_start": self.unix_start,
+                "quarantine": None if quarantine is None else quarantine.reason,
+            },
+        )
+        self._heal(records)
+        if quarantine is not None:
+            raise Quarantined(
+                f"{self._engine_name()} is quarantined since "
+                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(quarantine.since_unix))} "
+                f"({quarantine.reason}): check it, then run again with --clear-quarantine"
+            )
+        notes = self.engine.preflight()
+        if self.engine.reference is not None:
+            self._record("reference", detail={"text": self.engine.reference})
         self.trainer.start()
         self.work_quanta = self.trainer.work_quanta
         costs = self.trainer.costs
@@ -284,21 +360,16 @@ class ControlLoop:
         self.totals.resumed_from_quanta = self.totals.durable_quanta = durable
         self.totals.published = published
         self._record(
-            "run-start",
+            "trainer-ready",
             durable_progress=durable,
             detail={
                 "published": published,
                 "work_quanta": self.work_quanta,
                 "costs": {**asdict(costs), "recovery_s": self.recovery_s},
-                "pid": os.getpid(),
                 "trainer_pid": self.trainer.pid,
-                "unix_start": self.unix_start,
                 "preflight": notes,
             },
         )
-        if parked is not None:
-            self._recover_parked(parked, max(progress_seen(records) - durable, 0))
-            self.engine.preflight()
         if self._fixed_start is None:
             self.clock_start = time.monotonic()
             self.unix_start = time.time()
@@ -306,37 +377,103 @@ class ControlLoop:
             self.on_ready(self.clock_start)
         self._say("started")
 
+    def _park_step(self, step: str) -> None:
+        """Journal how far a park got where a killed run must know it (see _heal)."""
+        if step in ("paused", "release_sent"):
+            self._record("park-step", durable_progress=self.durable, detail={"step": step})
+
+    def _park_failed(self, err: Exception) -> None:
+        """A park that raised: closed in the ledger if the engine refused it (nothing
+        was released); otherwise the engine is returned if it says it is parked, and
+        quarantined if it cannot say (SGLang)."""
+        refused = isinstance(err, HttpStatusError) and err.status < 500
+        self._record("park-failed", failure=str(err), detail={"refused": refused})
+        if refused:
+            return
+        asleep = self.engine.is_parked()
+        if asleep:
+            self._give_back()
+        elif asleep is None:
+            self._quarantine(f"a park failed midway ({err}): the engine may be parked")
+
+    def _engine_name(self) -> str:
+        return f"{self.engine.engine} at {self.engine.url}"
+
+    def _heal(self, records: list[HandoffRecord]) -> None:
+        """Return an engine a killed run left parked (the ledger says so, or the engine
+        does), as far as that run's park got, counting its unsaved work as lost."""
+        parked = open_park(records)
+        asleep = self.engine.is_parked()
+        if parked is None and not asleep:
+            return
+        call = self.engine.unpark
+        if parked is not None and not asleep:
+            acked, steps = park_progress(records, parked)
+            if acked is not None and isinstance(acked.detail.get("parked"), dict):
+                self.engine.parked = Parked.from_json(acked.detail["parked"])
+            if asleep is False:  # vLLM awake: nothing to resume, readiness only
+                call = self.engine.ready
+            elif acked is None and "release_sent" in steps:
+                # SGLang says nobody whether it is parked, and the release went out
+                # without an answer: resuming memory never released kills its
+                # scheduler, and so does a request on released memory.
+                reason = (
+                    "a killed run sent a release whose answer it never recorded: SGLang may "
+                    "be parked or not and cannot say; restart the server (or confirm its "
+                    "state), then run again with --clear-quarantine"
+                )
+                self._quarantine(reason)
+                raise Quarantined(f"{self._engine_name()}: {reason}")
+            elif acked is None:  # the release never went out: at most a pause to undo
+                call = self.engine.unpause if "paused" in steps else self.engine.ready
+        self.engine.reference = last_reference(records)
+        lost = max(progress_seen(records) - last_durable(records), 0)
+        deadline = math.inf if parked is None else parked.detail.get("deadline_unix", math.inf)
+        stamps = self._give_back(call)
+        late = time.time() > float(deadline)
+        self.totals.unsaved_lost += lost
+        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
+
+    def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
+        """Return the engine (``call``: resume, then a completed request), retried with
+        backoff; quarantined and :class:`EngineUnreturnable` if every try fails."""
+
+        def retrying(attempt: int, err: BaseException, wait: float) -> None:
+            self._record("return-retry", detail={"attempt": attempt, "error": str(err),
+                                                 "wait_s": wait})  # fmt: skip
+            self._say(f"return failed ({attempt})")
+
+        try:
+            return self.options.return_backoff.run(
+                call or self.engine.unpark, what=self._engine_name(), on_retry=retrying
+            )
+        except EngineUnreturnable as err:
+            self._quarantine(str(err))
+            raise
+
+    def _quarantine(self, reason: str) -> None:
+        self._record("quarantine", failure=reason, detail={"reason": reason,
+                                                           "url": self.engine.url})  # fmt: skip
+        self.totals.quarantined = True
+
     def _trainer_durable(self) -> int:
         """The trainer's durable quanta (resumed, then its device freed again)."""
         timeout = self.options.trainer_timeout_s
         self.trainer.resume(timeout)
         return self.trainer.discard(timeout)
 
-    def _recover_parked(self, parked: HandoffRecord, lost: int) -> None:
-        """A killed run left the engine parked: return it now, count its unsaved work.
-
-        The run may have died before its release reached the engine: an SGLang engine
-        then refuses the resume of memory it never released (400), and only readiness
-        is left to confirm.
-        """
-        try:
-            stamps = self.engine.unpark()
-        except HttpStatusError as err:
-            if err.status != 400:
-                raise
-            stamps = self.engine.ready()
-        ready_unix = time.time()
-        deadline_unix = float(parked.detail.get("deadline_unix", math.inf))
-        late = ready_unix > deadline_unix
-        self.totals.unsaved_lost += lost
-        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
-
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> Totals:
         """Run until the calendar ends, ``until_s`` passes, the job publishes or
-        :meth:`stop`; the run's totals (also in the ``run-end`` record)."""
+        :meth:`stop`; the run's totals (also in the ``run-end`` record, which a run
+        stopped by an error also writes, with the error)."""
+        with RunLocks(self.ledger.path, self.engine.url, self.options.lease_dir):
+            return self._run()
+
+    def _run(self) -> Totals:
         wall = time.perf_counter()
         cpu = time.thread_time()
+        error: str | None = None
         try:
             self._start()
             # The overhead counts from here: the trainer's start-up is not the loop's.
@@ -350,23 +487,35 @@ class ControlLoop:
                 if not self._wait_until(window[0].start_s):
                     break
                 self._window_of(window)
+        except Exception as err:
+            error = f"{type(err).__name__}: {err}"
+            raise
         finally:
             self.watcher.stop()
             self.overhead.control_cpu_s = time.thread_time() - cpu
             self.overhead.watcher_cpu_s = self.watcher.cpu_s
             self.overhead.wall_s = time.perf_counter() - wall
             self.trainer.close()
-        self._record(
-            "run-end",
-            durable_progress=self.durable,
-            detail={"totals": self.totals.to_json(), "overhead": self.overhead.to_json()},
-        )
+            if self.run_id:  # the run started: say how it ended
+                self._record(
+                    "run-end",
+                    durable_progress=self.durable,
+                    detail={
+                        "totals": self.totals.to_json(),
+                        "overhead": self.overhead.to_json(),
+                        "error": error,
+                    },
+                )
         self._say("stopped")
         return self.totals
 
     def _next_window(self) -> list[Window] | None:
         """The windows ahead, the next unhandled one first (``None``: none to act in)."""
-        ahead = [w for w in self.calendar.upcoming(self.now()) if w.end_s > self._handled_end]
+        ahead = self.calendar.upcoming(self.now())
+        skip = 0  # windows already handled lead the list (the calendar is sorted)
+        while skip < len(ahead) and ahead[skip].end_s <= self._handled_end:
+            skip += 1
+        ahead = ahead[skip:]
         if ahead and ahead[0].start_s < self._handled_end:
             ahead[0] = Window(self._handled_end, ahead[0].end_s)
         # Windows after ``until_s`` stay in the model's view: the plan continues there.
@@ -421,6 +570,7 @@ class ControlLoop:
     def _window_of(self, windows: list[Window]) -> None:
         """Decide and act on ``windows[0]``, now open."""
         now = self.now()
+        self._planned = windows[0]  # as the calendar has it (the ledger's planned times)
         window = Window(max(windows[0].start_s, now), windows[0].end_s)
         windows = [window, *windows[1:]]
         self._handled_end = window.end_s
@@ -434,8 +584,7 @@ class ControlLoop:
         if lend and not self._fits(window, 1, action.checkpoint):
             # The decision itself took the time (a slow forecast): lending now would
             # return late, so serving keeps the GPU.
-            self._record("skip", durable_progress=self.durable, detail={"reason": "no time left"})
-            self._say("no time left")
+            self._skip("no time left")
         elif lend:
             self._lend(window, windows, action)
         else:
@@ -451,14 +600,28 @@ class ControlLoop:
             durable_progress=self.durable,
             detail={
                 "window": [window.start_s, window.end_s],
+                "planned_unix": self._unix(self._planned),
                 "deadline_unix": self.unix_start + window.end_s,
                 "trainer_pid": self.trainer.pid,
             },
         )
-        self._park_stamps = self.engine.park()
+        try:
+            self._park_stamps = self.engine.park(on_mark=self._park_step)
+        except EngineBusy as err:  # nothing was released: serving keeps the GPU
+            self._skip("busy", why=str(err), added_latency_s=self.engine.last_held_s)
+            return
+        except Exception as err:
+            self._park_failed(err)
+            raise
+        parked = self.engine.parked
+        self._record(
+            "parked", durable_progress=self.durable, stamps_ns=self._park_stamps,
+            detail={"parked": None if parked is None else parked.to_json()},
+        )  # fmt: skip
         self._say("parked")
         early = False
         lost = 0
+        failed: TrainerError | None = None
         try:
             try:
                 self.trainer.resume(self.options.trainer_timeout_s)
@@ -473,19 +636,32 @@ class ControlLoop:
                 ):
                     self._checkpoint()
             except _Interrupted as why:
+                # When the early return began (in the return record's stamps).
+                self._park_stamps["interrupted"] = time.perf_counter_ns()
                 early = why.args[0] == "load"
                 self._early_save(windows, why.args[0])
             lost = self._discard()
         except TrainerLost as err:
             lost = self._trainer_lost(str(err))
+        except TrainerError as err:
+            lost = self._trainer_failed(str(err))
+            failed = err
         finally:  # capacity goes back whatever happened to the trainer
-            stamps = self.engine.unpark()
+            stamps = self._give_back()
             late = self.now() > window.end_s
             self._returned(
                 stamps, late=late, early=early, lost=lost, window=window, recovered=False
             )
+        if failed is not None:  # capacity is back: now the trainer's failure stops the run
+            raise failed
         if not self.trainer.running:  # restarted only now: serving came first
             self._restart_trainer()
+
+    def _skip(self, reason: str, **detail: Any) -> None:
+        """The window is not lent after all (recorded; it closes a ``park`` record)."""
+        self.totals.skipped_windows += 1
+        self._record("skip", durable_progress=self.durable, detail={"reason": reason, **detail})
+        self._say(reason if reason != "busy" else "busy: skipped")
 
     def _fits(self, window: Window, quanta: int, save: bool) -> bool:
         """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
@@ -512,6 +688,12 @@ class ControlLoop:
             seconds = time.perf_counter() - start
             self.quantum_s = max(self.quantum_s, seconds)
             self.progress = advanced.progress
+            if advanced.loss is not None and not math.isfinite(advanced.loss):
+                # Diverged: this state must never be saved, and the next quanta from
+                # the same durable state would diverge again.
+                raise TrainerError(
+                    f"trainer diverged: loss {advanced.loss!r} at progress {self.progress}"
+                )
             self.totals.quanta_done += 1
             self._record(
                 "work",
@@ -575,6 +757,20 @@ class ControlLoop:
         self._say("trainer lost")
         return lost
 
+    def _trainer_failed(self, why: str) -> int:
+        """The trainer raised (or diverged): its unsaved work is dropped, never saved
+        (recorded); the quanta lost."""
+        lost = self.progress - self.durable
+        self._record(
+            "trainer-failed", durable_progress=self.durable, unsaved_lost=lost,
+            detail={"why": why},
+        )  # fmt: skip
+        self.totals.unsaved_lost += lost
+        self.progress = self.durable
+        self.trainer.kill()  # its in-memory state is suspect: nothing of it may be saved
+        self._say("trainer failed")
+        return lost
+
     def _restart_trainer(self) -> None:
         """Start a fresh trainer for later windows, from its durable checkpoint."""
         try:
@@ -586,6 +782,10 @@ class ControlLoop:
             self._record("trainer-lost", durable_progress=self.durable, detail={"why": str(err)})
             self.stop()
 
+    def _unix(self, window: Window) -> list[float]:
+        """A window's planned ``[start, deadline]`` in epoch seconds."""
+        return [self.unix_start + window.start_s, self.unix_start + window.end_s]
+
     def _returned(
         self,
         stamps: dict[str, int],
@@ -596,6 +796,7 @@ class ControlLoop:
         window: Window | None,
         recovered: bool,
     ) -> None:
+        ready_unix = time.time()
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
         self.return_s = max(self.return_s, readiness)
         self.totals.handoffs += 1
@@ -609,13 +810,18 @@ class ControlLoop:
             unsaved_lost=lost,
             detail={
                 "window": None if window is None else [window.start_s, window.end_s],
+                "planned_unix": None if window is None else self._unix(self._planned),
+                "ready_unix": ready_unix,
                 "late": late,
                 "early": early,
                 "recovered": recovered,
+                "held_requests": len(self.engine.last_held_s),
+                "added_latency_s": self.engine.last_held_s,
             },
             failure=self.engine.failure,
         )
         self._park_stamps = {}
         self._say("returned late" if late else "returned")
         if self.engine.failure is not None:  # serving is not what it was: lend no more
-            raise HandoffProbeError(f"{self.engine.engine} return: {self.engine.failure}")
+            self._quarantine(self.engine.failure)
+            raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")

@@ -107,7 +107,9 @@ class LoraTrainer(Trainer):
         self.torch.set_num_threads(integer("threads", threads, low=1))
         self.device = self.torch.device(device)
         self.model = self._build()
-        self.initial = adapter_from_peft(self.model)
+        # A copy: on the host adapter_from_peft's tensors are the live parameters
+        # themselves, and the fresh adapter must not train along with them.
+        self.initial = {name: t.clone() for name, t in adapter_from_peft(self.model).items()}
         self.optimizer: Any = None
         self.progress = 0
         self.durable = 0

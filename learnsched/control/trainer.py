@@ -16,7 +16,6 @@ in a fraction of a second instead of paying the imports again.
 from __future__ import annotations
 
 import abc
-import importlib
 import multiprocessing
 import os
 import traceback
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._checks import integer, nonnegative, positive
+from .._named import import_named
 
 __all__ = [
     "Advanced",
@@ -80,11 +80,13 @@ class Advanced:
     progress
         Completed quanta ``p`` (durable or not).
     loss
-        Training loss of the last optimiser step (``nan`` if none ran).
+        Training loss of the last optimiser step (``None``: the job has no loss to
+        report). A NaN or infinite loss is a diverged trainer: the scheduler records a
+        trainer failure, drops the unsaved work and stops.
     """
 
     progress: int
-    loss: float
+    loss: float | None
 
 
 class Trainer(abc.ABC):
@@ -145,20 +147,13 @@ def load_trainer_class(spec: str) -> type[Trainer]:
     Raises
     ------
     ValueError
-        Not ``MODULE:CLASS``, or the module cannot be imported.
+        Not ``MODULE:CLASS``, the module cannot be imported, or it has no such name.
     TypeError
         The name is not a :class:`Trainer` class.
     """
-    module_name, sep, class_name = spec.partition(":")
-    if not sep or not module_name or not class_name:
-        raise ValueError(f"trainer must be MODULE:CLASS, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"trainer {spec!r}: cannot import {module_name} ({err})") from err
-    cls = getattr(module, class_name, None)
+    cls = import_named(spec, "trainer", "CLASS")
     if not isinstance(cls, type) or not issubclass(cls, Trainer):
-        raise TypeError(f"trainer {spec!r}: {class_name} is not a learnsched Trainer class")
+        raise TypeError(f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class")
     return cls
 
 
@@ -166,8 +161,11 @@ def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connecti
     """The child: build the trainer, answer calls until the pipe closes, then exit.
 
     A closed pipe means the scheduler is gone: exit at once without saving (unsaved
-    work is lost, as a crash loses it; the durable checkpoint is untouched).
+    work is lost, as a crash loses it; the durable checkpoint is untouched). The child
+    leads its own session: a signal to the scheduler's process group (Ctrl-C, systemd's
+    stop) reaches the scheduler, which ends the quantum and stops the trainer itself.
     """
+    os.setsid()
     try:
         trainer = load_trainer_class(spec)(Path(state_dir), **options)
         conn.send(("ready", {"work_quanta": trainer.work_quanta, "costs": asdict(trainer.costs())}))

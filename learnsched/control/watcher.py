@@ -5,7 +5,7 @@ and queues requests to a sleeping engine (no 503) without counting them, and a p
 SGLang holds new generations in its tokenizer manager, while ``/metrics`` stays as it
 was. A front end that sees requests (the gate, a user's router through ``learnsched run
 --notify``, the load generator) calls :meth:`LoadWatcher.notify_arrival`; either signal
-sets :attr:`LoadWatcher.arrived`, which the control thread checks between quanta.
+sets ``LoadWatcher.arrived``, which the control thread checks between quanta.
 """
 
 from __future__ import annotations

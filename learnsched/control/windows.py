@@ -12,15 +12,16 @@ scenario can use directly, and any JSON object with a ``windows`` list reads her
 
 from __future__ import annotations
 
-import json
+import bisect
 import math
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from .._checks import number
+from .._json import read_json
 
 __all__ = ["CLOCKS", "CalendarSource", "KnownCalendar", "Window", "read_calendar"]
 
@@ -92,14 +93,21 @@ class KnownCalendar:
     ----------
     windows
         Windows on the loop's clock.
+    origin
+        ``None``: the windows count from when the loop is ready (``"relative"``).
+        Otherwise the ``time.monotonic()`` instant the windows count from (a ``"unix"``
+        calendar converted at a fixed instant): the loop's clock starts there, not when
+        it is ready, or every window would shift by the loop's start-up time.
     """
 
-    def __init__(self, windows: Sequence[Window]) -> None:
+    def __init__(self, windows: Sequence[Window], origin: float | None = None) -> None:
         self.windows = check_windows([(w.start_s, w.end_s) for w in windows], "")
+        self._ends = [w.end_s for w in self.windows]  # sorted: windows do not overlap
+        self.origin = None if origin is None else number("origin", origin)
 
     def upcoming(self, now_s: float) -> list[Window]:
-        """See :meth:`CalendarSource.upcoming`."""
-        ahead = [w for w in self.windows if w.end_s > now_s]
+        """See :meth:`CalendarSource.upcoming` (O(log K) to find, then one slice)."""
+        ahead = self.windows[bisect.bisect_right(self._ends, now_s) :]
         if ahead and ahead[0].start_s < now_s:
             ahead[0] = Window(now_s, ahead[0].end_s)
         return ahead
@@ -113,17 +121,16 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     path
         The JSON file.
     loop_start_unix
-        When the loop started, seconds since the epoch (for ``"clock": "unix"``).
+        The epoch second the loop's clock counts from for a ``"clock": "unix"`` file
+        (the calendar's :attr:`~KnownCalendar.origin` is that instant, which the loop
+        adopts as its clock's zero).
 
     Raises
     ------
     ValueError, TypeError
         Not JSON, no ``windows``, an unknown clock, or bad windows (named).
     """
-    try:
-        data: Any = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not JSON ({err})") from None
+    data: Any = read_json(path)
     clock = "relative"
     if isinstance(data, dict):
         if "windows" not in data:
@@ -135,7 +142,11 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     if not isinstance(data, list):
         raise TypeError(f"{path}: windows must be a list of [start, end] pairs")
     windows = check_windows(data, f"{path}: ")
-    offset = loop_start_unix if clock == "unix" else 0.0
-    if not math.isfinite(offset):
+    if clock == "relative":
+        return KnownCalendar(windows)
+    if not math.isfinite(loop_start_unix):
         raise ValueError(f"loop_start_unix must be finite, got {loop_start_unix!r}")
-    return KnownCalendar([Window(w.start_s - offset, w.end_s - offset) for w in windows])
+    # The monotonic instant of loop_start_unix: the loop's clock zero for these windows.
+    origin = time.monotonic() - (time.time() - loop_start_unix)
+    shifted = [Window(w.start_s - loop_start_unix, w.end_s - loop_start_unix) for w in windows]
+    return KnownCalendar(shifted, origin)

@@ -220,7 +220,7 @@ def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:
 
 def fig10_table(result: AlertExperiment) -> str:
     """Each rule's mean loss per engine beside the paper's, and ours minus the paper's, as
-    the README's Markdown table (s-eq./alert; ``-`` where the paper prints none)."""
+    the Markdown table of docs/studies.md (s-eq./alert; ``-`` where the paper prints none)."""
     lines = [
         "| engine | rule | ours | paper | ours - paper |",
         "|---|---|---:|---:|---:|",

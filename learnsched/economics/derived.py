@@ -1,5 +1,5 @@
 """Figures the paper prints that follow from other numbers it prints (Sections 6.2-6.4,
-Appendices B and C.1), each computed afresh and set beside the printed value.
+Appendices B and C.3), each computed afresh and set beside the printed value.
 
 Where the inputs themselves are printed rounded (three-seed means to 0.1 steps/s, miss
 rates to 0.1%), a figure computed from them may differ in its last digit from the paper's,
@@ -82,8 +82,11 @@ FIG12A_GUIDANCE: dict[str, dict[str, tuple[int, int, int]]] = {
 }
 FIG12A_PAPER_PCT = {"learnsched": (50.9, 42.7), "eager": (37.8, 32.2), "slack": (36.0, 31.0)}
 
-# Fig. C.1 / App. C.1: Prefix and the fixed 3072-step budget reach 35/48 correct.
-C1_TOKENS = {"prefix": 25280, "fixed_3072": 45257}
+# Fig. C.1 / App. C.3 (budget stopping during execution): Prefix and the fixed 3072-step
+# budget reach 35/48 correct.
+C3_TOKENS = {"prefix": 25280, "fixed_3072": 45257}
+# The key this figure had before it cited App. C.3; kept, marked deprecated, for one release.
+DEPRECATED_KEYS = {"c1_fixed_budget_saving_pct": "c3_fixed_budget_saving_pct"}
 
 
 @dataclass(frozen=True)
@@ -123,10 +126,12 @@ class PrintedFigure:
         return low <= self.paper <= high
 
     def to_json(self) -> dict[str, Any]:
-        """``{"value", "paper", "matches_print", "rounded_from_unrounded_means"[, "inputs_allow"]}``."""
+        """``{"value", "paper", "decimals", "matches_print", "rounded_from_unrounded_means"[,
+        "inputs_allow"]}``: ``decimals`` is how many the paper prints ``paper`` with."""
         out: dict[str, Any] = {
             "value": self.value,
             "paper": self.paper,
+            "decimals": self.decimals,
             "matches_print": self.matches_print,
             "rounded_from_unrounded_means": self.rounded_from_unrounded_means,
         }
@@ -265,12 +270,15 @@ def derived_figures() -> dict[str, Any]:
             _pct(builds["window"] - builds["learnsched"], builds["window"]), 35.15, 2
         ),
         "fig12a_use_ready_pct": fig12a_use_ready_pct(),
-        "c1_fixed_budget_saving_pct": PrintedFigure(
-            _pct(C1_TOKENS["fixed_3072"] - C1_TOKENS["prefix"], C1_TOKENS["fixed_3072"]), 44.14, 2
+        "c3_fixed_budget_saving_pct": PrintedFigure(
+            _pct(C3_TOKENS["fixed_3072"] - C3_TOKENS["prefix"], C3_TOKENS["fixed_3072"]), 44.14, 2
         ),
         "fig11_w_over_never": fig11_w_over_never(),
     }
-    return {key: _jsonable(value) for key, value in figures.items()}
+    out = {key: _jsonable(value) for key, value in figures.items()}
+    for old, new in DEPRECATED_KEYS.items():
+        out[old] = {**out[new], "deprecated": f"renamed {new}; this key goes in the next release"}
+    return out
 
 
 def _jsonable(obj: Any) -> Any:
@@ -281,3 +289,18 @@ def _jsonable(obj: Any) -> Any:
     if isinstance(obj, tuple):
         return [_jsonable(v) for v in obj]
     return obj
+
+
+def __getattr__(name: str) -> object:
+    """``C1_TOKENS``, this figure's constant before it cited App. C.3: deprecated."""
+    if name == "C1_TOKENS":
+        import warnings
+
+        warnings.warn(
+            "learnsched.economics.derived.C1_TOKENS is renamed C3_TOKENS (App. C.3); "
+            "the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return C3_TOKENS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._decimal import exact, rounded
 from .breakeven import PAPER_GPU_COSTS
 from .derived import derived_figures
 from .pricing import GUIDANCE_LEDGER, table_b1_utility
@@ -28,8 +29,10 @@ def paper_economics() -> dict[str, Any]:
         ``fig5_gains`` (x), ``fig8_breakeven_w`` (``reactive``, ``advance_notice``),
         ``b1_token_saving_pct``, ``b1_extra_cost_pct``, ``b1_timely_pp`` (percentage
         points), ``nonpositive_build_saving_pct``, ``fig12a_use_ready_pct`` (``learnsched``,
-        ``eager``, ``slack``: (vLLM, SGLang) pairs), ``c1_fixed_budget_saving_pct`` and
-        ``fig11_w_over_never`` (the sparse rows and the "W > 1660 over Never" claim).
+        ``eager``, ``slack``: (vLLM, SGLang) pairs), ``c3_fixed_budget_saving_pct`` (Fig. C.1,
+        App. C.3; ``c1_fixed_budget_saving_pct``, its key before, is a deprecated alias for
+        one release) and ``fig11_w_over_never`` (the sparse rows and the "W > 1660 over
+        Never" claim).
     """
     waiting = paper_waiting_example()
     stopped = table_b1_utility("stopped", "learnsched", "calendar")
@@ -46,7 +49,7 @@ def paper_economics() -> dict[str, Any]:
         "sparse_utility": sparse.at(0.0),  # dQ = 0: the same for every W
         "service_cost_ds": guidance.service_cost,
         "saving_at_alpha_0561": guidance.saving(guidance.alpha0),
-        "service_offset_pct": 100 * guidance.service_offset(guidance.alpha0),
+        "service_offset_pct": rounded(100 * exact(guidance.service_offset(guidance.alpha0))),
         "alpha_boundary_w0": guidance.alpha_boundary(0.0),
         **derived_figures(),
     }

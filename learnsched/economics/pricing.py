@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .._checks import integer, nonnegative, number, positive
+from .._sum import ordered_sum
+from ._decimal import exact, rounded
 
 __all__ = [
     "GUIDANCE_LEDGER",
@@ -39,7 +41,7 @@ def charged_cost(base: float, extra: float, build: float, validate: float) -> fl
     """
     parts = {"base": base, "extra": extra, "build": build, "validate": validate}
     # Eq. 14: C_all = C_base + C_extra + C_build + C_validate
-    return sum(nonnegative(name, value) for name, value in parts.items())
+    return ordered_sum(nonnegative(name, value) for name, value in parts.items())
 
 
 @dataclass(frozen=True)
@@ -215,8 +217,9 @@ class GuidanceLedger:
 
     @property
     def service_cost(self) -> float:
-        """Unscaled additional service cost ``D_s = scaled / alpha0`` (Eq. B.3)."""
-        return self.scaled_service_cost / self.alpha0
+        """Unscaled additional service cost ``D_s = scaled / alpha0`` (Eq. B.3), from the
+        printed decimals: 8589.471 / 0.561 = 15311 exactly."""
+        return rounded(exact(self.scaled_service_cost) / exact(self.alpha0))
 
     @property
     def total_dq(self) -> int:
@@ -225,11 +228,13 @@ class GuidanceLedger:
 
     def saving(self, alpha: float) -> float:
         """Net saving ``S(alpha) = S_b - alpha*D_s`` at coefficient ``alpha >= 0`` (Eq. B.3)."""
-        return self.construction_saving - nonnegative("alpha", alpha) * self.service_cost
+        a = exact(nonnegative("alpha", alpha))
+        return rounded(exact(self.construction_saving) - a * exact(self.service_cost))
 
     def service_offset(self, alpha: float) -> float:
         """Fraction of the construction saving that service cost offsets at ``alpha``."""
-        return nonnegative("alpha", alpha) * self.service_cost / self.construction_saving
+        a = exact(nonnegative("alpha", alpha))
+        return rounded(a * exact(self.service_cost) / exact(self.construction_saving))
 
     def utility(self, answer_value: float, alpha: float) -> float:
         """``dU(W, alpha) = W*sum_j dQ_j + S(alpha)`` (Eq. B.4)."""
@@ -244,7 +249,8 @@ class GuidanceLedger:
             raise ValueError(f"service cost D_s must be > 0, got {self.service_cost!r}")
         value = nonnegative("answer_value", answer_value)
         # Eq. B.5: dU > 0 <=> alpha < (S_b + W*sum dQ) / D_s
-        return (self.construction_saving + value * self.total_dq) / self.service_cost
+        total = exact(self.construction_saving) + exact(value) * self.total_dq
+        return rounded(total / exact(self.service_cost))
 
 
 # Appendix B.2 / Fig. 12(b): five SGLang blocks, LearnSched minus Eager, tokens.

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .._checks import nonnegative, number, positive
 from ..grid import scenario_by_id
 from ..plan import Plan
 from ..solver import Policy, solve
+from ._decimal import exact, rounded
 
 __all__ = ["PAPER_WAITING_SCENARIO", "WaitingComparison", "paper_waiting_example", "waiting_gain"]
 
@@ -64,20 +66,31 @@ class WaitingComparison:
         object.__setattr__(self, "publish_wait_s", later)
         object.__setattr__(self, "benefit_rate", positive("benefit_rate", self.benefit_rate))
 
+    # Each from the inputs' printed decimals, rounded once (economics._decimal):
+    # 0.25 * (330 - 325.047748) is 1.238063, not 1.2380629999999968.
+
     @property
     def cost_saving(self) -> float:
         """``C1 - C2``: execution and handoff cost avoided by waiting, s-eq."""
-        return self.cost_now - self.cost_wait
+        return rounded(self._cost_saving)
 
     @property
     def benefit_lost(self) -> float:
         """``g*(t2 - t1)``: benefit forgone while waiting, s-eq."""
-        return self.benefit_rate * (self.publish_wait_s - self.publish_now_s)
+        return rounded(self._benefit_lost)
 
     @property
     def gain(self) -> float:
         """``V_wait - V_now``, s-eq."""
-        return self.cost_saving - self.benefit_lost  # Eq. 13
+        return rounded(self._cost_saving - self._benefit_lost)  # Eq. 13
+
+    @property
+    def _cost_saving(self) -> Fraction:
+        return exact(self.cost_now) - exact(self.cost_wait)
+
+    @property
+    def _benefit_lost(self) -> Fraction:
+        return exact(self.benefit_rate) * (exact(self.publish_wait_s) - exact(self.publish_now_s))
 
     @classmethod
     def from_plans(cls, now: Plan, wait: Plan, benefit_rate: float) -> WaitingComparison:

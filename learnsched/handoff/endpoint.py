@@ -1,16 +1,25 @@
 """A serving engine's HTTP server: release, resume and one real generation request.
 
 The routes and bodies are the engine's dialect (:mod:`.engines`, one module per
-engine); this module does the exchanges. ``/health`` may answer 200 while an engine is
-parked (vLLM's does): only a completed generation request shows capacity is ready
-(:mod:`.readiness`). Every stamp is ``time.perf_counter_ns()`` of this process.
+engine); this module does the exchanges, over ``http://`` or ``https://`` (the system's
+certificate authorities, or ``ca_file``), with ``Authorization: Bearer KEY`` on every
+request when the server was started with ``--api-key`` (both engines' scheme).
+``/health`` may answer 200 while an engine is parked (vLLM's does): only a completed
+generation request shows capacity is ready (:mod:`.readiness`). A stream counts as
+completed only if it ends normally: an in-stream error event or a ``finish_reason`` of
+``abort`` (vLLM's ``/sleep`` aborts in-flight requests; SGLang's pause can) is a
+:class:`StreamError`; vLLM's usage-only last event (``"choices": []``, with
+``--enable-force-include-usage``) carries no text and is skipped. Every stamp is
+``time.perf_counter_ns()`` of this process.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 import socket
+import ssl
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -24,6 +33,8 @@ __all__ = ["Generation", "HttpStatusError", "ServingEndpoint", "StreamError"]
 
 # Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
 RETRY_4XX = (408, 429)
+# URL schemes and their default ports.
+SCHEMES = {"http": 80, "https": 443}
 
 
 class HttpStatusError(HandoffProbeError):
@@ -73,24 +84,47 @@ class ServingEndpoint:
     Parameters
     ----------
     url
-        Base URL, e.g. ``http://127.0.0.1:8000``.
+        Base URL, ``http://HOST:PORT`` or ``https://HOST:PORT``.
     engine
         A registered engine's name (:data:`~.engines.ENGINES`: ``"vllm"``, ``"sglang"``).
+    api_key
+        Sent as ``Authorization: Bearer KEY`` (the engines' ``--api-key``); never shown
+        in messages or reprs.
+    ca_file
+        Certificate authorities (PEM) to verify an ``https://`` server with, instead of
+        the system's.
     """
 
-    def __init__(self, url: str, engine: str) -> None:
+    def __init__(
+        self,
+        url: str,
+        engine: str,
+        *,
+        api_key: str | None = None,
+        ca_file: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.dialect = engine_dialect(engine)
         self.engine = self.dialect.name
         parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"url must be http://HOST:PORT, got {url!r}")
+        if parts.scheme not in SCHEMES or not parts.hostname or parts.path not in ("", "/"):
+            raise ValueError(f"url must be http://HOST:PORT or https://HOST:PORT, got {url!r}")
         try:
             port = parts.port
         except ValueError as err:
             raise ValueError(f"url {url!r}: bad port ({err})") from err
+        if api_key is not None and (not api_key or any(c in api_key for c in "\r\n")):
+            raise ValueError("api_key must be a non-empty single line")
+        if ca_file is not None and parts.scheme != "https":
+            raise ValueError(f"ca_file is for an https:// server, got {url!r}")
         self.url = url.rstrip("/")
         self.host = parts.hostname
-        self.port = port if port is not None else 80
+        self.port = port if port is not None else SCHEMES[parts.scheme]
+        self.tls = (
+            ssl.create_default_context(cafile=None if ca_file is None else os.fspath(ca_file))
+            if parts.scheme == "https"
+            else None
+        )
+        self._auth = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
         self.model: str | None = None
 
     def __repr__(self) -> str:
@@ -105,7 +139,13 @@ class ServingEndpoint:
         ``stalled`` ends the ``TimeoutError`` message; other socket and HTTP failures
         become ``ConnectionError``.
         """
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        conn: http.client.HTTPConnection
+        if self.tls is None:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
+        else:
+            conn = http.client.HTTPSConnection(
+                self.host, self.port, timeout=timeout_s, context=self.tls
+            )
         try:
             yield conn
         except TimeoutError as err:
@@ -125,7 +165,9 @@ class ServingEndpoint:
         """
         with self._connection(method, path, timeout_s, f"no answer in {timeout_s:g} s") as conn:
             payload = None if body is None else json.dumps(body)
-            headers = {} if body is None else {"Content-Type": "application/json"}
+            headers = {**self._auth}
+            if body is not None:
+                headers["Content-Type"] = "application/json"
             conn.request(method, path, body=payload, headers=headers)
             response = conn.getresponse()
             return response.status, response.read()
@@ -192,14 +234,15 @@ class ServingEndpoint:
         path, body = self.dialect.generation(self, max_tokens, timeout_s)
         what = f"POST {self.url}{path}"
         with self._connection("POST", path, timeout_s, f"stalled for {timeout_s:g} s") as conn:
-            conn.request(
-                "POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"}
-            )
-            response = conn.getresponse()
-            if response.status != 200:
-                text = response.read()[:200].decode(errors="replace")
-                raise HttpStatusError(response.status, f"{what} answered {response.status}: {text}")
-            first, text = self._read_stream(response, what)
+            headers = {**self._auth, "Content-Type": "application/json"}
+            conn.request("POST", path, body=json.dumps(body), headers=headers)
+            with conn.getresponse() as response:  # closed even when the stream breaks
+                if response.status != 200:
+                    text = response.read()[:200].decode(errors="replace")
+                    raise HttpStatusError(
+                        response.status, f"{what} answered {response.status}: {text}"
+                    )
+                first, text = self._read_stream(response, what)
             if first is None:
                 raise HandoffProbeError(f"{what}: the stream carried no token")
             return Generation(first, time.perf_counter_ns(), text)
@@ -236,9 +279,27 @@ class ServingEndpoint:
         # vLLM sends {"error": {...}} or {"object": "error", ...}; SGLang {"error": {...}}.
         if "error" in event or event.get("object") == "error":
             raise StreamError(f"{what}: the stream carried an error: {shown}")
+        if _aborted(event):
+            raise StreamError(f"{what}: the engine aborted the request: {shown}")
+        if event.get("choices") == []:  # vLLM's usage-only last event: no text
+            return ""
         try:
             return self.dialect.event_text(event)
         except (KeyError, IndexError, TypeError) as err:
             raise HandoffProbeError(
                 f"{what}: stream event without generated text (no {err}): {shown}"
             ) from err
+
+
+def _aborted(event: dict[str, object]) -> bool:
+    """Whether a stream event ends its request as aborted (OpenAI ``choices[i]`` or
+    SGLang ``meta_info``'s ``finish_reason``)."""
+    choices = event.get("choices")
+    reasons: list[object] = []
+    if isinstance(choices, list):
+        reasons += [c.get("finish_reason") for c in choices if isinstance(c, dict)]
+    meta = event.get("meta_info")
+    if isinstance(meta, dict):
+        finish = meta.get("finish_reason")
+        reasons.append(finish.get("type") if isinstance(finish, dict) else finish)
+    return "abort" in reasons

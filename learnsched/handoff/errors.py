@@ -56,7 +56,7 @@ class RecoveryFailed(HandoffProbeError):
     message
         The reason, e.g. ``"weights not restored: ..."``.
     run
-        The measured recovery, with :attr:`~.phases.RecoveryRun.failure` set.
+        The measured recovery, with ``RecoveryRun.failure`` set.
     """
 
     def __init__(self, message: str, run: object) -> None:

@@ -1,4 +1,4 @@
-"""The handoff ledger: one JSON line per handoff, durable once :meth:`append` returns.
+"""The handoff ledger: one JSON line per handoff, durable once :meth:`HandoffLedger.append` returns.
 
 Each append takes an exclusive lock, writes the whole line, then fsyncs the file (and
 the folder when it creates the file). A writer killed mid-append can leave only its own
@@ -8,6 +8,7 @@ skips it with a :class:`TornRecordWarning`. No record whose append returned is l
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -20,6 +21,7 @@ from typing import Any
 
 from .._atomic import FILE_MODE, fsync_folder
 from .._checks import integer
+from .._json import parse as parse_json
 from .host_memory import HostMemory
 from .nvml import DeviceMemory
 
@@ -149,10 +151,19 @@ class HandoffLedger:
             # One writer at a time: the torn-tail cut must not race another append.
             fcntl.flock(fd, fcntl.LOCK_EX)
             _cut_torn_tail(fd)
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            committed = os.lseek(fd, 0, os.SEEK_END)
+            try:
+                view = memoryview(line)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            except OSError:
+                # A failed write (a full disk: ENOSPC) may have left part of the line:
+                # cut it, so the ledger ends at its last committed record and no reader
+                # takes a failed write for a killed writer.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, committed)
+                raise
         finally:
             os.close(fd)  # closing releases the lock
         if created:
@@ -176,15 +187,16 @@ def read_ledger(path: str | os.PathLike[str]) -> list[HandoffRecord]:
     tail = lines.pop()  # text after the final newline: empty unless torn
     if tail:
         warnings.warn(
-            f"{path}: skipped a torn final record ({len(tail)} bytes; its writer was "
-            "killed mid-append, so it was never committed)",
+            f"{path}: skipped a torn final record ({len(tail)} bytes: an append that never "
+            "completed, because its writer was killed or the machine stopped mid-append, "
+            "so it was never committed)",
             TornRecordWarning,
             stacklevel=2,
         )
     records = []
     for number, line in enumerate(lines, start=1):
         try:
-            records.append(HandoffRecord.from_json(json.loads(line)))
+            records.append(HandoffRecord.from_json(parse_json(line, f"{path}:{number}")))
         except (ValueError, TypeError, KeyError) as err:
             raise ValueError(f"{path}:{number}: not a handoff record ({err})") from err
     return records

@@ -383,8 +383,8 @@ class LoraBenchmark:
         CUDA events (``None`` on CPU): what the transfer alone costs on this link. It is
         not measured inside ``load``, whose reader interleaves file reads and copies.
     filesystem
-        The filesystem the checkpoints were written to: on tmpfs (:attr:`Filesystem.
-        volatile`) a durable save costs nothing and survives no reboot.
+        The filesystem the checkpoints were written to: on tmpfs
+        (``Filesystem.volatile``) a durable save costs nothing and survives no reboot.
     """
 
     adapter_bytes: int

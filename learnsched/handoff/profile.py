@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._atomic import atomic_write_text, locked
 from .._checks import nonnegative, number
-from .._json import parse as parse_json
+from .._json import read_json
 from ..scenario import HandoffCosts, Recovery
 from ._util import CPU
 from .nvml import NvmlDevice, device_info
@@ -509,9 +509,9 @@ def load_cost_profile(path: str | os.PathLike[str]) -> CostProfile:
     OSError
         The file cannot be read.
     """
-    text = Path(path).read_text()
+    data = read_json(path)
     try:
-        return CostProfile.from_json(parse_json(text, str(path)))
+        return CostProfile.from_json(data)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from err
 

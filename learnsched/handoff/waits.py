@@ -98,9 +98,15 @@ def poll_until(
 
 
 class ControlSignal:
-    """A command to a worker, stamped when issued and when acknowledged."""
+    """A command to a worker, stamped when issued and when acknowledged.
+
+    The stamps change under one lock: a worker that checked :meth:`is_set` just before
+    :meth:`reset` cannot acknowledge the next command before it is issued (which would
+    give a negative delay).
+    """
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._issued = threading.Event()
         self._acked = threading.Event()
         self.issued_ns: int | None = None
@@ -108,17 +114,21 @@ class ControlSignal:
 
     def issue(self) -> None:
         """Send the command (from the controlling thread)."""
-        self.issued_ns = time.perf_counter_ns()
-        self._issued.set()
+        with self._lock:
+            self.issued_ns = time.perf_counter_ns()
+            self._issued.set()
 
     def is_set(self) -> bool:
         """Whether a command is pending (the worker's control check)."""
         return self._issued.is_set()
 
     def acknowledge(self) -> None:
-        """Mark the command as seen (from the worker)."""
-        self.acked_ns = time.perf_counter_ns()
-        self._acked.set()
+        """Mark the command as seen (from the worker); no-op if none is pending."""
+        with self._lock:
+            if self.issued_ns is None or self.acked_ns is not None:
+                return
+            self.acked_ns = time.perf_counter_ns()
+            self._acked.set()
 
     def wait_acknowledged(self, timeout_s: float) -> float:
         """Block until acknowledged; the delay from issue to acknowledgment, seconds.
@@ -128,15 +138,20 @@ class ControlSignal:
         TimeoutError
             Not acknowledged within ``timeout_s`` seconds.
         """
-        if not self._acked.wait(timeout_s) or self.issued_ns is None or self.acked_ns is None:
+        if not self._acked.wait(timeout_s):
             raise TimeoutError(f"command not acknowledged within {timeout_s:g} s")
-        return (self.acked_ns - self.issued_ns) / 1e9
+        with self._lock:
+            issued_ns, acked_ns = self.issued_ns, self.acked_ns
+        if issued_ns is None or acked_ns is None:
+            raise TimeoutError(f"command not acknowledged within {timeout_s:g} s")
+        return (acked_ns - issued_ns) / 1e9
 
     def reset(self) -> None:
         """Clear for the next command."""
-        self._acked.clear()
-        self._issued.clear()
-        self.issued_ns = self.acked_ns = None
+        with self._lock:
+            self._acked.clear()
+            self._issued.clear()
+            self.issued_ns = self.acked_ns = None
 
 
 def pollable_sleep(duration_s: float, signal: ControlSignal, slice_s: float) -> bool:

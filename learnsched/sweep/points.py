@@ -82,6 +82,7 @@ def _costs(
         params.get("residency_rate", base.residency_rate),
         params.get("save_s", base.save_s),
         params.get("load_s", base.load_s),
+        base.cold_recovery_s,  # a two-path base keeps its cold path (None: one path)
     )
 
 

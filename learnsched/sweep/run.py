@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -14,12 +15,14 @@ from typing import Protocol
 
 import numpy as np
 
+from .._atomic import locked
 from .._checks import integer
+from .._extras import require
 from .._progress import Progress
 from .points import Point, base_ids, points
 from .rows import Rows, solve_rows
 from .spec import SweepSpec, load_spec, parse_spec
-from .store import Chunk, ChunkStore
+from .store import PROBE_PREFIX, Chunk, ChunkStore
 from .summary import PointSummary, summarize_points
 from .table import write_rows
 
@@ -101,7 +104,7 @@ class SweepResult:
 def _write_s(store: ChunkStore, rows: Rows) -> float:
     """Fixed seconds of writing a chunk file beside the real ones: the quickest of a few
     one-row writes, after one that loads the writer."""
-    fd, name = tempfile.mkstemp(dir=store.parts, prefix=".probe-", suffix=store.suffix)
+    fd, name = tempfile.mkstemp(dir=store.parts, prefix=PROBE_PREFIX, suffix=store.suffix)
     os.close(fd)
     samples = []
     try:
@@ -171,18 +174,29 @@ def _measured_chunk_rows(
     return choose_chunk_rows(row_s, overhead_s, total_rows, backend.workers)
 
 
-def _backend(name: str, address: str | None, workers: int | None) -> Backend:
+def _check_backend(name: str, address: str | None) -> None:
+    """Refuse an unknown backend, or one whose extra is missing, before anything is
+    written (a started Ray costs seconds: it is started only if there is work)."""
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {name!r}")
+    if name == "local" and address is not None:
+        raise ValueError(f"--address {address} needs --backend ray")
+    if name == "ray":
+        require("ray", "ray")
+
+
+def _backend(name: str, address: str | None, workers: int | None) -> Backend:
     if name == "local":
-        if address is not None:
-            raise ValueError(f"--address {address} needs --backend ray")
         from .local import LocalBackend
 
         return LocalBackend(workers)
     from .ray_backend import RayBackend
 
     return RayBackend(address, workers)
+
+
+def _say_waiting(lock_file: Path) -> None:
+    print(f"sweep: waiting for the sweep that holds {lock_file}", file=sys.stderr, flush=True)
 
 
 def _as_spec(spec: SweepSpec | Mapping[str, object] | str | os.PathLike[str]) -> SweepSpec:
@@ -224,6 +238,10 @@ def sweep(
         Draw a progress bar on stderr (points done, scenarios/s, ETA) when it is a
         terminal.
 
+    Two sweeps on one ``out`` (two processes) run one after the other under a lock on
+    ``.OUT.lock`` beside it: the second says on stderr that it waits, then finds the
+    first one's result (the same SPEC: nothing is solved again) or refuses (another).
+
     Raises
     ------
     ValueError
@@ -235,20 +253,24 @@ def sweep(
     spec = _as_spec(spec)
     if chunk_rows is not None:
         integer("chunk_rows", chunk_rows, low=1)
+    _check_backend(backend, address)
     pts = points(spec)
     n = len(base_ids(spec))
     total = n * len(pts)
     store = ChunkStore(out, spec, total)
-    solved = 0
-    if not store.complete:
-        with closing(_backend(backend, address, workers)) as runner:
-            store.open(lambda: chunk_rows or _measured_chunk_rows(spec, store, runner, total))
-            finished = set(store.finished())
-            todo = tuple(c for c in store.chunks() if c not in finished)
-            solved = _solve(spec, store, runner, todo, total, len(pts), n, progress)
-    else:
-        store.open(lambda: 0)
-    rows = store.finish()
+    # One sweep at a time writes an --out (its chunks, its manifest, the result): a
+    # second one waits, then resumes (finding the result) or refuses another SPEC.
+    with locked(store.out, waiting=_say_waiting):
+        solved = 0
+        if not store.complete:
+            with closing(_backend(backend, address, workers)) as runner:
+                store.open(lambda: chunk_rows or _measured_chunk_rows(spec, store, runner, total))
+                finished = set(store.finished())
+                todo = tuple(c for c in store.chunks() if c not in finished)
+                solved = _solve(spec, store, runner, todo, total, len(pts), n, progress)
+        else:
+            store.open(lambda: 0)
+        rows = store.finish()
     return SweepResult(
         spec=spec,
         out=store.out,

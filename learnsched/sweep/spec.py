@@ -9,21 +9,32 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .._checks import indexed
-from .._json import parse as parse_json
+from .._checks import bounded, indexed, number
+from .._json import read_json
 from ..scenario import Scenario, _exact_keys
 from ..solver import Policy
 
-__all__ = ["GRID_FIELDS", "PAPER_GRID", "SCENARIO_FIELDS", "SweepSpec", "load_spec", "parse_spec"]
+__all__ = [
+    "GRID_FIELDS",
+    "MAX_ROWS",
+    "PAPER_GRID",
+    "SCENARIO_FIELDS",
+    "SweepSpec",
+    "load_spec",
+    "parse_spec",
+]
 
 PAPER_GRID = "paper_grid"
+PAPER_GRID_SCENARIOS = 1920
+"""Base scenarios of ``"paper_grid"`` (``learnsched.paper_grid()``; a test checks it)."""
+MAX_ROWS = 1 << 22
+"""Most rows (points x base scenarios) of one sweep: 4,194,304. Every row is kept in
+memory until the result is written (about 100 bytes each with six policies)."""
 SPEC_KEYS = ("base", "vary", "policies")
 # Fields of a scenario (its own, or of its handoff costs) that a sweep may set.
 SCENARIO_FIELDS = ("benefit_rate", "quantum_s", "horizon_s", "residency_rate", "save_s", "load_s")
@@ -87,15 +98,15 @@ def _values(name: str, values: object) -> tuple[float, ...]:
     if not values:
         raise ValueError(f"vary.{name} must list at least one value, got []")
     out: list[float] = []
-    for value in values:
+    for i, value in enumerate(values):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise TypeError(f"vary.{name} must hold numbers, got {value!r}")
-        number = float(value)
-        if not math.isfinite(number):
-            raise ValueError(f"vary.{name} must hold finite numbers, got {value!r}")
-        if number in out:
+        # number(): an integer beyond any double (10**400) is a named error, not an
+        # OverflowError, and inf (JSON's 1e400) is refused like NaN.
+        parsed = number(f"vary.{name}[{i}]", value)
+        if parsed in out:
             raise ValueError(f"vary.{name} lists {value!r} twice")
-        out.append(number)
+        out.append(parsed)
     return tuple(out)
 
 
@@ -144,10 +155,26 @@ def parse_spec(data: object) -> SweepSpec:
 def _spec(obj: object) -> SweepSpec:
     data = _exact_keys("SPEC", obj, SPEC_KEYS)
     base = _base(data["base"])
-    return SweepSpec(base, _vary(data["vary"], base == PAPER_GRID), _policies(data["policies"]))
+    vary = _vary(data["vary"], base == PAPER_GRID)
+    _bound_rows(base, vary)
+    return SweepSpec(base, vary, _policies(data["policies"]))
+
+
+def _bound_rows(
+    base: str | tuple[Scenario, ...], vary: tuple[tuple[str, tuple[float, ...]], ...]
+) -> None:
+    """Refuse a sweep of more than :data:`MAX_ROWS` rows before any point is built."""
+    scenarios = PAPER_GRID_SCENARIOS if isinstance(base, str) else len(base)
+    count = 1
+    for _, values in vary:
+        count *= len(values)
+    bounded(
+        f"sweep rows: points x base scenarios = {count} x {scenarios}",
+        count * scenarios,
+        MAX_ROWS,
+    )
 
 
 def load_spec(path: str | os.PathLike[str]) -> SweepSpec:
     """Read and check a SPEC JSON file (see :func:`parse_spec`)."""
-    text = Path(path).read_text(encoding="utf-8")
-    return parse_spec(parse_json(text, str(path)))
+    return parse_spec(read_json(path))

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write_text, remove_stale_temps
+from .._json import read_json
 from .rows import Rows, concat_rows
 from .spec import SweepSpec
 from .table import file_format, read_rows, write_rows
@@ -27,6 +28,9 @@ from .table import file_format, read_rows, write_rows
 __all__ = ["Chunk", "ChunkStore"]
 
 MANIFEST_VERSION = 1
+MANIFEST_KEYS = frozenset({"version", "spec_sha256", "rows", "chunk_rows", "complete", "spec"})
+PROBE_PREFIX = ".probe-"
+"""Files of the chunk-size probe (removed when it ends; a killed run's by the next)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,14 @@ class Chunk:
 
     def __len__(self) -> int:
         return self.stop - self.start
+
+
+def _is_manifest(data: object) -> bool:
+    """Whether ``data`` has a manifest's keys, with a usable chunk size and flag."""
+    if not isinstance(data, dict) or not set(data) >= MANIFEST_KEYS:
+        return False
+    size = data["chunk_rows"]
+    return type(size) is int and size >= 1 and type(data["complete"]) is bool
 
 
 class ChunkStore:
@@ -88,8 +100,14 @@ class ChunkStore:
                     "remove it or choose another --out"
                 )
             return None
-        manifest: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
-        if manifest.get("spec_sha256") != self.spec.hash or manifest.get("rows") != self.total_rows:
+        data = read_json(self.manifest_path)
+        if not _is_manifest(data):
+            raise ValueError(
+                f"--out {self.out}: {self.manifest_path} is not a sweep manifest: remove "
+                f"{self.out} and {self.parts} or choose another --out"
+            )
+        manifest: dict[str, Any] = data
+        if manifest["spec_sha256"] != self.spec.hash or manifest["rows"] != self.total_rows:
             raise ValueError(
                 f"--out {self.out} holds a sweep of another SPEC: remove {self.out} and "
                 f"{self.parts} or choose another --out"
@@ -114,8 +132,10 @@ class ChunkStore:
             )
         else:
             self.chunk_rows = int(manifest["chunk_rows"])
-        for leftover in self.parts.glob(".*"):  # temporary files of a run cut short
-            leftover.unlink()
+        # Temporaries of a run cut short (the sweep lock is held: no live writer here).
+        remove_stale_temps(self.parts)
+        for probe in self.parts.glob(f"{PROBE_PREFIX}*{self.suffix}"):
+            probe.unlink()
         if manifest is not None and manifest["complete"]:  # killed before the clean-up
             self._remove_chunks()
         elif manifest is not None:

@@ -18,6 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from .._atomic import atomic_write
+from .._csvfile import read_csv
 from .._extras import require
 from .rows import Rows
 from .spec import SweepSpec
@@ -107,16 +108,16 @@ def _rows(start: int, spec: SweepSpec, table: dict[str, list[Any]]) -> Rows:
 
 
 def _read_csv(path: Path, spec: SweepSpec) -> dict[str, list[Any]]:
-    with path.open(newline="", encoding="utf-8") as file:
-        reader = csv.reader(file)
-        header = next(reader, None)
-        if header != columns(spec):
-            raise ValueError(f"{path} has columns {header}, expected {columns(spec)}")
-        body = list(reader)
+    records = read_csv(path)
+    _, header = next(records, (0, []))
+    if header != columns(spec):
+        raise ValueError(f"{path} has columns {header}, expected {columns(spec)}")
     table: dict[str, list[Any]] = {name: [] for name in header}
     numeric = {"point", *spec.fields, *(f"value_{p.value}" for p in spec.policies)}
-    for line in body:
-        for name, cell in zip(header, line, strict=True):
+    for line, row in records:
+        if len(row) != len(header):
+            raise ValueError(f"{path}: line {line}: {len(row)} fields, expected {len(header)}")
+        for name, cell in zip(header, row, strict=True):
             table[name].append((float(cell) if cell else np.nan) if name in numeric else cell)
     return table
 

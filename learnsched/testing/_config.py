@@ -80,6 +80,9 @@ class EngineConfig:
         Memory goes this long *after* the release was acknowledged, seconds.
     resume_status, generate_status
         Answer resumes / generation requests with this status instead (200: normal).
+    resume_failures
+        With ``resume_status``: only the first this many resumes fail (0: every one),
+        as a transient server error.
     stream
         ``"ok"``, or a broken generation stream: ``"error"`` event or ``"garbage"``.
     die_on_released_generation
@@ -115,6 +118,13 @@ class EngineConfig:
     metrics
         ``False``: no load gauges (SGLang without ``--enable-metrics``: ``/metrics``
         is 404; vLLM with ``--disable-log-stats``: the gauges are absent).
+    api_key
+        Require ``Authorization: Bearer KEY`` (the engines' ``--api-key``): vLLM on its
+        ``/v1`` routes, SGLang on every route but ``/health*`` and ``/metrics``; 401
+        otherwise.
+    ssl_certfile, ssl_keyfile
+        Serve ``https://`` with this certificate and key (PEM files; the engines'
+        ``--ssl-certfile``/``--ssl-keyfile``).
     """
 
     dialect: str
@@ -135,6 +145,7 @@ class EngineConfig:
     resume_s: float = 0.0
     free_delay_s: float = 0.0
     resume_status: int = 200
+    resume_failures: int = 0
     generate_status: int = 200
     stream: str = "ok"
     die_on_released_generation: bool = False
@@ -146,6 +157,9 @@ class EngineConfig:
     batch_variant: bool = False
     force_include_usage: bool = False
     metrics: bool = True
+    api_key: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
 
     def __post_init__(self) -> None:
         from ._memory import check_device
@@ -161,8 +175,13 @@ class EngineConfig:
             nonnegative(name, getattr(self, name))
         integer("resume_status", self.resume_status, low=100, high=599)
         integer("generate_status", self.generate_status, low=100, high=599)
+        integer("resume_failures", self.resume_failures, low=0)
         if self.stream not in ("ok", "error", "garbage"):
             raise ValueError(f"stream must be ok, error or garbage, got {self.stream!r}")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            raise ValueError("ssl_certfile and ssl_keyfile go together (https needs both)")
+        if self.api_key is not None and not self.api_key:
+            raise ValueError("api_key must be a non-empty string (or None)")
         other = SGLANG_ONLY if self.vllm else VLLM_ONLY
         for name in other:
             if getattr(self, name):
@@ -175,6 +194,11 @@ class EngineConfig:
         if dialect not in STRICT:
             raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}, got {dialect!r}")
         return cls(dialect, **{**STRICT[dialect], **overrides})  # type: ignore[arg-type]
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with a certificate, else ``http``."""
+        return "http" if self.ssl_certfile is None else "https"
 
     @property
     def vllm(self) -> bool:

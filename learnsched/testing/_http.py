@@ -133,6 +133,20 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             parts = urlsplit(self.path)
             self._serve(lambda: self._post(parts.path, parse_qs(parts.query), self._body()))
 
+        def _authorised(self, path: str) -> None:
+            """The engines' ``--api-key`` check (vLLM: ``/v1`` routes; SGLang: all but
+            health and metrics); the simulator's own ``/sim`` routes are open."""
+            key = config.api_key
+            if key is None or path.startswith("/sim/"):
+                return
+            guarded = (
+                path.startswith("/v1")
+                if vllm
+                else not (path.startswith("/health") or path == "/metrics")
+            )
+            if guarded and self.headers.get("Authorization") != f"Bearer {key}":
+                raise EngineError(401, "Unauthorized")
+
         def _serve(self, route: Any) -> None:
             try:
                 route()
@@ -145,6 +159,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                     self.connection.shutdown(socket.SHUT_RDWR)
 
         def _get(self, path: str, query: dict[str, list[str]]) -> None:
+            self._authorised(path)
             if path == "/health" or (path == "/health_generate" and not vllm):
                 self._health()
             elif path == "/v1/models":
@@ -169,6 +184,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 raise EngineError(404, f"no route GET {path}")
 
         def _post(self, path: str, query: dict[str, list[str]], body: dict[str, Any]) -> None:
+            self._authorised(path)
             if path in ("/v1/completions", "/v1/chat/completions") or (
                 path == "/generate" and not vllm
             ):

@@ -128,6 +128,7 @@ class EngineState:
         self.aborted = 0
         self.frozen_load: tuple[int, int] | None = None  # the gauges while parked
         self.deprecated_calls = 0  # SGLang /get_server_info (warns on every call)
+        self.resumes = 0
         self.death: str | None = None
         self.slots = threading.BoundedSemaphore(config.max_running)
 
@@ -454,7 +455,12 @@ class EngineState:
                 if missing:  # offload_tags.remove(tag) raises KeyError
                     raise EngineError(400, f"KeyError: {min(missing)!r} was never released")
         time.sleep(config.resume_s)
-        if config.resume_status != 200:
+        with self.lock:
+            self.resumes += 1
+            failing = config.resume_status != 200 and (
+                config.resume_failures == 0 or self.resumes <= config.resume_failures
+            )
+        if failing:
             raise EngineError(config.resume_status, "resume refused")
         with self.changed:
             if config.memory_saver:

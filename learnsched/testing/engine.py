@@ -31,6 +31,7 @@ import argparse
 import ipaddress
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -87,6 +88,12 @@ FLAG_NAMES = {
     "free_delay_s": "--free-delay",
     "token_s": "--token-s",
 }
+# String fields that are unset (``None``) by default, and their flags.
+OPTIONAL_FLAGS = {
+    "api_key": "--api-key",
+    "ssl_certfile": "--ssl-certfile",
+    "ssl_keyfile": "--ssl-keyfile",
+}
 
 
 def check_loopback(host: str) -> str:
@@ -116,6 +123,11 @@ class _Server(ThreadingHTTPServer):
         if ":" in host:
             self.address_family = socket.AF_INET6
         super().__init__((host, port), make_handler(state))
+        config = state.config
+        if config.ssl_certfile is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(config.ssl_certfile, config.ssl_keyfile)
+            self.socket = context.wrap_socket(self.socket, server_side=True)
 
 
 class SimulatedEngine:
@@ -137,7 +149,7 @@ class SimulatedEngine:
         self.state.started = time.monotonic()  # --ready-delay counts from listening
         self.port = int(self.server.server_address[1])
         shown = f"[{host}]" if ":" in host else host
-        self.url = f"http://{shown}:{self.port}"
+        self.url = f"{config.scheme}://{shown}:{self.port}"
         self.thread = threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -187,6 +199,8 @@ def config_argv(config: EngineConfig) -> list[str]:
             continue
         if field.name in OFF_FLAGS:
             argv.append(OFF_FLAGS[field.name])
+        elif field.name in OPTIONAL_FLAGS:
+            argv += [OPTIONAL_FLAGS[field.name], str(value)]
         elif field.name in ON_FLAGS:
             argv.append(ON_FLAGS[field.name])
         else:
@@ -250,7 +264,7 @@ class EngineProcess:
             env={**os.environ, **(env or {})},
         )
         self.port = self._read_port(start_timeout_s)
-        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.url = f"{config.scheme}://{LOOPBACK}:{self.port}"
         self.pid = self.process.pid
 
     def _read_port(self, timeout_s: float) -> int:
@@ -351,10 +365,15 @@ def _parser() -> argparse.ArgumentParser:
     add("--resume-delay", type=float, default=0.0, help="resume call takes this long, s")
     add("--free-delay", type=float, default=0.0, help="memory freed this long after ack, s")
     add("--resume-status", type=int, default=200, help="answer resumes with this status")
+    add("--resume-failures", type=int, default=0,
+        help="only the first N resumes get --resume-status (0: all)")  # fmt: skip
     add("--generate-status", type=int, default=200, help="answer generation with this")
     add("--stream", choices=("ok", "error", "garbage"), default="ok", help="break the stream")
     add("--startup-delay", type=float, default=0.0, help="wait before listening, s")
     add("--lifetime", type=float, default=None, help="exit after this long, s")
+    add("--api-key", help="require Authorization: Bearer KEY (the engines' --api-key)")
+    add("--ssl-certfile", metavar="PEM", help="serve https with this certificate")
+    add("--ssl-keyfile", metavar="PEM", help="and this private key")
     strict = parser.add_argument_group(
         "real failure modes",
         "--strict turns on every one of these the dialect has (SGLang: the three --die-on "
@@ -428,8 +447,12 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         resume_s=args.resume_delay,
         free_delay_s=args.free_delay,
         resume_status=args.resume_status,
+        resume_failures=args.resume_failures,
         generate_status=args.generate_status,
         stream=args.stream,
+        api_key=args.api_key,
+        ssl_certfile=args.ssl_certfile,
+        ssl_keyfile=args.ssl_keyfile,
         **chosen,  # type: ignore[arg-type]
     )
 

@@ -22,6 +22,7 @@ from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.readiness import check_poll
 from ...handoff.recovery import DEFAULT_RELEASE_TIMEOUT_S, measure_warm_recovery
 from ...scenario import Recovery
+from .._engine import add_connection_arguments, endpoint_from_args
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
@@ -47,7 +48,8 @@ def register(probes: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -> None:
     """The recovery probe's options (optional on ``probe all``)."""
     parser.add_argument("--engine", choices=ENGINES, required=required, help="serving engine")
-    parser.add_argument("--url", required=required, help="engine base URL, http://HOST:PORT")
+    parser.add_argument("--url", required=required, help="engine base URL, http(s)://HOST:PORT")
+    add_connection_arguments(parser)
     parser.add_argument("--launch", metavar="COMMAND", help="launch command: also time cold starts")
     parser.add_argument("--cold-runs", type=int, default=1, help="launches to time (default 1)")
     parser.add_argument("--warm-runs", type=int, default=3, help="park/resume cycles (default 3)")
@@ -117,7 +119,7 @@ def check_recovery(args: argparse.Namespace) -> ServingEndpoint:
         check_pid(args.pid)
     if args.ledger is not None and not Path(args.ledger).parent.is_dir():
         raise NotADirectoryError(f"--ledger {args.ledger}: its folder does not exist")
-    endpoint = ServingEndpoint(args.url, args.engine)
+    endpoint = endpoint_from_args(args)
     endpoint.dialect.check_park(level=args.level, tags=args.tags, reload=args.reload)
     return endpoint
 

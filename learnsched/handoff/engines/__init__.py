@@ -14,6 +14,7 @@ from __future__ import annotations
 from .actions import Door, EngineServer, Parked, check_idle, park, resume, same_model
 from .base import MEMORY_TAGS, PROMPT, Engine, Server
 from .load import Load, load_of, metric_sum
+from .outcome import AnswerScanner, failure_of
 from .sglang import SGLang
 from .vllm import VLLM_SLEEP_LEVELS, Vllm
 
@@ -23,6 +24,7 @@ __all__ = [
     "PROMPT",
     "REGISTRY",
     "VLLM_SLEEP_LEVELS",
+    "AnswerScanner",
     "Door",
     "Engine",
     "EngineServer",
@@ -31,6 +33,7 @@ __all__ = [
     "Server",
     "check_idle",
     "engine",
+    "failure_of",
     "load_of",
     "metric_sum",
     "park",

@@ -141,7 +141,7 @@ class Engine(ABC):
         with ``reload`` the weights are loaded again (:meth:`reload`) on the way."""
 
     def is_parked(self, server: Server, timeout_s: float) -> bool:
-        """The engine's own view of whether it is parked (only if :attr:`reports_parked`)."""
+        """The engine's own view of whether it is parked (only if ``reports_parked``)."""
         raise HandoffProbeError(f"{self.name} has no route that reports whether it is parked")
 
     @abstractmethod

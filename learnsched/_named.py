@@ -1,0 +1,36 @@
+"""Objects named ``MODULE:NAME`` on the command line (trainers, score factories)."""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["import_named"]
+
+
+def import_named(spec: str, what: str, placeholder: str = "NAME") -> object:
+    """The attribute ``NAME`` of the importable ``MODULE`` that ``spec`` names.
+
+    Parameters
+    ----------
+    spec
+        ``MODULE:NAME``.
+    what
+        What it is, for the messages (``"trainer"``, ``"scores"``).
+    placeholder
+        How the messages call the name (``"CLASS"`` for a class).
+
+    Raises
+    ------
+    ValueError
+        Not ``MODULE:NAME``, the module cannot be imported, or it has no such name.
+    """
+    module_name, sep, name = spec.partition(":")
+    if not sep or not module_name or not name:
+        raise ValueError(f"{what} must be MODULE:{placeholder}, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        raise ValueError(f"{what} {spec!r}: cannot import {module_name} ({err})") from err
+    if not hasattr(module, name):
+        raise ValueError(f"{what} {spec!r}: {module_name} has no {name}")
+    return getattr(module, name)

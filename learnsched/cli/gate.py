@@ -1,0 +1,110 @@
+"""``learnsched gate``: the gate alone, in front of a vLLM or SGLang server."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import signal
+import sys
+import threading
+from types import FrameType
+
+from .output import EXIT_OK, emit_json, print_rows
+
+__all__ = ["DEFAULT_GATE_PORT", "address", "register"]
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_GATE_PORT = 8100
+
+
+def address(text: str) -> tuple[str, int]:
+    """``[HOST:]PORT`` (``[::1]:PORT`` for IPv6) as ``(host, port)``; loopback without a
+    host. ``ValueError`` names the text (argparse reports it as bad input)."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host = LOOPBACK
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    try:
+        number = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT, got {text!r}") from None
+    if not 0 <= number <= 65535 or not host:
+        raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT in 0-65535, got {text!r}")
+    return host, number
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``gate``."""
+    gate = commands.add_parser(
+        "gate",
+        help="an OpenAI-compatible proxy in front of an engine that counts its requests",
+        description=(
+            "Forward every request to the engine unchanged (streams included) and count "
+            "arrivals, requests in flight, completions and failures. Alone it never holds "
+            "a request; `learnsched run --gate` runs the same gate inside the scheduler, "
+            "which closes its door before each park. Needs the serve extra (aiohttp)."
+        ),
+    )
+    add = gate.add_argument
+    add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
+    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add(
+        "--listen", type=address, default=(LOOPBACK, DEFAULT_GATE_PORT), metavar="[HOST:]PORT",
+        help=f"where clients connect (default {LOOPBACK}:{DEFAULT_GATE_PORT}; loopback "
+        "unless HOST is given)",
+    )  # fmt: skip
+    add(
+        "--notify", metavar="URL",
+        help="POST each arrival to this URL (a `learnsched run --notify` endpoint, "
+        "http://HOST:PORT/arrival), so the scheduler there returns early",
+    )  # fmt: skip
+    add("--json", action="store_true", help="print the counts as JSON when stopped")
+    gate.set_defaults(func=run_gate)
+
+
+def run_gate(args: argparse.Namespace) -> int:
+    """``learnsched gate``: serve until SIGTERM or SIGINT, then print the counts."""
+    from ..gate import Gate
+    from ..gate.notify import ArrivalForwarder
+
+    host, port = args.listen
+    forwarder = None if args.notify is None else ArrivalForwarder(args.notify).start()
+    gate = Gate(
+        args.url,
+        args.engine,
+        host=host,
+        port=port,
+        on_arrival=None if forwarder is None else forwarder.arrived,
+    )
+    stop = threading.Event()
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    with gate:
+        print(f"{args.command_prog}: forwarding {gate.url} -> {args.url}", file=sys.stderr)
+        if not is_loopback(host):
+            print(f"{args.command_prog}: note: {host} is not loopback: whoever reaches the "
+                  "gate reaches the engine", file=sys.stderr)  # fmt: skip
+        while not stop.wait(1.0):
+            pass
+    counts = gate.counts()  # after the stop: the answers under way have finished
+    if forwarder is not None:
+        forwarder.stop()
+    if args.json:
+        emit_json(counts.to_json())
+    else:
+        print_rows([(key, str(value)) for key, value in counts.to_json().items()])
+    return EXIT_OK

@@ -1,0 +1,41 @@
+"""The gate: learnsched's front door for requests, in front of a vLLM or SGLang server.
+
+- :mod:`.proxy`: :class:`Gate`, the OpenAI-compatible reverse proxy with a door the
+  scheduler closes (hold new requests, drain those in flight) before a park and opens
+  once capacity is back;
+- :mod:`.stats`: what it counts (:class:`GateCounts`: arrivals, in flight, held,
+  completions, failures, added latencies, parks on a busy engine);
+- :mod:`.notify`: :class:`NotifyServer`, the tiny endpoint a user's own router POSTs
+  arrivals to instead (``learnsched run --notify``).
+
+The gate needs aiohttp (``pip install "learnsched[serve]"``), imported only when one
+starts; names here load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .notify import NotifyServer
+    from .proxy import Gate
+    from .stats import GateCounts, GateStats
+
+DEFAULT_MAX_HELD = 4096
+"""Requests the gate holds at its closed door at most, by default."""
+
+_NAMES = {
+    "Gate": "proxy",
+    "GateCounts": "stats",
+    "GateStats": "stats",
+    "NotifyServer": "notify",
+}
+
+__all__ = ["DEFAULT_MAX_HELD", "Gate", "GateCounts", "GateStats", "NotifyServer"]
+
+
+def __getattr__(name: str) -> object:
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

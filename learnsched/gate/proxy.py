@@ -1,0 +1,401 @@
+"""The gate: an OpenAI-compatible reverse proxy in front of a vLLM or SGLang server.
+
+Clients send their requests to the gate instead of the engine; the gate forwards every
+request unchanged (method, path, query, headers but the hop-by-hop ones, body) and
+copies the answer back unchanged as it arrives, server-sent event streams included. It
+counts what it sees (:class:`~.stats.GateStats`): arrivals of requests that run the
+model, requests in flight, completions and failures, so the scheduler's load signal
+does not depend on the engine's gauges, which stand still while the engine is parked.
+
+The door. Before a park the scheduler closes the door (:meth:`Gate.close`): new
+requests are held at the gate, none is failed, and the requests in flight get a bounded
+time to finish. Only an engine that is idle with its door closed is parked
+(:func:`learnsched.handoff.engines.park` checks both). A request that arrives while the
+door is closed is held and reported at once (``on_arrival``), so the scheduler returns
+capacity early; when the return is confirmed by a completed request the door opens
+(:meth:`Gate.open`) and the held requests are forwarded, each one's time at the door
+recorded as its added latency. The hold is bounded (``max_held``): a request past it
+goes on to the engine at once, which holds it itself while parked (a paused SGLang in
+its tokenizer manager, a sleeping vLLM in its queue), so even then none is failed. The
+engine's own park and resume routes are refused with 403: the scheduler owns them.
+
+Why aiohttp. The gate must hold many idle connections cheaply, copy streams chunk by
+chunk as they arrive, and be told to close or open its door from the scheduler's
+threads; an asyncio server does the first two on one thread, and
+``asyncio.run_coroutine_threadsafe`` the third. aiohttp is one well-kept library for
+both the server and the streaming client (starlette with uvicorn would need httpx as
+well, and uvicorn owns its event loop, which a gate started inside ``learnsched run``
+must not give up); it has no C build step of its own to fail on a user's machine. It
+is the optional extra ``serve`` (``pip install "learnsched[serve]"``), imported only when
+a gate starts. The gate runs its event loop on a daemon thread of the process that
+starts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+from .._checks import integer, positive
+from .._extras import require
+from ..handoff.engines import AnswerScanner, Engine, Load
+from ..handoff.engines import engine as engine_dialect
+from . import DEFAULT_MAX_HELD
+from .stats import GateCounts, GateStats
+
+if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
+    from aiohttp import ClientSession, web
+    from typing_extensions import Self
+
+__all__ = ["HOP_BY_HOP", "Gate"]
+
+T = TypeVar("T")
+# Headers that describe one connection, not the request (RFC 9110 7.6.1), and the
+# ones the HTTP libraries set from the body.
+HOP_BY_HOP = frozenset(
+    {
+        "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te",
+        "trailer", "transfer-encoding", "upgrade", "host", "content-length",
+    }
+)  # fmt: skip
+STATS_PATH = "/gate/stats"
+# Requests still answering at a stop get this long, seconds.
+SHUTDOWN_S = 5.0
+# Request bodies up to this size (long prompts, images in chat messages).
+MAX_BODY_BYTES = 64 << 20
+
+
+class Gate:
+    """A reverse proxy with a door, on its own event-loop thread; a context manager.
+
+    Parameters
+    ----------
+    upstream
+        The engine's ``http://HOST:PORT`` (or ``https://``).
+    engine
+        Its dialect's name (``"vllm"``, ``"sglang"``): which routes run the model and
+        which park it.
+    host, port
+        Where the gate listens (loopback by default; port 0: a free one).
+    max_held
+        Requests held at the closed door at most (later ones go on to the engine).
+    on_arrival
+        Called, on the gate's thread, for each arrival of a request that runs the
+        model, with whether it was held (the door was closed): the scheduler's signal
+        to return early. It must not block.
+    connect_timeout_s
+        Bound on connecting to the engine, seconds (the answer itself is not bounded:
+        generations take as long as they take).
+    """
+
+    def __init__(
+        self,
+        upstream: str,
+        engine: str,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_held: int = DEFAULT_MAX_HELD,
+        on_arrival: Callable[[bool], None] | None = None,
+        connect_timeout_s: float = 10.0,
+    ) -> None:
+        parts = urlsplit(upstream)
+        if (
+            parts.scheme not in ("http", "https")
+            or not parts.hostname
+            or parts.path not in ("", "/")
+        ):
+            raise ValueError(f"upstream must be http(s)://HOST:PORT, got {upstream!r}")
+        self.upstream = upstream.rstrip("/")
+        self.dialect: Engine = engine_dialect(engine)
+        self.host = host
+        self.port = integer("port", port, low=0, high=65535)
+        self.max_held = integer("max_held", max_held, low=0)
+        self.on_arrival = on_arrival
+        self.connect_timeout_s = positive("connect_timeout_s", connect_timeout_s)
+        self.stats = GateStats()
+        self._door_open = True
+        self._holding: dict[int, float] = {}  # held request -> arrival (monotonic s)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        # Bound to the gate's loop on first use (Python 3.10+).
+        self._opened = asyncio.Event()  # set while the door is open
+        self._idle = asyncio.Event()  # set while nothing is in flight
+        self._opened.set()
+        self._idle.set()
+        self._session: ClientSession | None = None
+        self._runner: web.AppRunner | None = None
+
+    # --- life ------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """Where clients send their requests: ``http://HOST:PORT``."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{shown}:{self.port}"
+
+    def start(self, timeout_s: float = 10.0) -> Self:
+        """Listen (on a daemon thread); returns once the port is bound.
+
+        Raises
+        ------
+        MissingExtra
+            aiohttp is not installed (the ``serve`` extra).
+        OSError
+            The address cannot be bound (the message names it).
+        """
+        require("aiohttp", "serve")
+        self._thread = threading.Thread(target=self._run, name="learnsched-gate", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise TimeoutError(f"the gate did not start listening within {timeout_s:g} s")
+        if self._failure is not None:
+            raise OSError(f"the gate cannot listen on {self.url}: {self._failure}")
+        if self._runner is None:
+            raise RuntimeError("the gate's thread ended before it listened")
+        return self
+
+    def stop(self) -> None:
+        """Stop listening (held requests are forwarded first) and end the thread."""
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(SHUTDOWN_S + 5.0)
+            loop.call_soon_threadsafe(loop.stop)
+        self._thread.join(10.0)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._setup())
+        except OSError as err:  # the address cannot be bound: start() says so
+            self._failure = err
+        finally:
+            self._ready.set()
+        if self._failure is not None or self._runner is None:
+            loop.close()
+            return
+        try:
+            loop.run_forever()
+        finally:
+            loop.close()
+
+    async def _setup(self) -> None:
+        from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
+
+        self._session = ClientSession(
+            connector=TCPConnector(limit=0),  # the engine decides how many run at once
+            timeout=ClientTimeout(total=None, sock_connect=self.connect_timeout_s),
+            auto_decompress=False,  # bytes through unchanged
+        )
+        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S
+        )
+        await self._runner.setup()
+        try:
+            await web.TCPSite(self._runner, self.host, self.port).start()
+        except BaseException:
+            await self._runner.cleanup()
+            await self._session.close()
+            raise
+        self.port = int(self._runner.addresses[0][1])
+
+    async def _shutdown(self) -> None:
+        await self._open()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        if self._session is not None:
+            await self._session.close()
+
+    # --- the door (from any thread) -------------------------------------------------------
+    def _call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float) -> T:
+        if self._loop is None:
+            coroutine.close()
+            raise RuntimeError("the gate has not started")
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout_s)
+
+    @property
+    def closed(self) -> bool:
+        """Whether new requests are held rather than forwarded."""
+        return not self._door_open
+
+    def load(self) -> Load:
+        """Requests forwarded and not finished (``running``) and held (``waiting``)."""
+        return Load(self.stats.get("in_flight"), self.stats.get("holding"))
+
+    def counts(self) -> GateCounts:
+        """Everything counted so far."""
+        return self.stats.snapshot()
+
+    def close(self, drain_s: float) -> bool:
+        """Close the door (new requests are held) and wait up to ``drain_s`` seconds for
+        the requests in flight to finish; whether they all did (the door stays closed
+        either way: :meth:`open` it)."""
+        positive("drain_s", drain_s)
+        return self._call(self._close(drain_s), drain_s + 30.0)
+
+    def open(self) -> list[float]:
+        """Open the door: the held requests go on; each one's added latency, seconds."""
+        return self._call(self._open(), 30.0)
+
+    def release_sent(self) -> None:
+        """A park's release is being sent (counts a park on a busy engine)."""
+        self.stats.release_sent()
+
+    def release_done(self) -> None:
+        """The park's release has answered or failed."""
+        self.stats.release_done()
+
+    async def _close(self, drain_s: float) -> bool:
+        self._door_open = False
+        self._opened.clear()
+        try:
+            await asyncio.wait_for(self._idle.wait(), drain_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    async def _open(self) -> list[float]:
+        now = time.monotonic()
+        added = [now - arrival for arrival in self._holding.values()]
+        self._holding.clear()
+        self.stats.held_for(added)
+        self._door_open = True
+        self._opened.set()
+        return added
+
+    # --- requests ------------------------------------------------------------------------
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        from aiohttp import web
+
+        path = request.path
+        if path == STATS_PATH and request.method == "GET":
+            return web.json_response(self.stats.snapshot().to_json())
+        if path in self.dialect.control_routes:
+            self.stats.add("refused")
+            return web.json_response(
+                {"error": {"message": f"{path} is the scheduler's: the gate does not forward "
+                           "park and resume calls", "code": 403}},
+                status=403,
+            )  # fmt: skip
+        body = await request.read()
+        if not self.dialect.generates(request.method, path):
+            return await self._forward(request, body, work=False)
+        await self._admit()
+        return await self._forward(request, body, work=True)
+
+    async def _admit(self) -> None:
+        """Count an arrival; hold it while the door is closed (within ``max_held``)."""
+        arrival = time.monotonic()
+        self.stats.add("arrivals")
+        held = not self._door_open
+        if held and len(self._holding) >= self.max_held:
+            self.stats.add("overflowed")  # the engine holds it itself while parked
+        elif held:
+            key = id(asyncio.current_task())
+            self._holding[key] = arrival
+            self.stats.add("held")
+            self.stats.add("holding")
+            self._notify(held=True)
+            try:
+                while not self._door_open:
+                    await self._opened.wait()
+            finally:
+                self._holding.pop(key, None)  # counted at the open (or dropped)
+                self.stats.add("holding", -1)
+            return
+        self._notify(held=held)
+
+    def _notify(self, *, held: bool) -> None:
+        if self.on_arrival is not None:
+            self.on_arrival(held)
+
+    def _started(self) -> None:
+        self.stats.add("in_flight")
+        self._idle.clear()
+
+    def _finished(self, outcome: str) -> None:
+        self.stats.add(outcome)
+        self.stats.add("in_flight", -1)
+        if self.stats.get("in_flight") == 0:
+            self._idle.set()
+
+    async def _forward(
+        self, request: web.Request, body: bytes, *, work: bool
+    ) -> web.StreamResponse:
+        """Send ``request`` on to the engine and copy its answer back as it arrives."""
+        from aiohttp import ClientError, web
+        from yarl import URL
+
+        assert self._session is not None
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        url = URL(self.upstream + request.raw_path, encoded=True)
+        if work:
+            self._started()
+        outcome = "failed"
+        response: web.StreamResponse | None = None
+        try:
+            async with self._session.request(
+                request.method, url, headers=headers, data=body, allow_redirects=False
+            ) as answer:
+                response = web.StreamResponse(status=answer.status, reason=answer.reason)
+                for key, value in answer.headers.items():
+                    if key.lower() not in HOP_BY_HOP or key.lower() == "content-length":
+                        response.headers.add(key, value)
+                kind = answer.headers.get("Content-Type", "")
+                scanner = AnswerScanner(kind.startswith("text/event-stream"))
+                delivered = False
+                try:
+                    await response.prepare(request)
+                    async for chunk in answer.content.iter_any():
+                        if work:
+                            scanner.feed(chunk)
+                        await response.write(chunk)
+                    delivered = True
+                    await response.write_eof()
+                except ConnectionResetError:
+                    # The client hung up: after the whole answer (it read to [DONE] and
+                    # closed before the last chunk's terminator) it was served; before
+                    # (even before the answer began), it gave up on the request.
+                    if not delivered:
+                        outcome = "cancelled"
+                        return response
+                outcome = _outcome(answer.status, scanner.close() if work else None)
+                return response
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the client went away, or the gate is stopping
+            raise
+        except (ClientError, asyncio.TimeoutError) as err:
+            if response is not None and response.prepared:
+                # The engine broke off an answer under way: break off the client's too.
+                if request.transport is not None:
+                    request.transport.close()
+                return response
+            message = f"the gate could not reach {self.upstream}: {err}"
+            return web.json_response({"error": {"message": message, "code": 502}}, status=502)
+        finally:
+            if work:
+                self._finished(outcome)
+
+
+def _outcome(status: int, failure: str | None) -> str:
+    """How an answer counts: a 5xx or a failed 2xx stream ``failed``, another 4xx
+    ``rejected`` (the request as sent was refused), else ``completed``."""
+    if status >= 500 or (status < 400 and failure is not None):
+        return "failed"
+    return "rejected" if status >= 400 else "completed"

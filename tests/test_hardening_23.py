@@ -1,0 +1,484 @@
+"""Issue 23's reproductions: the sweep's cold path, bounded sizes, one reader for every
+input, one line for every failure (exit 2/3/4, 70 for a bug), locked sweeps, own temps."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learnsched as ls
+from learnsched import _core
+from learnsched._atomic import atomic_write_text, remove_stale_temps
+from learnsched._checks import float64_vector
+from learnsched._csvfile import MAX_FIELD_CHARS, read_csv
+from learnsched._json import read_json
+from learnsched.cli import build_parser, error_line, exit_status, main
+from learnsched.cli.output import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_STATUSES
+from learnsched.handoff import HandoffLedger, HandoffRecord, read_ledger
+
+from conftest import dead_pid, run_python
+
+BOM = b"\xef\xbb\xbf"
+
+TWO_PATH: dict[str, Any] = {
+    "windows": [[0, 500]],
+    "work_quanta": 6,
+    "quantum_s": 50,
+    "benefit_rate": 1,
+    "horizon_s": 2000,
+    "residency_rate": 1,
+    "warm_recovery_s": 0.5,
+    "cold_recovery_s": 10,
+    "save_s": 0.1,
+    "load_s": 0.1,
+    "initial": {"progress": 0, "durable": 0, "active": False},
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def write(path: Path, data: bytes | str) -> str:
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return str(path)
+
+
+# --- 1. the sweep keeps a two-path base scenario's cold path ---------------------------
+
+
+def test_sweep_keeps_the_cold_path_of_a_two_path_base(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    solved = ls.solve(ls.Scenario.from_json(TWO_PATH), "dp").value
+    assert solved == 1390.0
+    spec = write(
+        tmp_path / "s.json", json.dumps({"base": [TWO_PATH], "vary": {}, "policies": ["dp"]})
+    )
+    status, out, _ = run(capsys, "sweep", spec, "--out", str(tmp_path / "s.csv"), "--json")
+    assert status == 0
+    assert json.loads(out)["points"][0]["mean_value"]["dp"] == solved  # was 1099.0
+
+
+# --- 2. bounds before allocation ---------------------------------------------------------
+
+
+def test_sample_tables_refuse_out_of_bounds_offsets() -> None:
+    """Was a segfault (ASan: heap-buffer-overflow at bind_forecast.cpp:46)."""
+    candidate = ls.Scenario.from_json({**TWO_PATH, "horizon_s": 5000.0}).to_core()
+    windows = np.array([[600.0, 700.0], [800.0, 900.0]])
+    policies = [_core.Policy.DP]
+    for offsets in ([0, 100, 2], [0, -5, 2], [0, 3, 2], [0, 2, 1, 2]):
+        with pytest.raises(ValueError, match="offsets"):
+            _core.SampleTables(candidate, windows, np.array(offsets), policies)
+    current = _core.Scenario(
+        [(0.0, 500.0)], 6, 50.0, 1.0, 5000.0, candidate.costs, _core.State(0, 0, 0, False)
+    )
+    with pytest.raises(ValueError, match="offsets"):
+        _core.ForecastModel(current, windows, np.array([0, 7, 2]), policies)
+    with pytest.raises(ValueError, match="more than the limit of 65536"):
+        _core.SampleTables(candidate, windows, np.zeros(2**16 + 2, dtype=np.int64), policies)
+
+
+def online_spec(work_quanta: int, samples: int) -> dict[str, Any]:
+    return {
+        "windows": [[0, 10]],
+        "work_quanta": work_quanta,
+        "quantum_s": 1e-6,
+        "benefit_rate": 1,
+        "horizon_s": 1000,
+        "recovery_s": 1,
+        "residency_rate": 0,
+        "save_s": 0,
+        "load_s": 0,
+        "initial": {"progress": 0, "durable": 0, "active": False},
+        # Distinct samples: equal ones would share one build (SampleTables dedupes them).
+        "forecast": {"samples": [[[100 + i, 200 + i]] for i in range(samples)]},
+    }
+
+
+def test_online_samples_x_states_is_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1.8 KB SPEC (J = 2^23 - 2, 64 one-window samples) reached 5.9 GB, then a traceback."""
+    spec = write(tmp_path / "o.json", json.dumps(online_spec(2**23 - 2, 64)))
+    status, out, err = run(capsys, "online", spec)
+    assert (status, out) == (2, "")
+    line = one_line(err)
+    assert line.endswith(  # the size asked: 64 x 2 x (2^23 - 1), before any table is built
+        "samples x states: the sum over 64 samples of (windows + 1) x (work_quanta + 1) = "
+        "1073741696 exceeds the limit of 16777216"
+    )
+
+
+def test_core_sample_tables_bound_the_sum_of_their_states() -> None:
+    candidate = ls.Scenario.from_json(
+        {k: v for k, v in online_spec(2**23 - 2, 1).items() if k != "forecast"}
+    ).to_core()
+    windows = np.array([[100.0 + i, 200.0 + i] for i in range(64)])  # distinct: built apart
+    offsets = np.arange(65, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"= 1073741696 exceeds the limit of 16777216"):
+        _core.SampleTables(candidate, windows, offsets, [_core.Policy.DP])
+    assert _core.MAX_SAMPLE_STATES == _core.MAX_STATES
+
+
+def test_sweep_points_x_scenarios_is_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4.2 KB SPEC reached 3.8 GB: its points are refused before any is built."""
+    vary = {f: [0.01 * (i + 1) for i in range(12)] for f in ("save_s", "load_s", "residency_rate")}
+    vary["cold_recovery_s"] = [float(10 + i) for i in range(12)]
+    spec = write(
+        tmp_path / "big.json", json.dumps({"base": "paper_grid", "vary": vary, "policies": ["dp"]})
+    )
+    status, _, err = run(capsys, "sweep", spec, "--out", str(tmp_path / "big.csv"))
+    assert status == 2
+    assert one_line(err).endswith(
+        "sweep rows: points x base scenarios = 20736 x 1920 = 39813120 exceeds the limit of 4194304"
+    )
+    assert not (tmp_path / "big.csv.parts").exists()
+
+
+def test_paper_grid_size_constant_matches_the_grid() -> None:
+    from learnsched.sweep.spec import PAPER_GRID_SCENARIOS
+
+    assert len(ls.paper_grid().batch) == PAPER_GRID_SCENARIOS
+
+
+def test_csv_rows_are_bounded(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.csv", "arrival,work,deadline\n" + "1,1,2\n" * 5)
+    assert len(list(read_csv(path, max_rows=5))) == 6
+    with pytest.raises(ValueError, match=r"t.csv: line 6: more than the limit of 4 rows"):
+        list(read_csv(path, max_rows=4))
+
+
+# --- 3. one strict JSON reader and one CSV reader -----------------------------------------
+
+
+def deep(depth: int = 2000) -> str:
+    return "[" * depth + "]" * depth
+
+
+def test_nested_online_spec_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "online", write(tmp_path / "d.json", deep()))
+    assert status == 2
+    assert one_line(err).endswith("d.json: JSON nesting depth 2000 exceeds the limit of 32")
+
+
+@pytest.mark.parametrize("flag", ["--calendar", "--history", "--trainer-options"])
+def test_run_reads_nested_json_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    calendar = write(tmp_path / "c.json", '{"windows": [[0, 10]]}')
+    nested = write(tmp_path / "d.json", deep())
+    argv = {
+        "--calendar": ["--calendar", nested],
+        "--history": ["--calendar", calendar, "--history", nested],
+        "--trainer-options": ["--calendar", calendar, "--trainer-options", deep()],
+    }[flag]
+    status, _, err = run(
+        capsys,
+        "run",
+        "--engine=vllm",
+        "--url=http://127.0.0.1:9",
+        "--trainer=nowhere:Nothing",
+        f"--ledger={tmp_path / 'l.jsonl'}",
+        f"--state-dir={tmp_path}",
+        *argv,
+    )
+    assert status == 2
+    assert "JSON nesting depth 2000 exceeds the limit of 32" in one_line(err)
+
+
+def test_a_csv_field_over_the_limit_names_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was ``_csv.Error: field larger than field limit (131072)`` with a traceback."""
+    big = "1" * (MAX_FIELD_CHARS + 1)
+    path = write(tmp_path / "big.csv", f"arrival,work,deadline\n0,1,2\n1,1,{big}\n")
+    for argv in (["windows", path], ["capacity", "check", path, "--rate", "1"]):
+        status, _, err = run(capsys, *argv)
+        assert status == 2
+        assert one_line(err).endswith(
+            "big.csv: line 3: a field is longer than the limit of 131072 characters"
+        )
+
+
+def test_invalid_utf8_names_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = write(tmp_path / "s.json", b'{"windows":\n [[0, 1]], "x": "\xff"}')
+    status, _, err = run(capsys, "solve", scenario)
+    assert status == 2
+    assert one_line(err).endswith(
+        "s.json: line 2: not UTF-8 text (byte 0xff at offset 29: invalid start byte); "
+        "save the file as UTF-8"
+    )
+    trace = write(tmp_path / "t.csv", b"arrival,work,deadline\n0,1,2\n1,\xfe,2\n")
+    status, _, err = run(capsys, "windows", trace)
+    assert status == 2
+    assert "t.csv: line 3: not UTF-8 text (byte 0xfe at offset 30" in one_line(err)
+
+
+def test_bom_prefixed_json_and_csv_are_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario = write(tmp_path / "s.json", BOM + json.dumps(TWO_PATH).encode())
+    status, out, _ = run(capsys, "solve", scenario, "--policy", "dp", "--json")
+    assert status == 0
+    assert json.loads(out)["policies"]["dp"]["value"] == 1390.0
+    spec = write(
+        tmp_path / "sw.json",
+        BOM + json.dumps({"base": [TWO_PATH], "vary": {}, "policies": ["dp"]}).encode(),
+    )
+    assert run(capsys, "sweep", spec, "--out", str(tmp_path / "sw.csv"))[0] == 0
+    online = write(
+        tmp_path / "o.json", BOM + json.dumps({**TWO_PATH, "forecast": "exact"}).encode()
+    )
+    assert run(capsys, "online", online)[0] == 0
+    trace = write(tmp_path / "t.csv", BOM + b"arrival,work,deadline\n0,1,30\n100,1,130\n")
+    status, out, _ = run(capsys, "windows", trace, "--json")
+    assert status == 0
+    assert json.loads(out)["requests"] == 2
+    assert read_json(write(tmp_path / "b.json", BOM + b"[1, 2]")) == [1, 2]
+
+
+@pytest.mark.parametrize("value", ["1e400", "1" + "0" * 400])
+def test_a_sweep_vary_value_beyond_a_double_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """``10**400`` was an OverflowError with a traceback."""
+    text = '{"base": "paper_grid", "vary": {"save_s": [VALUE]}, "policies": ["dp"]}'
+    text = text.replace("VALUE", value)
+    status, _, err = run(
+        capsys, "sweep", write(tmp_path / "v.json", text), "--out", str(tmp_path / "v.csv")
+    )
+    assert status == 2
+    assert "vary.save_s[0] must be finite" in one_line(err)
+
+
+def test_online_trace_with_a_zero_quantum_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """Was a ZeroDivisionError."""
+    status, _, err = run(capsys, "online", "--trace", "--quantum-s", "0")
+    assert status == 2
+    assert one_line(err) == "learnsched online: error: --quantum-s must be > 0, got 0.0"
+
+
+def test_return_s_inf_is_reported_under_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was ``ready_s must be finite, got inf``."""
+    trace = write(tmp_path / "t.csv", "arrival,work,deadline\n0,1,30\n")
+    with pytest.raises(SystemExit) as exit:
+        main(["windows", trace, "--return-s", "inf"])
+    assert exit.value.code == 2
+    assert one_line(capsys.readouterr().err) == (
+        "learnsched windows: error: argument --return-s: must be a finite number >= 0, got 'inf'"
+    )
+
+
+# --- 3. the catch-all and the exit statuses ------------------------------------------------
+
+
+def test_an_unexpected_exception_is_one_line_with_a_bug_report_hint(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(args: argparse.Namespace) -> int:
+        raise KeyError("surprise")
+
+    monkeypatch.setattr("learnsched.cli.solve.run_grid", broken)
+    status, out, err = run(capsys, "grid")
+    assert (status, out) == (EXIT_BUG, "")
+    line = one_line(err)
+    assert line.startswith("learnsched grid: internal error: KeyError: 'surprise' (a bug")
+    assert "https://github.com/learnsched/learnsched/issues" in line
+
+
+def test_the_traceback_is_printed_only_when_asked(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        import learnsched.cli.solve as solve
+        def broken(args):
+            raise ZeroDivisionError("x")
+        solve.run_grid = broken
+        from learnsched.cli import main
+        sys.exit(main(["grid"]))
+        """
+    )
+    quiet = run_python(["-c", code], cwd=tmp_path)
+    assert quiet.returncode == EXIT_BUG
+    assert "Traceback" not in quiet.stderr
+    loud = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "LEARNSCHED_TRACEBACK": "1"},
+        timeout=60,
+        check=False,
+    )
+    assert loud.returncode == EXIT_BUG
+    assert "Traceback" in loud.stderr
+    assert loud.stderr.strip().splitlines()[-1] == quiet.stderr.strip()
+
+
+@pytest.mark.parametrize(
+    ("err", "status"),
+    [
+        (ValueError("x"), 2),
+        (TypeError("x"), 2),
+        (FileNotFoundError(errno.ENOENT, "No such file or directory", "in.json"), 2),
+        (IsADirectoryError(errno.EISDIR, "Is a directory", "dir"), 2),
+        (ProcessLookupError("pid 123: no such process"), 2),
+        (OSError(errno.ENOSPC, "No space left on device", "out.csv"), 4),
+        (PermissionError(errno.EACCES, "Permission denied", "out.csv"), 4),
+        (OSError(errno.EROFS, "Read-only file system", "out.csv"), 4),
+        (ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused"), 4),
+        (TimeoutError("timed out"), 4),
+        (MemoryError(), 4),
+        (ImportError("no module named x"), 3),
+        (KeyError("x"), EXIT_BUG),
+        (ZeroDivisionError("x"), EXIT_BUG),
+        (OverflowError("x"), EXIT_BUG),
+        (RecursionError("x"), EXIT_BUG),
+    ],
+)
+def test_exit_status_of_each_failure(err: BaseException, status: int) -> None:
+    assert exit_status(err) == status
+
+
+def test_an_exception_class_may_name_its_own_status() -> None:
+    class GateFailed(RuntimeError):
+        exit_status = 1
+
+    assert exit_status(GateFailed("a gate failed")) == 1
+    assert error_line("learnsched gate", GateFailed("a gate failed")) == (
+        1,
+        "learnsched gate: error: a gate failed",
+    )
+
+
+def test_a_full_disk_exits_4_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Was exit 2 (bad input)."""
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "fsync")
+
+    trace = write(tmp_path / "t.csv", "arrival,work,deadline\n0,1,30\n")
+    monkeypatch.setattr(os, "fsync", full)
+    status, _, err = run(capsys, "windows", trace, "--out", str(tmp_path / "w.json"))
+    assert status == EXIT_ENVIRONMENT
+    assert one_line(err) == "learnsched windows: error: fsync: No space left on device"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.csv"]  # no temporary left
+
+
+def test_a_failed_ledger_append_leaves_no_torn_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk mid-append left a torn line that the reader blamed on a killed writer."""
+    ledger = HandoffLedger(tmp_path / "l.jsonl")
+    written = os.write
+
+    def half_then_full(fd: int, data: Any) -> int:
+        if len(data) > 8:
+            written(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return written(fd, data)
+
+    ledger.append(HandoffRecord(kind="checkpoint", durable_progress=0))
+    size = ledger.path.stat().st_size
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.append(HandoffRecord(kind="checkpoint", durable_progress=1))
+    monkeypatch.undo()
+    assert ledger.path.stat().st_size == size  # the half line was cut
+    assert len(read_ledger(ledger.path)) == 1  # and no warning (filterwarnings: error)
+
+
+def test_every_parser_lists_the_statuses_even_with_its_own_epilog() -> None:
+    parser = build_parser(["grid"])
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    later = commands.add_parser("later", epilog="a command added later, with an epilog")
+    text = " ".join(later.format_help().split())
+    assert "a command added later, with an epilog" in text
+    assert text.endswith(EXIT_STATUSES)
+    assert "4 environment failure" in EXIT_STATUSES
+    assert "70 internal error" in EXIT_STATUSES
+
+
+# --- 5. locks, temporaries, integers --------------------------------------------------------
+
+
+def test_two_sweeps_on_one_out_take_turns(tmp_path: Path) -> None:
+    """Unlocked, 3 of 36 trials had one exit 2 and 8 of 36 left stale chunks."""
+    spec = write(
+        tmp_path / "s.json",
+        json.dumps({"base": "paper_grid", "vary": {"save_s": [0.1, 0.2]}, "policies": ["dp"]}),
+    )
+    out = tmp_path / "s.csv"
+    argv = [sys.executable, "-m", "learnsched", "sweep", spec, "--out", str(out), "--json"]
+    argv += ["--chunk-rows", "64", "--workers", "1"]
+    children = [
+        subprocess.Popen(
+            argv, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    results = [child.communicate(timeout=300) for child in children]
+    assert [child.returncode for child in children] == [0, 0], results
+    first, second = (json.loads(stdout) for stdout, _ in results)
+    assert first["points"] == second["points"]
+    assert sorted(c["chunks"]["solved"] for c in (first, second)) == [0, 60]
+    assert sorted(p.name for p in out.with_name("s.csv.parts").iterdir()) == ["manifest.json"]
+
+
+def test_remove_stale_temps_touches_only_its_own_files(tmp_path: Path) -> None:
+    """It removed other programs' look-alikes (``.NAME.PID.XXXXXXXX.tmp`` of a dead pid)."""
+    gone = dead_pid()
+    look_alikes = [
+        f".result.csv.{gone}.0123abcd.tmp",  # the old pattern: another program's file
+        f".result.csv.other-{gone}-0123abcd0123abcd.tmp",
+        f".result.csv.learnsched-{10**30}-0123abcd0123abcd.tmp",  # no process has that id
+    ]
+    for name in look_alikes:
+        (tmp_path / name).write_text("not ours")
+    folder = tmp_path / f".folder.learnsched-{gone}-0123abcd0123abcd.tmp"
+    folder.mkdir()  # ours by name, but not a file
+    ours = tmp_path / f".result.csv.learnsched-{gone}-0123abcd0123abcd.tmp"
+    ours.write_text("a killed write")
+    assert remove_stale_temps(tmp_path) == 1
+    assert not ours.exists()
+    assert all((tmp_path / name).exists() for name in look_alikes)
+    assert folder.is_dir()
+    atomic_write_text(tmp_path / "result.csv", "x")  # and writes still work beside them
+
+
+def test_int64_beyond_2_53_is_refused_not_rounded() -> None:
+    """``2**53 + 1`` compared after its conversion passed as ``2**53``."""
+    for values in (np.array([2**53 + 1]), [2**53 + 1], np.array([-(2**63)]), [2**64]):
+        with pytest.raises(ValueError, match=r"is not exact as a float64 \(> 2\*\*53\)"):
+            float64_vector("arrival", values)
+    exact = float64_vector("arrival", np.array([2**53, -(2**53)], dtype=np.int64))
+    assert exact.tolist() == [2.0**53, -(2.0**53)]
