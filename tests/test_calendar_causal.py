@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import causal_reference as ref
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -28,8 +29,6 @@ from learnsched.calendar.causal import (
     run_causal,
 )
 from learnsched.capacity import Trace
-
-import causal_reference as ref
 
 MOVES = list(CAUSAL_MOVES)
 
@@ -151,7 +150,12 @@ def test_an_arrival_forces_the_return_and_the_queue_serves_late() -> None:
 
 def small_forecast(trace: CausalTrace, c: ref.Candidate, now: float, n: int = 4) -> CausalForecast:
     return CausalForecast(
-        trace, scenario(c), now, EmpiricalForecaster(), n, np.random.default_rng(0),
+        trace,
+        scenario(c),
+        now,
+        EmpiricalForecaster(),
+        n,
+        np.random.default_rng(0),
         CausalRules(lateness_price=c.price, close_s=5.0, history_s=None),
     )
 
@@ -277,8 +281,13 @@ def test_tree_checks() -> None:
 
 
 def reference_decision(
-    c: ref.Candidate, point: tuple[float, float, int, int, bool], policy: str, level: float,
-    pool: _core.GapPool, tables: _core.SampleTables, seed: int,
+    c: ref.Candidate,
+    point: tuple[float, float, int, int, bool],
+    policy: str,
+    level: float,
+    pool: _core.GapPool,
+    tables: _core.SampleTables,
+    seed: int,
 ) -> tuple[str, int]:
     """The plan a causal decision should pick, scored plan by plan in Python."""
     t, gap, p, pbar, lent = point
@@ -290,7 +299,9 @@ def reference_decision(
     plans: list[tuple[str, int]] = (
         [("abandon", 0), ("checkpoint_return", 0), ("discard_return", 0)] if lent else [("wait", 0)]
     )
-    plans += [("greedy", rest), ("publish", rest)] + [("advance", u) for u in range(rest - 1, 0, -1)]
+    plans += [("greedy", rest), ("publish", rest)] + [
+        ("advance", u) for u in range(rest - 1, 0, -1)
+    ]
 
     def outcome(plan: tuple[str, int], arrival: float, record: int) -> tuple[float, int, bool]:
         slack = pool.slack(record)
@@ -410,9 +421,18 @@ def decisions(ct: CausalTrace, c: ref.Candidate, start: float, end: float) -> li
     for name, out in outs.items():
         s = out.steps
         for k in range(len(s["t"])):
-            rows.append((name, float(s["t"][k]), int(s["progress"][k]), int(s["durable"][k]),
-                         bool(s["lent"][k]), int(s["plan"][k]), int(s["quanta"][k]),
-                         int(s["move"][k])))
+            rows.append(
+                (
+                    name,
+                    float(s["t"][k]),
+                    int(s["progress"][k]),
+                    int(s["durable"][k]),
+                    bool(s["lent"][k]),
+                    int(s["plan"][k]),
+                    int(s["quanta"][k]),
+                    int(s["move"][k]),
+                )
+            )
     return rows
 
 
@@ -423,17 +443,18 @@ def altered_after(trace: tuple[list[float], ...], cut: float, rng: np.random.Gen
     if cut + 1e-6 >= last:  # nothing after the cut but the end of the trace
         return trace
     keep = [i for i, a in enumerate(arrival) if a <= cut]
-    new = sorted(rng.uniform(cut + 1e-6, last, size=rng.integers(0, 8)).tolist()) + [last]
+    new = [*sorted(rng.uniform(cut + 1e-06, last, size=rng.integers(0, 8)).tolist()), last]
     a2 = [arrival[i] for i in keep] + new
     s2 = [service[i] for i in keep] + rng.uniform(0.1, 3.0, size=len(new)).tolist()
     finish = ref.unlent_finish(a2, s2)
-    d2 = [deadline[i] for i in keep] + [f + float(rng.uniform(0, 10)) for f in finish[len(keep):]]
+    d2 = [deadline[i] for i in keep] + [f + float(rng.uniform(0, 10)) for f in finish[len(keep) :]]
     d2 = [max(d, f) for d, f in zip(d2, finish, strict=True)]
     return a2, s2, d2
 
 
-def assert_no_look_ahead(trace: Any, c: ref.Candidate, start: float, end: float, cut: float,
-                         seed: int) -> None:
+def assert_no_look_ahead(
+    trace: Any, c: ref.Candidate, start: float, end: float, cut: float, seed: int
+) -> None:
     before = [r for r in decisions(causal_trace(trace), c, start, end) if r[1] < cut]
     other = altered_after(trace, cut, np.random.default_rng(seed))
     again = [r for r in decisions(causal_trace(other), c, start, end) if r[1] < cut]
@@ -452,9 +473,12 @@ def test_no_decision_looks_ahead_on_random_traces(data: st.DataObject, trace: An
 
 def test_no_decision_looks_ahead_on_the_shipped_trace() -> None:
     trace = load_trace()
-    arrival, work, deadline = (list(map(float, x)) for x in (trace.arrival, trace.work, trace.deadline))
-    c = ref.Candidate(J=12, delta=5.0, g=0.25, H=1680.0, t_ret=69.988, t_ck=0.068075,
-                      t_ld=0.047748, price=1.0)
+    arrival, work, deadline = (
+        list(map(float, x)) for x in (trace.arrival, trace.work, trace.deadline)
+    )
+    c = ref.Candidate(
+        J=12, delta=5.0, g=0.25, H=1680.0, t_ret=69.988, t_ck=0.068075, t_ld=0.047748, price=1.0
+    )
     for cut, seed in ((700.0, 0), (905.0, 1), (1150.0, 2)):
         assert_no_look_ahead((arrival, work, deadline), c, 600.0, 1200.0, cut, seed)
 
@@ -488,7 +512,7 @@ def test_gap_draws_come_from_longer_past_gaps_and_lateness_is_the_sum() -> None:
     ct = CausalTrace(trace)
     start, arrival, _ = ct.gaps()
     pool = _core.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, "empirical", 8)
-    closed = (arrival + 300.0 <= 1800.0)
+    closed = arrival + 300.0 <= 1800.0
     lengths = np.sort((arrival - start)[closed])
     assert pool.size == lengths.size
     for age in (0.0, 3.0, 30.0):
@@ -524,7 +548,8 @@ def test_calibration_scores_against_brute_force() -> None:
     for model in ("repeat", "mean"):
         p = _core.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, model, 8)
         pit, crps = p.scores(np.array([0.0, 1.0]), np.array([0.5, 2.0]), 1)
-        assert np.all((pit >= 0) & (pit <= 1)) and np.all(crps >= 0)
+        assert np.all((pit >= 0) & (pit <= 1))
+        assert np.all(crps >= 0)
 
 
 # --- the Python layer -----------------------------------------------------------------------------
@@ -532,8 +557,17 @@ def test_calibration_scores_against_brute_force() -> None:
 
 def test_runs_do_not_depend_on_threads_and_steps_are_consistent() -> None:
     ct = CausalTrace(load_trace())
-    c = ref.Candidate(J=12, delta=5.0, g=0.25, H=1680.0, t_ret=0.487, rho=0.06383,
-                      t_ck=0.068075, t_ld=0.047748, price=1.0)
+    c = ref.Candidate(
+        J=12,
+        delta=5.0,
+        g=0.25,
+        H=1680.0,
+        t_ret=0.487,
+        rho=0.06383,
+        t_ck=0.068075,
+        t_ld=0.047748,
+        price=1.0,
+    )
     forecast = small_forecast(ct, c, 600.0, n=16)
     one = run_causal(ct, scenario(c), 600.0, 1200.0, CAUSAL_POLICIES, forecast, 2, None, True, 1)
     two = run_causal(ct, scenario(c), 600.0, 1200.0, CAUSAL_POLICIES, forecast, 2, None, True, 2)
@@ -547,14 +581,19 @@ def test_runs_do_not_depend_on_threads_and_steps_are_consistent() -> None:
 
 def test_decider_and_checks() -> None:
     ct = CausalTrace(load_trace())
-    c = ref.Candidate(J=12, delta=5.0, g=0.25, H=1680.0, t_ret=69.988, t_ck=0.068075,
-                      t_ld=0.047748, price=1.0)
+    c = ref.Candidate(
+        J=12, delta=5.0, g=0.25, H=1680.0, t_ret=69.988, t_ck=0.068075, t_ld=0.047748, price=1.0
+    )
     forecast = small_forecast(ct, c, 600.0, n=8)
     decider = CausalDecider(scenario(c), "rollout", forecast)
     plan, quanta, move = decider.decide(700.0, 690.0, 0, 0, False)
-    assert plan in CAUSAL_PLANS and move in CAUSAL_MOVES and quanta >= 0
+    assert plan in CAUSAL_PLANS
+    assert move in CAUSAL_MOVES
+    assert quanta >= 0
     assert CausalDecider(scenario(c), "window", None).decide(700.0, 700.0, 3, 3, False) == (
-        "greedy", 9, "work",
+        "greedy",
+        9,
+        "work",
     )
     with pytest.raises(ValueError, match="needs a forecast"):
         CausalDecider(scenario(c), "rollout", None)

@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <cmath>
 #include <cstdint>
@@ -20,6 +21,9 @@ namespace py = pybind11;
 using namespace learnsched;
 
 namespace {
+
+// The dicts runs return (totals and a "steps" dict of columns), typed for the stubs.
+using OutcomeDict = py::typing::Dict<py::str, py::object>;
 
 using Doubles = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
@@ -85,7 +89,7 @@ struct Job {
     bool keep_steps = false;
 };
 
-py::dict steps_dict(const CausalOutcome& o) {
+py::typing::Dict<py::str, py::array> steps_dict(const CausalOutcome& o) {
     const auto n = static_cast<py::ssize_t>(o.steps.size());
     py::array_t<double> t(n), gap(n), reward(n), lateness(n);
     py::array_t<int> progress(n), durable(n), quanta(n), late(n);
@@ -105,7 +109,7 @@ py::dict steps_dict(const CausalOutcome& o) {
         late.mutable_at(i) = s.result.late_requests;
         lateness.mutable_at(i) = s.result.lateness_s;
     }
-    py::dict d;
+    py::typing::Dict<py::str, py::array> d;
     d["t"] = t;
     d["gap_start"] = gap;
     d["progress"] = progress;
@@ -137,7 +141,8 @@ class Decider {
             }
         }
     }
-    py::tuple decide(double t, double gap_start, int progress, int durable, bool lent) {
+    py::typing::Tuple<py::str, py::int_, py::str> decide(double t, double gap_start, int progress,
+                                                          int durable, bool lent) {
         if (!(t >= gap_start) || !std::isfinite(t) || !std::isfinite(gap_start)) {
             throw std::invalid_argument("t must be finite and >= gap_start, got t = " +
                                         std::to_string(t) + ", gap_start = " +
@@ -152,7 +157,8 @@ class Decider {
         const CausalDecision d = learnsched::decide(
             candidate_, CausalPoint{t, gap_start, progress, durable, lent}, policy_, level_,
             forecast_, rng_, scratch_);
-        return py::make_tuple(name(d.plan.kind), d.plan.quanta, name(d.move));
+        return py::typing::Tuple<py::str, py::int_, py::str>(
+            py::make_tuple(name(d.plan.kind), d.plan.quanta, name(d.move)));
     }
 
   private:
@@ -174,8 +180,8 @@ const SampleTables* tables_of(const py::object& tables) {
     return tables.is_none() ? nullptr : &tables.cast<const SampleTables&>();
 }
 
-py::dict outcome_dict(const CausalOutcome& o) {
-    py::dict d;
+OutcomeDict outcome_dict(const CausalOutcome& o) {
+    OutcomeDict d;
     d["value"] = o.value;
     d["benefit"] = o.benefit;
     d["cost"] = o.cost;
@@ -213,7 +219,8 @@ void bind_causal(py::module_& m) {
                     arrival.push_back(s.gap_arrival(j));
                     deadline.push_back(s.gap_deadline(j));
                 }
-                return py::make_tuple(as_array(start), as_array(arrival), as_array(deadline));
+                return py::typing::Tuple<Doubles, Doubles, Doubles>(
+                    py::make_tuple(as_array(start), as_array(arrival), as_array(deadline)));
             },
             "(start, arrival, return deadline D) of every idle gap, seconds.")
         .def(
@@ -253,7 +260,8 @@ void bind_causal(py::module_& m) {
                     remaining[i] = draws[i].remaining_s;
                     record.mutable_at(static_cast<py::ssize_t>(i)) = draws[i].record;
                 }
-                return py::make_tuple(as_array(remaining), record);
+                return py::typing::Tuple<Doubles, py::array_t<int>>(
+                    py::make_tuple(as_array(remaining), record));
             },
             py::arg("age_s"), py::arg("n"), py::arg("seed"),
             "(remaining_s, record) of n draws of the current gap at age age_s.")
@@ -279,7 +287,8 @@ void bind_causal(py::module_& m) {
                         crps[i] = s.crps_s;
                     }
                 }
-                return py::make_tuple(as_array(pit), as_array(crps));
+                return py::typing::Tuple<Doubles, Doubles>(
+                    py::make_tuple(as_array(pit), as_array(crps)));
             },
             py::arg("ages"), py::arg("remaining"), py::arg("seed"),
             "(PIT, CRPS seconds) of the remaining-length forecast at each age against the truth.")
@@ -335,7 +344,8 @@ void bind_causal(py::module_& m) {
             "point",
             [](const CausalSim& sim) {
                 const CausalPoint& p = sim.point();
-                return py::make_tuple(p.t, p.gap_start, p.progress, p.durable, p.lent);
+                return py::typing::Tuple<py::float_, py::float_, py::int_, py::int_, py::bool_>(
+                    py::make_tuple(p.t, p.gap_start, p.progress, p.durable, p.lent));
             },
             "(t, gap_start, progress, durable, lent) at the decision point.")
         .def("allows", [](const CausalSim& sim, const std::string& move) {
@@ -345,7 +355,8 @@ void bind_causal(py::module_& m) {
             "apply",
             [](CausalSim& sim, const std::string& move) {
                 const CausalSim::StepResult r = sim.apply(move_named(move));
-                return py::make_tuple(r.reward, r.late_requests, r.lateness_s);
+                return py::typing::Tuple<py::float_, py::int_, py::float_>(
+                    py::make_tuple(r.reward, r.late_requests, r.lateness_s));
             },
             py::arg("move"), "(reward, late requests, lateness_s) of the move's step.")
         .def_property_readonly("value", &CausalSim::value)
@@ -370,7 +381,9 @@ void bind_causal(py::module_& m) {
 
     m.def(
         "run_causal",
-        [](const UnlentSchedule& schedule, const py::list& jobs, int threads) {
+        [](const UnlentSchedule& schedule,
+           const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& jobs,
+           int threads) {
             if (threads < 1) {
                 throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
             }
@@ -405,7 +418,7 @@ void bind_causal(py::module_& m) {
                     }
                 });
             }
-            py::list results;
+            py::typing::List<OutcomeDict> results;
             for (const CausalOutcome& o : out) results.append(outcome_dict(o));
             return results;
         },
@@ -422,7 +435,7 @@ void bind_causal(py::module_& m) {
                 py::gil_scoped_release release;  // pure C++
                 best = exact_schedule(schedule, candidate, from_s, to_s, max_nodes);
             }
-            py::dict d = outcome_dict(best.outcome);
+            OutcomeDict d = outcome_dict(best.outcome);
             d["nodes"] = best.nodes;
             return d;
         },
@@ -447,11 +460,24 @@ void bind_causal(py::module_& m) {
         py::arg("to_s"), py::arg("max_nodes") = 1000000, py::arg("prune") = true,
         "The optimal non-anticipative expected value over a scenario tree of traces, s-eq.");
 
-    py::list plans, moves;
-    for (int k = 0; k <= static_cast<int>(PlanKind::Advance); ++k) {
-        plans.append(name(static_cast<PlanKind>(k)));
-    }
-    for (int k = 0; k <= static_cast<int>(Move::Abandon); ++k) moves.append(name(static_cast<Move>(k)));
-    m.attr("CAUSAL_PLANS") = py::tuple(plans);
-    m.attr("CAUSAL_MOVES") = py::tuple(moves);
+    m.def(
+        "causal_plans",
+        [] {
+            std::vector<std::string> out;
+            for (int k = 0; k <= static_cast<int>(PlanKind::Advance); ++k) {
+                out.emplace_back(name(static_cast<PlanKind>(k)));
+            }
+            return out;
+        },
+        "The plan kinds of causal decisions, by their index in steps' plan column.");
+    m.def(
+        "causal_moves",
+        [] {
+            std::vector<std::string> out;
+            for (int k = 0; k <= static_cast<int>(Move::Abandon); ++k) {
+                out.emplace_back(name(static_cast<Move>(k)));
+            }
+            return out;
+        },
+        "The moves of causal decisions, by their index in steps' move column.");
 }

@@ -2,6 +2,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
 #include <algorithm>
 #include <cmath>
@@ -212,7 +213,8 @@ void bind_forecast(py::module_& m) {
              "mean_i V_i* after the current window, per durable progress 0..J (s-eq.).");
     m.def(
         "pack_calendars",
-        [](const std::string& name, const py::sequence& samples, const py::function& check) {
+        [](const std::string& name, const py::typing::List<py::object>& samples,
+           const py::typing::Callable<py::object(py::str, py::object)>& check) {
             // The common case is read in C++; any other calendar goes through `check`
             // (the Python checker), which names its first problem or returns it checked.
             std::vector<double> flat;
@@ -230,9 +232,9 @@ void bind_forecast(py::module_& m) {
             }
             Windows windows({static_cast<py::ssize_t>(flat.size() / 2), py::ssize_t{2}});
             std::copy(flat.begin(), flat.end(), windows.mutable_data());
-            return py::make_tuple(windows, py::array_t<std::int64_t>(
-                                               static_cast<py::ssize_t>(offsets.size()),
-                                               offsets.data()));
+            return py::typing::Tuple<Windows, py::array_t<std::int64_t>>(py::make_tuple(
+                windows, py::array_t<std::int64_t>(static_cast<py::ssize_t>(offsets.size()),
+                                                   offsets.data())));
         },
         py::arg("name"), py::arg("samples"), py::arg("check"),
         "Calendars (lists of [start, end] pairs) as (windows (M, 2), offsets (N + 1)); a "
@@ -240,7 +242,8 @@ void bind_forecast(py::module_& m) {
 
     m.def(
         "run_online",
-        [](const py::list& cases, const std::vector<Policy>& policies, int threads) {
+        [](const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& cases,
+           const std::vector<Policy>& policies, int threads) {
             if (threads < 1) {
                 throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
             }

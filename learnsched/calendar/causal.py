@@ -46,11 +46,11 @@ __all__ = [
     "DEFAULT_LATENESS_PRICE",
     "DEFAULT_RETURN_LEVEL",
     "GAP_MODELS",
+    "CalendarPlan",
     "CausalDecider",
     "CausalForecast",
     "CausalOutcome",
     "CausalRules",
-    "CalendarPlan",
     "CausalTrace",
     "calendar_dp",
     "clairvoyant",
@@ -61,9 +61,9 @@ __all__ = [
 CAUSAL_POLICIES = ("window", "costed_window", "rollout", "mean_dp", "risk_rollout")
 """The causal policies, in output order (``clairvoyant`` is the bound, not one of them)."""
 CLAIRVOYANT = "clairvoyant"
-CAUSAL_PLANS: tuple[str, ...] = tuple(_core.CAUSAL_PLANS)
+CAUSAL_PLANS: tuple[str, ...] = tuple(_core.causal_plans())
 """Plan kinds a causal decision compares (scored to the end of the gap)."""
-CAUSAL_MOVES: tuple[str, ...] = tuple(_core.CAUSAL_MOVES)
+CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal_moves())
 """The step a decision takes now: wait, work, save, checkpoint_return, discard_return,
 abandon."""
 GAP_MODELS = ("empirical", "repeat", "mean")
@@ -253,9 +253,18 @@ class CausalForecast:
             )
         costs = _one_path(scenario.costs)
         history = math.inf if rules.history_s is None else rules.history_s
-        self.pool = pool if pool is not None else _core.GapPool(
-            trace.schedule, now_s, history, rules.close_s, costs.recovery_s, model,
-            rules.repeat_last,
+        self.pool = (
+            pool
+            if pool is not None
+            else _core.GapPool(
+                trace.schedule,
+                now_s,
+                history,
+                rules.close_s,
+                costs.recovery_s,
+                model,
+                rules.repeat_last,
+            )
         )
         observed = self.pool.windows(scenario.quantum_s, costs.recovery_s)
         history_windows = tuple((float(a), float(b)) for a, b in observed)

@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-import numpy.typing as npt
-
 from .. import _core
 from .._checks import integer
 from ..scenario import Scenario
@@ -51,6 +48,7 @@ def forecast_policy(policy: str | Policy) -> Policy:
         names = ", ".join(FORECAST_NAMES.values())
         raise ValueError(f"policy under a forecast must be one of {names}, got {policy!r}")
     return parsed
+
 
 SampleTables = _core.SampleTables
 """Continuation tables of fixed sampled calendars, built once (see :func:`sample_tables`)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from itertools import chain
+from itertools import chain, pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -269,7 +269,7 @@ class SampleForecaster(Forecaster):
             raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self._packed = _core.pack_calendars("forecast.samples", samples, calendar)
+        self._packed = _core.pack_calendars("forecast.samples", list(given), calendar)
         self._samples = None
 
     @property
@@ -284,9 +284,7 @@ class SampleForecaster(Forecaster):
             windows, offsets = self._packed
             pairs = list(map(tuple, windows.tolist()))
             bounds = offsets.tolist()
-            self._samples = tuple(
-                tuple(pairs[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-            )
+            self._samples = tuple(tuple(pairs[a:b]) for a, b in pairwise(bounds))
         return self._samples
 
     def sample(
@@ -313,7 +311,9 @@ class SampleForecaster(Forecaster):
         return self._packed if integer("n", n, low=1) == self.count else None
 
 
-def _cycles(observed: Sequence[tuple[float, float]], now_s: float, history_s: float | None) -> tuple[np.ndarray, np.ndarray]:
+def _cycles(
+    observed: Sequence[tuple[float, float]], now_s: float, history_s: float | None
+) -> tuple[np.ndarray, np.ndarray]:
     """Cycle ``j``: the busy gap after observed window ``j`` and window ``j + 1``'s length."""
     windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
     if history_s is not None:
@@ -366,7 +366,12 @@ class RepeatForecaster(Forecaster):
         self.last = integer("last", last, low=1)
 
     def sample(
-        self, observed: Sequence[tuple[float, float]], now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` copies of the tiled last cycles in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
@@ -399,7 +404,12 @@ class MeanForecaster(Forecaster):
         self.history_s = None if history_s is None else positive("history_s", history_s)
 
     def sample(
-        self, observed: Sequence[tuple[float, float]], now_s: float, until_s: float, n: int, rng: np.random.Generator
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
     ) -> list[Calendar]:
         """``n`` copies of the mean cycle tiled over ``[frontier, until_s)``."""
         n = integer("n", n, low=1)

@@ -162,7 +162,10 @@ def _run_fixed(cases: Sequence[OnlineCase], threads: int) -> list[dict[str, Poli
     for case, case_plans in zip(cases, plans, strict=True):
         two_path = case.scenario.costs.cold_recovery_s is not None
         out.append(
-            {n: _plan_outcome(p, two_path) for n, p in zip(ONLINE_POLICIES, case_plans, strict=True)}
+            {
+                n: _plan_outcome(p, two_path)
+                for n, p in zip(ONLINE_POLICIES, case_plans, strict=True)
+            }
         )
     return out
 
@@ -259,9 +262,11 @@ def evaluate_online(
     """
     if not cases:
         raise ValueError("cases must hold at least one true calendar")
-    chosen = [integer("seed", seed, low=0)] if seeds is None else [
-        integer("seeds", s, low=0) for s in seeds
-    ]
+    chosen = (
+        [integer("seed", seed, low=0)]
+        if seeds is None
+        else [integer("seeds", s, low=0) for s in seeds]
+    )
     if not chosen:
         raise ValueError("seeds must list at least one seed")
     threads = integer("threads", threads, low=1)

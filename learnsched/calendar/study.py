@@ -228,7 +228,15 @@ class TraceStudy:
         }
 
 
-_FIELDS = ("values", "regrets", "handoffs", "checkpoints", "late_requests", "lateness_s", "requests")
+_FIELDS = (
+    "values",
+    "regrets",
+    "handoffs",
+    "checkpoints",
+    "late_requests",
+    "lateness_s",
+    "requests",
+)
 
 
 def _summaries(
@@ -384,8 +392,17 @@ def causal_study(
                 stream = _core.stream_seed(seed, h, 0)
                 for policy in CAUSAL_POLICIES:
                     jobs.append(
-                        (core, start, end, policy, rules.return_level, forecast.pool,
-                         forecast.tables, stream, steps is not None)
+                        (
+                            core,
+                            start,
+                            end,
+                            policy,
+                            rules.return_level,
+                            forecast.pool,
+                            forecast.tables,
+                            stream,
+                            steps is not None,
+                        )
                     )
                     keys.append((n, s, policy))
         outs = _core.run_causal(trace.schedule, jobs, settings.threads)
@@ -419,8 +436,13 @@ def causal_study(
         results[n] = StudyResult(policies, tuple(differences(policies)))
     calibration = gap_calibration(trace, candidate, settings, starts) if calibrate else None
     return TraceStudy(
-        "causal", tuple(starts), seeds, results, trace.to_json(),
-        _settings_json(settings, candidate), calibration,
+        "causal",
+        tuple(starts),
+        seeds,
+        results,
+        trace.to_json(),
+        _settings_json(settings, candidate),
+        calibration,
     )
 
 
@@ -462,7 +484,12 @@ def gap_calibration(
             remaining = np.repeat(lengths, counts) - ages
             keep = remaining > 0
             pool = _core.GapPool(
-                trace.schedule, t0, history, rules.close_s, candidate.costs.recovery_s, model,
+                trace.schedule,
+                t0,
+                history,
+                rules.close_s,
+                candidate.costs.recovery_s,
+                model,
                 rules.repeat_last,
             )
             seed = _core.stream_seed(settings.seeds[0], h, 1 + k)
@@ -507,7 +534,9 @@ def known_window_study(
             end = starts[h] + settings.horizon_s
             history = tuple(w for w in pairs if w[0] < starts[h])
             forecaster = make_forecaster(settings.forecaster, settings.history_s)
-            cases.append(OnlineCase(candidate.scenario(end, truths[h]), forecaster, n, history, end))
+            cases.append(
+                OnlineCase(candidate.scenario(end, truths[h]), forecaster, n, history, end)
+            )
         data = _empty(ONLINE_POLICIES, len(settings.seeds), len(starts))
         for s, seed in enumerate(settings.seeds):
             result = evaluate_online(cases, seed, settings.threads)
@@ -527,6 +556,10 @@ def known_window_study(
         results[n] = StudyResult(policies, tuple(differences(policies)))
     trace_info = {"requests": windows.requests, "span_s": windows.span_s, "windows": len(pairs)}
     return TraceStudy(
-        "known_window", tuple(starts), settings.seeds, results, trace_info,
+        "known_window",
+        tuple(starts),
+        settings.seeds,
+        results,
+        trace_info,
         _settings_json(settings, candidate),
     )

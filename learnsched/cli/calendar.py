@@ -292,8 +292,10 @@ def _difference_table(rows: list[dict[str, Any]]) -> str:
 
 def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
     lines = [
-        "gap forecast calibration (remaining idle time at each decision age; PIT deciles, "
-        "uniform = 0.10 each):",
+        (
+            "gap forecast calibration (remaining idle time at each decision age; PIT deciles, "
+            "uniform = 0.10 each):"
+        ),
         f"{'gap model':<12}{'queries':>9}{'CRPS s':>10}  PIT histogram",
     ]
     for name, c in calibration.items():
