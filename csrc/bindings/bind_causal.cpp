@@ -464,7 +464,7 @@ void bind_causal(py::module_& m) {
         "causal_plans",
         [] {
             std::vector<std::string> out;
-            for (int k = 0; k <= static_cast<int>(PlanKind::Advance); ++k) {
+            for (int k = 0; k <= static_cast<int>(PlanKind::Optimal); ++k) {
                 out.emplace_back(name(static_cast<PlanKind>(k)));
             }
             return out;

@@ -426,6 +426,7 @@ const char* name(PlanKind kind) {
         case PlanKind::Greedy: return "greedy";
         case PlanKind::Publish: return "publish";
         case PlanKind::Advance: return "advance";
+        case PlanKind::Optimal: return "optimal";
     }
     return "unknown";
 }
@@ -482,6 +483,7 @@ Move move_of(const CausalPoint& p, const CausalPlan& plan) {
         case PlanKind::Greedy: return p.lent && p.progress > p.durable ? Move::Save : Move::Work;
         case PlanKind::Publish:
         case PlanKind::Advance: return Move::Work;
+        case PlanKind::Optimal: break;
     }
     return Move::Wait;
 }

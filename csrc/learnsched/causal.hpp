@@ -217,6 +217,7 @@ enum class PlanKind : std::uint8_t {
     Greedy,            // Window's plan: save after every quantum until published
     Publish,           // work the rest without a save, then publish
     Advance,           // work `quanta` more quanta, then checkpoint and return
+    Optimal,           // no plan: the clairvoyant's move, optimal on the known trace
 };
 struct CausalPlan {
     PlanKind kind = PlanKind::Wait;

@@ -57,7 +57,9 @@ double take(CausalSim& sim, Option o, std::vector<CausalStep>* steps = nullptr) 
     const auto step = [&](Move m) {
         const CausalPoint point = sim.point();
         const CausalSim::StepResult r = sim.apply(m);
-        if (steps != nullptr) steps->push_back(CausalStep{point, CausalDecision{CausalPlan{}, m}, r});
+        if (steps != nullptr) {
+            steps->push_back(CausalStep{point, CausalDecision{{PlanKind::Optimal, 0}, m}, r});
+        }
         return r.reward;
     };
     if (o != Option::Skip) return step(move_of(o));
