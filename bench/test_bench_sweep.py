@@ -116,3 +116,64 @@ def test_sweep_ray_2_workers(
 ) -> None:
     benchmark.group = f"sweep {name} x 6 policies"
     _run(benchmark, tmp_path, name, backend="ray")
+
+
+# ---- issue 22: the README's SPEC against its floor, and sweeps of many points --------
+
+README_SPEC: dict[str, Any] = {**GRID_SPEC, "policies": ["costed_window", "rollout"]}
+
+
+@pytest.mark.benchmark(group="sweep README SPEC (9600 rows x 2 policies) vs bare solve_batch")
+def test_sweep_readme_spec(benchmark: Benchmark, tmp_path: Path) -> None:
+    fresh = _fmt(tmp_path)
+    result = benchmark.pedantic(
+        lambda: sweep(README_SPEC, fresh(), workers=1, progress=False), rounds=ROUNDS
+    )
+    paper = result.summaries[3]
+    assert (paper.wins, paper.ties, paper.losses) == (91, 1829, 0)
+
+
+@pytest.mark.benchmark(group="sweep README SPEC (9600 rows x 2 policies) vs bare solve_batch")
+def test_sweep_readme_spec_floor(benchmark: Benchmark) -> None:
+    """The floor: the same rows' core scenarios, built beforehand, in one solve_batch."""
+    from learnsched.solver import core_policy
+    from learnsched.sweep import parse_spec
+    from learnsched.sweep.points import core_scenario, points
+
+    spec = parse_spec(README_SPEC)
+    scenarios = []
+    for point in points(spec):
+        for i in range(1920):
+            try:
+                scenarios.append(core_scenario(spec, point, i))
+            except ValueError:
+                continue  # the 160 invalid rows at 120 s
+    policies = [core_policy(p) for p in spec.policies]
+    values = benchmark(ls._core.solve_batch, scenarios, policies)["value"]
+    assert values.shape == (9600 - 160, 2)
+
+
+def many_points_spec(rates: int, horizons: int) -> dict[str, Any]:
+    """One base scenario over rates x horizons: as many rows as points."""
+    return {
+        "base": [ls.scenario_by_id("S0348").scenario.to_json()],
+        "vary": {
+            "benefit_rate": [0.05 + 0.01 * i for i in range(rates)],
+            "horizon_s": [600.0 + i for i in range(horizons)],
+        },
+        "policies": ["costed_window", "rollout"],
+    }
+
+
+@pytest.mark.benchmark(group="sweep of many points (one scenario each)")
+@pytest.mark.parametrize(
+    "shape", [(100, 300), pytest.param((1000, 1000), marks=pytest.mark.slow)], ids=str
+)
+def test_sweep_many_points(benchmark: Benchmark, tmp_path: Path, shape: tuple[int, int]) -> None:
+    """30,000 points (58 s before issue 22: a pass over every row per point) and 10^6
+    (slow: 17 s of CPU; it did not finish in 300 s)."""
+    fresh = _fmt(tmp_path)
+    spec = many_points_spec(*shape)
+    result = benchmark.pedantic(lambda: sweep(spec, fresh(), progress=False), rounds=1)
+    assert len(result.summaries) == shape[0] * shape[1] == len(result.rows)
+    assert all(s.invalid == 0 for s in result.summaries[:: shape[1]])

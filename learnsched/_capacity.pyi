@@ -58,3 +58,13 @@ def replay(
     shares: _F,
 ) -> float: ...
 def tail_counts(ascending: _F, points: _F, out: npt.NDArray[np.intp]) -> None: ...
+def idle_window_bounds(
+    arrival: _F,
+    work: _F,
+    deadline: _F,
+    rate: float,
+    return_s: float,
+    min_useful_s: float,
+    resolution: float,
+    tolerance: float,
+) -> tuple[list[float], list[float], int]: ...

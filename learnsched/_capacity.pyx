@@ -19,8 +19,11 @@ before starts[0] and the last one forever) and ``cum``, the cumulative service
 G(starts[j]) with G(starts[0]) = 0.
 """
 
+cimport cpython.array as array
 from cpython.float cimport PyFloat_AS_DOUBLE
-from libc.math cimport INFINITY, isfinite
+from libc.math cimport INFINITY, NAN, isfinite, log2
+
+import array
 
 from learnsched._checks import float64_vector, integer, real
 
@@ -517,3 +520,201 @@ cdef _tail_counts(const double[::1] ascending, const double[::1] points,
                 else:
                     lo = mid + 1
             out[j] = n - lo
+
+
+# ---- idle windows of a trace (learnsched.calendar.idle_windows) -------------------------
+
+
+cdef inline double _lent_between(
+    double t0, double t1, double ready, double rate, double idle
+) noexcept nogil:
+    """_between over the profile lent until ``ready``: starts [start, ready], rates [idle,
+    rate] with idle = rate * 0 and cum [0, 0], for start < t0 <= t1 (the segment of t is 1
+    iff t >= ready): the same operations, so the same bits."""
+    if t1 < ready:
+        return idle * (t1 - t0)
+    if t0 < ready:
+        return idle * (ready - t0) + (0.0 - 0.0) + rate * (t1 - ready)
+    return rate * (t1 - t0)
+
+
+cdef class _Windows:
+    """The state of one idle-windows search: the trace, its unlent scan (slack and running
+    backlog term per request) and suffix aggregates, so that each window's feasibility tests
+    read only the requests its loan delays."""
+    cdef const double[::1] arrival, work, deadline
+    cdef object work_array
+    cdef double rate, tolerance
+    cdef double[::1] relative, least_slack, latest_deadline, sum_hi, sum_lo
+    cdef Py_ssize_t n, window_first
+    cdef double window_tolerance, estimate, band
+    cdef bint exact
+
+    def __cinit__(self, arrival, work, deadline, double rate, double tolerance):
+        self.arrival = _input("arrival", arrival)
+        self.work = _input("work", work)
+        self.deadline = _input("deadline", deadline)
+        self.work_array = work
+        _same_length("work", self.work.shape[0], "arrival", self.arrival.shape[0])
+        _same_length("deadline", self.deadline.shape[0], "arrival", self.arrival.shape[0])
+        self.n = self.arrival.shape[0]
+        self.rate = rate
+        self.tolerance = tolerance
+        self.relative = _zeros(self.n)
+        self.least_slack = _zeros(self.n + 1)
+        self.latest_deadline = _zeros(self.n + 1)
+        self.sum_hi = _zeros(self.n + 1)
+        self.sum_lo = _zeros(self.n + 1)
+        self._prepare()
+
+    cdef void _prepare(self) noexcept:
+        cdef Py_ssize_t i
+        cdef double relative = 0.0, s, hi, t
+        # The unlent scan of the whole trace (_relative_scan's one-segment loop); from a
+        # request whose running term is 0 it is also the unlent scan of the rest of the trace.
+        for i in range(self.n):
+            if i > 0:
+                relative = min(0.0, relative + self.rate * (self.arrival[i] - self.arrival[i - 1])
+                               - self.work[i - 1])
+            self.relative[i] = relative
+            self.least_slack[i] = (self.rate * (self.deadline[i] - self.arrival[i])
+                                   - self.work[i] + relative)
+        self.least_slack[self.n] = INFINITY
+        self.latest_deadline[self.n] = -INFINITY
+        for i in range(self.n - 1, -1, -1):
+            self.least_slack[i] = min(self.least_slack[i], self.least_slack[i + 1])
+            self.latest_deadline[i] = max(self.deadline[i], self.latest_deadline[i + 1])
+            # Suffix sums of work as an unevaluated sum hi + lo (TwoSum): to ~eps^2 of exact.
+            hi = self.work[i] + self.sum_hi[i + 1]
+            t = hi - self.work[i]
+            self.sum_lo[i] = self.sum_lo[i + 1] + (
+                (self.work[i] - (hi - t)) + (self.sum_hi[i + 1] - t))
+            self.sum_hi[i] = hi
+
+    cdef void _tolerance_from(self, Py_ssize_t first) noexcept:
+        """The window's tolerance (tolerance x the pairwise sum of the remaining work, as
+        check_feasibility computes it) is used through a bound: known to within `band` of
+        the estimate, it is computed exactly only for a slack inside that band."""
+        cdef double total = self.sum_hi[first] + self.sum_lo[first]
+        self.window_first = first
+        self.estimate = self.tolerance * total
+        # Pairwise summation errs by under (log2 n + 2) eps of the sum: 128 (1 + log2 n) eps
+        # of it bounds that and every rounding here with room to spare.
+        self.band = self.estimate * 128.0 * (1.0 + log2(<double>self.n)) * 2.220446049250313e-16
+        self.exact = False
+
+    cdef bint _misses(self, double s) except -1:
+        """Whether slack s is below -tolerance, for the window's tolerance."""
+        if s < -(self.estimate + self.band):
+            return True
+        if s >= -(self.estimate - self.band):
+            return False
+        if not self.exact:
+            rest = self.work_array[self.window_first:]
+            self.window_tolerance = self.tolerance * float(rest.sum())
+            self.exact = True
+        return s < -self.window_tolerance
+
+    cdef bint _rest_unlent_feasible(self, Py_ssize_t first) except -1:
+        cdef Py_ssize_t k
+        cdef double relative = 0.0
+        if self.relative[first] == 0.0:  # the rest's unlent scan is the whole trace's from here
+            return not self._misses(self.least_slack[first])
+        for k in range(first, self.n):
+            if k > first:
+                relative = min(0.0, relative + self.rate * (self.arrival[k] - self.arrival[k - 1])
+                               - self.work[k - 1])
+            if self._misses(self.rate * (self.deadline[k] - self.arrival[k])
+                            - self.work[k] + relative):
+                return False
+        return True
+
+    cdef bint _lent_feasible(self, Py_ssize_t first, double ready) except -1:
+        """Eq. 6 for the requests from `first` on with the service lent until `ready`. Once
+        the loan has ended and the backlog term is back to 0, the scan is the rest's unlent
+        scan, which passed: the test stops there."""
+        cdef Py_ssize_t k
+        cdef double relative = 0.0, idle = self.rate * 0.0
+        for k in range(first, self.n):
+            if k > first:
+                relative = min(0.0, relative + _lent_between(
+                    self.arrival[k - 1], self.arrival[k], ready, self.rate, idle)
+                    - self.work[k - 1])
+                if self.arrival[k - 1] >= ready and relative == 0.0:
+                    return True
+            if self._misses(_lent_between(self.arrival[k], self.deadline[k], ready, self.rate, idle)
+                            - self.work[k] + relative):
+                return False
+        return True
+
+    cdef double _return_deadline(
+        self, Py_ssize_t first, double start, double resolution
+    ) except? -1.0:
+        """return_deadline(rest, capacity from start, share 1) then min with the latest
+        deadline (idle_windows' _window), by the same bisection; NaN if the rest misses
+        deadlines even unlent."""
+        cdef double low = start, high = self.latest_deadline[first], last, mid, ready
+        last = high
+        self._tolerance_from(first)
+        if not self._rest_unlent_feasible(first):
+            return NAN
+        if self._lent_feasible(first, high):
+            ready = high
+        else:
+            while high - low > resolution:
+                mid = 0.5 * (low + high)
+                if not (low < mid and mid < high):
+                    break
+                if self._lent_feasible(first, mid):
+                    low = mid
+                else:
+                    high = mid
+            ready = low
+        if ready >= last:  # lending through the last deadline harms no request
+            ready = INFINITY
+        return last if last < ready else ready
+
+
+cdef double[::1] _zeros(Py_ssize_t n):
+    return array.clone(array.array("d"), n, zero=True)
+
+
+def idle_window_bounds(arrival, work, deadline, rate, return_s, min_useful_s, resolution,
+                       tolerance):
+    """learnsched.calendar.idle_windows's walk over a trace (checked by it) in one kernel:
+    ``(starts, ready_by, failed)``, the kept windows' starts and return deadlines, and the
+    first request of a window whose rest misses deadlines even unlent (-1 if none).
+
+    Each window's return deadline is return_deadline's bisection with each test bit for bit
+    Eq. 6 over the lent profile, but reading only the requests the loan delays (until the
+    backlog it left is gone), and the unlent tests from one scan of the whole trace: O(n)
+    per window in the worst case, about the requests of one busy period in practice.
+    """
+    cdef double r = _real("rate", rate), tol = _real("tolerance", tolerance)
+    cdef double path_s = _real("return_s", return_s), useful = _real("min_useful_s", min_useful_s)
+    cdef double step = _real("resolution", resolution), free, a, service, ready
+    _check_positive_finite("rate", r)
+    _check_at_least("tolerance", tol, 0.0)
+    _check_at_least("return_s", path_s, 0.0)
+    _check_at_least("min_useful_s", useful, 0.0)
+    _check_positive_finite("resolution", step)
+    cdef _Windows w = _Windows(arrival, work, deadline, r, tol)
+    cdef Py_ssize_t i, failed = -1
+    starts, readies = [], []
+    if w.n == 0:
+        return starts, readies, failed
+    free = w.arrival[0]
+    for i in range(w.n):
+        a = w.arrival[i]
+        service = w.work[i] / w.rate
+        if i > 0 and free < a and free + path_s + useful <= w.deadline[i] - service:
+            ready = w._return_deadline(i, free, step)
+            if ready != ready:
+                failed = i
+                break
+            if (ready - path_s) - free >= useful:  # IdleWindow.useful_s
+                starts.append(free)
+                readies.append(ready)
+                free = ready
+        free = (free if free > a else a) + service
+    return starts, readies, failed

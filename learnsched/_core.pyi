@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'State', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'read_online_spec', 'run_causal', 'run_online', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate']
+__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'cost_fields', 'measure_score_error', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate', 'validate_portfolio']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -466,19 +466,6 @@ class SampleTables:
         """
         candidate: the work, benefit and costs (its windows are not used); sample i is windows[offsets[i]:offsets[i+1]], a full calendar.
         """
-    def row_after(self, sample: typing.SupportsInt | typing.SupportsIndex, time_s: typing.SupportsFloat | typing.SupportsIndex, table: str) -> list[float]:
-        """
-        Sample `sample`'s row of V_G ('window'), V^pi0 ('reference') or V* ('optimal') after time_s (its first window starting at or after it), per durable progress.
-        """
-    def row_sum(self, time_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
-        """
-        Sum of every sample's V^pi0 row after time_s: the table floor of one decision (N row lookups and N * (J + 1) entries), for benchmarks.
-        """
-    @property
-    def distinct_count(self) -> int:
-        """
-        Tables built: one per distinct sample.
-        """
     @property
     def sample_count(self) -> int:
         ...
@@ -522,78 +509,95 @@ class ForecastModel:
     @property
     def scenario(self) -> Scenario:
         ...
-class UnlentSchedule:
+class StateSpaceError(ValueError):
+    pass
+class PortfolioPolicy:
     """
-    A request trace served FIFO with nothing lent, and its idle gaps.
+    The portfolio's policies.
+    
+    Members:
+    
+      sequential
+    
+      density
+    
+      earliest
+    
+      costed_window
+    
+      rollout
+    
+      dp
     """
-    def __init__(self, arrival: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], service: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], deadline: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> None:
-        """
-        Requests in arrival order: arrival, service (work / rate) and deadline, seconds.
-        """
-    def causal_windows(self, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, overlap: bool = False) -> numpy.typing.NDArray[numpy.float64]:
-        """
-        The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or with overlap [g, min(D, A + t_ret, next gap start)].
-        """
-    def gaps(self) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
-        """
-        (start, arrival, return deadline D) of every idle gap, seconds.
-        """
+    __members__: typing.ClassVar[dict[str, PortfolioPolicy]]
+    costed_window: typing.ClassVar[PortfolioPolicy]
+    density: typing.ClassVar[PortfolioPolicy]
+    dp: typing.ClassVar[PortfolioPolicy]
+    earliest: typing.ClassVar[PortfolioPolicy]
+    rollout: typing.ClassVar[PortfolioPolicy]
+    sequential: typing.ClassVar[PortfolioPolicy]
+    @typing.overload
+    def __eq__(self, other: PortfolioPolicy) -> bool:
+        ...
+    @typing.overload
+    def __eq__(self, other: typing.Any) -> bool:
+        ...
+    def __getstate__(self) -> int:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __index__(self) -> int:
+        ...
+    def __init__(self, value: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __int__(self) -> int:
+        ...
+    @typing.overload
+    def __ne__(self, other: PortfolioPolicy) -> bool:
+        ...
+    @typing.overload
+    def __ne__(self, other: typing.Any) -> bool:
+        ...
+    def __repr__(self) -> str:
+        ...
+    def __setstate__(self, state: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def __str__(self) -> str:
+        ...
     @property
-    def gap_count(self) -> int:
+    def name(self) -> str:
         ...
-class GapPool:
-    """
-    Past idle gaps fitted at a time: the current gap's forecast.
-    """
-    def __init__(self, schedule: UnlentSchedule, now_s: typing.SupportsFloat | typing.SupportsIndex, history_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex, model: str = 'empirical', repeat_last: typing.SupportsInt | typing.SupportsIndex = 8) -> None:
-        ...
-    def draw(self, age_s: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int32]]:
-        """
-        (remaining_s, record) of n draws of the current gap at age age_s.
-        """
-    def lateness(self, record: typing.SupportsInt | typing.SupportsIndex, overrun_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
-        """
-        Request-seconds of lateness of capacity ready overrun_s after the arrival.
-        """
-    def scores(self, ages: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], remaining: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], seed: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
-        """
-        (PIT, CRPS seconds) of the remaining-length forecast at each age against the truth.
-        """
-    def slack(self, record: typing.SupportsInt | typing.SupportsIndex) -> float:
-        ...
-    def windows(self, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
-        """
-        The records' causal windows [g, A + min(D - A, t_ret)] in time order, (K, 2).
-        """
     @property
-    def size(self) -> int:
+    def value(self) -> int:
         ...
-class CausalCandidate:
+class PortfolioCandidate:
     """
-    The candidate of causal scheduling.
+    One finite-model job of a portfolio.
     """
-    def __init__(self, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, lateness_price: typing.SupportsFloat | typing.SupportsIndex, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
-        ...
+    def __init__(self, name: str, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, half_life_s: typing.SupportsFloat | typing.SupportsIndex | None, initial: State, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        """
+        benefit_schedule: (start_s, rate) pieces of g(t); if given, benefit_rate must be 0.
+        """
     @property
     def benefit_rate(self) -> float:
+        ...
+    @property
+    def half_life_s(self) -> float | None:
         ...
     @property
     def horizon_s(self) -> float:
         ...
     @property
-    def lateness_price(self) -> float:
+    def initial(self) -> State:
         ...
     @property
     def load_s(self) -> float:
         ...
     @property
+    def name(self) -> str:
+        ...
+    @property
     def quantum_s(self) -> float:
-        ...
-    @property
-    def residency_rate(self) -> float:
-        ...
-    @property
-    def return_s(self) -> float:
         ...
     @property
     def save_s(self) -> float:
@@ -601,102 +605,195 @@ class CausalCandidate:
     @property
     def work_quanta(self) -> int:
         ...
-class CausalSim:
+class SharedReturn:
     """
-    One horizon of causal scheduling, a move at a time (tests, tools).
+    The serving engine's return path(s).
     """
-    def __init__(self, schedule: UnlentSchedule, candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def __init__(self, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, cold_recovery_s: typing.SupportsFloat | typing.SupportsIndex | None = None) -> None:
         ...
-    def allows(self, arg0: str) -> bool:
+    @property
+    def cold_recovery_s(self) -> float | None:
         ...
-    def apply(self, move: str) -> tuple[float, int, float]:
-        """
-        (reward, late requests, lateness_s) of the move's step.
-        """
+    @property
+    def recovery_s(self) -> float:
+        ...
+    @property
+    def residency_rate(self) -> float:
+        ...
+class Portfolio:
+    """
+    Candidates sharing the idle windows of GPUs.
+    """
+    def __init__(self, gpus: collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]], returns: SharedReturn, budget_gpu_s: typing.SupportsFloat | typing.SupportsIndex | None, candidates: collections.abc.Sequence[PortfolioCandidate]) -> None:
+        ...
+    @property
+    def budget_gpu_s(self) -> float | None:
+        ...
+    @property
+    def candidates(self) -> list[PortfolioCandidate]:
+        ...
+    @property
+    def gpu_count(self) -> int:
+        ...
+    @property
+    def returns(self) -> SharedReturn:
+        ...
+class CandidateState:
+    """
+    One candidate's part of a portfolio state.
+    """
+    def __init__(self, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, active: bool, done: bool, busy_until_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    @property
+    def active(self) -> bool:
+        ...
+    @property
+    def busy_until_s(self) -> float:
+        ...
+    @property
+    def done(self) -> bool:
+        ...
+    @property
+    def durable(self) -> int:
+        ...
+    @property
+    def progress(self) -> int:
+        ...
+class PortfolioState:
+    """
+    The state at the start of a stage.
+    """
+    def __init__(self, stage: typing.SupportsInt | typing.SupportsIndex, gpu_s: typing.SupportsFloat | typing.SupportsIndex, candidates: collections.abc.Sequence[CandidateState]) -> None:
+        ...
+    @property
+    def candidates(self) -> list[CandidateState]:
+        ...
+    @property
+    def gpu_s(self) -> float:
+        ...
+    @property
+    def stage(self) -> int:
+        ...
+class PortfolioAction:
+    """
+    A stage's choice: candidate -1 waits.
+    """
+    def __eq__(self, arg0: typing.Any) -> typing.Any:
+        ...
+    def __hash__(self) -> int:
+        ...
+    def __init__(self, candidate: typing.SupportsInt | typing.SupportsIndex, action: Action) -> None:
+        ...
+    def __repr__(self) -> str:
+        ...
+    @property
+    def action(self) -> Action:
+        ...
+    @property
+    def candidate(self) -> int:
+        ...
+class PortfolioStep:
+    """
+    One stage of a portfolio plan.
+    """
+    @property
+    def candidate(self) -> int:
+        ...
+    @property
+    def gpu(self) -> int:
+        ...
+    @property
+    def gpu_s(self) -> float:
+        ...
+    @property
+    def segment(self) -> Segment:
+        ...
+    @property
+    def stage(self) -> int:
+        ...
+class PortfolioPlan:
+    """
+    A portfolio policy's plan.
+    """
     @property
     def benefit(self) -> float:
         ...
     @property
-    def bound(self) -> float:
+    def cost(self) -> CostSplit:
         ...
     @property
-    def checkpoints(self) -> int:
+    def gpu_s(self) -> float:
         ...
     @property
-    def cost(self) -> float:
+    def policy(self) -> PortfolioPolicy:
         ...
     @property
-    def deciding(self) -> bool:
-        ...
-    @property
-    def handoffs(self) -> int:
-        ...
-    @property
-    def late_requests(self) -> int:
-        ...
-    @property
-    def lateness_s(self) -> float:
-        ...
-    @property
-    def point(self) -> tuple[float, float, int, int, bool]:
+    def publish_s(self) -> list[float]:
         """
-        (t, gap_start, progress, durable, lent) at the decision point.
+        Per candidate; NaN if unpublished.
         """
     @property
-    def requests(self) -> int:
-        ...
+    def steps(self) -> list[PortfolioStep]:
+        """
+        One per stage (copied per read).
+        """
     @property
     def value(self) -> float:
         ...
-class CausalDecider:
+class PortfolioModel:
     """
-    Causal decisions with their own draw stream (a control loop's).
+    A validated, prepared portfolio.
     """
-    def __init__(self, candidate: CausalCandidate, policy: str, return_level: typing.SupportsFloat | typing.SupportsIndex, pool: typing.Any, tables: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+    def __init__(self, portfolio: Portfolio, policies: collections.abc.Sequence[PortfolioPolicy]) -> None:
         ...
-    def decide(self, t: typing.SupportsFloat | typing.SupportsIndex, gap_start: typing.SupportsFloat | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, lent: bool) -> tuple[str, int, str]:
+    def benefit(self, candidate: typing.SupportsInt | typing.SupportsIndex, publish_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
         """
-        (plan kind, quanta, move) at a quantum boundary of the current gap.
+        Phi_c(t_p): what candidate c earns by publishing at publish_s, s-eq.
         """
-def causal_moves() -> list[str]:
-    """
-    The moves of causal decisions, by their index in steps' move column.
-    """
-def causal_plans() -> list[str]:
-    """
-    The plan kinds of causal decisions, by their index in steps' plan column.
-    """
+    def choices(self, state: PortfolioState) -> list[PortfolioAction]:
+        """
+        The choices rollout and DP score, in canonical order (wait first unless a candidate is forced; advances without a checkpoint left out).
+        """
+    def decide(self, state: PortfolioState, policy: PortfolioPolicy) -> PortfolioAction:
+        """
+        The policy's action in a validated state.
+        """
+    def initial_state(self) -> PortfolioState:
+        ...
+    def optimal_value(self, state: PortfolioState) -> float:
+        """
+        V*: the DP's value of the state (Eq. D.2), s-eq.
+        """
+    def reference_value(self, state: PortfolioState) -> float:
+        """
+        V^pi0: value of following the portfolio Costed Window from the state, s-eq.
+        """
+    def solve(self, policy: PortfolioPolicy) -> PortfolioPlan:
+        """
+        The policy's plan from the initial state.
+        """
+    def stage(self, i: typing.SupportsInt | typing.SupportsIndex) -> tuple[int, int, float]:
+        """
+        (gpu, window, start_s) of stage i.
+        """
+    def step(self, state: PortfolioState, action: PortfolioAction) -> tuple[PortfolioStep, PortfolioState]:
+        """
+        (step, next state) of a feasible action; ValueError otherwise.
+        """
+    @property
+    def stage_count(self) -> int:
+        ...
 def cost_fields() -> list[str]:
     """
     The cost causes in the order of solve_batch's cost columns.
-    """
-def exact_schedule(schedule: UnlentSchedule, candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, max_nodes: typing.SupportsInt | typing.SupportsIndex = 20000000) -> dict[str, typing.Any]:
-    """
-    The clairvoyant: the best schedule knowing the whole trace, replayed (a dict as run_causal's, plus the decision states solved).
     """
 def measure_score_error(model: Model, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex], epsilon: typing.SupportsFloat | typing.SupportsIndex, reach: Reach) -> ScoreErrorReport:
     """
     The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach names (App. D.3's bound), with where it is.
     """
-def pack_calendars(name: str, samples: list[typing.Any], check: collections.abc.Callable[[str, typing.Any], typing.Any]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int64]]:
-    """
-    Calendars (lists of [start, end] pairs) as (windows (M, 2), offsets (N + 1)); a calendar that is not plain lists of finite numbers, sorted, is passed to check.
-    """
 def policy_name(policy: Policy) -> str:
     """
     The policy's name in the Python API (e.g. 'costed_window').
-    """
-def read_online_spec(data: bytes, max_depth: typing.SupportsInt | typing.SupportsIndex, packed_type: typing.Any) -> typing.Any:
-    """
-    Standard JSON (UTF-8 bytes) as Python's json module reads it, except each forecast's plain "samples" array: packed_type(windows (M, 2), offsets (N + 1)).
-    """
-def run_causal(schedule: UnlentSchedule, jobs: list[tuple[typing.Any, ...]], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[dict[str, typing.Any]]:
-    """
-    Run each job (candidate, from_s, to_s, policy, return_level, pool, tables, seed, keep_steps) over the schedule, on threads; one dict of totals and steps per job.
-    """
-def run_online(cases: list[tuple[typing.Any, ...]], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[list[Plan]]:
-    """
-    Each case (true scenario, sample windows, offsets: full calendars) run online: one plan per policy, then the clairvoyant's, on threads over the cases.
     """
 def scenario_rows(windows: collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]], costs: collections.abc.Sequence[HandoffCosts], initial: collections.abc.Sequence[State], window_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], work_quanta: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], quantum_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], benefit_rate: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], horizon_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], cost_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], initial_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Scenario]:
     """
@@ -706,14 +803,6 @@ def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collect
     """
     Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).
     """
-def stochastic_dp(branches: collections.abc.Sequence[UnlentSchedule], probabilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, max_nodes: typing.SupportsInt | typing.SupportsIndex = 1000000, prune: bool = True) -> float:
-    """
-    The optimal non-anticipative expected value over a scenario tree of traces, s-eq.
-    """
-def stream_seed(seed: typing.SupportsInt | typing.SupportsIndex, horizon: typing.SupportsInt | typing.SupportsIndex, policy: typing.SupportsInt | typing.SupportsIndex) -> int:
-    """
-    The decision stream of (seed, horizon, policy).
-    """
 def ties(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], b: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> typing.Any:
     """
     Elementwise: a and b equal up to rounding noise (the policies' tie rule).
@@ -722,6 +811,14 @@ def validate(scenario: Scenario) -> None:
     """
     Raise ValueError naming the first invalid field of the scenario.
     """
+def validate_portfolio(portfolio: Portfolio) -> None:
+    """
+    ValueError naming the field of the first problem (StateSpaceError when too large).
+    """
+MAX_CANDIDATES: int = 4096
+MAX_DP_STAGES: int = 2048
+MAX_DP_STATES: int = 1048576
+MAX_GPUS: int = 1024
 MAX_SAMPLES: int = 65536
 MAX_SAMPLE_STATES: int = 16777216
 MAX_STATES: int = 16777216

@@ -41,26 +41,41 @@ def bursts(path: Path, starts: list[float], per_burst: int = 6) -> None:
     write_trace_csv(path, trace)
 
 
-def run_with_load(tmp_path: Path, windows: list[tuple[float, float]], starts: list[float],
-                  until_s: float) -> tuple[object, LoadGenerator, Path]:  # fmt: skip
+# Each dialect against the strict engine (it fails as the real one does; batch-invariant,
+# as an engine checked without the gate must be started), and vLLM's forgiving one.
+ENGINES = ["vllm", "vllm --strict", "sglang --strict"]
+
+
+def engine_config(kind: str) -> EngineConfig:
+    dialect, _, strict = kind.partition(" ")
+    if strict:
+        return EngineConfig.strict(dialect, batch_variant=False, token_s=0.002)
+    return EngineConfig(dialect, token_s=0.002)
+
+
+def run_with_load(tmp_path: Path, kind: str, windows: list[tuple[float, float]],
+                  starts: list[float], until_s: float) -> tuple[object, LoadGenerator, Path]:  # fmt: skip
     bursts(tmp_path / "trace.csv", starts)
     requests = read_requests(tmp_path / "trace.csv")
-    with EngineProcess(EngineConfig("vllm", token_s=0.002), lifetime_s=600.0) as engine:
+    config = engine_config(kind)
+    with EngineProcess(config, lifetime_s=600.0) as engine:
         load = LoadGenerator(engine.url, requests)
         loop = make_loop(
-            engine.url, "vllm", windows, tmp_path, trainer=LORA, trainer_options=TRAINER,
-            until_s=until_s, on_ready=load.start, recovery_s=0.3,
+            engine.url, config.dialect, windows, tmp_path, trainer=LORA,
+            trainer_options=TRAINER, until_s=until_s, on_ready=load.start, recovery_s=0.3,
         )  # fmt: skip
         load.on_arrival = loop.watcher.notify_arrival
         totals = loop.run()
         load.join(30.0)
+        assert engine.alive(), engine.stderr_text()
     return totals, load, tmp_path / "ledger.jsonl"
 
 
-def test_known_calendar_no_late_return_and_no_slo_miss(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ENGINES)
+def test_known_calendar_no_late_return_and_no_slo_miss(tmp_path: Path, kind: str) -> None:
     # Quiet gaps between the bursts at 0, 4 and 8 s, known in advance (a long one after).
     windows = [(0.6, 3.8), (4.6, 7.8), (8.6, 600.0)]
-    totals, load, ledger = run_with_load(tmp_path, windows, [0.0, 4.0, 8.0], until_s=8.4)
+    totals, load, ledger = run_with_load(tmp_path, kind, windows, [0.0, 4.0, 8.0], until_s=8.4)
     assert totals.handoffs == 2
     assert totals.late_returns == 0
     assert totals.early_returns == 0
@@ -76,11 +91,12 @@ def test_known_calendar_no_late_return_and_no_slo_miss(tmp_path: Path) -> None:
     assert losses[-1] < losses[0]  # it really trains
 
 
-def test_requests_arriving_early_make_the_loop_return_at_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ENGINES)
+def test_requests_arriving_early_make_the_loop_return_at_once(tmp_path: Path, kind: str) -> None:
     # The calendar says idle until 20 s; a burst comes at 1.2 s, well before the planned
     # work can end (the plan fills the window).
     totals, load, ledger = run_with_load(
-        tmp_path, [(0.6, 20.0), (21.0, 600.0)], [0.0, 1.2], until_s=2.0
+        tmp_path, kind, [(0.6, 20.0), (21.0, 600.0)], [0.0, 1.2], until_s=2.0
     )
     assert totals.early_returns == 1
     assert totals.late_returns == 0

@@ -318,3 +318,38 @@ def test_threads_sharing_a_fresh_model_decide_as_one() -> None:
     for t in threads:
         t.join()
     assert all(results[i, p] == serial[p] for i in range(4) for p in ("rollout", "dp"))
+
+
+def shuffled_states(scenario: ls.Scenario, n: int, seed: int) -> tuple[np.ndarray, ...]:
+    """n valid states in random order, half of them active (durable <= progress)."""
+    rng = np.random.default_rng(seed)
+    window = rng.integers(0, len(scenario.windows), n)
+    progress = rng.integers(0, scenario.work_quanta + 1, n)
+    active = rng.random(n) < 0.5
+    durable = np.where(active, (progress * rng.random(n)).astype(np.int64), progress)
+    return window, progress, durable, active
+
+
+@pytest.mark.parametrize(("quanta", "n"), [(9_000, 20_000), (20_000, 40_000)])
+def test_large_shuffled_batches_decide_as_in_the_order_given(quanta: int, n: int) -> None:
+    """Tables of 2^15 entries and more and batches of 2^14 states and more are decided in
+    (window, start) order (issue 22): every entry is still its own state's decision, the
+    same as in batches too small to be reordered."""
+    scenario = long_windows(quanta, ls.PAPER_WARM, 0.5)
+    model = ls.Model(scenario)
+    states = shuffled_states(scenario, n, seed=quanta)
+    for policy in ("rollout", "dp", "costed_window"):
+        whole = as_tuples(model.decide_many(*states, policy=policy))
+        pieces = [
+            as_tuples(model.decide_many(*(c[i : i + 1000] for c in states), policy=policy))
+            for i in range(0, n, 1000)
+        ]
+        assert whole == [a for piece in pieces for a in piece], policy
+
+
+def test_a_reordered_batch_names_its_first_invalid_state() -> None:
+    scenario = long_windows(9_000, ls.PAPER_WARM, 0.5)
+    window, progress, durable, active = shuffled_states(scenario, 20_000, seed=1)
+    durable[[7_000, 12_345]] = progress[[7_000, 12_345]] + 1  # durable above progress
+    with pytest.raises(ValueError, match=r"states\[7000\]: durable must be in"):
+        ls.Model(scenario).decide_many(window, progress, durable, active)

@@ -41,6 +41,16 @@ REPLAY_NAMES = (
     "shares",
 )
 TAIL_NAMES = ("ascending", "points", "out")
+IDLE_NAMES = (
+    "arrival",
+    "work",
+    "deadline",
+    "rate",
+    "return_s",
+    "min_useful_s",
+    "resolution",
+    "tolerance",
+)
 
 DTYPES = ["f8", "f4", "f2", "i8", "i4", "u1", "?", "m8[s]", "c16", "O", "U1"]
 
@@ -132,6 +142,19 @@ def test_fuzz_replay(
 )
 def test_fuzz_tail_counts(ascending: Any, points: Any, out: Any) -> None:
     named("kernels", TAIL_NAMES, _capacity.tail_counts, ascending, points, out)
+
+
+@fuzz(150)
+@given(
+    st.integers(0, 6).flatmap(lambda n: st.tuples(*([arrays(n)] * 3))),
+    st.tuples(*[maybe(st.floats(0, 5) | st.just(math.inf)) for _ in range(4)]),
+    maybe(st.floats(0, 1e-6)),
+)
+def test_fuzz_idle_window_bounds(
+    arrays3: tuple[Any, ...], scalars: tuple[Any, ...], tolerance: Any
+) -> None:
+    result = named("kernels", IDLE_NAMES, _capacity.idle_window_bounds, *arrays3, *scalars, tolerance)
+    assert result is None or len(result) == 3  # unsorted or NaN inputs: meaningless, safe
 
 
 sorted_times = st.lists(st.floats(0, 100), min_size=1, max_size=6).map(sorted)

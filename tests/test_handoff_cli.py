@@ -245,3 +245,22 @@ def test_all_checks_its_input_before_running(
     assert f"pid {dead}: no such process" in captured.err
     assert run_probe("all", *ALL_QUICK, "--engine=vllm") == 2
     assert "needs both --engine and --url" in capsys.readouterr().err
+
+
+def test_vllm_reloads_exactly_when_the_level_discards_the_weights(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--level 2`` reloads on each return without ``--reload``; ``--reload`` at level 1
+    would only time a needless reload and is refused."""
+    from learnsched.cli import build_parser
+    from learnsched.cli.probe.recovery import check_recovery
+
+    base = ["probe", "recovery", "--engine", "vllm", "--url", "http://127.0.0.1:9"]
+    args = build_parser(base).parse_args([*base, "--level", "2"])
+    check_recovery(args)
+    assert args.reload is True
+    args = build_parser(base).parse_args([*base, "--level", "1"])
+    check_recovery(args)
+    assert args.reload is False
+    assert main([*base, "--level", "1", "--reload"]) == 2
+    assert "a level-1 sleep keeps the weights in host memory" in capsys.readouterr().err

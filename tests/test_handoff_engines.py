@@ -111,3 +111,33 @@ def test_usage_only_final_event_and_aborted_streams() -> None:
         worker.join(20.0)
     assert len(errors) == 1
     assert "aborted the request" in str(errors[0])
+
+
+def test_sglang_server_info_before_the_deprecated_route_at_full_precision() -> None:
+    """The probes asked the deprecated /get_server_info (it warns on every call) and
+    allowed half of 0.01 GiB per tagged release; SGLang reports each pool to 0.001 GiB."""
+    from learnsched.handoff.endpoint import ServingEndpoint
+    from learnsched.handoff.recovery import TAGGED_SHARE, _released_bytes
+    from learnsched.testing import EngineConfig, SimulatedEngine
+
+    with SimulatedEngine(EngineConfig("sglang", kv_mib=8.0, weights_mib=100.0)) as engine:
+        served = ServingEndpoint(engine.url, "sglang")
+        assert served.dialect.released_bytes(served, ("kv_cache",), 5.0) == int(0.008 * 2**30)
+        must_free, tagged = _released_bytes(served, ("kv_cache",), None, 5.0)
+        assert tagged
+        # A release of the 8 MiB pool must free 6.9 MiB of it (before: 2.8 MiB passed).
+        assert must_free == int((int(0.008 * 2**30) - 2**30 // 1000 // 2) * TAGGED_SHARE)
+        assert must_free > 6.9 * 2**20
+        served.dialect.check_config(served, tags=(), reload=False, timeout_s=5.0)
+        assert engine.state.deprecated_calls == 0
+
+
+def test_pinned_h2d_source_holds_every_tensor_once_in_order() -> None:
+    torch = pytest.importorskip("torch", reason="needs torch (learnsched[gpu])")
+    from learnsched.handoff.lora import _pinned_bytes
+
+    host = {"a": torch.arange(6, dtype=torch.float32), "b": torch.ones(3, dtype=torch.bfloat16)}
+    flat = _pinned_bytes(torch, host, pin=torch.cuda.is_available())
+    assert flat.numel() == 6 * 4 + 3 * 2
+    assert torch.equal(flat[:24].view(torch.float32), host["a"])
+    assert torch.equal(flat[24:].view(torch.bfloat16), host["b"])

@@ -66,13 +66,17 @@ def test_sglang_without_the_weights_backup_is_refused_before_parking(
         assert probe(sim.url, "sglang", "--tags", "kv_cache") == 0
 
 
-def test_vllm_level_2_needs_a_reload_step(capsys: pytest.CaptureFixture[str]) -> None:
+def test_vllm_reloads_exactly_when_level_2_discards_the_weights(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Level 2 reloads on every return (the weights were discarded; a resume without
+    the reload answers from garbage and fails the same-model check); level 1 keeps
+    them, so a reload there would only add its time and is refused."""
     with engine("vllm") as sim:
-        assert probe(sim.url, "vllm", "--level=2") == 2
-        line = one_line(capsys)
-        assert "vLLM sleep level 2 discards the weights" in line
-        assert "--reload" in line
+        assert probe(sim.url, "vllm", "--level=2") == 0
         assert probe(sim.url, "vllm", "--level=2", "--reload") == 0
+        assert probe(sim.url, "vllm", "--level=1", "--reload") == 2
+        assert "a level-1 sleep keeps the weights in host memory" in one_line(capsys)
 
 
 @contextmanager

@@ -3,9 +3,13 @@ studies are checked beside those modules: test_two_path, test_economics_alerts).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
+import pytest
+
+from learnsched.cli import main
 from learnsched.sweep import sweep
 
 STUDIES = Path(__file__).resolve().parents[1] / "docs" / "studies.md"
@@ -43,3 +47,45 @@ def test_cold_recovery_sweep_table_is_what_the_code_computes(tmp_path: Path) -> 
         for s in result.summaries
     ]
     assert rows == computed
+
+
+AZURE_ROW = re.compile(
+    r"^\| (cold|warm) \| (\d+) \| ([\d.]+) \| (\d+) \| (\d+) \| (.+) \|$", re.MULTILINE
+)
+POLICIES = ("window", "costed_window", "rollout", "dp")
+
+
+def azure_rows() -> dict[tuple[str, str, str], list[tuple[str, ...]]]:
+    """The Azure study's rows by (recovery, work s, g)."""
+    settings: dict[tuple[str, str, str], list[tuple[str, ...]]] = {}
+    for recovery, work, rate, horizons, n, cells in AZURE_ROW.findall(section("The Azure trace")):
+        row = (horizons, n, *(c.strip() for c in cells.split("|")))
+        settings.setdefault((recovery, work, rate), []).append(row)
+    return settings
+
+
+SETTINGS = sorted(azure_rows())
+QUICK = ("cold", "30", "0.25")  # 3 s; the others are the thorough step's
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [s if s == QUICK else pytest.param(s, marks=pytest.mark.slow) for s in SETTINGS],
+    ids="-".join,
+)
+def test_azure_study_table_is_what_online_computes(
+    setting: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    recovery, work, rate = setting
+    argv = ["online", "--trace", "--recovery", recovery, "--work-s", work]
+    assert main([*argv, "--benefit-rate", rate, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    computed = []
+    for n, sample in result["samples"].items():
+        policies = sample["policies"]
+        cells = [
+            f"{policies[p]['mean_value']:.1f} ({policies[p]['mean_regret']:.1f})" for p in POLICIES
+        ]
+        clairvoyant = f"{policies['clairvoyant']['mean_value']:.1f}"
+        computed.append((str(result["calendars"]), n, *cells, clairvoyant))
+    assert azure_rows()[setting] == computed

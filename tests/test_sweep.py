@@ -322,20 +322,23 @@ def test_store_skips_exactly_the_finished_chunks(tmp_path: Path) -> None:
     assert [len(c) for c in chunks] == [1000] * 15 + [360]
     for chunk in chunks[3:5]:
         store.write(chunk, solve_rows(spec, chunk.start, chunk.stop))
-    stale = f".chunk-000007.csv.learnsched-{dead_pid()}-0123abcd0123abcd.tmp"
+    stale = f".chunk-000007.rows.learnsched-{dead_pid()}-0123abcd0123abcd.tmp"
     (store.parts / stale).write_text("cut short")
-    (store.parts / ".probe-x1y2.csv").write_text("a killed run's chunk-size probe")
-    # What a machine crash could leave of unsynced chunks: an empty file, a cut one.
-    (store.parts / "chunk-000008.csv").write_text("")
-    text = (store.parts / "chunk-000003.csv").read_text()
-    (store.parts / "chunk-000009.csv").write_text(text[: len(text) // 2])
+    (store.parts / ".probe-x1y2.rows").write_text("a killed run's chunk-size probe")
+    # What a machine crash could leave of unsynced chunks: an empty file, a cut one, one
+    # cut inside its header, and one of another row range (renamed by hand).
+    (store.parts / "chunk-000008.rows").write_text("")
+    data = (store.parts / "chunk-000003.rows").read_bytes()
+    (store.parts / "chunk-000009.rows").write_bytes(data[: len(data) // 2])
+    (store.parts / "chunk-000010.rows").write_bytes(data[:20])
+    (store.parts / "chunk-000011.rows").write_bytes(data)
     resumed = ChunkStore(tmp_path / "s.csv", spec, 8 * 1920)
     resumed.open(lambda: pytest.fail("a resumed sweep keeps its chunk size"))
     assert resumed.finished() == chunks[3:5]
     assert not list(resumed.parts.glob(".*"))
     assert sorted(p.name for p in resumed.parts.glob("chunk-*")) == [
-        "chunk-000003.csv",
-        "chunk-000004.csv",
+        "chunk-000003.rows",
+        "chunk-000004.rows",
     ]
     with pytest.raises(ValueError, match="do not match chunk"):
         resumed.write(chunks[0], solve_rows(spec, 0, 10))

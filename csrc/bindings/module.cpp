@@ -7,6 +7,7 @@ void bind_solver(py::module_& m);
 void bind_forecast(py::module_& m);
 void bind_causal(py::module_& m);
 void bind_spec(py::module_& m);
+void bind_portfolio(py::module_& m);
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "learnsched's C++ solver core (private: use the learnsched package).";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
     bind_forecast(m);
     bind_causal(m);
     bind_spec(m);
+    bind_portfolio(m);
 }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "reference_policies.hpp"
+#include "state_order.hpp"
 #include "tolerance.hpp"
 
 namespace learnsched {
@@ -160,20 +161,64 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
     check_policy(policy);  // once, not per state
     validate(guard);
     require_tables(policy);  // a table not built is an error, never a read of it
-    for (std::size_t i = 0; i < states.size; ++i) {
-        const State s{states.window[i], states.progress[i], states.durable[i],
-                      states.active[i] != 0};
+    const auto state = [&](std::size_t i) {
+        return State{states.window[i], states.progress[i], states.durable[i],
+                     states.active[i] != 0};
+    };
+    for (std::size_t i = 0; i < states.size; ++i) {  // the first invalid state in the order given
         try {
-            validate_state(scenario(), s);
+            validate_state(scenario(), state(i));
         } catch (const std::invalid_argument& e) {
             throw std::invalid_argument("states[" + std::to_string(i) + "]: " + e.what());
         }
-        const Action a = choose(s, policy, guard);
+    }
+    const auto write = [&](std::size_t i, const Action& a) {
         out.kind[i] = static_cast<std::uint8_t>(a.kind);
         out.quanta[i] = a.quanta;
         out.checkpoint[i] = a.checkpoint;
         out.cold[i] = a.cold;
+    };
+    // Each decision depends on its state alone, so any order gives the same columns.
+    const std::vector<std::uint32_t> order =
+        locality_order(states, acc_.window_count(), acc_.work_quanta());
+    if (order.empty()) {
+        for (std::size_t i = 0; i < states.size; ++i) {
+            if (i + kPrefetchAhead < states.size) prefetch(state(i + kPrefetchAhead), policy);
+            write(i, choose(state(i), policy, guard));
+        }
+        return;
     }
+    // The columns are read and written in the order given, through packed copies in the
+    // sorted order: their random accesses are then a gather and a scatter in tight loops
+    // (many misses in flight at once), not a miss inside every decision.
+    std::vector<State> sorted(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = state(order[k]);
+    std::vector<Action> actions(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        if (k + kPrefetchAhead < sorted.size()) prefetch(sorted[k + kPrefetchAhead], policy);
+        actions[k] = choose(sorted[k], policy, guard);
+    }
+    for (std::size_t k = 0; k < order.size(); ++k) write(order[k], actions[k]);
+}
+
+void Model::prefetch(const State& s, Policy policy) const {
+#if defined(__GNUC__)
+    // The entries most decisions in `s` read besides the lookahead's advances: the
+    // continuation after a wait or a discard (durable quanta) and after the advances' start.
+    const auto next = [&](const ValueTable& t) {
+        __builtin_prefetch(t.row(s.window + 1) + s.durable);
+        __builtin_prefetch(t.row(s.window + 1) + acc_.base(s));
+    };
+    if (policy == Policy::Dp) {
+        next(optimal_values_);
+    } else if (table_needs(policy).reference) {
+        next(reference_values_);
+        __builtin_prefetch(window_values_.row(s.window) + s.durable);  // Costed Window's V_G
+    }
+#else
+    (void)s;
+    (void)policy;
+#endif
 }
 
 template <class Visit>

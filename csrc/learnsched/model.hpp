@@ -108,6 +108,10 @@ class Model {
     // std::invalid_argument naming `reader` and the first of `needs` that was not built.
     void require(const TableNeeds& needs, const char* reader) const;
     Action choose(const State& s, Policy policy, const Guard& guard) const;
+    // Ask the cache for the table entries a decision in `s` reads (decide_many, a few states
+    // ahead: on tables larger than the caches each decision would wait for them otherwise).
+    void prefetch(const State& s, Policy policy) const;
+    static constexpr std::size_t kPrefetchAhead = 8;
     Action costed_window_action(const State& s) const;
     Action guarded_action(const State& s, const Guard& guard) const;
 

@@ -112,7 +112,7 @@ class Reference:
         clash = module in self.names.values()
         options = "   :no-members:\n" + ("   :no-index:\n" if clash else "")
         text += f".. automodule:: {module}\n{options}\n"
-        imported = importlib.import_module(module)
+        imported = _load(module)
         self.typevars += [f"{module}.{n}" for n, v in vars(imported).items()
                           if isinstance(v, typing.TypeVar)]  # fmt: skip
         for name in getattr(imported, "__all__", ()):
@@ -122,7 +122,7 @@ class Reference:
 
 def write_pages(srcdir: Path) -> Reference:
     """Write ``api/*.rst`` and ``api/index.rst`` under ``srcdir``; what they document."""
-    root = importlib.import_module(PACKAGE)
+    root = _load(PACKAGE)
     modules = _modules(root)
     ref = Reference(modules)
     packages = [m for m in modules if m.count(".") == 1 and hasattr(_load(m), "__path__")]
@@ -258,7 +258,14 @@ def _missing_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
 
 
 def _load(name: str) -> ModuleType:
-    return importlib.import_module(name)
+    """Import ``name``; a failure names the module and the likely cause."""
+    try:
+        return importlib.import_module(name)
+    except Exception as err:
+        raise RuntimeError(
+            f"the API reference cannot import {name}: {err!r} (is the installed "
+            "learnsched built from this tree? pip install -e . --no-build-isolation)"
+        ) from err
 
 
 def _write(path: Path, text: str) -> None:

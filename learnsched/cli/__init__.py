@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "online": "calendar",
     "synth": "calendar",
     "guard-check": "guard",
+    "portfolio": "portfolio",
 }
 
 

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
+from ._config import ConfigFlags
 from ._engine import add_connection_arguments, endpoint_from_args
 from .gate import address
 from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
@@ -62,8 +63,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
     add("--url", required=True, help="the engine's http(s)://HOST:PORT")
     add_connection_arguments(run)
-    add("--trainer", required=True, metavar="MODULE:CLASS", help="a learnsched Trainer class")
+    add(
+        "--trainer", action="append", metavar="MODULE:CLASS",
+        help="a learnsched Trainer class; given once per job, a queue: every window goes to "
+        "the job the portfolio's rollout picks (docs/portfolio.md)",
+    )  # fmt: skip
     add("--trainer-options", default="{}", metavar="JSON", help="its keyword arguments")
+    add(
+        "--queue", metavar="FILE",
+        help='a queue of jobs instead of --trainer: {"jobs": [{"name", "trainer", '
+        '"trainer_options", "work_quanta", "quantum_s", "save_s", "load_s", "benefit_rate", '
+        '"horizon_s"}, ...]}; job NAME keeps LEDGER-NAME.jsonl and STATE_DIR/NAME',
+    )  # fmt: skip
     add(
         "--calendar", required=True, metavar="FILE",
         help='windows JSON: {"windows": [[start, deadline], ...], "clock": "relative" '
@@ -116,6 +127,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --gate: requests held at the closed door at most (later ones go on to "
         f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
+    add(
+        "--metrics-port", type=address, metavar="[HOST:]PORT",
+        help="serve the loop's Prometheus /metrics and its /healthz here (loopback unless "
+        "HOST is given; needs the serve extra)",
+    )  # fmt: skip
     add("--seconds", type=float, help="stop after this long, s")
     add("--return-tries", type=int, default=5,
         help="tries of a failed return before exit 3 (default %(default)s)")  # fmt: skip
@@ -124,7 +140,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--clear-quarantine", action="store_true",
         help="the engine was checked: lift the ledger's quarantine and lend again")  # fmt: skip
     add("--json", action="store_true", help="print the totals as JSON")
-    run.set_defaults(func=run_run)
+    run.set_defaults(func=run_run, config_flags=ConfigFlags(run))
 
     demo = commands.add_parser(
         "demo", help="the scheduler on the simulated engine, Azure trace and CPU LoRA trainer"
@@ -196,8 +212,9 @@ def _windows_file(path: str | None, start_unix: float) -> list[Any]:
 
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
+    args = args.config_flags.resolve(args)
     from ..control.actuation import ServingEngine
-    from ..control.front import gate_summary, held_arrivals
+    from ..control.front import gate_summary
     from ..control.healing import Backoff
     from ..control.lookahead import DEFAULT_LOOKAHEAD, Lookahead
     from ..control.loop import ControlLoop, LoopOptions, ModelDecider
@@ -205,6 +222,9 @@ def run_run(args: argparse.Namespace) -> int:
     from ..control.windows import read_calendar
     from ..scenario import HandoffCosts
 
+    trainers = args.trainer or []
+    if (args.queue is None) == (not trainers):
+        raise ValueError("give --trainer MODULE:CLASS (once per job for a queue) or --queue FILE")
     options = parse_json(args.trainer_options, "--trainer-options")
     if not isinstance(options, dict):
         raise TypeError(f"--trainer-options must be a JSON object, got {args.trainer_options!r}")
@@ -236,6 +256,8 @@ def run_run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
+    if args.queue is not None or len(trainers) > 1:
+        return _run_queue(args, engine, gate, calendar, lookahead, horizon, options)
 
     def decider(work_quanta: int, costs: TrainerCosts) -> Any:
         handoff = HandoffCosts(
@@ -269,7 +291,7 @@ def run_run(args: argparse.Namespace) -> int:
     line = _ProgressLine()
     loop = ControlLoop(
         engine,
-        TrainerProcess(args.trainer, args.state_dir, options),
+        TrainerProcess(trainers[0], args.state_dir, options),
         calendar,
         decider,
         args.ledger,
@@ -283,16 +305,14 @@ def run_run(args: argparse.Namespace) -> int:
     )
     _stop_on_signals(loop.stop)
     with ExitStack() as stack:
-        if gate is not None:
-            gate.on_arrival = held_arrivals(loop.watcher.notify_arrival)
-            stack.enter_context(gate)
-            print(f"{args.command_prog}: gate {gate.url} -> {args.url}", file=sys.stderr)
-        if args.notify is not None:
-            from ..gate import NotifyServer
+        _serve_fronts(args, gate, loop.watcher.notify_arrival, stack)
+        if args.metrics_port is not None:
+            from ..control.observe import LoopObserver
 
-            host, port = args.notify
-            notify = stack.enter_context(NotifyServer(loop.watcher.notify_arrival, host, port))
-            print(f"{args.command_prog}: arrivals to POST {notify.url}", file=sys.stderr)
+            observer = LoopObserver(loop, *args.metrics_port).start()
+            stack.callback(observer.stop)
+            print(f"{args.command_prog}: metrics {observer.url}/metrics, health "
+                  f"{observer.url}/healthz", file=sys.stderr)  # fmt: skip
         try:
             totals = loop.run()
         except _run_errors() as err:
@@ -310,6 +330,111 @@ def run_run(args: argparse.Namespace) -> int:
         emit_json(result)
     else:
         print_rows([(key, str(value)) for key, value in result.items() if key != "overhead"])
+    return EXIT_OK
+
+
+def _serve_fronts(
+    args: argparse.Namespace, gate: Any, notify_arrival: Any, stack: ExitStack
+) -> None:
+    """Start the gate and the arrival server (if asked), telling ``notify_arrival``."""
+    from ..control.front import held_arrivals
+
+    if gate is not None:
+        gate.on_arrival = held_arrivals(notify_arrival)
+        stack.enter_context(gate)
+        print(f"{args.command_prog}: gate {gate.url} -> {args.url}", file=sys.stderr)
+    if args.notify is not None:
+        from ..gate import NotifyServer
+
+        host, port = args.notify
+        notify = stack.enter_context(NotifyServer(notify_arrival, host, port))
+        print(f"{args.command_prog}: arrivals to POST {notify.url}", file=sys.stderr)
+
+
+def _queue_jobs(args: argparse.Namespace, options: dict[str, Any], horizon: float) -> list[Any]:
+    """``--queue FILE``'s jobs, or one per ``--trainer`` (each started once to read its
+    ``J`` and timings; named job-0, job-1, ...; every one with ``--benefit-rate``)."""
+    from ..control.trainer import TrainerProcess
+    from ..portfolio.queue import QueuedJob, read_queue
+
+    if args.queue is not None:
+        return read_queue(args.queue)
+    jobs = []
+    for i, spec in enumerate(args.trainer):
+        name = f"job-{i}"
+        probe = TrainerProcess(spec, args.state_dir / name, options)
+        try:
+            probe.start()
+            costs, work = probe.costs, probe.work_quanta
+        finally:
+            probe.close()
+        jobs.append(
+            QueuedJob(
+                name,
+                spec,
+                options,
+                work,
+                costs.quantum_s,
+                args.benefit_rate,
+                horizon,
+                costs.save_s,
+                costs.load_s,
+            )
+        )
+    return jobs
+
+
+def _run_queue(
+    args: argparse.Namespace, engine: Any, gate: Any, calendar: Any, lookahead: Any,
+    horizon: float, options: dict[str, Any],
+) -> int:  # fmt: skip
+    """``learnsched run`` with several jobs: the portfolio decides whom each window serves."""
+    from ..control.front import gate_summary
+    from ..control.healing import Backoff
+    from ..control.loop import LoopOptions
+    from ..portfolio.queue import TrainerQueue
+
+    if args.metrics_port is not None:  # LoopObserver reads one loop's totals
+        raise ValueError("--metrics-port serves a run with one trainer, not a --queue")
+    jobs = _queue_jobs(args, options, horizon)
+    line = _ProgressLine()
+    queue = TrainerQueue(
+        engine, jobs, calendar, args.ledger, args.state_dir,
+        recovery_s=args.recovery_s, residency_rate=args.residency_rate,
+        quantum_margin=args.quantum_margin, policy=args.policy, lookahead=lookahead,
+        loop_options=LoopOptions(
+            until_s=args.seconds,
+            return_backoff=Backoff(tries=args.return_tries, first_s=args.return_backoff),
+            clear_quarantine=args.clear_quarantine,
+        ),
+        progress=line,
+    )  # fmt: skip
+    _stop_on_signals(queue.stop)
+    with ExitStack() as stack:
+        _serve_fronts(args, gate, queue.notify_arrival, stack)
+        try:
+            turns = queue.run()
+        except _run_errors() as err:
+            return _failed(args.command_prog, err)
+        finally:
+            line.close()
+        counts = None if gate is None else gate.counts()
+    skipped = sum(t.skipped_windows for ts in turns.values() for t in ts)
+    result = {
+        "jobs": queue.summary(),
+        **gate_summary(counts, failed=None, skipped=skipped),
+        "ledgers": {job.name: str(path) for job, path in zip(jobs, queue.ledgers, strict=True)},
+    }
+    if args.json:
+        emit_json(result)
+    else:
+        print_rows(
+            [
+                (f"{name} {k}", str(v))
+                for name, job in result["jobs"].items()
+                for k, v in job.items()
+            ]
+        )
     return EXIT_OK
 
 

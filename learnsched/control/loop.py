@@ -275,7 +275,12 @@ class ControlLoop:
             clock_start = getattr(calendar, "origin", None)
         self._fixed_start = clock_start
         self.clock_start = time.monotonic() if clock_start is None else clock_start
-        self.unix_start = time.time() - (time.monotonic() - self.clock_start)
+        origin_unix = getattr(calendar, "origin_unix", None)
+        self.unix_start = (
+            origin_unix
+            if origin_unix is not None and clock_start == getattr(calendar, "origin", None)
+            else time.time() - (time.monotonic() - self.clock_start)
+        )
         self.report = progress
         self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
@@ -293,6 +298,9 @@ class ControlLoop:
         self._decider: Decider | None = None
         self._park_stamps: dict[str, int] = {}
         self._planned = Window(0.0, 1.0)  # the current window before it was trimmed to now
+        self.state = "starting"  # then "running", "stopped" (for /healthz)
+        self.lent = False  # the engine parked for the trainer now
+        self.held_latency_s: list[float] = []  # each held request's added latency
 
     # --- clock, ledger, progress ----------------------------------------------------------
     def now(self) -> float:
@@ -476,6 +484,7 @@ class ControlLoop:
         error: str | None = None
         try:
             self._start()
+            self.state = "running"
             # The overhead counts from here: the trainer's start-up is not the loop's.
             wall = time.perf_counter()
             cpu = time.thread_time()
@@ -491,6 +500,7 @@ class ControlLoop:
             error = f"{type(err).__name__}: {err}"
             raise
         finally:
+            self.state = "stopped"
             self.watcher.stop()
             self.overhead.control_cpu_s = time.thread_time() - cpu
             self.overhead.watcher_cpu_s = self.watcher.cpu_s
@@ -613,6 +623,7 @@ class ControlLoop:
         except Exception as err:
             self._park_failed(err)
             raise
+        self.lent = True
         parked = self.engine.parked
         self._record(
             "parked", durable_progress=self.durable, stamps_ns=self._park_stamps,
@@ -660,6 +671,7 @@ class ControlLoop:
     def _skip(self, reason: str, **detail: Any) -> None:
         """The window is not lent after all (recorded; it closes a ``park`` record)."""
         self.totals.skipped_windows += 1
+        self.held_latency_s.extend(self.engine.last_held_s)
         self._record("skip", durable_progress=self.durable, detail={"reason": reason, **detail})
         self._say(reason if reason != "busy" else "busy: skipped")
 
@@ -798,6 +810,8 @@ class ControlLoop:
     ) -> None:
         ready_unix = time.time()
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
+        self.lent = False
+        self.held_latency_s.extend(self.engine.last_held_s)
         self.return_s = max(self.return_s, readiness)
         self.totals.handoffs += 1
         self.totals.late_returns += late

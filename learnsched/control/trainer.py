@@ -153,7 +153,9 @@ def load_trainer_class(spec: str) -> type[Trainer]:
     """
     cls = import_named(spec, "trainer", "CLASS")
     if not isinstance(cls, type) or not issubclass(cls, Trainer):
-        raise TypeError(f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class")
+        raise TypeError(
+            f"trainer {spec!r}: {spec.partition(':')[2]} is not a learnsched Trainer class"
+        )
     return cls
 
 

@@ -98,12 +98,21 @@ class KnownCalendar:
         Otherwise the ``time.monotonic()`` instant the windows count from (a ``"unix"``
         calendar converted at a fixed instant): the loop's clock starts there, not when
         it is ready, or every window would shift by the loop's start-up time.
+    origin_unix
+        The same instant in epoch seconds (the loop's planned epoch times count from it,
+        exactly: no second reading of the two clocks).
     """
 
-    def __init__(self, windows: Sequence[Window], origin: float | None = None) -> None:
+    def __init__(
+        self,
+        windows: Sequence[Window],
+        origin: float | None = None,
+        origin_unix: float | None = None,
+    ) -> None:
         self.windows = check_windows([(w.start_s, w.end_s) for w in windows], "")
         self._ends = [w.end_s for w in self.windows]  # sorted: windows do not overlap
         self.origin = None if origin is None else number("origin", origin)
+        self.origin_unix = None if origin_unix is None else number("origin_unix", origin_unix)
 
     def upcoming(self, now_s: float) -> list[Window]:
         """See :meth:`CalendarSource.upcoming` (O(log K) to find, then one slice)."""
@@ -149,4 +158,4 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
     # The monotonic instant of loop_start_unix: the loop's clock zero for these windows.
     origin = time.monotonic() - (time.time() - loop_start_unix)
     shifted = [Window(w.start_s - loop_start_unix, w.end_s - loop_start_unix) for w in windows]
-    return KnownCalendar(shifted, origin)
+    return KnownCalendar(shifted, origin, loop_start_unix)

@@ -379,9 +379,10 @@ class LoraBenchmark:
     load
         Load from the file onto the device, host clock (includes the synchronisation).
     h2d_copy
-        A separate host-to-device copy of the same tensors from host memory, timed with
-        CUDA events (``None`` on CPU): what the transfer alone costs on this link. It is
-        not measured inside ``load``, whose reader interleaves file reads and copies.
+        A separate host-to-device copy of the same bytes, from one page-locked (pinned)
+        host buffer in one transfer, timed with CUDA events (``None`` on CPU): what the
+        transfer alone costs on this link. It is not measured inside ``load``, whose
+        reader interleaves file reads and copies.
     filesystem
         The filesystem the checkpoints were written to: on tmpfs
         (``Filesystem.volatile``) a durable save costs nothing and survives no reboot.
@@ -494,13 +495,20 @@ def benchmark_lora(
         filesystem = filesystem_of(where)
     copy = None
     if target.type == "cuda":
+        # The link's cost: every tensor's bytes in one page-locked buffer, sent in one
+        # transfer (per-tensor copies from pageable memory time the staging copies
+        # and per-call overheads instead, not the link).
+        pinned = _pinned_bytes(torch, host)
+        landing = torch.empty_like(pinned, device=target)
         copy = time_device(
-            lambda: [t.to(target, non_blocking=False) for t in host.values()],
+            lambda: landing.copy_(pinned, non_blocking=True),
             runs,
             cuda_device=target,
             label="host-to-device copy",
             device=nvml_device,
         )
+        if not torch.equal(landing.cpu(), pinned):
+            raise HandoffProbeError("the host-to-device copy did not land bit for bit")
     return LoraBenchmark(
         adapter_bytes=adapter_bytes,
         tensor_bytes=sum(t.numel() * t.element_size() for t in host.values()),
@@ -512,6 +520,19 @@ def benchmark_lora(
         h2d_copy=copy,
         filesystem=filesystem,
     )
+
+
+def _pinned_bytes(torch: Any, host: Mapping[str, Any], pin: bool = True) -> Any:
+    """Every tensor's bytes, one after another, in one page-locked host buffer
+    (``pin=False``: pageable, where no CUDA can pin)."""
+    total = sum(t.numel() * t.element_size() for t in host.values())
+    pinned = torch.empty(total, dtype=torch.uint8, pin_memory=pin)
+    offset = 0
+    for tensor in host.values():
+        raw = tensor.reshape(-1).view(torch.uint8)
+        pinned[offset : offset + raw.numel()].copy_(raw)
+        offset += raw.numel()
+    return pinned
 
 
 def _time_save(

@@ -34,9 +34,8 @@ __all__ = ["DEFAULT_RELEASE_TIMEOUT_S", "measure_warm_recovery"]
 # sleeping engines keep their CUDA context and some buffers (the paper: 3.74 GiB of ~70).
 RELEASE_SHARE = 0.5
 # A tagged release must free this share of what the engine says those tags hold, less
-# half the resolution of its figures (SGLang rounds each pool to 0.01 GiB).
+# half the resolution of its figures per pool (SGLang rounds each to 0.001 GiB).
 TAGGED_SHARE = 0.9
-REPORT_ROUNDING_BYTES = int(0.005 * 2**30)
 # A release that takes longer than this is not going to happen: the paper's releases
 # take seconds; a server that frees nothing would otherwise hold the probe for minutes.
 DEFAULT_RELEASE_TIMEOUT_S = 30.0
@@ -187,7 +186,8 @@ def _released_bytes(
     held = endpoint.dialect.released_bytes(endpoint, released, timeout_s)
     if held is None:
         return None, tagged
-    return max(1, int((held - REPORT_ROUNDING_BYTES) * TAGGED_SHARE)), tagged
+    allowance = endpoint.dialect.pool_resolution_bytes // 2 * len(released)
+    return max(1, int((held - allowance) * TAGGED_SHARE)), tagged
 
 
 def measure_warm_recovery(

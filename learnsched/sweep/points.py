@@ -10,6 +10,7 @@ error: a Python :class:`~learnsched.Scenario` per row would cost several times i
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from functools import cache
 from itertools import product
@@ -19,7 +20,7 @@ from ..grid import GridConfig, GridScenario, GridScenarios, _grid_scenario, _lab
 from ..scenario import HandoffCosts, Recovery, Scenario
 from .spec import SweepSpec
 
-__all__ = ["Point", "base_ids", "core_scenario", "points"]
+__all__ = ["Point", "base_ids", "core_scenario", "point_count", "point_range", "points"]
 
 Point = tuple[tuple[str, float], ...]
 """One point: ``(field, value)`` pairs in the SPEC's field order."""
@@ -34,6 +35,28 @@ def points(spec: SweepSpec) -> tuple[Point, ...]:
         tuple(zip(names, values, strict=True))
         for values in product(*(values for _, values in spec.vary))
     )
+
+
+def point_count(spec: SweepSpec) -> int:
+    """How many points the sweep has (``len(points(spec))`` without building them)."""
+    return math.prod(len(values) for _, values in spec.vary)
+
+
+def point_range(spec: SweepSpec, first: int, stop: int) -> list[Point]:
+    """Points ``first .. stop - 1`` (``points(spec)[first:stop]``), built alone: a chunk's
+    task needs its own few points, not all of them (10^6 per task made sweeps quadratic)."""
+    sizes = [len(values) for _, values in spec.vary]
+    out = []
+    for index in range(first, stop):
+        digits = []
+        for size in reversed(sizes):  # the last field fastest, as itertools.product
+            index, digit = divmod(index, size)
+            digits.append(digit)
+        digits.reverse()
+        out.append(
+            tuple((name, values[d]) for (name, values), d in zip(spec.vary, digits, strict=True))
+        )
+    return out
 
 
 @cache

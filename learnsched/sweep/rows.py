@@ -16,10 +16,10 @@ from numpy.typing import NDArray
 from .. import _core
 from .._checks import FloatArray
 from ..solver import core_policy
-from .points import base_ids, core_scenario, points
+from .points import base_ids, core_scenario, point_count, point_range
 from .spec import SweepSpec
 
-__all__ = ["INVALID", "OK", "Rows", "concat_rows", "solve_rows"]
+__all__ = ["INVALID", "OK", "Rows", "concat_rows", "rows_of", "solve_rows"]
 
 OK = "ok"
 INVALID = "invalid"
@@ -76,18 +76,16 @@ def solve_rows(spec: SweepSpec, start: int, stop: int, threads: int = 1) -> Rows
     threads
         Threads of the core's batch solver (results identical for any count).
     """
-    ids = base_ids(spec)
-    pts = points(spec)
-    n = len(ids)
-    if not 0 <= start <= stop <= n * len(pts):
-        raise ValueError(f"row range must lie in [0, {n * len(pts)}], got [{start}, {stop})")
-    point_index = np.arange(start, stop) // n
+    n = len(base_ids(spec))
+    _check_range(start, stop, n * point_count(spec))
+    first = start // n
+    pts = point_range(spec, first, (stop - 1) // n + 1 if stop > start else first)
     errors: list[str] = []
     scenarios, solved = [], []
     for row in range(start, stop):
         p, i = divmod(row, n)
         try:
-            scenarios.append(core_scenario(spec, pts[p], i))
+            scenarios.append(core_scenario(spec, pts[p - first], i))
         except (ValueError, TypeError) as err:
             errors.append(str(err))
             continue
@@ -97,13 +95,35 @@ def solve_rows(spec: SweepSpec, start: int, stop: int, threads: int = 1) -> Rows
     if scenarios:
         policies = [core_policy(p) for p in spec.policies]
         value[solved] = _core.solve_batch(scenarios, policies, threads)["value"]
-    params = np.array([[v for _, v in pts[p]] for p in point_index], dtype=np.float64)
+    return rows_of(spec, start, value, tuple(errors))
+
+
+def _check_range(start: int, stop: int, total: int) -> None:
+    if not 0 <= start <= stop <= total:
+        raise ValueError(f"row range must lie in [0, {total}], got [{start}, {stop})")
+
+
+def rows_of(spec: SweepSpec, start: int, value: FloatArray, error: tuple[str, ...]) -> Rows:
+    """Rows ``start ..`` of the sweep with their solved ``value`` (n x policies) and
+    ``error`` per row; the point, parameters and scenario ids follow from the SPEC."""
+    ids = base_ids(spec)
+    n = len(ids)
+    stop = start + len(error)
+    _check_range(start, stop, n * point_count(spec))
+    if value.shape != (len(error), len(spec.policies)):
+        raise ValueError(f"value must be {len(error)} x {len(spec.policies)}, got {value.shape}")
+    point_index = np.arange(start, stop) // n
+    # Each point's parameters once (a chunk spans few points), then one row per row.
+    first, last = (start // n, (stop - 1) // n + 1) if stop > start else (0, 0)
+    params = np.array(
+        [[v for _, v in point] for point in point_range(spec, first, last)], dtype=np.float64
+    ).reshape(last - first, len(spec.fields))
     return Rows(
         start=start,
         point=point_index,
-        params=params.reshape(stop - start, len(spec.fields)),
+        params=params[point_index - first],
         scenario=tuple(ids[r % n] for r in range(start, stop)),
-        error=tuple(errors),
+        error=error,
         value=value,
     )
 

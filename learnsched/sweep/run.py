@@ -22,9 +22,8 @@ from .._progress import Progress
 from .points import Point, base_ids, points
 from .rows import Rows, solve_rows
 from .spec import SweepSpec, load_spec, parse_spec
-from .store import PROBE_PREFIX, Chunk, ChunkStore
+from .store import CHUNK_SUFFIX, PROBE_PREFIX, Chunk, ChunkStore, write_chunk
 from .summary import PointSummary, summarize_points
-from .table import write_rows
 
 __all__ = ["BACKENDS", "SweepResult", "choose_chunk_rows", "sweep"]
 
@@ -104,13 +103,13 @@ class SweepResult:
 def _write_s(store: ChunkStore, rows: Rows) -> float:
     """Fixed seconds of writing a chunk file beside the real ones: the quickest of a few
     one-row writes, after one that loads the writer."""
-    fd, name = tempfile.mkstemp(dir=store.parts, prefix=PROBE_PREFIX, suffix=store.suffix)
+    fd, name = tempfile.mkstemp(dir=store.parts, prefix=PROBE_PREFIX, suffix=CHUNK_SUFFIX)
     os.close(fd)
     samples = []
     try:
         for _ in range(WRITE_SAMPLES + 1):
             started = time.perf_counter()
-            write_rows(name, rows, store.spec, durable=False)
+            write_chunk(name, rows)
             samples.append(time.perf_counter() - started)
     finally:
         Path(name).unlink(missing_ok=True)

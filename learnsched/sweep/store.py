@@ -1,33 +1,42 @@
 """The resumable store of a sweep: finished chunks beside ``--out``, then ``--out`` itself.
 
 ``OUT.parts/manifest.json`` records the SPEC's hash and the chunk size; each finished
-chunk is one file ``OUT.parts/chunk-NNNNNN.<suffix>`` written atomically, so a killed
-run leaves only whole chunks, and a rerun of the same SPEC solves only the missing
-ones. Chunk files are not fsynced (two fsyncs would cost more than a small chunk's
+chunk is one binary file ``OUT.parts/chunk-NNNNNN.rows`` (its values and errors: the
+point, parameters and scenario id of each row follow from the SPEC) written atomically,
+so a killed run leaves only whole chunks, and a rerun of the same SPEC solves only the
+missing ones. Chunk files are not fsynced (two fsyncs would cost more than a small chunk's
 solve): a kill cannot cut one short, and a rerun reads every finished chunk back and
-solves again any that a crash of the machine left unreadable. When every chunk is in, ``OUT`` is written atomically from them (in row order, so
-it does not depend on how the work was split or which run solved what), the manifest
-is marked complete and the chunk files are removed.
+solves again any that a crash of the machine left unreadable. When every chunk is in,
+``OUT`` is written once, atomically, from them (in row order, so it does not depend on how
+the work was split or which run solved what), the manifest is marked complete and the
+chunk files are removed.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from .._atomic import atomic_write_text, remove_stale_temps
+import numpy as np
+
+from .._atomic import atomic_write, atomic_write_text, remove_stale_temps
 from .._json import read_json
-from .rows import Rows, concat_rows
+from .rows import Rows, concat_rows, rows_of
 from .spec import SweepSpec
 from .table import file_format, read_rows, write_rows
 
-__all__ = ["Chunk", "ChunkStore"]
+__all__ = ["CHUNK_SUFFIX", "Chunk", "ChunkStore", "read_chunk", "write_chunk"]
 
-MANIFEST_VERSION = 1
+# 2: binary chunk files (version 1 wrote them as the output's CSV or Parquet).
+MANIFEST_VERSION = 2
+CHUNK_SUFFIX = ".rows"
+_CHUNK_MAGIC = b"LSROWS\x00\x01"
+_LENGTH = struct.Struct("<Q")
 MANIFEST_KEYS = frozenset({"version", "spec_sha256", "rows", "chunk_rows", "complete", "spec"})
 PROBE_PREFIX = ".probe-"
 """Files of the chunk-size probe (removed when it ends; a killed run's by the next)."""
@@ -43,6 +52,43 @@ class Chunk:
 
     def __len__(self) -> int:
         return self.stop - self.start
+
+
+def write_chunk(path: str | os.PathLike[str], rows: Rows, durable: bool = False) -> None:
+    """Write ``rows`` as a chunk file, atomically: a magic, the length of a JSON header
+    (first row, row count, policy count, each invalid row's error), then the values as
+    little-endian float64, row by row (bit for bit what :func:`read_chunk` gives back)."""
+    errors = {str(i): e for i, e in enumerate(rows.error) if e}
+    header = json.dumps(
+        {"start": rows.start, "rows": len(rows), "policies": rows.value.shape[1], "errors": errors}
+    ).encode()
+    values = np.ascontiguousarray(rows.value, dtype="<f8").tobytes()
+
+    def write(file: IO[bytes]) -> None:
+        file.write(_CHUNK_MAGIC + _LENGTH.pack(len(header)) + header)
+        file.write(values)
+
+    atomic_write(path, write, durable=durable)
+
+
+def read_chunk(path: str | os.PathLike[str], spec: SweepSpec) -> Rows:
+    """The rows of a chunk file; ``ValueError`` if it is not one whole chunk of ``spec``."""
+    data = Path(path).read_bytes()
+    head = len(_CHUNK_MAGIC) + _LENGTH.size
+    if len(data) < head or not data.startswith(_CHUNK_MAGIC):
+        raise ValueError(f"{path} is not a sweep chunk")
+    (length,) = _LENGTH.unpack_from(data, len(_CHUNK_MAGIC))
+    try:
+        header = json.loads(data[head : head + length])
+        start, count, width = int(header["start"]), int(header["rows"]), int(header["policies"])
+        errors = {int(i): str(e) for i, e in header["errors"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path} has no readable chunk header: {err}") from None
+    body = memoryview(data)[head + length :]
+    if width != len(spec.policies) or len(body) != 8 * count * width:
+        raise ValueError(f"{path} holds {len(body)} bytes, not {count} rows of {width} values")
+    value = np.frombuffer(body, dtype="<f8").astype(np.float64).reshape(count, width)
+    return rows_of(spec, start, value, tuple(errors.get(i, "") for i in range(count)))
 
 
 def _is_manifest(data: object) -> bool:
@@ -73,7 +119,6 @@ class ChunkStore:
 
     def __init__(self, out: str | os.PathLike[str], spec: SweepSpec, total_rows: int) -> None:
         self.out = Path(out)
-        self.suffix = self.out.suffix.lower()
         file_format(self.out)
         self.spec = spec
         self.total_rows = total_rows
@@ -107,6 +152,8 @@ class ChunkStore:
                 f"{self.out} and {self.parts} or choose another --out"
             )
         manifest: dict[str, Any] = data
+        if manifest["version"] != MANIFEST_VERSION and not manifest["complete"]:
+            return None  # an older run's chunks are in another format: solved again
         if manifest["spec_sha256"] != self.spec.hash or manifest["rows"] != self.total_rows:
             raise ValueError(
                 f"--out {self.out} holds a sweep of another SPEC: remove {self.out} and "
@@ -125,6 +172,9 @@ class ChunkStore:
             manifest = None  # the result was removed by hand: solve it again
         if manifest is None:
             self.parts.mkdir(exist_ok=True)
+            for old in self.parts.glob("chunk-*"):  # chunks of an older format's run
+                if old.suffix != CHUNK_SUFFIX:
+                    old.unlink()
             self.chunk_rows = max(1, choose_chunk_rows())
             atomic_write_text(
                 self.manifest_path,
@@ -134,7 +184,7 @@ class ChunkStore:
             self.chunk_rows = int(manifest["chunk_rows"])
         # Temporaries of a run cut short (the sweep lock is held: no live writer here).
         remove_stale_temps(self.parts)
-        for probe in self.parts.glob(f"{PROBE_PREFIX}*{self.suffix}"):
+        for probe in self.parts.glob(f"{PROBE_PREFIX}*{CHUNK_SUFFIX}"):
             probe.unlink()
         if manifest is not None and manifest["complete"]:  # killed before the clean-up
             self._remove_chunks()
@@ -148,11 +198,11 @@ class ChunkStore:
             if not path.exists():
                 continue
             try:
-                rows = read_rows(path, self.spec, chunk.start)
-            except (ValueError, OSError):  # pyarrow's errors derive from these too
+                rows = read_chunk(path, self.spec)
+            except (ValueError, OSError):
                 path.unlink()
                 continue
-            if len(rows) != len(chunk):
+            if (rows.start, len(rows)) != (chunk.start, len(chunk)):
                 path.unlink()
                 continue
             self._solved[chunk.index] = rows
@@ -172,7 +222,7 @@ class ChunkStore:
         )
 
     def _path(self, chunk: Chunk) -> Path:
-        return self.parts / f"chunk-{chunk.index:06d}{self.suffix}"
+        return self.parts / f"chunk-{chunk.index:06d}{CHUNK_SUFFIX}"
 
     def finished(self) -> tuple[Chunk, ...]:
         """The chunks already written (all of them once ``out`` is complete)."""
@@ -184,7 +234,7 @@ class ChunkStore:
         """Record a solved chunk (atomically and durably)."""
         if (rows.start, len(rows)) != (chunk.start, len(chunk)):
             raise ValueError(f"rows {rows.start}+{len(rows)} do not match chunk {chunk}")
-        write_rows(self._path(chunk), rows, self.spec, durable=False)
+        write_chunk(self._path(chunk), rows)
         self._solved[chunk.index] = rows
 
     def _parts(self) -> Iterator[Rows]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import os
 from pathlib import Path
 from typing import IO, Any
@@ -18,6 +17,7 @@ from typing import IO, Any
 import numpy as np
 
 from .._atomic import atomic_write
+from .._checks import FloatArray
 from .._csvfile import read_csv
 from .._extras import require
 from .rows import Rows
@@ -53,24 +53,31 @@ def _pyarrow() -> tuple[Any, Any]:
     return require("pyarrow", "ray"), require("pyarrow.parquet", "ray")
 
 
-def _float(value: float) -> str:
-    return "" if math.isnan(value) else repr(value)
+def _floats(column: FloatArray) -> list[str]:
+    """Each value's ``repr`` (read back bit for bit), ``""`` for NaN: one C-level pass."""
+    text = list(map(repr, column.tolist()))
+    for i in np.flatnonzero(np.isnan(column)).tolist():
+        text[i] = ""
+    return text
 
 
 def _write_csv(file: IO[bytes], rows: Rows, spec: SweepSpec) -> None:
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(columns(spec))
-    for point, params, scenario, status, error, values in zip(
-        rows.point.tolist(),
-        rows.params.tolist(),
-        rows.scenario,
-        rows.status,
-        rows.error,
-        rows.value.tolist(),
-        strict=True,
-    ):
-        writer.writerow([point, *map(repr, params), scenario, status, error, *map(_float, values)])
+    # Column by column, then every row in one writerows: the same bytes as a writerow per
+    # row of formatted values, at a fraction of the calls.
+    writer.writerows(
+        zip(
+            map(str, rows.point.tolist()),
+            *(_floats(rows.params[:, j]) for j in range(rows.params.shape[1])),
+            rows.scenario,
+            rows.status,
+            rows.error,
+            *(_floats(rows.value[:, j]) for j in range(rows.value.shape[1])),
+            strict=True,
+        )
+    )
     file.write(text.getvalue().encode())
 
 

@@ -66,8 +66,8 @@ def add_recovery_arguments(parser: argparse.ArgumentParser, *, required: bool) -
     parser.add_argument(
         "--reload",
         action="store_true",
-        help="reload the weights during the resume (vLLM reload_weights, needed for level 2; "
-        "SGLang update_weights_from_disk)",
+        help="reload the weights during the resume (SGLang update_weights_from_disk); vLLM "
+        "reloads (reload_weights) exactly when --level 2 discarded them",
     )
     parser.add_argument(
         "--pid", type=int, help="engine PID for host PSS and its GPU processes (default: launched)"
@@ -120,6 +120,15 @@ def check_recovery(args: argparse.Namespace) -> ServingEndpoint:
     if args.ledger is not None and not Path(args.ledger).parent.is_dir():
         raise NotADirectoryError(f"--ledger {args.ledger}: its folder does not exist")
     endpoint = endpoint_from_args(args)
+    if args.engine == "vllm":
+        # The level decides: level 2 discards the weights (a return must reload them),
+        # level 1 keeps them in host memory (a reload would only add its time).
+        if args.reload and args.level == 1:
+            raise ValueError(
+                "--reload with --level 1: a level-1 sleep keeps the weights in host memory, "
+                "so the return has nothing to reload (it would time a needless reload)"
+            )
+        args.reload = args.level == 2
     endpoint.dialect.check_park(level=args.level, tags=args.tags, reload=args.reload)
     return endpoint
 

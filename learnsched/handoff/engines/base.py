@@ -62,6 +62,8 @@ class Engine(ABC):
         The engine's own routes, beyond ``/v1/...``, whose requests run the model.
     pauses
         Whether :meth:`pause` has a call (every park of this engine pauses first).
+    pool_resolution_bytes
+        How finely :meth:`released_bytes` reports each pool, bytes (0: exactly).
     """
 
     name: ClassVar[str]
@@ -70,6 +72,7 @@ class Engine(ABC):
     control_routes: ClassVar[frozenset[str]] = frozenset()
     generation_routes: ClassVar[frozenset[str]] = frozenset()
     pauses: ClassVar[bool] = False
+    pool_resolution_bytes: ClassVar[int] = 0
 
     def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
         """``ValueError`` for a park this engine cannot undo as asked (before any call)."""

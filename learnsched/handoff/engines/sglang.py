@@ -17,8 +17,8 @@ What SGLang's own sources say, and this dialect follows:
   accepted and frees nothing. Without ``--enable-weights-cpu-backup`` released weights
   come back without their content. ``GET /get_server_info`` returns the server args,
   so both are checked before parking (:meth:`SGLang.check_config`).
-- ``get_server_info``'s ``internal_states[0].memory_usage`` gives each pool in GiB
-  (``weight``, ``kvcache``): what a tagged release must free.
+- ``server_info``'s ``internal_states[0].memory_usage`` gives each pool in GiB to 3
+  decimals (``weight``, ``kvcache``): what a tagged release must free, read as given.
 - ``/health`` runs a one-token generation and waits at least 1 s for it; readiness
   after a resume is the first real request instead.
 - ``/generate`` stream events carry the whole text so far, not a delta.
@@ -26,6 +26,7 @@ What SGLang's own sources say, and this dialect follows:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,8 @@ from .base import MEMORY_TAGS, PROMPT, Engine, Server, server_json
 __all__ = ["SGLang"]
 
 GIB = 2**30
-INFO_PATHS = ("/get_server_info", "/server_info")
+# /server_info first: /get_server_info is deprecated and warns on every call.
+INFO_PATHS = ("/server_info", "/get_server_info")
 # Pause without aborting: requests that run stay in place (none do: the park checks).
 PAUSE = {"mode": "in_place"}
 # memory_usage keys of each tag's pool.
@@ -47,6 +49,7 @@ class SGLang(Engine):
 
     name = "sglang"
     pauses = True
+    pool_resolution_bytes = GIB // 1000  # memory_usage pools in GiB to 3 decimals
     load_metrics = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
     control_routes = frozenset(
         {
@@ -90,7 +93,8 @@ class SGLang(Engine):
         return notes
 
     def released_bytes(self, server: Server, tags: Sequence[str], timeout_s: float) -> int | None:
-        """The pools of ``tags`` from ``internal_states[0].memory_usage`` (GiB, 2 decimals)."""
+        """The pools of ``tags`` from ``internal_states[0].memory_usage`` (GiB to 3
+        decimals: :attr:`pool_resolution_bytes`), bytes."""
         info = server_json(server, INFO_PATHS, timeout_s)
         states = info.get("internal_states") if isinstance(info, dict) else None
         state = states[0] if isinstance(states, list) and states else None
@@ -100,7 +104,7 @@ class SGLang(Engine):
         sizes = [usage.get(POOLS[tag]) for tag in (tags or MEMORY_TAGS)]
         if not all(isinstance(size, (int, float)) for size in sizes):
             return None
-        return int(sum(float(size) for size in sizes if size is not None) * GIB)
+        return int(math.fsum(float(size) for size in sizes if size is not None) * GIB)
 
     def pause(self, server: Server, timeout_s: float) -> bool:
         """``POST /pause_generation {"mode": "in_place"}``: new generations wait in the

@@ -1,0 +1,98 @@
+"""Portfolio decision benchmarks (issue 25): one rollout decision for 24 candidates on one
+GPU, beside its floor (the portfolio Costed Window's decision, which rollout keeps unless
+another choice scores higher) and the baseline of today's model asked once per candidate.
+
+Run with ``pytest bench/test_bench_portfolio.py`` (CPU time: ``time.process_time``). Target:
+a rollout decision for 24 candidates on one GPU under 1 ms at 64 windows. Calendars grow in
+geometric steps to show how the cost grows (rollout follows the reference from every
+choice's successor: O(choices x stages x candidates)).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import learnsched as ls
+from learnsched.portfolio import Candidate, Portfolio, PortfolioModel
+
+Benchmark = Callable[..., Any]
+WINDOWS = (16, 32, 64)
+CANDIDATES = 24
+
+
+def portfolio(windows: int, seed: int = 1) -> Portfolio:
+    """24 paper-grid-like candidates (6-36 quanta of 5 s, rates 0.1-2 s-eq./s) on one GPU's
+    calendar of ``windows`` windows of 80-300 s with 20-200 s gaps, cold return path."""
+    rng = np.random.default_rng(seed)
+    calendar, t = [], 0.0
+    for _ in range(windows):
+        length = float(rng.uniform(80, 300))
+        calendar.append((t, t + length))
+        t += length + float(rng.uniform(20, 200))
+    jobs = [
+        Candidate(
+            f"c{i:02d}",
+            int(rng.integers(6, 37)),
+            5.0,
+            float(rng.choice([0.1, 0.25, 0.5, 1.0, 2.0])),
+            t + 480.0,
+            ls.PAPER_COLD.save_s,
+            ls.PAPER_COLD.load_s,
+        )
+        for i in range(CANDIDATES)
+    ]
+    return Portfolio.on_windows(calendar, ls.PAPER_COLD, jobs)
+
+
+@pytest.fixture(scope="module", params=WINDOWS, ids=[f"K={k}" for k in WINDOWS])
+def prepared(request: pytest.FixtureRequest) -> tuple[PortfolioModel, Any]:
+    model = PortfolioModel(portfolio(request.param), ["costed_window", "rollout"])
+    return model, model.initial_state()
+
+
+@pytest.mark.benchmark(group="portfolio decision, 24 candidates, 1 GPU", timer=time.process_time)
+def test_rollout_decision(benchmark: Benchmark, prepared: tuple[PortfolioModel, Any]) -> None:
+    model, state = prepared
+    action = benchmark(model.decide, state, "rollout")
+    # The answer: the rollout plan's first step, and never worth less than the reference.
+    first = model.solve("rollout").steps[0]
+    assert action.candidate == (-1 if first.candidate is None else int(first.candidate[1:]))
+    assert model.solve("rollout").value >= model.solve("costed_window").value
+
+
+@pytest.mark.benchmark(group="portfolio decision, 24 candidates, 1 GPU", timer=time.process_time)
+def test_floor_reference_decision(
+    benchmark: Benchmark, prepared: tuple[PortfolioModel, Any]
+) -> None:
+    model, state = prepared
+    action = benchmark(model.decide, state, "costed_window")
+    first = model.solve("costed_window").steps[0]
+    assert action.candidate == (-1 if first.candidate is None else int(first.candidate[1:]))
+
+
+@pytest.mark.benchmark(group="portfolio decision, 24 candidates, 1 GPU", timer=time.process_time)
+def test_baseline_todays_model_once_per_candidate(
+    benchmark: Benchmark, prepared: tuple[PortfolioModel, Any]
+) -> None:
+    model, _ = prepared
+    p = model.portfolio
+    costs = ls.HandoffCosts(
+        p.recovery_s, p.residency_rate, p.candidates[0].save_s, p.candidates[0].load_s
+    )
+    singles = [
+        ls.Model(
+            ls.Scenario(p.gpus[0], c.work_quanta, c.quantum_s, c.benefit_rate, c.horizon_s, costs)
+        )
+        for c in p.candidates
+    ]
+
+    def each() -> list[ls.Action]:
+        return [m.decide(0, 0, 0, False, "rollout") for m in singles]
+
+    actions = benchmark(each)
+    assert len(actions) == CANDIDATES
