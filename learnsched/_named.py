@@ -30,7 +30,7 @@ def import_named(spec: str, what: str, placeholder: str = "NAME") -> object:
         raise ValueError(f"{what} must be MODULE:{placeholder}, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except Exception as err:  # noqa: BLE001 - the user's module runs: whatever it raises
+    except Exception as err:  # the user's module runs: whatever it raises
         # (a SyntaxError, its own RuntimeError) is bad input naming it, not a learnsched bug.
         detail = str(err) if isinstance(err, ImportError) else f"{type(err).__name__}: {err}"
         raise ValueError(f"{what} {spec!r}: cannot import {module_name} ({detail})") from err
