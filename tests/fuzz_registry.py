@@ -693,6 +693,16 @@ COMMANDS: dict[str, Command] = {
         never=frozenset({"--scores", "--epsilon"}),
         names=(*SCENARIO_NAMES, "scores", "epsilon"),
     ),
+    "synth": Command(
+        required=files(azure_files()).map(lambda t: [*t, "--out", "syn.csv"]),
+        options={
+            "--days": values(["0.01", "0.1", "0", "-1", "inf", "nan", "1e300", "x"]),
+            "--bin-s": values(["10", "1", "1e-300", "5e-324", "0", "inf", "x"]),
+            "--amplitude": values(["0", "0.5", "0.999999", "1", "-1", "nan"]),
+            "--peak-hour": values(["0", "14", "24", "25", "-1", "nan"]),
+        },
+        names=("days", "bin_s", "amplitude", "peak_hour", "duration_s", "trace", "requests"),
+    ),
     "portfolio": Command(
         required=files(json_files(portfolio_specs(), "p.json")),
         never=frozenset({"--study", "--seeds", "--setting"}),  # the study runs for minutes
@@ -1396,6 +1406,212 @@ def portfolio_state_calls(
     return Call(getattr(model, method), args)
 
 
+@st.composite
+def unlent_schedules(draw: st.DrawFn) -> Any:
+    """A valid ``_core.UnlentSchedule`` of 1-6 requests (deadlines met unlent)."""
+    n = draw(st.integers(1, 6))
+    arrival = np.cumsum(draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
+    service = np.array(draw(st.lists(st.floats(0.1, 3), min_size=n, max_size=n)))
+    deadline = arrival + service + draw(st.floats(0, 5)) + service.sum()
+    return _core.UnlentSchedule(arrival, service, deadline)
+
+
+def _end(schedule: Any) -> float:
+    return float(schedule.gaps()[1][-1]) if schedule.gap_count else 0.0
+
+
+@st.composite
+def causal_candidates(draw: st.DrawFn) -> Any:
+    return _core.CausalCandidate(
+        draw(st.integers(1, 3)),
+        draw(st.floats(0.5, 5)),
+        draw(st.floats(0, 2)),
+        draw(st.floats(1, 200)),
+        draw(st.floats(0, 2)),
+        draw(st.floats(0, 1)),
+        draw(st.floats(0, 1)),
+        draw(st.floats(0, 1)),
+        draw(st.floats(0, 2)),
+    )
+
+
+@st.composite
+def gap_pools(draw: st.DrawFn, schedule: Any | None = None) -> Any:
+    schedule = draw(unlent_schedules()) if schedule is None else schedule
+    return _core.GapPool(
+        schedule,
+        _end(schedule) + draw(st.floats(0, 10)),
+        draw(st.floats(1, 1000)),
+        draw(st.floats(0, 5)),
+        draw(st.floats(0, 10)),
+        draw(st.sampled_from(["empirical", "repeat", "mean"])),
+        draw(st.integers(1, 4)),
+    )
+
+
+CAUSAL_POLICIES = ["window", "costed_window", "rollout", "mean_dp", "risk_rollout"]
+CAUSAL_NAMES = (
+    "arrival", "service", "deadline", "trace", "request", "horizon", "from_s", "to_s",
+    "quantum_s", "return_s", "work_quanta", "benefit", "residency_rate", "save_s", "load_s",
+    "lateness_price", "policy", "forecast", "return_level", "pool", "tables", "seed",
+    "threads", "job", "max_nodes", "branches", "probabilities", "scenario tree", "move",
+    "state", "progress", "durable", "gap_start", "incompatible", "now_s", "history_s",
+    "close_s", "reach_s", "repeat_last", "gap model", "record", "ages", "remaining", "n ",
+    "work size", "candidate", "1-D", "finite",
+)  # fmt: skip
+horizons = st.tuples(st.floats(0, 1), st.floats(0, 1)).map(sorted)
+
+
+@st.composite
+def causal_horizon(draw: st.DrawFn, schedule: Any) -> tuple[Any, Any]:
+    """``(from_s, to_s)`` inside the trace mostly, anything sometimes."""
+    low, high = draw(horizons)
+    end = _end(schedule)
+    return draw(maybe(st.just(low * end), floats)), draw(maybe(st.just(high * end), floats))
+
+
+@st.composite
+def causal_jobs(draw: st.DrawFn, schedule: Any) -> Any:
+    from_s, to_s = draw(causal_horizon(schedule))
+    pool = draw(st.none() | gap_pools(schedule))
+    job = (
+        draw(maybe(causal_candidates())),
+        from_s,
+        to_s,
+        draw(maybe(st.sampled_from(CAUSAL_POLICIES))),
+        draw(maybe(st.floats(0, 1), floats)),
+        draw(maybe(st.just(pool))),
+        draw(maybe(st.none())),
+        draw(maybe(st.integers(0, 2**64 - 1), st.integers(-5, -1))),
+        draw(maybe(st.booleans())),
+    )
+    return draw(maybe(st.just(job), st.one_of(junk, st.just(job[:3]), st.just(list(job)))))
+
+
+@st.composite
+def run_causal_calls(draw: st.DrawFn) -> Call:
+    schedule = draw(unlent_schedules())
+    jobs = draw(st.lists(causal_jobs(schedule), max_size=3))
+    threads = draw(maybe(st.integers(1, 3), st.sampled_from([0, -1, 1025, 2**31])))
+    return Call(_core.run_causal, (draw(maybe(st.just(schedule))), jobs, threads))
+
+
+@st.composite
+def schedule_calls(draw: st.DrawFn) -> Call:
+    n = draw(st.integers(0, 4))
+    columns = [
+        draw(maybe(st.lists(st.floats(0, 50), min_size=n, max_size=n).map(sorted), kernel_arrays))
+        for _ in range(3)
+    ]
+    return Call(_core.UnlentSchedule, tuple(columns))
+
+
+@st.composite
+def causal_sims(draw: st.DrawFn) -> Any:
+    schedule = draw(unlent_schedules())
+    from_s, to_s = draw(causal_horizon(schedule))
+    try:
+        return _core.CausalSim(schedule, draw(causal_candidates()), from_s, to_s)
+    except ValueError:  # an empty horizon: draw another
+        assume(False)
+        raise
+
+
+causal_move_args = st.one_of(st.sampled_from(_core.causal_moves()), junk)
+
+
+@st.composite
+def causal_decider_calls(draw: st.DrawFn, decide: bool = False) -> Call:
+    schedule = draw(unlent_schedules())
+    candidate = draw(causal_candidates())
+    args = (
+        draw(maybe(st.just(candidate))),
+        draw(maybe(st.sampled_from(CAUSAL_POLICIES))),
+        draw(maybe(st.floats(0, 1), floats)),
+        draw(maybe(st.none() | gap_pools(schedule))),
+        draw(maybe(st.none())),
+        draw(maybe(st.integers(0, 2**64 - 1), st.integers(-5, -1))),
+    )
+    if not decide:
+        return Call(_core.CausalDecider, args)
+    try:
+        decider = _core.CausalDecider(candidate, draw(st.sampled_from(CAUSAL_POLICIES)), 0.5,
+                                      draw(gap_pools(schedule)), None, 0)  # fmt: skip
+    except ValueError:
+        assume(False)
+        raise
+    gap = draw(st.floats(0, 50))
+    progress = draw(st.integers(-1, candidate.work_quanta))
+    state = (
+        draw(maybe(st.just(gap) | st.floats(gap, gap + 10), floats)),
+        gap,
+        progress,
+        draw(st.integers(-1, max(progress, 0))),
+        draw(st.booleans()),
+    )
+    return Call(decider.decide, state)
+
+
+@st.composite
+def tree_calls(draw: st.DrawFn, exact: bool = False) -> Call:
+    branches = draw(st.lists(unlent_schedules(), min_size=1, max_size=3))
+    from_s, to_s = draw(causal_horizon(branches[0]))
+    candidate = draw(maybe(causal_candidates()))
+    nodes = draw(maybe(st.integers(1, 20_000), st.integers(-1, 0)))
+    if exact:
+        return Call(_core.exact_schedule, (branches[0], candidate, from_s, to_s, nodes))
+    weights = [1.0 / len(branches)] * len(branches)
+    return Call(
+        _core.stochastic_dp,
+        (
+            draw(maybe(st.just(branches), st.lists(st.none() | junk, max_size=2))),
+            draw(maybe(st.just(weights), st.lists(floats, max_size=3))),
+            candidate,
+            from_s,
+            to_s,
+            nodes,
+            draw(st.booleans()),
+        ),
+    )
+
+
+def _named_check(name: str, value: Any) -> Any:
+    if not isinstance(value, list):
+        raise TypeError(f"{name} must be a list of [start, end] pairs")
+    return value
+
+
+@st.composite
+def online_spec_calls(draw: st.DrawFn) -> Call:
+    data = draw(online_specs())
+    text = json.dumps(data).encode()
+    text = draw(st.sampled_from([text, _mutate_bytes(text, draw), b"[" * 5000, b"\xff"]))
+    depth = draw(maybe(st.integers(0, 64), st.sampled_from([-1, 1001, 10**6, 2**31])))
+    packed = draw(maybe(st.just(lambda w, o: (w, o)), junk))
+    return Call(_core.read_online_spec, (text, depth, packed))
+
+
+@st.composite
+def run_online_calls(draw: st.DrawFn) -> Call:
+    current, end = draw(current_scenarios())
+    windows, offsets = draw(packed_samples(end))
+    case = (draw(maybe(st.just(current))), windows, offsets)
+    cases = draw(maybe(st.just([case]), st.one_of(junk, st.just([case[:2]]))))
+    threads = draw(maybe(st.integers(1, 3), st.sampled_from([0, -1, 1025, 2**31])))
+    return Call(_core.run_online, (cases, draw(st.lists(forecast_policies, max_size=2)), threads))
+
+
+@st.composite
+def built_tables(draw: st.DrawFn) -> Any:
+    current, end = draw(current_scenarios())
+    windows, offsets = draw(packed_samples(end))
+    try:
+        return _core.SampleTables(current, windows, offsets, FORECAST_POLICIES)
+    except ValueError:
+        assume(False)
+        raise
+
+
 BINDINGS: dict[str, Binding] = {
     "_core.Action": Binding(
         st.builds(
@@ -1739,6 +1955,156 @@ BINDINGS: dict[str, Binding] = {
     "_core.PortfolioStep": Binding(st.just(Call(_core.PortfolioStep)), ("constructor",)),
     "_core.StateSpaceError": Binding(
         st.text(max_size=5).map(lambda t: Call(_core.StateSpaceError, (t,))), ()
+    ),
+    "_core.UnlentSchedule": Binding(schedule_calls(), CAUSAL_NAMES),
+    "_core.UnlentSchedule.gaps": Binding(unlent_schedules().map(lambda s: Call(s.gaps)), ()),
+    "_core.UnlentSchedule.causal_windows": Binding(
+        st.tuples(unlent_schedules(), floats, floats, floats, floats, st.booleans()).map(
+            lambda t: Call(t[0].causal_windows, t[1:])
+        ),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool": Binding(
+        st.tuples(
+            maybe(unlent_schedules()),
+            floats,
+            floats,
+            floats,
+            floats,
+            maybe(st.sampled_from(["empirical", "repeat", "mean"])),
+            maybe(st.integers(1, 4), st.sampled_from([0, -1, 2**31, 2**63])),
+        ).map(lambda a: Call(_core.GapPool, a)),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool.draw": Binding(
+        st.tuples(
+            gap_pools(),
+            floats,
+            maybe(st.integers(0, 50), st.sampled_from([-1, 2**24 + 1, 2**63])),
+            maybe(st.integers(0, 2**64 - 1), st.integers(-3, -1)),
+        ).map(lambda t: Call(t[0].draw, t[1:])),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool.lateness": Binding(
+        st.tuples(
+            gap_pools(), st.integers(-3, 8) | st.sampled_from([2**31 - 1, 2**31]), floats
+        ).map(lambda t: Call(t[0].lateness, t[1:])),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool.slack": Binding(
+        st.tuples(gap_pools(), st.integers(-3, 8) | st.sampled_from([2**31 - 1, 2**31])).map(
+            lambda t: Call(t[0].slack, t[1:])
+        ),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool.scores": Binding(
+        st.tuples(gap_pools(), kernel_arrays, kernel_arrays, st.integers(0, 9)).map(
+            lambda t: Call(t[0].scores, t[1:])
+        ),
+        CAUSAL_NAMES,
+    ),
+    "_core.GapPool.windows": Binding(
+        st.tuples(gap_pools(), floats, floats).map(lambda t: Call(t[0].windows, t[1:])),
+        CAUSAL_NAMES,
+    ),
+    "_core.CausalCandidate": Binding(
+        st.tuples(
+            maybe(st.integers(1, 3), st.integers(-2, 0)),
+            *[floats] * 8,
+            maybe(st.just([]), st.lists(st.tuples(floats, floats), max_size=2)),
+        ).map(lambda a: Call(_core.CausalCandidate, a)),
+        CAUSAL_NAMES,
+    ),
+    "_core.CausalSim": Binding(
+        unlent_schedules().flatmap(
+            lambda s: st.tuples(st.just(s), maybe(causal_candidates()), causal_horizon(s)).map(
+                lambda t: Call(_core.CausalSim, (t[0], t[1], *t[2]))
+            )
+        ),
+        CAUSAL_NAMES,
+    ),
+    "_core.CausalSim.allows": Binding(
+        st.tuples(causal_sims(), causal_move_args).map(lambda t: Call(t[0].allows, (t[1],))),
+        CAUSAL_NAMES,
+    ),
+    "_core.CausalSim.apply": Binding(
+        st.tuples(causal_sims(), causal_move_args).map(lambda t: Call(t[0].apply, (t[1],))),
+        CAUSAL_NAMES,
+    ),
+    "_core.CausalDecider": Binding(causal_decider_calls(), CAUSAL_NAMES),
+    "_core.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
+    "_core.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
+    "_core.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES),
+    "_core.stochastic_dp": Binding(tree_calls(), CAUSAL_NAMES),
+    "_core.stream_seed": Binding(
+        st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.stream_seed, a)),
+        ("incompatible",),
+    ),
+    "_core.causal_moves": Binding(st.just(Call(_core.causal_moves)), ()),
+    "_core.causal_plans": Binding(st.just(Call(_core.causal_plans)), ()),
+    "_core.read_online_spec": Binding(
+        online_spec_calls(),
+        ("JSON", "max_depth", "depth", "samples", "not callable", "calendar", "forecast"),
+    ),
+    "_core.pack_calendars": Binding(
+        st.tuples(
+            st.just("samples"),
+            st.lists(st.one_of(calendars(), junk, raw_windows), max_size=3),
+            st.just(_named_check),
+        ).map(lambda a: Call(_core.pack_calendars, a)),
+        ("samples", "calendar"),
+    ),
+    "_core.run_online": Binding(
+        run_online_calls(),
+        (
+            "cases",
+            "threads",
+            "offsets",
+            "windows",
+            "samples",
+            "scenario",
+            "incompatible",
+            "window",
+            "work_quanta",
+            "candidate",
+            "policies",
+        ),
+    ),
+    "_core.SampleTables.row_after": Binding(
+        st.tuples(
+            built_tables(),
+            st.integers(-2, 4) | st.sampled_from([2**31, 2**63]),
+            floats,
+            st.sampled_from(["window", "reference", "optimal", "bogus", ""]),
+        ).map(lambda t: Call(t[0].row_after, t[1:])),
+        ("sample", "time_s", "table", "built", "incompatible"),
+    ),
+    "_core.SampleTables.row_sum": Binding(
+        st.tuples(built_tables(), floats).map(lambda t: Call(t[0].row_sum, t[1:])),
+        ("time_s", "built", "table"),
+    ),
+    "_capacity.idle_window_bounds": Binding(
+        st.tuples(
+            *[kernel_arrays] * 3,
+            maybe(st.floats(0.1, 10), floats),
+            maybe(st.floats(0, 5), floats),
+            maybe(st.floats(0, 5), floats),
+            maybe(st.floats(0.01, 1), floats),
+            maybe(st.floats(0, 0.1), floats),
+        ).map(lambda a: Call(_capacity.idle_window_bounds, a)),
+        (
+            "arrival",
+            "work",
+            "deadline",
+            "rate",
+            "return_s",
+            "min_useful_s",
+            "resolution",
+            "tolerance",
+            "ascending",
+            "length",
+            "finite",
+        ),
     ),
 }
 """Every callable of the compiled modules and how to fuzz it."""

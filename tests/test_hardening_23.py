@@ -681,3 +681,98 @@ def test_gate_urls_are_checked_before_it_serves(
         with pytest.raises(ValueError, match=re.escape(name)):
             check()
     assert http_url("url", "https://h") == ("https", "h", 443, "")
+
+
+def _causal() -> tuple[Any, Any, Any]:
+    arrival = np.array([0.0, 10.0, 30.0])
+    schedule = _core.UnlentSchedule(arrival, np.ones(3), arrival + 5.0)
+    pool = _core.GapPool(schedule, 100.0, 1000.0, 0.0, 10.0)
+    candidate = _core.CausalCandidate(2, 1.0, 1.0, 100.0, 0.5, 0.0, 0.1, 0.1, 1.0)
+    return schedule, pool, candidate
+
+
+def test_causal_bindings_guard_their_arguments() -> None:
+    """Before: GapPool.lateness/slack of a record past the pool and stochastic_dp([None])
+    were segmentation faults, GapPool.draw(n = 2**40) a MemoryError, a wrong pool, tables,
+    candidate or seed an unnamed RuntimeError ("Unable to cast Python instance ...")."""
+    schedule, pool, candidate = _causal()
+    assert pool.size == 2
+    for method in (lambda r: pool.lateness(r, 5.0), pool.slack):
+        with pytest.raises(ValueError, match=r"record must be -1 or in \[0, 2\), got 2"):
+            method(2)
+        with pytest.raises(ValueError, match="got -2"):
+            method(-2)
+        assert method(-1) >= 0.0
+        assert method(1) >= 0.0
+    with pytest.raises(ValueError, match=r"n must be <= 16777216, got 1099511627776"):
+        pool.draw(1.0, 2**40, 0)
+    assert pool.draw(1.0, 3, 0)[0].shape == (3,)
+    with pytest.raises(ValueError, match=r"branches\[1\] must be an UnlentSchedule, got None"):
+        _core.stochastic_dp([schedule, None], [0.5, 0.5], candidate, 0.0, 25.0)
+    with pytest.raises(TypeError, match="pool must be a GapPool or None, got 'x'"):
+        _core.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
+    with pytest.raises(TypeError, match="tables must be SampleTables or None, got 3"):
+        _core.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
+    job = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    for at, bad, message in (
+        (0, "x", r"jobs\[0\].candidate must be a CausalCandidate, got 'x'"),
+        (5, "p", r"jobs\[0\].pool must be a GapPool or None, got 'p'"),
+        (7, -1, r"jobs\[0\].seed must be an int in \[0, 2\*\*64\), got -1"),
+        (1, "0", r"jobs\[0\].from_s must be a number, got '0'"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            _core.run_causal(schedule, [(*job[:at], bad, *job[at + 1 :])])
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
+        _core.run_causal(schedule, [job], 1025)
+    both, one = _core.run_causal(schedule, [job, job], 2)[0], _core.run_causal(schedule, [job])[0]
+    assert {k: v for k, v in both.items() if k != "steps"} == {
+        k: v for k, v in one.items() if k != "steps"
+    }
+
+
+def test_private_online_readers_are_bounded() -> None:
+    """read_online_spec(b"[" * 200000, 10**9, ...) overflowed the C stack (a segfault)."""
+    with pytest.raises(ValueError, match=r"max_depth must be in \[0, 1000\], got 1000000000"):
+        _core.read_online_spec(b"[" * 200_000, 10**9, tuple)
+    with pytest.raises(ValueError, match="exceeds the limit of 1000"):
+        _core.read_online_spec(b"[" * 200_000, 1000, tuple)
+    # A lone surrogate in a key is standard JSON (Python's json reads it): it was an
+    # unnamed RuntimeError from the key's cast to UTF-8, exit 70 from `learnsched online`.
+    from learnsched.calendar.spec import read_online_spec
+
+    assert read_online_spec('{"\\ud800": 1, "forecast": {"\\udfff": 2}}', "s.json") == {
+        "\ud800": 1,
+        "forecast": {"\udfff": 2},
+    }
+    for data in (b'"\xff"', b'{"a\xc3": 1}', b'"\xf4\x90\x80\x80"', b'"\xe2\x82'):
+        with pytest.raises(ValueError, match="not valid JSON: (Invalid UTF-8 byte|Unterminated)"):
+            _core.read_online_spec(data, 32, tuple)
+    assert _core.read_online_spec('"\u00e9\u20ac\U0001f600"'.encode(), 32, tuple) == (
+        "\u00e9\u20ac\U0001f600"
+    )
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 2048"):
+        _core.run_online([], [_core.Policy.DP], 2048)
+    with pytest.raises(TypeError, match=r"cases\[0\].scenario must be a Scenario, got 'x'"):
+        _core.run_online([("x", np.zeros((1, 2)), np.array([0, 1]))], [_core.Policy.DP])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--days", "1e300", "synthetic trace rows: mean_rate x duration_s = "),
+        ("--days", "inf", "duration_s must be finite"),
+        ("--bin-s", "5e-324", "bin_s = 4.94066e-324 cuts the trace's"),
+        ("--bin-s", "1e-9", "over the limit of 16777216"),
+    ],
+)
+def test_synth_sizes_are_bounded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    """``synth --days 1e300`` grew until memory ran out; ``--bin-s 5e-324`` was an
+    OverflowError (exit 70) and ``1e-9`` asked bincount for 10^14 bins."""
+    status, _, err = run(capsys, "synth", "--out", str(tmp_path / "s.csv"), f"{flag}={value}")
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched synth: error: ")
+    assert message in line
+    assert not (tmp_path / "s.csv").exists()
