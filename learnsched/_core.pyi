@@ -302,7 +302,7 @@ class Plan:
     """
     A policy's plan from the initial state.
     """
-    def columns(self) -> dict[str, numpy.ndarray]:
+    def columns(self) -> dict[str, numpy.typing.NDArray[typing.Any]]:
         """
         The segments as arrays, one entry per step: window, kind (ActionKind values), quanta, checkpoint, cold, start_s, publish_s (NaN unless publishing), ready_s (NaN for a wait), cost (n, 5: in the order of cost_fields()), benefit, progress and durable (the next state's).
         """

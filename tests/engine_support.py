@@ -8,6 +8,14 @@ vLLM queues while asleep and aborts on ``/sleep``): see ``--help`` of
 
 from __future__ import annotations
 
+import http.client
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
 from learnsched.testing import EngineConfig, EngineProcess, engine_command
 
 # A forgotten engine exits on its own; fast decoding keeps the tests short.
@@ -44,3 +52,71 @@ def command(dialect: str, port: int, **options: object) -> list[str]:
 def shell_command(dialect: str, port: int, **options: object) -> str:
     """:func:`command` as one shell line (``--launch``)."""
     return " ".join(command(dialect, port, **options))
+
+
+PROMPT = "The capital of France is"
+
+
+class Client:
+    """A tiny HTTP client for one simulated engine; a dead server raises OSError."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "", parts.port or 80
+
+    def call(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
+        """One exchange: status and body."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=20)
+        try:
+            payload = None if body is None else json.dumps(body)
+            conn.request(method, path, payload, {"Content-Type": "application/json"})
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def json(self, method: str, path: str, body: object = None) -> Any:
+        """One exchange that must answer 200: the decoded body."""
+        status, data = self.call(method, path, body)
+        assert status == 200, (status, data)
+        return json.loads(data) if data else None
+
+    def stream(self, path: str, body: dict[str, Any]) -> list[Any]:
+        """Every event of a streamed generation (``"[DONE]"`` as the string)."""
+        status, data = self.call("POST", path, {**body, "stream": True})
+        assert status == 200, (status, data)
+        events: list[Any] = []
+        for line in data.decode().splitlines():
+            if line.startswith("data: "):
+                payload = line[len("data: ") :]
+                events.append(payload if payload == "[DONE]" else json.loads(payload))
+        return events
+
+    def complete(self, prompt: str = PROMPT, tokens: int = 6) -> str:
+        """A greedy OpenAI completion's text."""
+        body = {"model": "sim-model", "prompt": prompt, "max_tokens": tokens, "temperature": 0}
+        return str(self.json("POST", "/v1/completions", body)["choices"][0]["text"])
+
+    def generate(self, prompt: str = PROMPT, tokens: int = 6) -> str:
+        """A greedy SGLang ``/generate``'s text."""
+        body = {"text": prompt, "sampling_params": {"max_new_tokens": tokens, "temperature": 0}}
+        return str(self.json("POST", "/generate", body)["text"])
+
+    def state(self) -> dict[str, Any]:
+        """The simulator's ``/sim/state``."""
+        answer: dict[str, Any] = self.json("GET", "/sim/state")
+        return answer
+
+    def gauges(self) -> tuple[float, float]:
+        """``/metrics``' running and waiting gauges, either dialect."""
+        text = self.call("GET", "/metrics")[1].decode()
+        pattern = r"^\S+_(?:running|waiting|running_reqs|queue_reqs)\{.*\} (\S+)$"
+        values = re.findall(pattern, text, re.MULTILINE)
+        return float(values[0]), float(values[1])
+
+    def wait_for(self, test: Callable[[dict[str, Any]], bool], timeout_s: float = 5.0) -> None:
+        """Poll ``/sim/state`` until ``test`` holds (asserts it does within the time)."""
+        end = time.monotonic() + timeout_s
+        while not test(self.state()):
+            assert time.monotonic() < end, self.state()
+            time.sleep(0.005)

@@ -330,3 +330,18 @@ def test_a_process_group_signal_ends_the_quantum_returns_and_exits_0(
     assert kinds[-1] == "run-end"
     assert "return" in kinds[kinds.index("parked") :]
     assert json.loads(out)["handoffs"] == 1
+
+
+def test_an_engine_without_load_gauges_is_refused_not_run_blind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SGLang without --enable-metrics used to be polled in vain (the loop ran blind and
+    said nothing): the run refuses before lending, naming the flag."""
+    config = EngineConfig("sglang", metrics=False, **FAST)
+    with SimulatedEngine(config) as engine:
+        assert main(run_argv(engine.url, tmp_path, "sglang")) == 1
+        assert not engine.state.sleeping
+    err = [line for line in capsys.readouterr().err.splitlines() if "run:" in line]
+    assert len(err) == 1
+    assert "--enable-metrics" in err[0]
+    assert "park" not in [r.kind for r in read_ledger(tmp_path / "ledger.jsonl")]

@@ -19,48 +19,9 @@ from learnsched.testing.device import SimulatedDeviceReader
 from learnsched.testing.engine import config_argv
 
 from conftest import run_python
+from engine_support import Client
 
 MIB = 2**20
-
-
-class Client:
-    """A tiny HTTP client for one engine (status and decoded body)."""
-
-    def __init__(self, url: str) -> None:
-        import http.client
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        self.connect = lambda: http.client.HTTPConnection(
-            parts.hostname or "", parts.port or 80, timeout=10
-        )
-
-    def call(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
-        conn = self.connect()
-        try:
-            payload = None if body is None else json.dumps(body)
-            conn.request(method, path, payload, {"Content-Type": "application/json"})
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def json(self, method: str, path: str, body: object = None) -> object:
-        status, data = self.call(method, path, body)
-        assert status == 200, (status, data)
-        return json.loads(data) if data else None
-
-    def complete(self, prompt: str = "The capital of France is", tokens: int = 6) -> str:
-        body = {"model": "sim-model", "prompt": prompt, "max_tokens": tokens, "temperature": 0}
-        answer = self.json("POST", "/v1/completions", body)
-        return str(answer["choices"][0]["text"])  # type: ignore[index]
-
-    def generate(self, prompt: str = "The capital of France is", tokens: int = 6) -> str:
-        body = {"text": prompt, "sampling_params": {"max_new_tokens": tokens, "temperature": 0}}
-        return str(self.json("POST", "/generate", body)["text"])  # type: ignore[index]
-
-    def state(self) -> dict[str, object]:
-        return self.json("GET", "/sim/state")  # type: ignore[return-value]
 
 
 @pytest.fixture

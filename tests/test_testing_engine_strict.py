@@ -2,74 +2,19 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from learnsched.testing import EngineConfig, SimulatedEngine
 from learnsched.testing.engine import _parser, config_argv, config_from_args
 
-from engine_support import strict_engine
-
-PROMPT = "The capital of France is"
-
-
-class Client:
-    """Status, body and server-sent events of one engine; a dead server raises OSError."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url)
-        self.host, self.port = parts.hostname or "", parts.port or 80
-
-    def call(self, method: str, path: str, body: object = None) -> tuple[int, bytes]:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=20)
-        try:
-            payload = None if body is None else json.dumps(body)
-            conn.request(method, path, payload, {"Content-Type": "application/json"})
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def ok(self, method: str, path: str, body: object = None) -> Any:
-        status, data = self.call(method, path, body)
-        assert status == 200, (status, data)
-        return json.loads(data) if data else None
-
-    def stream(self, path: str, body: dict[str, Any]) -> list[Any]:
-        """Every event of a streamed generation (``"[DONE]"`` as the string)."""
-        status, data = self.call("POST", path, {**body, "stream": True})
-        assert status == 200, (status, data)
-        events: list[Any] = []
-        for line in data.decode().splitlines():
-            if line.startswith("data: "):
-                payload = line[len("data: ") :]
-                events.append(payload if payload == "[DONE]" else json.loads(payload))
-        return events
-
-    def state(self) -> dict[str, Any]:
-        return self.ok("GET", "/sim/state")  # type: ignore[no-any-return]
-
-    def gauges(self) -> tuple[float, float]:
-        text = self.call("GET", "/metrics")[1].decode()
-        values = re.findall(
-            r"^\S+_(?:running|waiting|running_reqs|queue_reqs)\{.*\} (\S+)$", text, re.MULTILINE
-        )
-        return float(values[0]), float(values[1])
-
-    def wait_for(self, test: Callable[[dict[str, Any]], bool], timeout_s: float = 5.0) -> None:
-        end = time.monotonic() + timeout_s
-        while not test(self.state()):
-            assert time.monotonic() < end, self.state()
-            time.sleep(0.005)
+from engine_support import PROMPT, Client, strict_engine
 
 
 def completion(tokens: int = 6, **extra: object) -> dict[str, Any]:
@@ -131,7 +76,7 @@ def assert_dead(engine: SimulatedEngine, client: Client, reason: str) -> None:
 # --- SGLang ------------------------------------------------------------------------------
 def test_sglang_generation_on_released_memory_kills_the_server() -> None:
     with strict("sglang") as (engine, client):
-        client.ok("POST", "/release_memory_occupation", {})
+        client.json("POST", "/release_memory_occupation", {})
         with pytest.raises(ConnectionError):
             client.call("POST", "/generate", generate())
         assert_dead(engine, client, "released.*illegal memory access")
@@ -140,7 +85,7 @@ def test_sglang_generation_on_released_memory_kills_the_server() -> None:
 def test_sglang_health_on_released_memory_kills_the_server() -> None:
     with strict("sglang") as (engine, client):
         assert client.call("GET", "/health")[0] == 200
-        client.ok("POST", "/release_memory_occupation", {"tags": ["kv_cache"]})
+        client.json("POST", "/release_memory_occupation", {"tags": ["kv_cache"]})
         with pytest.raises(ConnectionError):
             client.call("GET", "/health")
         assert_dead(engine, client, "illegal memory access")
@@ -159,7 +104,7 @@ def test_sglang_busy_release_kills_the_server() -> None:
 
 def test_sglang_resume_of_a_tag_never_released_kills_the_server() -> None:
     with strict("sglang") as (engine, client):
-        client.ok("POST", "/release_memory_occupation", {"tags": ["kv_cache"]})
+        client.json("POST", "/release_memory_occupation", {"tags": ["kv_cache"]})
         with pytest.raises(ConnectionError):
             client.call("POST", "/resume_memory_occupation", {"tags": ["weights"]})
         assert_dead(engine, client, "KeyError.*'weights'")
@@ -167,17 +112,17 @@ def test_sglang_resume_of_a_tag_never_released_kills_the_server() -> None:
 
 def test_sglang_pause_release_resume_continue_holds_arrivals_invisibly() -> None:
     with strict("sglang") as (engine, client):
-        before = client.ok("POST", "/generate", generate())["text"]
-        client.ok("POST", "/pause_generation", {"mode": "abort"})
-        client.ok("POST", "/release_memory_occupation", {})
-        held = Background(lambda: client.ok("POST", "/generate", generate()))
+        before = client.json("POST", "/generate", generate())["text"]
+        client.json("POST", "/pause_generation", {"mode": "abort"})
+        client.json("POST", "/release_memory_occupation", {})
+        held = Background(lambda: client.json("POST", "/generate", generate()))
         health = Background(lambda: client.call("GET", "/health"))
         client.wait_for(lambda s: s["held"] == 2)
         assert client.gauges() == (0.0, 0.0)  # the tokenizer manager holds them: unseen
-        client.ok("POST", "/resume_memory_occupation", {})
+        client.json("POST", "/resume_memory_occupation", {})
         time.sleep(0.05)
         assert held.thread.is_alive()  # still paused: resumed memory does not unpause
-        client.ok("POST", "/continue_generation", {})
+        client.json("POST", "/continue_generation", {})
         assert held.join()["text"] == before
         assert health.join()[0] == 200
         assert engine.death is None
@@ -187,23 +132,23 @@ def test_sglang_pause_abort_ends_in_flight_streams_retract_keeps_them_queued() -
     with strict("sglang", token_s=0.01) as (engine, client):
         stream = Background(lambda: client.stream("/generate", generate(100)))
         client.wait_for(lambda s: s["running"] == 1)
-        client.ok("POST", "/pause_generation", {})  # mode abort, the default
+        client.json("POST", "/pause_generation", {})  # mode abort, the default
         events = stream.join()
         assert events[-1] == "[DONE]"
         assert events[-2]["meta_info"]["finish_reason"]["type"] == "abort"
-        client.ok("POST", "/continue_generation", {})
+        client.json("POST", "/continue_generation", {})
         stream = Background(lambda: client.stream("/generate", generate(100)))
         client.wait_for(lambda s: s["running"] == 1)
-        client.ok("POST", "/pause_generation", {"mode": "retract"})
+        client.json("POST", "/pause_generation", {"mode": "retract"})
         client.wait_for(lambda s: s["waiting"] == 1 and s["running"] == 0)
         assert client.call("POST", "/pause_generation", {"mode": "later"})[0] == 400
-        client.ok("POST", "/continue_generation", {})
+        client.json("POST", "/continue_generation", {})
         events = stream.join()
         assert events[-2]["meta_info"]["finish_reason"]["type"] == "length"
         # A retracted request still waits in the scheduler: a release then is fatal.
         stream = Background(lambda: client.stream("/generate", generate(100)))
         client.wait_for(lambda s: s["running"] == 1)
-        client.ok("POST", "/pause_generation", {"mode": "retract"})
+        client.json("POST", "/pause_generation", {"mode": "retract"})
         client.wait_for(lambda s: s["waiting"] == 1)
         with pytest.raises(ConnectionError):
             client.call("POST", "/release_memory_occupation", {})
@@ -212,12 +157,12 @@ def test_sglang_pause_abort_ends_in_flight_streams_retract_keeps_them_queued() -
 
 def test_sglang_server_info_new_route_full_precision_and_deprecated_route() -> None:
     with strict("sglang", weights_mib=1000.0, metrics=False) as (_, client):
-        info = client.ok("GET", "/server_info")
+        info = client.json("GET", "/server_info")
         assert info["internal_states"][0]["memory_usage"]["weight"] == 0.977  # GB, 3 decimals
         assert info["enable_metrics"] is False
         assert info["enable_deterministic_inference"] is False
         assert client.state()["deprecated_calls"] == 0
-        client.ok("GET", "/get_server_info")
+        client.json("GET", "/get_server_info")
         assert client.state()["deprecated_calls"] == 1
         assert client.call("GET", "/metrics")[0] == 404  # no --enable-metrics
 
@@ -234,7 +179,7 @@ def test_vllm_queues_requests_while_asleep_unseen_by_the_gauges() -> None:
     with strict("vllm") as (engine, client):
         before = text_of(client.stream("/v1/completions", completion()))
         assert client.call("POST", "/sleep?level=1")[0] == 200
-        assert client.ok("GET", "/is_sleeping") == {"is_sleeping": True}
+        assert client.json("GET", "/is_sleeping") == {"is_sleeping": True}
         queued = Background(lambda: client.stream("/v1/completions", completion()))
         client.wait_for(lambda s: s["held"] == 1)
         assert client.gauges() == (0.0, 0.0)
@@ -271,13 +216,13 @@ def test_vllm_sleep_mode_wait_drains_and_level_0_only_pauses() -> None:
         assert client.call("POST", "/sleep?level=1&mode=soon")[0] == 400
         held = client.state()["device_bytes"]
         assert client.call("POST", "/sleep?level=0")[0] == 200
-        assert client.ok("GET", "/is_sleeping") == {"is_sleeping": True}
+        assert client.json("GET", "/is_sleeping") == {"is_sleeping": True}
         assert client.state()["device_bytes"] == held  # paused, nothing freed
         queued = Background(lambda: client.stream("/v1/completions", completion()))
         client.wait_for(lambda s: s["held"] == 1)
         client.call("POST", "/wake_up")
         assert queued.join()[-1] == "[DONE]"
-        assert client.ok("GET", "/is_sleeping") == {"is_sleeping": False}
+        assert client.json("GET", "/is_sleeping") == {"is_sleeping": False}
 
 
 def test_vllm_usage_only_final_event() -> None:
@@ -323,7 +268,7 @@ def test_greedy_text_varies_with_the_batch_unless_served_alone(dialect: str) -> 
     )
 
     def answer(client: Client) -> str:
-        data = client.ok("POST", path, body)
+        data = client.json("POST", path, body)
         return str(data["choices"][0]["text"] if dialect == "vllm" else data["text"])
 
     for variant in (True, False):
@@ -366,7 +311,7 @@ def test_strict_flags_each_named_in_help_and_round_trip() -> None:
 def test_strict_sglang_process_exits_naming_the_fault() -> None:
     with strict_engine("sglang") as engine:
         client = Client(engine.url)
-        client.ok("POST", "/release_memory_occupation", {})
+        client.json("POST", "/release_memory_occupation", {})
         with pytest.raises(ConnectionError):
             client.call("POST", "/v1/completions", completion())
         engine.process.wait(timeout=10)

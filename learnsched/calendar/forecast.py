@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _core
-from .._checks import integer, number, positive
+from .._checks import FloatArray, integer, number, positive
 
 __all__ = [
     "Calendar",
@@ -313,9 +313,9 @@ class SampleForecaster(Forecaster):
 
 def _cycles(
     observed: Sequence[tuple[float, float]], now_s: float, history_s: float | None
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[FloatArray, FloatArray]:
     """Cycle ``j``: the busy gap after observed window ``j`` and window ``j + 1``'s length."""
-    windows = np.array(observed, dtype=np.float64).reshape(-1, 2)
+    windows: FloatArray = np.array(observed, dtype=np.float64).reshape(-1, 2)
     if history_s is not None:
         windows = windows[windows[:, 0] >= now_s - history_s]
     return windows[1:, 0] - windows[:-1, 1], windows[1:, 1] - windows[1:, 0]
@@ -327,7 +327,7 @@ def _age(observed: Sequence[tuple[float, float]], now_s: float) -> float:
 
 
 def _tiled(
-    busy: np.ndarray, idle: np.ndarray, start: float, age: float, until_s: float
+    busy: FloatArray, idle: FloatArray, start: float, age: float, until_s: float
 ) -> Calendar:
     """The cycles in order, again and again, from ``start``; the first gap less ``age``."""
     windows: list[tuple[float, float]] = []
@@ -452,7 +452,7 @@ class EmpiricalForecaster(Forecaster):
 
     def cycles(
         self, observed: Sequence[tuple[float, float]], now_s: float
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[FloatArray, FloatArray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
         return _cycles(observed, now_s, self.history_s)
 
@@ -482,8 +482,8 @@ class EmpiricalForecaster(Forecaster):
 
     @staticmethod
     def _one(
-        busy: np.ndarray,
-        idle: np.ndarray,
+        busy: FloatArray,
+        idle: FloatArray,
         start: float,
         age: float,
         until_s: float,

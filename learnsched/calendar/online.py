@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._checks import integer
+from .._checks import FloatArray, integer
 from ..plan import Step, Steps
 from ..scenario import Scenario
 from ..solver import ActionKind, Model, Policy, core_policy
@@ -276,7 +276,7 @@ def evaluate_online(
     best = np.array([[o[CLAIRVOYANT].value for o in run] for run in runs])
     zeros = np.zeros(best.shape)
 
-    def matrix(name: str, field: str) -> np.ndarray:
+    def matrix(name: str, field: str) -> FloatArray:
         return np.array([[getattr(o[name], field) for o in run] for run in runs], dtype=np.float64)
 
     policies = {}

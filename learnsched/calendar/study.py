@@ -22,9 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .. import _core
-from .._checks import integer, nonnegative, positive
+from .._checks import FloatArray, integer, nonnegative, positive
 from ..scenario import HandoffCosts, Scenario
 from .causal import (
     CAUSAL_MOVES,
@@ -240,7 +241,7 @@ _FIELDS = (
 
 
 def _summaries(
-    names: Sequence[str], data: dict[str, dict[str, np.ndarray]], with_requests: bool
+    names: Sequence[str], data: dict[str, dict[str, FloatArray]], with_requests: bool
 ) -> dict[str, PolicySummary]:
     return {
         name: PolicySummary(
@@ -256,7 +257,7 @@ def _summaries(
     }
 
 
-def _empty(names: Sequence[str], seeds: int, cases: int) -> dict[str, dict[str, np.ndarray]]:
+def _empty(names: Sequence[str], seeds: int, cases: int) -> dict[str, dict[str, FloatArray]]:
     return {n: {f: np.zeros((seeds, cases)) for f in _FIELDS} for n in names}
 
 
@@ -283,7 +284,7 @@ def _state(progress: int, durable: int, lent: bool, age: float) -> dict[str, Any
 
 
 def _causal_steps(
-    h: int, start: float, seed: int, policy: str, steps: dict[str, np.ndarray]
+    h: int, start: float, seed: int, policy: str, steps: dict[str, npt.NDArray[Any]]
 ) -> list[dict[str, Any]]:
     t = steps["t"].tolist()
     gap = steps["gap_start"].tolist()
@@ -469,8 +470,8 @@ def gap_calibration(
     for k, model in enumerate(FORECASTERS):
         make = make_forecaster(model)
         assert make.gap_model == model
-        pits: list[np.ndarray] = []
-        crps: list[np.ndarray] = []
+        pits: list[FloatArray] = []
+        crps: list[FloatArray] = []
         for h, t0 in enumerate(starts):
             t1 = t0 + settings.horizon_s
             inside = (start >= t0) & (start < t1)

@@ -45,7 +45,7 @@ from typing import Any, Protocol
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
 from ..handoff.engines import Parked
-from ..handoff.errors import EngineBusy, HandoffProbeError
+from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
@@ -394,7 +394,11 @@ class ControlLoop:
         """A park that raised: closed in the ledger if the engine refused it (nothing
         was released); otherwise the engine is returned if it says it is parked, and
         quarantined if it cannot say (SGLang)."""
-        refused = isinstance(err, HttpStatusError) and err.status < 500
+        # The engine refused (4xx), or its configuration stopped the park before any
+        # call touched it: nothing was released.
+        refused = (isinstance(err, HttpStatusError) and err.status < 500) or isinstance(
+            err, ServerConfigError
+        )
         self._record("park-failed", failure=str(err), detail={"refused": refused})
         if refused:
             return
@@ -415,10 +419,10 @@ class ControlLoop:
         if parked is None and not asleep:
             return
         call = self.engine.unpark
+        acked, steps = (None, set()) if parked is None else park_progress(records, parked)
+        if acked is not None and isinstance(acked.detail.get("parked"), dict):
+            self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
         if parked is not None and not asleep:
-            acked, steps = park_progress(records, parked)
-            if acked is not None and isinstance(acked.detail.get("parked"), dict):
-                self.engine.parked = Parked.from_json(acked.detail["parked"])
             if asleep is False:  # vLLM awake: nothing to resume, readiness only
                 call = self.engine.ready
             elif acked is None and "release_sent" in steps:
