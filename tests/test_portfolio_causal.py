@@ -324,10 +324,14 @@ def test_the_causal_study_has_intervals_and_gains_paired_by_draw() -> None:
     for s in stats.values():
         j = s.to_json()
         assert j["ci95"][0] <= j["mean_value"] <= j["ci95"][1]
-        assert {"mean_late_requests", "mean_lateness_s"} <= set(j)
+        assert {"mean_late_requests", "mean_lateness_s", "slo_misses"} <= set(j)
     known = stats[KNOWN_CALENDAR]
     assert isinstance(known, CausalPolicyStats)
     assert known.late_requests == (0, 0)
+    assert known.to_json()["slo_misses"] is None
+    seq = stats["sequential"].to_json()
+    assert seq["slo_misses"] is not None
+    assert 0.0 <= seq["slo_misses"] <= 1.0
 
 
 @pytest.mark.slow

@@ -97,10 +97,18 @@ class CausalPortfolioOutcome:
     publish_s: dict[str, float | None]
     loans: dict[str, int]
 
+    @property
+    def slo_misses(self) -> float | None:
+        """Late requests over the requests served (the bad-request rate of Eq. A.2 with no
+        failures); None for the known calendar, which serves no trace."""
+        if self.requests is None:
+            return None
+        return self.late_requests / self.requests if self.requests else 0.0
+
     def to_json(self) -> dict[str, Any]:
         """``value``, ``publish_s``, ``gpu_s`` (as a portfolio plan's), then ``benefit``,
-        ``cost``, ``late_requests``, ``lateness_s``, ``requests``, ``handoffs``,
-        ``checkpoints`` and ``loans``."""
+        ``cost``, ``late_requests``, ``lateness_s``, ``requests``, ``slo_misses``,
+        ``handoffs``, ``checkpoints`` and ``loans``."""
         return {
             "value": self.value,
             "publish_s": dict(self.publish_s),
@@ -110,6 +118,7 @@ class CausalPortfolioOutcome:
             "late_requests": self.late_requests,
             "lateness_s": self.lateness_s,
             "requests": self.requests,
+            "slo_misses": self.slo_misses,
             "handoffs": self.handoffs,
             "checkpoints": self.checkpoints,
             "loans": dict(self.loans),
@@ -334,17 +343,28 @@ class CausalPolicyStats(PolicyStats):
         Requests served late per draw (summed over its horizons).
     lateness_s
         Their request-seconds past the deadline per draw.
+    requests
+        Requests served per draw (None for the known calendar).
     """
 
     late_requests: tuple[int, ...] = ()
     lateness_s: tuple[float, ...] = ()
+    requests: tuple[int | None, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """:meth:`PolicyStats.to_json` and the mean ``late_requests`` and ``lateness_s``."""
+        """:meth:`PolicyStats.to_json`, the mean ``late_requests`` and ``lateness_s``, and
+        ``slo_misses``: late requests over requests served, pooled over the draws (None for
+        the known calendar)."""
+        served = [r for r in self.requests if r is not None]
+        misses = None
+        if served and len(served) == len(self.requests):
+            total = sum(served)
+            misses = sum(self.late_requests) / total if total else 0.0
         return {
             **super().to_json(),
             "mean_late_requests": float(np.mean(self.late_requests)),
             "mean_lateness_s": float(np.mean(self.lateness_s)),
+            "slo_misses": misses,
         }
 
 
@@ -423,6 +443,11 @@ def causal_draw(
     return out
 
 
+def _served(runs: list[CausalPortfolioOutcome]) -> int | None:
+    counts = [r.requests for r in runs]
+    return None if None in counts else sum(c for c in counts if c is not None)
+
+
 def run_causal_study(
     seeds: int = 10,
     settings: Sequence[str] = CAUSAL_SETTINGS,
@@ -459,6 +484,7 @@ def run_causal_study(
                 gpu_hours=tuple(total(d[p], "gpu_s") / 3600.0 for d in draws),
                 late_requests=tuple(int(total(d[p], "late_requests")) for d in draws),
                 lateness_s=tuple(total(d[p], "lateness_s") for d in draws),
+                requests=tuple(_served(d[p]) for d in draws),
             )
             for p in STUDY_POLICIES
         }
