@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'read_online_spec', 'run_causal', 'run_online', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate', 'validate_portfolio']
+__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_portfolio_policies', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'read_online_spec', 'run_causal', 'run_online', 'run_portfolio_causal', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate', 'validate_portfolio']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -940,6 +940,10 @@ def causal_plans() -> list[str]:
     """
     The plan kinds of causal decisions, by their index in steps' plan column.
     """
+def causal_portfolio_policies() -> list[str]:
+    """
+    The causal portfolio policies, in output order.
+    """
 def cost_fields() -> list[str]:
     """
     The cost causes in the order of solve_batch's cost columns.
@@ -971,6 +975,10 @@ def run_causal(schedule: UnlentSchedule, jobs: list[tuple[typing.Any, ...]], thr
 def run_online(cases: list[tuple[typing.Any, ...]], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[list[Plan]]:
     """
     Each case (true scenario, sample windows, offsets: full calendars) run online: one plan per policy, then the clairvoyant's, on threads over the cases.
+    """
+def run_portfolio_causal(schedule: UnlentSchedule, candidates: collections.abc.Sequence[CausalCandidate], durable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pools: collections.abc.Sequence[GapPool | None], tables: collections.abc.Sequence[SampleTables | None], from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, portfolio_policy: str, policy: str, return_level: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]:
+    """
+    A causal portfolio over [from_s, to_s) of the schedule: totals, per-candidate publish_s (NaN: not published) and loans.
     """
 def scenario_rows(windows: collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]], costs: collections.abc.Sequence[HandoffCosts], initial: collections.abc.Sequence[State], window_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], work_quanta: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], quantum_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], benefit_rate: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], horizon_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], cost_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], initial_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Scenario]:
     """

@@ -765,7 +765,13 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         incumbent = plan_at(c, point, lead);
         incumbent_k = lead;
     }
-    if (policy == CausalPolicy::CostedWindow) return {incumbent, move_of(point, incumbent)};
+    const double per = 1.0 / static_cast<double>(n);
+    const double wait_value = point.lent ? std::numeric_limits<double>::quiet_NaN()
+                                         : scratch.score[0] * per;
+    if (policy == CausalPolicy::CostedWindow) {
+        return {incumbent, move_of(point, incumbent), scratch.score[incumbent_k] * per,
+                wait_value};
+    }
     if (policy == CausalPolicy::MeanDp) {  // from Never's plan: wait, or abandon if lent
         incumbent = plan_at(c, point, 0);
         incumbent_k = 0;
@@ -788,7 +794,7 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         }
         if (!any) {  // nothing is safe enough: the plan most likely to be in time
             const CausalPlan plan = plan_at(c, point, safest);
-            return {plan, move_of(point, plan)};
+            return {plan, move_of(point, plan), scratch.score[safest] * per, wait_value};
         }
         if (!allowed[incumbent_k]) {
             incumbent_k = static_cast<std::size_t>(
@@ -806,7 +812,7 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
             incumbent = plan;
         }
     }
-    return {incumbent, move_of(point, incumbent)};
+    return {incumbent, move_of(point, incumbent), best * per, wait_value};
 }
 
 // --- the simulator ----------------------------------------------------------------------------
@@ -981,6 +987,22 @@ CausalSim::StepResult CausalSim::apply(Move move) {
                       c_.lateness_price * pending_.lateness_s;
     value_ += pending_.reward;
     return pending_;
+}
+
+void CausalSim::resume(const CausalCandidate& candidate, int progress, int durable) {
+    if (deciding_ && point_.lent) {
+        throw std::logic_error("a causal run can change candidates only while not lent");
+    }
+    CausalCandidate next = prepare(candidate);
+    if (durable < 0 || progress < durable || progress >= next.work_quanta) {
+        throw std::invalid_argument("resume: need 0 <= durable <= progress < work_quanta, got " +
+                                    std::to_string(durable) + ", " + std::to_string(progress));
+    }
+    c_ = std::move(next);
+    point_.progress = progress;
+    point_.durable = durable;
+    done_ = published_ = false;
+    if (!deciding_) next_gap();
 }
 
 double CausalSim::bound() const {

@@ -262,6 +262,11 @@ struct DecisionScratch {
 struct CausalDecision {
     CausalPlan plan;
     Move move = Move::Wait;
+    // Expected scores (mean over the N samples, s-eq.) of the chosen plan and, idle, of
+    // waiting: what lending now gains over waiting (a portfolio ranks candidates by it).
+    // NaN for Window, which reads no forecast.
+    double value = std::numeric_limits<double>::quiet_NaN();
+    double wait_value = std::numeric_limits<double>::quiet_NaN();
 };
 CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, CausalPolicy policy,
                       double return_level, const CausalForecast& forecast, std::uint64_t& rng,
@@ -285,6 +290,11 @@ class CausalSim {
     };
     // Take `move` (std::invalid_argument if not allowed) and run to the next decision.
     StepResult apply(Move move);
+
+    // Continue with another candidate (a portfolio's next one) at its own progress: only
+    // while not lent (std::logic_error otherwise). A run that stopped because its candidate
+    // was done resumes at the next gap of the horizon; value and counts keep adding up.
+    void resume(const CausalCandidate& candidate, int progress, int durable);
 
     // Totals so far.
     double value() const { return value_; }
