@@ -705,8 +705,39 @@ COMMANDS: dict[str, Command] = {
     ),
     "portfolio": Command(
         required=files(json_files(portfolio_specs(), "p.json")),
-        never=frozenset({"--study", "--seeds", "--setting"}),  # the study runs for minutes
-        names=(*SCENARIO_NAMES, "candidates", "gpus", "budget_gpu_s", "policies", "SPEC", "spec"),
+        # The study runs for minutes, and so does causal mode on the shipped trace: its
+        # --trace is always a small drawn file.
+        never=frozenset({"--study", "--seeds", "--setting"}),
+        options={
+            "--trace": files(azure_files("t.csv")),
+            "--samples": values(["1", "2", "0", "-1", "65537", "2147483648", "x"]),
+        },
+        names=(
+            *SCENARIO_NAMES,
+            "candidates",
+            "gpus",
+            "budget_gpu_s",
+            "policies",
+            "SPEC",
+            "spec",
+            "trace",
+            "TIMESTAMP",
+            "ContextTokens",
+            "GeneratedTokens",
+            "samples",
+            "from_s",
+            "to_s",
+            "horizon",
+            "history_s",
+            "slo_s",
+            "lateness_price",
+            "return_level",
+            "candidate policy",
+            "forecaster",
+            "portfolio",
+            "shared",
+            "work_quanta",
+        ),
     ),
     "econ calibrate-alerts": Command(
         # Small fits always (the defaults fit for seconds a run); the pools hold huge sizes.
@@ -1456,6 +1487,7 @@ CAUSAL_NAMES = (
     "lateness_price", "policy", "forecast", "return_level", "pool", "tables", "seed",
     "threads", "job", "max_nodes", "branches", "probabilities", "scenario tree", "move",
     "state", "progress", "durable", "gap_start", "incompatible", "now_s", "history_s",
+    "candidate", "portfolio", "shared", "per candidate",
     "close_s", "reach_s", "repeat_last", "gap model", "record", "ages", "remaining", "n ",
     "work size", "candidate", "1-D", "finite",
 )  # fmt: skip
@@ -1573,6 +1605,39 @@ def tree_calls(draw: st.DrawFn, exact: bool = False) -> Call:
             draw(st.booleans()),
         ),
     )
+
+
+@st.composite
+def portfolio_causal_calls(draw: st.DrawFn) -> Call:
+    schedule = draw(unlent_schedules())
+    first = draw(causal_candidates())
+    n = draw(st.integers(0, 3))
+    # The return path and the lateness price are shared: the others differ in the rest.
+    others = [
+        _core.CausalCandidate(
+            draw(st.integers(1, 3)), draw(st.floats(0.5, 5)), draw(st.floats(0, 2)),
+            draw(st.floats(1, 200)), first.return_s, first.residency_rate, first.save_s,
+            first.load_s, first.lateness_price,
+        )
+        for _ in range(n - 1)
+    ]  # fmt: skip
+    candidates = [first, *others][:n]
+    pools = [draw(st.none() | gap_pools(schedule)) for _ in candidates]
+    from_s, to_s = draw(causal_horizon(schedule))
+    args = (
+        schedule,
+        draw(maybe(st.just(candidates), st.lists(junk, max_size=2))),
+        draw(maybe(st.just([0] * n), st.lists(st.integers(-2, 4), max_size=4))),
+        draw(maybe(st.just(pools), st.lists(st.none(), max_size=4))),
+        draw(maybe(st.just([None] * n), st.lists(junk, max_size=2))),
+        from_s,
+        to_s,
+        draw(maybe(st.sampled_from(_core.causal_portfolio_policies()))),
+        draw(maybe(st.sampled_from(CAUSAL_POLICIES))),
+        draw(maybe(st.floats(0, 1), floats)),
+        draw(maybe(st.integers(0, 2**64 - 1), st.integers(-3, -1))),
+    )
+    return Call(_core.run_portfolio_causal, args)
 
 
 def _named_check(name: str, value: Any) -> Any:
@@ -2040,6 +2105,8 @@ BINDINGS: dict[str, Binding] = {
         st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.stream_seed, a)),
         ("incompatible",),
     ),
+    "_core.run_portfolio_causal": Binding(portfolio_causal_calls(), CAUSAL_NAMES),
+    "_core.causal_portfolio_policies": Binding(st.just(Call(_core.causal_portfolio_policies)), ()),
     "_core.causal_moves": Binding(st.just(Call(_core.causal_moves)), ()),
     "_core.causal_plans": Binding(st.just(Call(_core.causal_plans)), ()),
     "_core.read_online_spec": Binding(

@@ -745,7 +745,7 @@ def test_private_online_readers_are_bounded() -> None:
         "forecast": {"\udfff": 2},
     }
     for data in (b'"\xff"', b'{"a\xc3": 1}', b'"\xf4\x90\x80\x80"', b'"\xe2\x82'):
-        with pytest.raises(ValueError, match="not valid JSON: (Invalid UTF-8 byte|Unterminated)"):
+        with pytest.raises(ValueError, match=r"not valid JSON: (Invalid UTF-8 byte|Unterminated)"):
             _core.read_online_spec(data, 32, tuple)
     assert _core.read_online_spec('"\u00e9\u20ac\U0001f600"'.encode(), 32, tuple) == (
         "\u00e9\u20ac\U0001f600"
