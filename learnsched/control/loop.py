@@ -27,8 +27,10 @@ readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answer
 pipe, and each ledger append fsyncs. The control flow itself is one sequence (decide,
 park, work, save, return) that must never interleave with itself, so it runs on one
 thread; a second thread polls ``/metrics`` and sets an event the moment load appears,
-so the reaction to an arrival is bounded by one poll plus one quantum (the paper's
-pollable waits, Section 6.3), never by a sleep. asyncio would have to push every one
+and interrupts the trainer's quantum in progress (:meth:`TrainerProcess.interrupt`: the
+partial quantum is lost, as the model counts whole quanta), so the early return starts
+within one poll of an arrival (the paper's pollable waits, Section 6.3), never after a
+sleep or the rest of a quantum. asyncio would have to push every one
 of those calls to executor threads and would add no concurrency the loop can use.
 """
 
@@ -63,7 +65,7 @@ from .journal import (
 )
 from .locks import RunLocks
 from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
-from .trainer import TrainerError, TrainerLost, TrainerProcess
+from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
 
@@ -284,6 +286,7 @@ class ControlLoop:
         self.report = progress
         self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
+        self.watcher.on_arrival = self._arrival
         self.totals = Totals()
         self.overhead = Overhead(decision_s=[])
         self.run_id = 0
@@ -310,6 +313,11 @@ class ControlLoop:
     def stop(self) -> None:
         """Ask the loop to stop (a lent window returns at the next quantum)."""
         self._stop.set()
+
+    def _arrival(self) -> None:
+        """Load arrived (the watcher's thread): cut the lent window's quantum short."""
+        if self.lent:
+            self.trainer.interrupt()
 
     def _record(self, kind: str, **fields: Any) -> None:
         detail = {"run": self.run_id, "t_s": self.now(), **fields.pop("detail", {})}
@@ -606,7 +614,8 @@ class ControlLoop:
 
     # --- one lent window ------------------------------------------------------------------
     def _lend(self, window: Window, windows: list[Window], action: Action) -> None:
-        self.watcher.arrived.clear()
+        self.watcher.arrived.clear()  # then the interrupt: an arrival between sets arrived
+        self.trainer.clear_interrupt()
         # Recorded before the release is sent: a run killed at any point after this
         # line leaves an open park, and the next run returns the engine.
         self._record(
@@ -657,6 +666,9 @@ class ControlLoop:
                 self._early_save(windows, why.args[0])
             lost = self._discard()
         except TrainerLost as err:
+            if isinstance(err, TrainerIgnoredInterrupt):  # an early return all the same
+                self._park_stamps["interrupted"] = time.perf_counter_ns()
+                early = True
             lost = self._trainer_lost(str(err))
         except TrainerError as err:
             lost = self._trainer_failed(str(err))
@@ -699,9 +711,7 @@ class ControlLoop:
             if not self._fits(window, 1, save):
                 self._say("deadline")
                 return
-            start = time.perf_counter()
-            advanced = self.trainer.advance(1, self.options.trainer_timeout_s)
-            seconds = time.perf_counter() - start
+            advanced, seconds = self._advance()
             self.quantum_s = max(self.quantum_s, seconds)
             self.progress = advanced.progress
             if advanced.loss is not None and not math.isfinite(advanced.loss):
@@ -717,6 +727,31 @@ class ControlLoop:
                 detail={"progress": self.progress, "loss": advanced.loss, "seconds": seconds},
             )
         self._interrupt()
+
+    def _advance(self) -> tuple[Advanced, float]:
+        """One quantum, and the seconds it took; :class:`_Interrupted` if an arrival cut
+        it short (recorded: its partial work is lost, durable progress stays)."""
+        start = time.perf_counter()
+        try:
+            advanced = self.trainer.advance(1, self.options.trainer_timeout_s)
+        except TrainerIgnoredInterrupt:
+            self._cut_short(time.perf_counter() - start, honoured=False)
+            raise
+        seconds = time.perf_counter() - start
+        if advanced.interrupted:
+            self.progress = advanced.progress
+            self._cut_short(seconds, honoured=True)
+            raise _Interrupted("load")
+        return advanced, seconds
+
+    def _cut_short(self, seconds: float, *, honoured: bool) -> None:
+        self.totals.interrupted_quanta += 1
+        self._record(
+            "interrupted",
+            durable_progress=self.durable,
+            detail={"progress": self.progress, "seconds": seconds, "honoured": honoured},
+        )
+        self._say("interrupted")
 
     def _checkpoint(self) -> None:
         start = time.perf_counter()
