@@ -42,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
@@ -69,7 +69,15 @@ from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLos
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
 
-__all__ = ["ControlLoop", "Decider", "LoopOptions", "ModelDecider", "Overhead"]
+__all__ = [
+    "MOVES",
+    "ControlLoop",
+    "Decider",
+    "LoopOptions",
+    "ModelDecider",
+    "MoveDecider",
+    "Overhead",
+]
 
 # Slack for Eq. 10 on a window trimmed to "now": a decision is taken a moment after it.
 _EPS_S = 1e-6
@@ -80,6 +88,30 @@ class Decider(Protocol):
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """The action for ``windows[0]`` (the current window) in state ``(p, pbar)``."""
+        ...
+
+
+MOVES = ("work", "save", "checkpoint_return", "discard_return", "abandon", "wait")
+"""What a :class:`MoveDecider` may answer between quanta."""
+
+
+@runtime_checkable
+class MoveDecider(Decider, Protocol):
+    """A :class:`Decider` that also re-decides at every quantum boundary of a lent window
+    (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
+
+    Between two quanta the loop asks :meth:`next_move` and obeys its ``move``:
+    ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
+    ``checkpoint_return`` (checkpoint and return now), ``discard_return`` or ``abandon``
+    (return now, the unsaved work dropped); ``wait`` while lent returns as a discard
+    does (an idle parked engine serves nobody).
+    """
+
+    def next_move(
+        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
+    ) -> tuple[str, int, str]:
+        """``(plan, quanta, move)`` at ``now_s`` in the gap that began at ``gap_start_s``
+        (loop clock, seconds), in state ``(p, pbar)``."""
         ...
 
 
@@ -592,7 +624,10 @@ class ControlLoop:
     def _window_of(self, windows: list[Window]) -> None:
         """Decide and act on ``windows[0]``, now open."""
         now = self.now()
-        self._planned = windows[0]  # as the calendar has it (the ledger's planned times)
+        # As the calendar has it (the ledger's planned times), even if it opened before
+        # the loop was ready: upcoming() trims an open window to now.
+        planned = getattr(self.calendar, "planned", None)
+        self._planned = windows[0] if planned is None else planned(windows[0])
         window = Window(max(windows[0].start_s, now), windows[0].end_s)
         windows = [window, *windows[1:]]
         self._handled_end = window.end_s
@@ -650,11 +685,12 @@ class ControlLoop:
             try:
                 self.trainer.resume(self.options.trainer_timeout_s)
                 publish = action.kind == ActionKind.PUBLISH
-                self._work(window, action.quanta, action.checkpoint or publish)
+                moved = self._work(window, action.quanta, action.checkpoint or publish)
                 if publish and self.progress == self.work_quanta:
                     self._publish()
                 elif (
-                    action.checkpoint
+                    not moved
+                    and action.checkpoint
                     and self.progress > self.durable
                     and self._fits(window, 0, True)
                 ):
@@ -704,13 +740,17 @@ class ControlLoop:
         if self.watcher.arrived.is_set():
             raise _Interrupted("load")
 
-    def _work(self, window: Window, quanta: int, save: bool) -> None:
-        """Advance up to ``quanta`` quanta, one at a time, checking load between them."""
-        for _ in range(quanta):
+    def _work(self, window: Window, quanta: int, save: bool) -> bool:
+        """Advance up to ``quanta`` quanta, one at a time, checking load between them
+        (and asking a :class:`MoveDecider`); whether a move ended the window (its save
+        is then done or refused)."""
+        for done in range(quanta):
             self._interrupt()
+            if done and self._move(window):
+                return True
             if not self._fits(window, 1, save):
                 self._say("deadline")
-                return
+                return False
             advanced, seconds = self._advance()
             self.quantum_s = max(self.quantum_s, seconds)
             self.progress = advanced.progress
@@ -727,6 +767,39 @@ class ControlLoop:
                 detail={"progress": self.progress, "loss": advanced.loss, "seconds": seconds},
             )
         self._interrupt()
+        return False
+
+    def _move(self, window: Window) -> bool:
+        """Ask a :class:`MoveDecider` between quanta and obey it; whether to return now.
+
+        ``work`` is not journalled (one record per quantum would double the ledger);
+        every other move is a ``decision`` record (``phase`` ``quantum``)."""
+        decider = self._decider
+        if not isinstance(decider, MoveDecider):
+            return False
+        start = time.perf_counter()
+        plan, quanta, move = decider.next_move(
+            self.now(), self._planned.start_s, self.progress, self.durable, True
+        )
+        self.overhead.decision_s.append(time.perf_counter() - start)
+        if move not in MOVES:
+            raise ValueError(f"next_move: move must be one of {', '.join(MOVES)}, got {move!r}")
+        if move == "work":
+            return False
+        self.totals.decisions += 1
+        self._record(
+            "decision",
+            durable_progress=self.durable,
+            detail={
+                "phase": "quantum", "policy": "move", "window": [window.start_s, window.end_s],
+                "progress": self.progress, "move": move, "plan": plan, "quanta": quanta,
+                "latency_s": self.overhead.decision_s[-1],
+            },
+        )  # fmt: skip
+        if move in ("save", "checkpoint_return") and self.progress > self.durable:
+            self._checkpoint()
+        self._say(move.replace("_", " "))
+        return move != "save"
 
     def _advance(self) -> tuple[Advanced, float]:
         """One quantum, and the seconds it took; :class:`_Interrupted` if an arrival cut
