@@ -321,7 +321,23 @@ Decisions decide_many(const Model& model, const py::object& window, const py::ob
     return {kind, quanta, checkpoint, cold};
 }
 
-using PlanColumns = py::typing::Dict<py::str, py::array>;
+// A column of any dtype (the plan's columns differ), named numpy.typing.NDArray[typing.Any]
+// in the stubs: a bare numpy.ndarray lacks type arguments under numpy < 2.3's stubs.
+class AnyArray : public py::array {
+public:
+    using py::array::array;
+};
+}  // namespace
+
+namespace pybind11::detail {
+template <>
+struct handle_type_name<AnyArray> {
+    static constexpr auto name = const_name("numpy.typing.NDArray[typing.Any]");
+};
+}  // namespace pybind11::detail
+
+namespace {
+using PlanColumns = py::typing::Dict<py::str, AnyArray>;
 
 // A plan's segments as one array per field, filled in one pass: reading `steps` builds a
 // Python object per segment and field, which costs ~250x the plan's C++ walk.

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import integer, nonnegative, number
+from .._checks import FloatArray, integer, nonnegative, number
 from .alert_experiment import PAPER_FIG10
 from .alerts import PAPER_RECOVERY_S, AlertDraws, AlertModel, _mean_losses, draw_alerts
 
@@ -231,13 +231,13 @@ class AlertCalibration:
 
 def _fit(
     family: str, draws: Sequence[AlertDraws], model: AlertModel
-) -> tuple[np.ndarray[Any, np.dtype[np.float64]], int]:
+) -> tuple[FloatArray, int]:
     """Least squares over the printed means (Nelder-Mead from the reported means)."""
     from scipy.optimize import minimize  # only here: the alert experiment imports no scipy
 
     width = 1 if family == "offset" else 2
 
-    def objective(x: np.ndarray[Any, np.dtype[np.float64]]) -> float:
+    def objective(x: FloatArray) -> float:
         try:
             samples = _samples(family, x.tolist())
         except ValueError:  # a recovery time <= 0: outside the family

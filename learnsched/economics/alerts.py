@@ -218,7 +218,9 @@ class AlertDraws:
     def recovery_s(self, samples: npt.ArrayLike) -> FloatArray:
         """Realised recovery time per alert from an engine's samples, seconds."""
         data = array("recovery_samples", samples, low=0.0)
-        index = np.minimum((self.recovery_quantile * data.size).astype(np.intp), data.size - 1)
+        index: npt.NDArray[np.intp] = np.minimum(
+            (self.recovery_quantile * data.size).astype(np.intp), data.size - 1
+        )
         return data[index]
 
 

@@ -7,7 +7,8 @@ change in eventual correctness and in remaining charged cost matters.
 
 from __future__ import annotations
 
-from typing import overload
+from collections.abc import Sequence
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -18,13 +19,22 @@ from ._checks import same_length, values
 __all__ = ["continuation_advantage", "should_continue"]
 
 
+# One entry per history (a 1-D array or a list). The overloads keep a number apart from a
+# batch, so a number's result is typed float and a batch's an array, with no overlap.
+Batch = Sequence[float] | npt.NDArray[Any]
+
+
 @overload
 def continuation_advantage(
     answer_value: float, expected_dq: float, expected_dc: float
 ) -> float: ...
 @overload
 def continuation_advantage(
-    answer_value: float, expected_dq: npt.ArrayLike, expected_dc: npt.ArrayLike
+    answer_value: float, expected_dq: Batch, expected_dc: float | Batch
+) -> FloatArray: ...
+@overload
+def continuation_advantage(
+    answer_value: float, expected_dq: float, expected_dc: Batch
 ) -> FloatArray: ...
 def continuation_advantage(
     answer_value: float, expected_dq: npt.ArrayLike, expected_dc: npt.ArrayLike
@@ -57,7 +67,11 @@ def continuation_advantage(
 def should_continue(answer_value: float, expected_dq: float, expected_dc: float) -> bool: ...
 @overload
 def should_continue(
-    answer_value: float, expected_dq: npt.ArrayLike, expected_dc: npt.ArrayLike
+    answer_value: float, expected_dq: Batch, expected_dc: float | Batch
+) -> npt.NDArray[np.bool_]: ...
+@overload
+def should_continue(
+    answer_value: float, expected_dq: float, expected_dc: Batch
 ) -> npt.NDArray[np.bool_]: ...
 def should_continue(
     answer_value: float, expected_dq: npt.ArrayLike, expected_dc: npt.ArrayLike

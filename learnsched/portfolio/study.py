@@ -18,11 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .._checks import integer
+from .._checks import FloatArray, integer
 from ..scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
 from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
 
@@ -63,7 +63,7 @@ QUANTUM_S = 60.0
 KINDS = (("tool", 5, 20), ("guidance", 10, 40), ("adapter", 60, 180))
 
 
-def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray:
+def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> FloatArray:
     """Serving demand per five-minute slot over 24 hours, in GPUs' worth.
 
     ``stable`` hovers at half the fleet; ``single_burst`` has one three-hour burst at a
@@ -73,11 +73,12 @@ def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray
     """
     t = np.arange(DAY_SLOTS) * SLOT_S / HOUR_S  # hours
     half = gpus / 2
+    level: FloatArray
     if shape == "stable":
         level = np.full(DAY_SLOTS, half)
     elif shape == "single_burst":
         start = rng.uniform(6.0, 16.0)
-        level = 0.3 * gpus + 0.6 * gpus * ((t >= start) & (t < start + 3.0))
+        level = 0.3 * gpus + 0.6 * gpus * ((t >= start) & (t < start + 3.0)).astype(np.float64)
     elif shape == "recurrent":
         level = half + 0.32 * gpus * np.sin(2 * np.pi * t / 6.0 + rng.uniform(0, 2 * np.pi))
     elif shape == "decaying":
@@ -88,7 +89,7 @@ def demand(shape: str, rng: np.random.Generator, gpus: int = GPUS) -> np.ndarray
 
 
 def idle_calendars(
-    load: np.ndarray, gpus: int = GPUS
+    load: FloatArray, gpus: int = GPUS
 ) -> tuple[tuple[tuple[float, float], ...], ...]:
     """Each GPU's idle windows, seconds: GPU ``g`` serves slot ``k`` while
     ``g < clip(ceil(load[k]), 1, gpus)``; every slot it is idle is one window, decided on
@@ -100,7 +101,7 @@ def idle_calendars(
     )
 
 
-def _synthetic_candidates(rng: np.random.Generator, load: np.ndarray) -> list[Candidate]:
+def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Candidate]:
     """24 candidates whose benefit follows demand: a candidate of base rate ``u`` earns
     ``u * d_k / mean(d)`` per second in slot ``k`` (its users come with the demand)."""
     shape = load / max(float(np.mean(load)), 1e-9)
@@ -242,7 +243,7 @@ class StudyResult:
         }
 
     # (heading, width, alignment) of each column of :meth:`table` and :meth:`markdown`.
-    _COLUMNS = (
+    _COLUMNS: ClassVar[tuple[tuple[str, int, str], ...]] = (
         ("setting", 14, "<"),
         ("policy", 15, "<"),
         ("mean value", 12, ">"),
