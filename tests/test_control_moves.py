@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from learnsched.control.loop import ControlLoop, ModelDecider, MoveDecider
+from learnsched.control.loop import MOVES, ControlLoop, ModelDecider, MoveDecider
 from learnsched.control.trainer import TrainerCosts
 from learnsched.handoff import HandoffRecord, read_ledger
 from learnsched.scenario import HandoffCosts
@@ -70,10 +70,21 @@ def kinds(records: list[HandoffRecord]) -> list[str]:
     return out
 
 
-def test_the_small_decider_is_a_move_decider() -> None:
+def test_the_causal_decider_and_the_small_one_are_move_deciders() -> None:
+    import numpy as np
+
+    from learnsched.capacity import Trace
+    from learnsched.control.forecast import CausalForecastDecider
+
     handoff = HandoffCosts(recovery_s=0.2)
     assert isinstance(ScriptedMoves([], 10, 1.0, handoff, 1.0, 100.0), MoveDecider)
     assert not isinstance(ModelDecider(10, 1.0, handoff, 1.0, 100.0), MoveDecider)
+    gaps = np.cumsum(np.random.default_rng(0).exponential(120.0, 60))
+    history = Trace(gaps, np.full(60, 2.0), gaps + 30.0)
+    causal = CausalForecastDecider(12, 5.0, handoff, 0.25, 3600.0, history=history, samples=4)
+    assert isinstance(causal, MoveDecider)
+    _, _, move = causal.next_move(30.0, 10.0, 2, 1, True)
+    assert move in MOVES
 
 
 def test_save_then_checkpoint_return(tmp_path: Path) -> None:
