@@ -268,6 +268,35 @@ def azure_files(name: str = "azure.csv") -> st.SearchStrategy[File]:
     return csv_files(("TIMESTAMP", "ContextTokens", "GeneratedTokens"), cell, name)
 
 
+TOML_DOCUMENTS = [
+    'engine = "vllm"\n',
+    "metrics-port = 99999\n",
+    'metrics-port = "x"\n',
+    "seconds = -1\n",
+    "seconds = nan\n",
+    "samples = 2147483648\n",
+    "queue = [1, 2]\n",
+    "[trainer-options]\na = 1\n",
+    "trainer-options = 1\n",
+    "bogus = true\n",
+    "json = 1\n",
+    "x = " + "[" * 3000 + "]" * 3000 + "\n",
+    "= =\n",
+]
+
+
+@st.composite
+def toml_files(draw: st.DrawFn, name: str = "c.toml") -> File:
+    """A ``--config`` file: mostly a document of one odd flag, else mutated bytes."""
+    data = draw(st.sampled_from(TOML_DOCUMENTS)).encode()
+    kind = draw(st.integers(0, 5))
+    if kind == 4:
+        data = b"\xef\xbb\xbf" + data
+    elif kind == 5:
+        data = _mutate_bytes(data, draw)
+    return File(name, data)
+
+
 def rate_files(name: str = "rates.csv") -> st.SearchStrategy[File]:
     return csv_files(("start", "rate"), trace_cells, name)
 
@@ -605,11 +634,12 @@ COMMANDS: dict[str, Command] = {
         options={
             "--history": files(json_files(calendar_objects(), "h.json")),
             "--trainer-options": values(["{}", "[]", "{", "[" * 1000, '{"a": NaN}', "1"]),
+            "--config": files(toml_files()),
         },
         never=frozenset(
             {"--trainer", "--url", "--ledger", "--state-dir", "--timeout", "--seconds"}
         ),
-        names=("windows", "clock"),
+        names=("windows", "clock", "config", "flag", "TOML"),
     ),
     "demo": Command(
         required=st.sampled_from(["-1", "nan", "inf", "x", "0"]).map(lambda s: ["--seconds", s]),
@@ -2101,9 +2131,7 @@ BINDINGS: dict[str, Binding] = {
     "_core.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
     "_core.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
     # OverflowError past max_nodes: documented (learnsched.calendar.causal.clairvoyant).
-    "_core.exact_schedule": Binding(
-        tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)
-    ),
+    "_core.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)),
     "_core.stochastic_dp": Binding(tree_calls(), CAUSAL_NAMES, errors=(OverflowError,)),
     "_core.stream_seed": Binding(
         st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.stream_seed, a)),
