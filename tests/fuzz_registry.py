@@ -41,7 +41,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fuzzing import COUNTS, junk, maybe
+from fuzzing import (
+    COUNTS,
+    IDLE_NAMES,
+    REPLAY_NAMES,
+    SCAN_NAMES,
+    TAIL_NAMES,
+    WINDOW_NAMES,
+    junk,
+    maybe,
+)
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -1879,13 +1888,13 @@ BINDINGS: dict[str, Binding] = {
         st.tuples(*[kernel_arrays] * 6, maybe(st.floats(0, 1), floats), kernel_arrays).map(
             lambda a: Call(_capacity.feasibility_scan, a)
         ),
-        ("arrival", "work", "deadline", "starts", "rates", "cum", "tolerance", "slack"),
+        SCAN_NAMES,
     ),
     "_capacity.scan_window": Binding(
         st.tuples(*[kernel_arrays] * 6, floats, floats, kernel_arrays).map(
             lambda a: Call(_capacity.scan_window, a)
         ),
-        ("arrival", "work", "deadline", "starts", "rates", "cum", "before", "best", "slack"),
+        WINDOW_NAMES,
     ),
     "_capacity.next_share": Binding(
         next_share_calls(), ("share", "arrival_rate", "backlog_s", "config")
@@ -1903,29 +1912,7 @@ BINDINGS: dict[str, Binding] = {
             kernel_arrays,
             kernel_arrays,
         ).map(lambda a: Call(_capacity.replay, a)),
-        (
-            "arrival",
-            "work",
-            "estimate",
-            "starts",
-            "rates",
-            "cum",
-            "start_s",
-            "period_s",
-            "rate_window_s",
-            "share",
-            "step",
-            "factor",
-            "min_share",
-            "max_share",
-            "burst_rate",
-            "pressure_limit_s",
-            "admission_kind",
-            "admission_limit",
-            "stage_estimate",
-            "finish",
-            "shares",
-        ),
+        REPLAY_NAMES,
     ),
     "_capacity.tail_counts": Binding(
         st.tuples(
@@ -1933,7 +1920,7 @@ BINDINGS: dict[str, Binding] = {
             kernel_arrays,
             maybe(st.builds(lambda: np.zeros(2, dtype=np.intp)), kernel_arrays),
         ).map(lambda a: Call(_capacity.tail_counts, a)),
-        ("ascending", "points", "out"),
+        TAIL_NAMES,
     ),
     "_special.ndtr": Binding(
         st.one_of(kernel_arrays, floats).map(lambda x: Call(_special.ndtr, (x,))), ("x",)
@@ -2191,19 +2178,7 @@ BINDINGS: dict[str, Binding] = {
             maybe(st.floats(0.01, 1), floats),
             maybe(st.floats(0, 0.1), floats),
         ).map(lambda a: Call(_capacity.idle_window_bounds, a)),
-        (
-            "arrival",
-            "work",
-            "deadline",
-            "rate",
-            "return_s",
-            "min_useful_s",
-            "resolution",
-            "tolerance",
-            "ascending",
-            "length",
-            "finite",
-        ),
+        (*IDLE_NAMES, "ascending", "length", "finite"),
     ),
 }
 """Every callable of the compiled modules and how to fuzz it."""
