@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CostSplit', 'ForecastModel', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'cost_fields', 'measure_score_error', 'policy_name', 'scenario_rows', 'solve_batch', 'ties', 'validate', 'validate_portfolio']
+__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_portfolio_policies', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'read_online_spec', 'run_causal', 'run_online', 'run_portfolio_causal', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate', 'validate_portfolio']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -466,6 +466,19 @@ class SampleTables:
         """
         candidate: the work, benefit and costs (its windows are not used); sample i is windows[offsets[i]:offsets[i+1]], a full calendar.
         """
+    def row_after(self, sample: typing.SupportsInt | typing.SupportsIndex, time_s: typing.SupportsFloat | typing.SupportsIndex, table: str) -> list[float]:
+        """
+        Sample `sample`'s row of V_G ('window'), V^pi0 ('reference') or V* ('optimal') after time_s (its first window starting at or after it), per durable progress.
+        """
+    def row_sum(self, time_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Sum of every sample's V^pi0 row after time_s: the table floor of one decision (N row lookups and N * (J + 1) entries), for benchmarks.
+        """
+    @property
+    def distinct_count(self) -> int:
+        """
+        Tables built: one per distinct sample.
+        """
     @property
     def sample_count(self) -> int:
         ...
@@ -509,6 +522,142 @@ class ForecastModel:
     @property
     def scenario(self) -> Scenario:
         ...
+class UnlentSchedule:
+    """
+    A request trace served FIFO with nothing lent, and its idle gaps.
+    """
+    def __init__(self, arrival: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], service: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], deadline: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> None:
+        """
+        Requests in arrival order: arrival, service (work / rate) and deadline, seconds.
+        """
+    def causal_windows(self, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, overlap: bool = False) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or with overlap [g, min(D, A + t_ret, next gap start)].
+        """
+    def gaps(self) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
+        """
+        (start, arrival, return deadline D) of every idle gap, seconds.
+        """
+    @property
+    def gap_count(self) -> int:
+        ...
+class GapPool:
+    """
+    Past idle gaps fitted at a time: the current gap's forecast.
+    """
+    def __init__(self, schedule: UnlentSchedule, now_s: typing.SupportsFloat | typing.SupportsIndex, history_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex, model: str = 'empirical', repeat_last: typing.SupportsInt | typing.SupportsIndex = 8) -> None:
+        ...
+    def draw(self, age_s: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int32]]:
+        """
+        (remaining_s, record) of n draws of the current gap at age age_s.
+        """
+    def lateness(self, record: typing.SupportsInt | typing.SupportsIndex, overrun_s: typing.SupportsFloat | typing.SupportsIndex) -> float:
+        """
+        Request-seconds of lateness of capacity ready overrun_s after the arrival.
+        """
+    def scores(self, ages: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], remaining: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], seed: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.float64]]:
+        """
+        (PIT, CRPS seconds) of the remaining-length forecast at each age against the truth.
+        """
+    def slack(self, record: typing.SupportsInt | typing.SupportsIndex) -> float:
+        ...
+    def windows(self, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        The records' causal windows [g, A + min(D - A, t_ret)] in time order, (K, 2).
+        """
+    @property
+    def size(self) -> int:
+        ...
+class CausalCandidate:
+    """
+    The candidate of causal scheduling.
+    """
+    def __init__(self, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, lateness_price: typing.SupportsFloat | typing.SupportsIndex, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+        ...
+    @property
+    def benefit_rate(self) -> float:
+        ...
+    @property
+    def horizon_s(self) -> float:
+        ...
+    @property
+    def lateness_price(self) -> float:
+        ...
+    @property
+    def load_s(self) -> float:
+        ...
+    @property
+    def quantum_s(self) -> float:
+        ...
+    @property
+    def residency_rate(self) -> float:
+        ...
+    @property
+    def return_s(self) -> float:
+        ...
+    @property
+    def save_s(self) -> float:
+        ...
+    @property
+    def work_quanta(self) -> int:
+        ...
+class CausalSim:
+    """
+    One horizon of causal scheduling, a move at a time (tests, tools).
+    """
+    def __init__(self, schedule: UnlentSchedule, candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        ...
+    def allows(self, arg0: str) -> bool:
+        ...
+    def apply(self, move: str) -> tuple[float, int, float]:
+        """
+        (reward, late requests, lateness_s) of the move's step.
+        """
+    @property
+    def benefit(self) -> float:
+        ...
+    @property
+    def bound(self) -> float:
+        ...
+    @property
+    def checkpoints(self) -> int:
+        ...
+    @property
+    def cost(self) -> float:
+        ...
+    @property
+    def deciding(self) -> bool:
+        ...
+    @property
+    def handoffs(self) -> int:
+        ...
+    @property
+    def late_requests(self) -> int:
+        ...
+    @property
+    def lateness_s(self) -> float:
+        ...
+    @property
+    def point(self) -> tuple[float, float, int, int, bool]:
+        """
+        (t, gap_start, progress, durable, lent) at the decision point.
+        """
+    @property
+    def requests(self) -> int:
+        ...
+    @property
+    def value(self) -> float:
+        ...
+class CausalDecider:
+    """
+    Causal decisions with their own draw stream (a control loop's).
+    """
+    def __init__(self, candidate: CausalCandidate, policy: str, return_level: typing.SupportsFloat | typing.SupportsIndex, pool: typing.Any, tables: typing.Any, seed: typing.SupportsInt | typing.SupportsIndex) -> None:
+        ...
+    def decide(self, t: typing.SupportsFloat | typing.SupportsIndex, gap_start: typing.SupportsFloat | typing.SupportsIndex, progress: typing.SupportsInt | typing.SupportsIndex, durable: typing.SupportsInt | typing.SupportsIndex, lent: bool) -> tuple[str, int, str]:
+        """
+        (plan kind, quanta, move) at a quantum boundary of the current gap.
+        """
 class StateSpaceError(ValueError):
     pass
 class PortfolioPolicy:
@@ -783,17 +932,53 @@ class PortfolioModel:
     @property
     def stage_count(self) -> int:
         ...
+def causal_moves() -> list[str]:
+    """
+    The moves of causal decisions, by their index in steps' move column.
+    """
+def causal_plans() -> list[str]:
+    """
+    The plan kinds of causal decisions, by their index in steps' plan column.
+    """
+def causal_portfolio_policies() -> list[str]:
+    """
+    The causal portfolio policies, in output order.
+    """
 def cost_fields() -> list[str]:
     """
     The cost causes in the order of solve_batch's cost columns.
+    """
+def exact_schedule(schedule: UnlentSchedule, candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, max_nodes: typing.SupportsInt | typing.SupportsIndex = 20000000) -> dict[str, typing.Any]:
+    """
+    The clairvoyant: the best schedule knowing the whole trace, replayed (a dict as run_causal's, plus the decision states solved).
     """
 def measure_score_error(model: Model, scores: collections.abc.Callable[[State, Action], typing.SupportsFloat | typing.SupportsIndex], epsilon: typing.SupportsFloat | typing.SupportsIndex, reach: Reach) -> ScoreErrorReport:
     """
     The worst |scores(s, a) - Q^pi0(s, a)| over every feasible action of the states reach names (App. D.3's bound), with where it is.
     """
+def pack_calendars(name: str, samples: list[typing.Any], check: collections.abc.Callable[[str, typing.Any], typing.Any]) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int64]]:
+    """
+    Calendars (lists of [start, end] pairs) as (windows (M, 2), offsets (N + 1)); a calendar that is not plain lists of finite numbers, sorted, is passed to check.
+    """
 def policy_name(policy: Policy) -> str:
     """
     The policy's name in the Python API (e.g. 'costed_window').
+    """
+def read_online_spec(data: bytes, max_depth: typing.SupportsInt | typing.SupportsIndex, packed_type: typing.Any) -> typing.Any:
+    """
+    Standard JSON (UTF-8 bytes) as Python's json module reads it, except each forecast's plain "samples" array: packed_type(windows (M, 2), offsets (N + 1)).
+    """
+def run_causal(schedule: UnlentSchedule, jobs: list[tuple[typing.Any, ...]], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[dict[str, typing.Any]]:
+    """
+    Run each job (candidate, from_s, to_s, policy, return_level, pool, tables, seed, keep_steps) over the schedule, on threads; one dict of totals and steps per job.
+    """
+def run_online(cases: list[tuple[typing.Any, ...]], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[list[Plan]]:
+    """
+    Each case (true scenario, sample windows, offsets: full calendars) run online: one plan per policy, then the clairvoyant's, on threads over the cases.
+    """
+def run_portfolio_causal(schedule: UnlentSchedule, candidates: collections.abc.Sequence[CausalCandidate], durable: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], pools: collections.abc.Sequence[GapPool | None], tables: collections.abc.Sequence[SampleTables | None], from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, portfolio_policy: str, policy: str, return_level: typing.SupportsFloat | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> dict[str, typing.Any]:
+    """
+    A causal portfolio over [from_s, to_s) of the schedule: totals, per-candidate publish_s (NaN: not published) and loans.
     """
 def scenario_rows(windows: collections.abc.Sequence[collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]]], costs: collections.abc.Sequence[HandoffCosts], initial: collections.abc.Sequence[State], window_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], work_quanta: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], quantum_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], benefit_rate: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], horizon_s: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], cost_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex], initial_set: collections.abc.Sequence[typing.SupportsInt | typing.SupportsIndex]) -> list[Scenario]:
     """
@@ -802,6 +987,14 @@ def scenario_rows(windows: collections.abc.Sequence[collections.abc.Sequence[tup
 def solve_batch(scenarios: collections.abc.Sequence[Scenario], policies: collections.abc.Sequence[Policy], threads: typing.SupportsInt | typing.SupportsIndex = 1, epsilon: typing.SupportsFloat | typing.SupportsIndex = 0.0) -> dict[str, numpy.typing.NDArray[numpy.float64]]:
     """
     Solve every scenario under every policy (guarded: exact scores, bound epsilon); dict of arrays value, benefit, publish_s (n, p) and cost (n, p, 5: in the order of cost_fields()).
+    """
+def stochastic_dp(branches: collections.abc.Sequence[UnlentSchedule], probabilities: collections.abc.Sequence[typing.SupportsFloat | typing.SupportsIndex], candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, max_nodes: typing.SupportsInt | typing.SupportsIndex = 1000000, prune: bool = True) -> float:
+    """
+    The optimal non-anticipative expected value over a scenario tree of traces, s-eq.
+    """
+def stream_seed(seed: typing.SupportsInt | typing.SupportsIndex, horizon: typing.SupportsInt | typing.SupportsIndex, policy: typing.SupportsInt | typing.SupportsIndex) -> int:
+    """
+    The decision stream of (seed, horizon, policy).
     """
 def ties(a: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], b: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> typing.Any:
     """

@@ -15,8 +15,20 @@ from learnsched.cli import main
 
 from conftest import calendar
 
-POLICIES = {"window", "costed_window", "rollout", "dp", "clairvoyant"}
-SUMMARY_KEYS = {"values", "mean_value", "ci95", "mean_regret", "handoffs", "checkpoints"}
+POLICIES = {"window", "costed_window", "rollout", "mean_dp", "clairvoyant"}
+CAUSAL = {"window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant"}
+SUMMARY_KEYS = {
+    "values",
+    "values_by_seed",
+    "mean_value",
+    "ci95",
+    "mean_regret",
+    "late_requests",
+    "lateness_s",
+    "slo_misses",
+    "handoffs",
+    "checkpoints",
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -44,7 +56,7 @@ def test_online_exact_spec_json_contract(
     status, out, err = run(capsys, "online", spec_file(tmp_path, s0348_spec("exact")), "--json")
     assert (status, err) == (0, "")
     data = json.loads(out)
-    assert set(data) == {"policies"}
+    assert set(data) == {"policies", "differences"}
     assert set(data["policies"]) == POLICIES
     for summary in data["policies"].values():
         assert set(summary) == SUMMARY_KEYS
@@ -86,7 +98,6 @@ def test_online_samples_and_lists(capsys: pytest.CaptureFixture[str], tmp_path: 
         ({"samples": [[[0, 80], [50, 90]]]}, r"forecast.samples\[0\]\[1\] starts at 50"),
         ({"samples": [[[100, 180], [0, 80]]]}, r"forecast.samples\[0\]\[1\] starts at 0"),
         ({"samples": [[[0, "nan"]]]}, r"forecast.samples\[0\]\[0\] end must be a number"),
-        ({"samples": [[[0, 1e999]]]}, r"forecast.samples\[0\]\[0\] end must be finite"),
         ({"samples": "x"}, r"forecast.samples must be a list"),
         ({"samples": [5]}, r"forecast.samples\[0\] must be a list"),
         ({"samples": [[5]]}, r"forecast.samples\[0\]\[0\] must be a \[start, end\] pair"),
@@ -103,6 +114,22 @@ def test_online_bad_forecasts_exit_2_in_one_line(
     assert err.count("\n") == 1
     assert "spec[0]: " in err
     assert re.search(message, err), err
+
+
+def test_online_overflowing_and_nonstandard_numbers(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # 1e999 is a JSON number (too large for a double: the checker names it); Infinity is
+    # not standard JSON at all.
+    text = json.dumps([s0348_spec({"samples": [[[0, 7]]]})]).replace("7]]]", "1e999]]]")
+    (tmp_path / "big.json").write_text(text, encoding="utf-8")
+    status, _, err = run(capsys, "online", str(tmp_path / "big.json"))
+    assert status == 2
+    assert re.search(r"spec\[0\]: forecast.samples\[0\]\[0\] end must be finite", err), err
+    (tmp_path / "inf.json").write_text(text.replace("1e999", "Infinity"), encoding="utf-8")
+    status, _, err = run(capsys, "online", str(tmp_path / "inf.json"))
+    assert status == 2
+    assert "Infinity is not standard JSON" in err
 
 
 def test_online_bad_arguments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -136,6 +163,8 @@ def test_online_trace_study_json_and_plot(
         "--trace",
         "--samples",
         "1,4",
+        "--seeds",
+        "2",
         "--recovery",
         "cold",
         "--json",
@@ -147,22 +176,46 @@ def test_online_trace_study_json_and_plot(
     assert status == 0
     data = json.loads(out)
     assert data == json.loads(out_file.read_text(encoding="utf-8"))
+    assert data["mode"] == "causal"
+    assert data["trace"]["synthetic"] is False
+    assert data["seeds"] == [0, 1]
     assert set(data["samples"]) == {"1", "4"}
-    assert data["calendars"] >= 1
+    assert data["horizons"] >= 1
     for result in data["samples"].values():
-        assert set(result["policies"]) == POLICIES
+        assert set(result["policies"]) == CAUSAL
         best = result["policies"]["clairvoyant"]["values"]
         for summary in result["policies"].values():
+            assert set(summary) == SUMMARY_KEYS
+            assert len(summary["values_by_seed"]) == 2
+            # The clairvoyant is the best schedule of each horizon: no policy beats it.
             assert all(v <= b + 1e-9 for v, b in zip(summary["values"], best, strict=True))
+        names = {(d["a"], d["b"]) for d in result["differences"]}
+        assert ("window", "rollout") in names
+    assert set(data["calibration"]) == {"empirical", "repeat", "mean"}
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
 def test_online_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "online", "--trace", "--samples", "2", "--recovery", "warm")
     assert status == 0
-    assert "rolling horizons" in out
+    assert "horizons of 600 s" in out
+    assert "causal" in out
     assert "N = 2" in out
     assert "clairvoyant" in out
+    assert "paired differences" in out
+    assert "calibration" in out
+
+
+def test_online_known_window_mode(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(
+        capsys, "online", "--trace", "--known-window", "--samples", "2", "--json"
+    )
+    assert status == 0
+    data = json.loads(out)
+    assert data["mode"] == "known_window"
+    for summary in data["samples"]["2"]["policies"].values():
+        assert summary["late_requests"] == 0.0
+        assert summary["slo_misses"] is None
 
 
 def test_windows_json_drops_into_a_scenario(

@@ -22,7 +22,9 @@ from learnsched.calendar import (
 
 from strategies import scenarios
 
-FORECAST_NAMES = ("window", "costed_window", "rollout", "dp")
+# Under a forecast DP is called mean_dp: with the exact forecast it is the paper's DP.
+FORECAST_NAMES = {"window": "window", "costed_window": "costed_window", "rollout": "rollout",
+                  "mean_dp": "dp"}
 
 
 def test_exact_forecast_is_the_paper_on_the_whole_grid(
@@ -30,9 +32,9 @@ def test_exact_forecast_is_the_paper_on_the_whole_grid(
 ) -> None:
     grid, batch = paper_grid_result
     result = evaluate_online([OnlineCase.exact(g.scenario) for g in grid.scenarios])
-    for name in FORECAST_NAMES:
+    for name, paper in FORECAST_NAMES.items():
         # Value for value, not approximately: the same tables and the same sums.
-        assert list(result.policies[name].values) == batch.column(name).tolist()
+        assert list(result.policies[name].values) == batch.column(paper).tolist()
     assert list(result.policies["clairvoyant"].values) == batch.column("dp").tolist()
     assert result.policies["rollout"].mean_regret == pytest.approx(0.246, abs=5e-4)
     assert result.policies["costed_window"].mean_regret == pytest.approx(5.369, abs=5e-4)
@@ -40,8 +42,8 @@ def test_exact_forecast_is_the_paper_on_the_whole_grid(
 
 def test_exact_steps_are_the_papers_plan(s0348: ls.Scenario) -> None:
     outcome = run_calendar(OnlineCase.exact(s0348), np.random.default_rng(0))
-    for name in FORECAST_NAMES:
-        assert outcome[name].steps == ls.solve(s0348, name).steps
+    for name, paper in FORECAST_NAMES.items():
+        assert outcome[name].steps == ls.solve(s0348, paper).steps
     rollout = outcome["rollout"]
     assert [s.action for s in rollout.steps] == ["wait", "wait", "wait", "publish"]
     assert rollout.handoffs == 1
@@ -53,8 +55,8 @@ def test_exact_steps_are_the_papers_plan(s0348: ls.Scenario) -> None:
 @given(scenario=scenarios(max_windows=5, two_path=True))
 def test_exact_forecast_is_the_paper_with_two_recovery_paths(scenario: ls.Scenario) -> None:
     outcome = run_calendar(OnlineCase.exact(scenario), np.random.default_rng(0))
-    for name in FORECAST_NAMES:
-        assert outcome[name].steps == ls.solve(scenario, name).steps
+    for name, paper in FORECAST_NAMES.items():
+        assert outcome[name].steps == ls.solve(scenario, paper).steps
     assert outcome["clairvoyant"].value == ls.solve(scenario, "dp").value
 
 
@@ -184,17 +186,24 @@ def test_seed_and_threads_determine_the_result() -> None:
 def test_summary_json() -> None:
     result = evaluate_online(trace_like_cases(5), seed=1)
     out = result.to_json()
-    assert set(out) == {"policies"}
+    assert set(out) == {"policies", "differences"}
     assert set(out["policies"]) == set(ONLINE_POLICIES)
     for name, summary in out["policies"].items():
         assert set(summary) == {
             "values",
+            "values_by_seed",
             "mean_value",
             "ci95",
             "mean_regret",
+            "late_requests",
+            "lateness_s",
+            "slo_misses",
             "handoffs",
             "checkpoints",
         }
+        # Returns are planned by the known window ends: nobody is late, no requests exist.
+        assert summary["late_requests"] == summary["lateness_s"] == 0.0
+        assert summary["slo_misses"] is None
         assert len(summary["values"]) == 5
         assert summary["mean_value"] == pytest.approx(np.mean(summary["values"]))
         low, high = summary["ci95"]
@@ -203,7 +212,10 @@ def test_summary_json() -> None:
             assert summary["mean_regret"] == 0.0
     one = evaluate_online(trace_like_cases(1)).to_json()
     assert one["policies"]["rollout"]["ci95"] is None
-    assert all(math.isfinite(v) for v in one["policies"]["dp"]["values"])
+    assert all(math.isfinite(v) for v in one["policies"]["mean_dp"]["values"])
+    pairs = {(d["a"], d["b"]) for d in out["differences"]}
+    assert ("rollout", "clairvoyant") in pairs
+    assert len(pairs) == len(ONLINE_POLICIES) * (len(ONLINE_POLICIES) - 1) // 2
 
 
 def test_bad_cases() -> None:

@@ -111,7 +111,8 @@ def online_spec(work_quanta: int, samples: int) -> dict[str, Any]:
         "save_s": 0,
         "load_s": 0,
         "initial": {"progress": 0, "durable": 0, "active": False},
-        "forecast": {"samples": [[[100, 200]]] * samples},
+        # Distinct samples: equal ones would share one build (SampleTables dedupes them).
+        "forecast": {"samples": [[[100 + i, 200 + i]] for i in range(samples)]},
     }
 
 
@@ -133,7 +134,7 @@ def test_core_sample_tables_bound_the_sum_of_their_states() -> None:
     candidate = ls.Scenario.from_json(
         {k: v for k, v in online_spec(2**23 - 2, 1).items() if k != "forecast"}
     ).to_core()
-    windows = np.tile([[100.0, 200.0]], (64, 1))
+    windows = np.array([[100.0 + i, 200.0 + i] for i in range(64)])  # distinct: built apart
     offsets = np.arange(65, dtype=np.int64)
     with pytest.raises(ValueError, match=r"= 1073741696 exceeds the limit of 16777216"):
         _core.SampleTables(candidate, windows, offsets, [_core.Policy.DP])

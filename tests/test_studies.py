@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,43 +50,125 @@ def test_cold_recovery_sweep_table_is_what_the_code_computes(tmp_path: Path) -> 
     assert rows == computed
 
 
-AZURE_ROW = re.compile(
-    r"^\| (cold|warm) \| (\d+) \| ([\d.]+) \| (\d+) \| (\d+) \| (.+) \|$", re.MULTILINE
+# --- the causal study (docs/studies.md's shipped hour, docs/causal-study.md's two days) --------
+#
+# Each table row starts with the `online --trace` flags of its setting; the test runs them
+# and formats the result as the page does. Seeds and N are the pages' stated ones.
+
+CAUSAL_PAGE = STUDIES.parent / "causal-study.md"
+CAUSAL_NAMES = ("window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant")
+DIFFERENCE_PAIRS = (
+    ("rollout", "costed_window"),
+    ("risk_rollout", "rollout"),
+    ("mean_dp", "rollout"),
+    ("costed_window", "window"),
 )
-POLICIES = ("window", "costed_window", "rollout", "dp")
+HOUR_SEEDS, DAYS_SEEDS, STUDY_N = 10, 5, 16
+FLAGGED_ROW = re.compile(r"^\| `([^`]*)` \| (.+) \|$", re.MULTILINE)
 
 
-def azure_rows() -> dict[tuple[str, str, str], list[tuple[str, ...]]]:
-    """The Azure study's rows by (recovery, work s, g)."""
-    settings: dict[tuple[str, str, str], list[tuple[str, ...]]] = {}
-    for recovery, work, rate, horizons, n, cells in AZURE_ROW.findall(section("The Azure trace")):
-        row = (horizons, n, *(c.strip() for c in cells.split("|")))
-        settings.setdefault((recovery, work, rate), []).append(row)
-    return settings
+def fixed(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals, without a sign on a rounded zero."""
+    text = f"{x:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
 
 
-SETTINGS = sorted(azure_rows())
-QUICK = ("cold", "30", "0.25")  # 3 s; the others are the thorough step's
+def interval(mean: float, ci: list[float] | None) -> str:
+    return fixed(mean, 1) + ("" if ci is None else f" [{fixed(ci[0], 1)}, {fixed(ci[1], 1)}]")
+
+
+def difference(result: dict[str, Any], a: str, b: str) -> str:
+    """``a - b`` paired by horizon, its interval and its significance marks."""
+    for d in result["differences"]:
+        if (d["a"], d["b"]) in ((a, b), (b, a)):
+            sign = 1.0 if d["a"] == a else -1.0
+            lo, hi = sorted(sign * x for x in d["ci95"])
+            marks = "\\*\\*" if d["holm_significant"] else "\\*" if d["significant"] else ""
+            return interval(sign * d["mean"], [lo, hi]) + marks
+    raise KeyError((a, b))
+
+
+def causal_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The page's rows of one setting: per policy, then the paired differences."""
+    (sample,) = result["samples"].values()
+    policies = sample["policies"]
+    rows = []
+    for name in (n for n in CAUSAL_NAMES if n in policies):
+        p = policies[name]
+        regret = "—" if name == "clairvoyant" else difference(sample, "clairvoyant", name)
+        slo = "—" if p["slo_misses"] is None else fixed(100 * p["slo_misses"], 2) + "%"
+        rows.append((
+            name, interval(p["mean_value"], p["ci95"]), regret, fixed(p["late_requests"], 2),
+            fixed(p["lateness_s"], 1), slo, fixed(p["handoffs"], 2),
+        ))  # fmt: skip
+    if "risk_rollout" in policies:
+        rows.append(tuple(difference(sample, a, b) for a, b in DIFFERENCE_PAIRS))
+    return rows
+
+
+def calibration_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Per gap model: queries, CRPS (s) and the PIT deciles."""
+    return [
+        (
+            name,
+            str(c["queries"]),
+            fixed(c["crps_s"], 2),
+            " ".join(fixed(x, 2) for x in c["pit_histogram"]),
+        )
+        for name, c in result["calibration"].items()
+    ]
+
+
+CALIBRATION_ROW = re.compile(
+    r"^\| (empirical|repeat|mean) \| (\d+) \| ([\d.]+) \| ([\d. ]+) \|$", re.MULTILINE
+)
+
+
+def page_rows(page: Path, title: str) -> dict[str, list[tuple[str, ...]]]:
+    text = page.read_text(encoding="utf-8")
+    start = text.index(f"## {title}\n")
+    end = text.find("\n## ", start + 1)
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    for flags, cells in FLAGGED_ROW.findall(text[start : end if end >= 0 else None]):
+        rows.setdefault(flags, []).append(tuple(c.strip() for c in cells.split(" | ")))
+    return rows
+
+
+def study(capsys: pytest.CaptureFixture[str], trace: list[str], flags: str, seeds: int) -> Any:
+    argv = ["online", "--trace", *trace, *flags.split(), "--seeds", str(seeds), "--threads", "2"]
+    if "--samples" not in argv:
+        argv += ["--samples", str(STUDY_N)]
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+HOUR_ROWS = page_rows(STUDIES, "The Azure trace")
+HOUR_QUICK = "--recovery cold --work-s 60 --benefit-rate 0.25"  # 1 s; the others are slow
 
 
 @pytest.mark.parametrize(
-    "setting",
-    [s if s == QUICK else pytest.param(s, marks=pytest.mark.slow) for s in SETTINGS],
-    ids="-".join,
+    "flags", [f if f == HOUR_QUICK else pytest.param(f, marks=pytest.mark.slow) for f in HOUR_ROWS]
 )
-def test_azure_study_table_is_what_online_computes(
-    setting: tuple[str, str, str], capsys: pytest.CaptureFixture[str]
+def test_shipped_hour_causal_table_is_what_online_computes(
+    flags: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    recovery, work, rate = setting
-    argv = ["online", "--trace", "--recovery", recovery, "--work-s", work]
-    assert main([*argv, "--benefit-rate", rate, "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
-    computed = []
-    for n, sample in result["samples"].items():
-        policies = sample["policies"]
-        cells = [
-            f"{policies[p]['mean_value']:.1f} ({policies[p]['mean_regret']:.1f})" for p in POLICIES
-        ]
-        clairvoyant = f"{policies['clairvoyant']['mean_value']:.1f}"
-        computed.append((str(result["calendars"]), n, *cells, clairvoyant))
-    assert azure_rows()[setting] == computed
+    assert len(HOUR_ROWS) >= 5
+    assert causal_rows(study(capsys, [], flags, HOUR_SEEDS)) == HOUR_ROWS[flags]
+
+
+DAYS_CHECKED = "--recovery cold --work-s 60 --benefit-rate 0.25"  # about a minute
+
+
+@pytest.mark.slow
+def test_two_day_causal_table_is_what_online_computes(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rows = page_rows(CAUSAL_PAGE, "The study")
+    assert len(rows) >= 8
+    trace = tmp_path / "two-days.csv"
+    assert main(["synth", "--days", "2", "--out", str(trace)]) == 0
+    capsys.readouterr()
+    result = study(capsys, [str(trace)], DAYS_CHECKED, DAYS_SEEDS)
+    assert causal_rows(result) == rows[DAYS_CHECKED]
+    text = CAUSAL_PAGE.read_text(encoding="utf-8")
+    assert CALIBRATION_ROW.findall(text) == calibration_rows(result)

@@ -297,6 +297,7 @@ def test_two_path_forecast_samples_have_half_the_states() -> None:
         windows=((0.0, 10.0),), work_quanta=2**21, quantum_s=1e-6, benefit_rate=1.0,
         horizon_s=20.0, costs=ls.HandoffCosts.choice(ls.PAPER_WARM, ls.PAPER_COLD),
     )  # fmt: skip
-    # Three samples of one window: 3 x 2 x (2^21 + 1) states, below MAX_SAMPLE_STATES only.
+    # Three samples of one window: 3 x 2 x (2^21 + 1) states, below MAX_SAMPLE_STATES only
+    # (distinct: equal samples would share one build).
     with pytest.raises(ValueError, match="exceeds the limit of 8388608"):
-        sample_tables(candidate, [[(20.0, 30.0)]] * 3)
+        sample_tables(candidate, [[(20.0 + i, 30.0 + i)] for i in range(3)])

@@ -2,13 +2,20 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <pybind11/typing.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "learnsched/forecast.hpp"
+#include "learnsched/online.hpp"
+#include "learnsched/parallel.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
@@ -59,6 +66,52 @@ std::vector<Calendar> calendars(const Windows& windows, const Offsets& offsets) 
     return out;
 }
 
+// A JSON-style number: a float or an int (not a bool) that converts exactly enough.
+bool plain_number(PyObject* x, double& out) {
+    if (PyFloat_CheckExact(x)) {
+        out = PyFloat_AS_DOUBLE(x);
+        return true;
+    }
+    if (PyLong_CheckExact(x)) {
+        out = PyLong_AsDouble(x);
+        if (out == -1.0 && PyErr_Occurred()) {  // beyond any double: the slow path says so
+            PyErr_Clear();
+            return false;
+        }
+        return true;
+    }
+    return false;
+}
+
+// Append calendar `item` (a list or tuple of [start, end] lists or tuples of plain numbers,
+// finite, each ending after it starts, sorted and non-overlapping, at least one) to `out`;
+// false (nothing appended) if anything is unusual, for the slow path to name.
+bool pack_plain(PyObject* item, std::vector<double>& out) {
+    if (!PyList_CheckExact(item) && !PyTuple_CheckExact(item)) return false;
+    PyObject* fast = item;  // a list or tuple: PySequence_Fast_* read it without copies
+    const Py_ssize_t k = PySequence_Fast_GET_SIZE(fast);
+    if (k == 0) return false;
+    const std::size_t mark = out.size();
+    double previous_end = -std::numeric_limits<double>::infinity();
+    for (Py_ssize_t j = 0; j < k; ++j) {
+        PyObject* pair = PySequence_Fast_GET_ITEM(fast, j);
+        double start = 0.0;
+        double end = 0.0;
+        if ((!PyList_CheckExact(pair) && !PyTuple_CheckExact(pair)) ||
+            PySequence_Fast_GET_SIZE(pair) != 2 ||
+            !plain_number(PySequence_Fast_GET_ITEM(pair, 0), start) ||
+            !plain_number(PySequence_Fast_GET_ITEM(pair, 1), end) || !std::isfinite(start) ||
+            !std::isfinite(end) || !(end > start) || start < previous_end) {
+            out.resize(mark);
+            return false;
+        }
+        out.push_back(start);
+        out.push_back(end);
+        previous_end = end;
+    }
+    return true;
+}
+
 // ForecastModel or SampleTables from the compressed samples, built without the GIL.
 template <class Built>
 std::unique_ptr<Built> from_samples(const Scenario& scenario, const Windows& windows,
@@ -78,7 +131,52 @@ void bind_forecast(py::module_& m) {
              py::arg("offsets"), py::arg("policies"), py::arg("threads") = 1,
              "candidate: the work, benefit and costs (its windows are not used); sample i is "
              "windows[offsets[i]:offsets[i+1]], a full calendar.")
-        .def_property_readonly("sample_count", &SampleTables::sample_count);
+        .def_property_readonly("sample_count", &SampleTables::sample_count)
+        .def_property_readonly("distinct_count", &SampleTables::distinct_count,
+                               "Tables built: one per distinct sample.")
+        .def(
+            "row_after",
+            [](const SampleTables& t, int sample, double time_s, const std::string& table) {
+                if (sample < 0 || sample >= t.sample_count()) {
+                    throw py::index_error("sample " + std::to_string(sample) + " out of range");
+                }
+                const auto i = static_cast<std::size_t>(sample);
+                const int row = t.row_after(i, time_s);
+                const bool built = table == "window"      ? t.needs().window
+                                   : table == "reference" ? t.needs().reference
+                                   : table == "optimal"   ? t.needs().optimal
+                                                          : false;
+                if (!built) {
+                    throw std::invalid_argument("table must be a built one of window, "
+                                                "reference, optimal; got '" + table + "'");
+                }
+                const double* v = table == "window"      ? t.window_row(i, row)
+                                  : table == "reference" ? t.reference_row(i, row)
+                                                         : t.optimal_row(i, row);
+                return std::vector<double>(v, v + t.candidate().work_quanta + 1);
+            },
+            py::arg("sample"), py::arg("time_s"), py::arg("table"),
+            "Sample `sample`'s row of V_G ('window'), V^pi0 ('reference') or V* ('optimal') "
+            "after time_s (its first window starting at or after it), per durable progress.")
+        .def(
+            "row_sum",
+            [](const SampleTables& t, double time_s) {
+                // The table floor of a decision under a forecast: every sample's row of
+                // V^pi0 after time_s looked up and read whole (what any scoring must read).
+                if (!t.needs().reference) {
+                    throw std::invalid_argument("row_sum reads V^pi0, which was not built");
+                }
+                const int width = t.candidate().work_quanta + 1;
+                double sum = 0.0;
+                for (std::size_t i = 0; i < static_cast<std::size_t>(t.sample_count()); ++i) {
+                    const double* row = t.reference_row(i, t.row_after(i, time_s));
+                    for (int q = 0; q < width; ++q) sum += row[q];
+                }
+                return sum;
+            },
+            py::arg("time_s"),
+            "Sum of every sample's V^pi0 row after time_s: the table floor of one decision "
+            "(N row lookups and N * (J + 1) entries), for benchmarks.");
 
     py::class_<ForecastModel>(m, "ForecastModel",
                               "Decisions at the current window from N sampled continuations.")
@@ -113,6 +211,71 @@ void bind_forecast(py::module_& m) {
              "mean_i V_i^pi0 after the current window, per durable progress 0..J (s-eq.).")
         .def("mean_optimal_values", &ForecastModel::mean_optimal_values,
              "mean_i V_i* after the current window, per durable progress 0..J (s-eq.).");
+    m.def(
+        "pack_calendars",
+        [](const std::string& name, const py::typing::List<py::object>& samples,
+           const py::typing::Callable<py::object(py::str, py::object)>& check) {
+            // The common case is read in C++; any other calendar goes through `check`
+            // (the Python checker), which names its first problem or returns it checked.
+            std::vector<double> flat;
+            std::vector<std::int64_t> offsets{0};
+            for (py::ssize_t i = 0; i < static_cast<py::ssize_t>(samples.size()); ++i) {
+                py::object item = samples[static_cast<std::size_t>(i)];
+                if (!pack_plain(item.ptr(), flat)) {
+                    const py::object checked = check(name + "[" + std::to_string(i) + "]", item);
+                    if (!pack_plain(checked.ptr(), flat)) {
+                        throw std::invalid_argument(name + "[" + std::to_string(i) +
+                                                    "]: the checker returned no calendar");
+                    }
+                }
+                offsets.push_back(static_cast<std::int64_t>(flat.size() / 2));
+            }
+            Windows windows({static_cast<py::ssize_t>(flat.size() / 2), py::ssize_t{2}});
+            std::copy(flat.begin(), flat.end(), windows.mutable_data());
+            return py::typing::Tuple<Windows, py::array_t<std::int64_t>>(py::make_tuple(
+                windows, py::array_t<std::int64_t>(static_cast<py::ssize_t>(offsets.size()),
+                                                   offsets.data())));
+        },
+        py::arg("name"), py::arg("samples"), py::arg("check"),
+        "Calendars (lists of [start, end] pairs) as (windows (M, 2), offsets (N + 1)); a "
+        "calendar that is not plain lists of finite numbers, sorted, is passed to check.");
+
+    m.def(
+        "run_online",
+        [](const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& cases,
+           const std::vector<Policy>& policies, int threads) {
+            if (threads < 1) {
+                throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+            }
+            struct Case {
+                Scenario truth;
+                std::vector<Calendar> samples;
+            };
+            std::vector<Case> work;
+            work.reserve(cases.size());
+            for (const py::handle& item : cases) {
+                const auto t = item.cast<py::tuple>();
+                if (t.size() != 3) {
+                    throw std::invalid_argument("a case is (scenario, windows, offsets)");
+                }
+                work.push_back(Case{t[0].cast<Scenario>(),
+                                    calendars(t[1].cast<Windows>(), t[2].cast<Offsets>())});
+            }
+            std::vector<std::vector<Plan>> out(work.size());
+            {
+                py::gil_scoped_release release;  // pure C++: each case writes only its plans
+                run_blocks(work.size(), threads, [&](std::size_t begin, std::size_t end) {
+                    for (std::size_t i = begin; i < end; ++i) {
+                        const SampleTables tables(work[i].truth, work[i].samples, policies, 1);
+                        out[i] = run_online(work[i].truth, tables, policies);
+                    }
+                });
+            }
+            return out;
+        },
+        py::arg("cases"), py::arg("policies"), py::arg("threads") = 1,
+        "Each case (true scenario, sample windows, offsets: full calendars) run online: one "
+        "plan per policy, then the clairvoyant's, on threads over the cases.");
     m.attr("MAX_SAMPLES") = kMaxSamples;
     m.attr("MAX_SAMPLE_STATES") = kMaxSampleStates;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "learnsched/portfolio.hpp"
+#include "learnsched/portfolio_causal.hpp"
 #include "learnsched/portfolio_dp.hpp"
 #include "learnsched/portfolio_model.hpp"
 
@@ -35,6 +36,38 @@ Portfolio make_portfolio(const std::vector<WindowPairs>& gpus, const SharedRetur
     p.budget_gpu_s = budget_gpu_s;
     p.candidates = std::move(candidates);
     return p;
+}
+
+CausalPolicy causal_policy_named(const std::string& text) {
+    for (int k = 0; k <= static_cast<int>(CausalPolicy::RiskRollout); ++k) {
+        if (text == name(static_cast<CausalPolicy>(k))) return static_cast<CausalPolicy>(k);
+    }
+    throw std::invalid_argument("candidate policy must be a causal policy, got '" + text + "'");
+}
+
+CausalPortfolioPolicy causal_portfolio_policy(const std::string& text) {
+    for (int k = 0; k <= static_cast<int>(CausalPortfolioPolicy::Gain); ++k) {
+        const auto p = static_cast<CausalPortfolioPolicy>(k);
+        if (text == name(p)) return p;
+    }
+    throw std::invalid_argument("causal portfolio policy must be sequential, density or gain, "
+                                "got '" + text + "'");
+}
+
+py::typing::Dict<py::str, py::object> causal_outcome_dict(const CausalPortfolioOutcome& o) {
+    py::typing::Dict<py::str, py::object> d;
+    d["value"] = o.value;
+    d["benefit"] = o.benefit;
+    d["cost"] = o.cost;
+    d["lateness_s"] = o.lateness_s;
+    d["gpu_s"] = o.gpu_s;
+    d["late_requests"] = o.late_requests;
+    d["requests"] = o.requests;
+    d["handoffs"] = o.handoffs;
+    d["checkpoints"] = o.checkpoints;
+    d["publish_s"] = o.publish_s;
+    d["loans"] = o.loans;
+    return d;
 }
 
 }  // namespace
@@ -234,4 +267,51 @@ void bind_portfolio(py::module_& m) {
     m.attr("MAX_GPUS") = kMaxGpus;
     m.attr("MAX_DP_STATES") = kMaxDpStates;
     m.attr("MAX_DP_STAGES") = kMaxDpStages;
+
+    m.def(
+        "run_portfolio_causal",
+        [](const UnlentSchedule& schedule, const std::vector<CausalCandidate>& candidates,
+           const std::vector<int>& durable,
+           const std::vector<std::optional<const GapPool*>>& pools,
+           const std::vector<std::optional<const SampleTables*>>& tables, double from_s,
+           double to_s,
+           const std::string& portfolio_policy, const std::string& policy, double return_level,
+           std::uint64_t seed) {
+            if (pools.size() != candidates.size() || tables.size() != candidates.size()) {
+                throw std::invalid_argument("give one pool and one tables (or None) per candidate");
+            }
+            if (!(return_level >= 0.0 && return_level <= 1.0)) {
+                throw std::invalid_argument("return_level must be in [0, 1], got " +
+                                            std::to_string(return_level));
+            }
+            std::vector<CausalForecast> forecasts;
+            for (std::size_t c = 0; c < candidates.size(); ++c) {
+                forecasts.push_back(
+                    CausalForecast{pools[c].value_or(nullptr), tables[c].value_or(nullptr)});
+            }
+            const CausalPortfolioPolicy shared = causal_portfolio_policy(portfolio_policy);
+            const CausalPolicy own = causal_policy_named(policy);
+            CausalPortfolioOutcome out;
+            {
+                py::gil_scoped_release release;  // pure C++
+                out = run_portfolio_causal(schedule, candidates, durable, forecasts, from_s, to_s,
+                                           shared, own, return_level, seed);
+            }
+            return causal_outcome_dict(out);
+        },
+        py::arg("schedule"), py::arg("candidates"), py::arg("durable"), py::arg("pools"),
+        py::arg("tables"), py::arg("from_s"), py::arg("to_s"), py::arg("portfolio_policy"),
+        py::arg("policy"), py::arg("return_level"), py::arg("seed"),
+        "A causal portfolio over [from_s, to_s) of the schedule: totals, per-candidate "
+        "publish_s (NaN: not published) and loans.");
+    m.def(
+        "causal_portfolio_policies",
+        [] {
+            std::vector<std::string> out;
+            for (int k = 0; k <= static_cast<int>(CausalPortfolioPolicy::Gain); ++k) {
+                out.emplace_back(name(static_cast<CausalPortfolioPolicy>(k)));
+            }
+            return out;
+        },
+        "The causal portfolio policies, in output order.");
 }

@@ -1,6 +1,9 @@
 #include "forecast.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -74,6 +77,43 @@ TableNeeds needs_of(const std::vector<Policy>& policies) {
     return table_needs(policies);
 }
 
+// For each sample the index of the first sample equal to it, window for window (itself if
+// none): equal samples are hashed into buckets, then compared exactly.
+std::vector<std::size_t> first_equal(const std::vector<Calendar>& samples) {
+    const auto same = [](const Calendar& a, const Calendar& b) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t j = 0; j < a.size(); ++j) {
+            if (a[j].start_s != b[j].start_s || a[j].end_s != b[j].end_s) return false;
+        }
+        return true;
+    };
+    const auto hash = [](const Calendar& c) {
+        std::uint64_t h = 1469598103934665603ull ^ c.size();
+        for (const Window& w : c) {
+            for (const double x : {w.start_s, w.end_s}) {
+                std::uint64_t bits = 0;
+                std::memcpy(&bits, &x, sizeof bits);
+                h = (h ^ bits) * 1099511628211ull;
+            }
+        }
+        return h;
+    };
+    std::unordered_map<std::uint64_t, std::vector<std::size_t>> buckets;
+    std::vector<std::size_t> first(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        std::vector<std::size_t>& bucket = buckets[hash(samples[i])];
+        first[i] = i;
+        for (const std::size_t j : bucket) {
+            if (same(samples[j], samples[i])) {
+                first[i] = j;
+                break;
+            }
+        }
+        if (first[i] == i) bucket.push_back(i);
+    }
+    return first;
+}
+
 bool same_candidate(const Scenario& a, const Scenario& b) {
     return a.work_quanta == b.work_quanta && a.quantum_s == b.quantum_s &&
            a.benefit_rate == b.benefit_rate && a.benefit_schedule == b.benefit_schedule &&
@@ -120,26 +160,42 @@ SampleTables::SampleTables(const Scenario& candidate, const std::vector<Calendar
                                     " calendars, more than the limit of " +
                                     std::to_string(kMaxSamples));
     }
-    // Before any table is allocated; two paths keep four more tables per sample.
-    sample_states(samples, candidate.work_quanta,
-                  candidate.costs.offers_choice() ? kMaxTwoPathStates : kMaxSampleStates);
     candidate_.windows.clear();  // only the candidate's parameters are kept
     candidate_.initial = State{};
-    samples_.resize(samples.size());
-    // Each worker fills only its own samples.
-    run_blocks(samples.size(), threads, [&](std::size_t begin, std::size_t end) {
-        for (std::size_t i = begin; i < end; ++i) build(i, samples[i]);
+    // Equal samples share one build: the first of each kind is built, the rest point to it.
+    const std::vector<std::size_t> first = first_equal(samples);
+    std::vector<std::size_t> builds;  // sample index of each distinct build
+    index_.resize(samples.size());
+    for (std::size_t i = 0; i < samples.size(); ++i) {
+        if (first[i] == i) {
+            index_[i] = static_cast<std::uint32_t>(builds.size());
+            builds.push_back(i);
+        } else {
+            index_[i] = index_[first[i]];
+        }
+    }
+    // Before any table is allocated (the distinct samples' tables are what is built); two
+    // paths keep four more tables per sample.
+    std::vector<Calendar> built;
+    built.reserve(builds.size());
+    for (const std::size_t i : builds) built.push_back(samples[i]);
+    sample_states(built, candidate.work_quanta,
+                  candidate.costs.offers_choice() ? kMaxTwoPathStates : kMaxSampleStates);
+    distinct_.resize(builds.size());
+    // Each worker fills only its own builds.
+    run_blocks(builds.size(), threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t b = begin; b < end; ++b) build(b, builds[b], samples[builds[b]]);
     });
 }
 
-void SampleTables::build(std::size_t i, const Calendar& calendar) {
+void SampleTables::build(std::size_t slot, std::size_t sample, const Calendar& calendar) {
     const int J = candidate_.work_quanta;
-    Sample& out = samples_[i];
+    Sample& out = distinct_[slot];
     // An empty sample keeps one all-zero row: no later window, every continuation is 0.
     out.window = out.reference = out.optimal = ValueTable(0, J);
     out.path_window = out.path_reference = {out.window, out.window};
     if (calendar.empty()) return;
-    const SegmentAccounting acc(sample_scenario(candidate_, calendar, i));
+    const SegmentAccounting acc(sample_scenario(candidate_, calendar, sample));
     out.starts.reserve(calendar.size());
     for (const Window& w : calendar) out.starts.push_back(w.start_s);
     // Built in locals and moved in: Costed Window reads V_G while V^pi0 is filled.
@@ -187,17 +243,15 @@ ForecastModel::ForecastModel(const Scenario& current, const SampleTables& tables
     }
     const int J = acc_.work_quanta();
     const double end_s = scenario().windows.front().end_s;
+    const auto n = static_cast<std::size_t>(tables.sample_count());
     std::vector<int> rows;  // per sample: its first window starting at or after end_s
-    rows.reserve(tables.samples_.size());
-    for (const SampleTables::Sample& s : tables.samples_) {
-        rows.push_back(static_cast<int>(std::lower_bound(s.starts.begin(), s.starts.end(), end_s) -
-                                        s.starts.begin()));
-    }
+    rows.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) rows.push_back(tables.row_after(i, end_s));
     const auto mean_into = [&](ValueTable SampleTables::Sample::*table, ValueTable& into) {
         for (int q = 0; q <= J; ++q) {
             double sum = 0.0;  // in sample order, whatever the threads that built them
             for (std::size_t i = 0; i < rows.size(); ++i) {
-                sum += (tables.samples_[i].*table)(rows[i], q);
+                sum += (tables.sample(i).*table)(rows[i], q);
             }
             into(1, q) = sum / static_cast<double>(rows.size());
         }
@@ -216,8 +270,8 @@ ForecastModel::ForecastModel(const Scenario& current, const SampleTables& tables
             double window_sum = 0.0;  // in sample order, as mean_into
             double reference_sum = 0.0;
             for (std::size_t i = 0; i < rows.size(); ++i) {
-                window_sum += tables.samples_[i].path_window[p](rows[i], q);
-                reference_sum += tables.samples_[i].path_reference[p](rows[i], q);
+                window_sum += tables.sample(i).path_window[p](rows[i], q);
+                reference_sum += tables.sample(i).path_reference[p](rows[i], q);
             }
             path_window_values_[p](1, q) = window_sum / static_cast<double>(rows.size());
             path_reference_values_[p](1, q) = reference_sum / static_cast<double>(rows.size());

@@ -5,8 +5,10 @@
 // R(a) + mean_i V_i(s'), the expected value over the samples.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -44,13 +46,36 @@ class SampleTables {
     // `candidate`: the work, benefit and costs (its windows and initial state are not
     // used). `policies`: those decisions will be asked for (Window, CostedWindow,
     // Rollout, Dp); only the tables they need are built, on up to `threads` threads.
-    // Throws std::invalid_argument naming the field (samples[i]: ...) of bad input.
+    // Samples equal window for window share one build (an exact forecast passes the
+    // truth N times). Throws std::invalid_argument naming the field (samples[i]: ...).
     SampleTables(const Scenario& candidate, const std::vector<Calendar>& samples,
                  const std::vector<Policy>& policies, int threads);
 
     const Scenario& candidate() const { return candidate_; }
-    int sample_count() const { return static_cast<int>(samples_.size()); }
+    int sample_count() const { return static_cast<int>(index_.size()); }
+    // Tables actually built: one per distinct sample.
+    int distinct_count() const { return static_cast<int>(distinct_.size()); }
     const TableNeeds& needs() const { return needs_; }
+
+    // The row of sample i's tables after `time_s`: its first window starting at or after
+    // it (its window count if none: the all-zero row). Inline: every causal decision asks
+    // it once per sample.
+    int row_after(std::size_t i, double time_s) const {
+        const std::vector<double>& starts = distinct_[index_[i]].starts;
+        return static_cast<int>(std::lower_bound(starts.begin(), starts.end(), time_s) -
+                                starts.begin());
+    }
+    // Row `row` of sample i's V_G, V^pi0 or V* (J + 1 entries by durable progress); the
+    // table must have been built (needs()).
+    const double* window_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].window.row(row);
+    }
+    const double* reference_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].reference.row(row);
+    }
+    const double* optimal_row(std::size_t i, int row) const {
+        return distinct_[index_[i]].optimal.row(row);
+    }
 
   private:
     friend class ForecastModel;
@@ -63,11 +88,14 @@ class SampleTables {
         std::array<ValueTable, 2> path_window{ValueTable{0, 0}, ValueTable{0, 0}};
         std::array<ValueTable, 2> path_reference{ValueTable{0, 0}, ValueTable{0, 0}};
     };
-    void build(std::size_t i, const Calendar& calendar);
+    const Sample& sample(std::size_t i) const { return distinct_[index_[i]]; }
+    // Fill distinct_[slot] from `calendar`, sample `sample` (named in errors).
+    void build(std::size_t slot, std::size_t sample, const Calendar& calendar);
 
     Scenario candidate_;
     TableNeeds needs_;
-    std::vector<Sample> samples_;
+    std::vector<Sample> distinct_;
+    std::vector<std::uint32_t> index_;  // sample i's tables: distinct_[index_[i]]
 };
 
 class ForecastModel {

@@ -9,45 +9,49 @@ released, and scores the current window's actions by ``R(a) + mean_i V_i(s')``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
-
-import numpy as np
-import numpy.typing as npt
 
 from .. import _core
-from .._checks import bounded, integer
+from .._checks import integer
 from ..scenario import Scenario
 from ..solver import Action, Policy, core_policy
-from .forecast import Calendar
+from .forecast import Calendar, Packed, packed
 
-__all__ = ["FORECAST_POLICIES", "ForecastDecision", "SampleTables", "sample_tables"]
+__all__ = [
+    "FORECAST_NAMES",
+    "FORECAST_POLICIES",
+    "ForecastDecision",
+    "SampleTables",
+    "forecast_policy",
+    "packed_tables",
+    "sample_tables",
+]
 
 FORECAST_POLICIES = (Policy.WINDOW, Policy.COSTED_WINDOW, Policy.ROLLOUT, Policy.DP)
 """The policies that decide under a forecast, in output order."""
 
+FORECAST_NAMES = {
+    Policy.WINDOW: "window",
+    Policy.COSTED_WINDOW: "costed_window",
+    Policy.ROLLOUT: "rollout",
+    Policy.DP: "mean_dp",
+}
+"""Their names under a forecast: DP's continuation is each sample's own optimum (it knows
+its sample's future), averaged, so it is called ``mean_dp``, not an optimum."""
+
+
+def forecast_policy(policy: str | Policy) -> Policy:
+    """A policy under a forecast from its name (``mean_dp`` or ``dp`` for DP) or value."""
+    if policy == "mean_dp":
+        return Policy.DP
+    parsed = Policy.parse(policy)
+    if parsed not in FORECAST_POLICIES:
+        names = ", ".join(FORECAST_NAMES.values())
+        raise ValueError(f"policy under a forecast must be one of {names}, got {policy!r}")
+    return parsed
+
+
 SampleTables = _core.SampleTables
 """Continuation tables of fixed sampled calendars, built once (see :func:`sample_tables`)."""
-
-
-def _packed(
-    calendars: Sequence[Calendar], work_quanta: int
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-    """Calendars as the core takes them: all windows (M, 2) and N + 1 offsets, after the
-    bound on their tables' size (the core checks it too, before it allocates them)."""
-    counts = [len(c) for c in calendars]
-    total = sum(counts)  # integers: exact
-    bounded(
-        f"samples x states: the sum over {len(counts)} samples of (windows + 1) x "
-        "(work_quanta + 1)",
-        (total + len(counts)) * (work_quanta + 1),
-        _core.MAX_SAMPLE_STATES,
-    )
-    # One pass over the numbers (a decision's packing would otherwise rival its tables).
-    numbers = chain.from_iterable(chain.from_iterable(calendars))
-    windows = np.fromiter(numbers, dtype=np.float64, count=2 * total).reshape(total, 2)
-    offsets = np.zeros(len(calendars) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return windows, offsets
 
 
 def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
@@ -66,7 +70,7 @@ def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
 
 
 def _core_policies(policies: Sequence[str | Policy]) -> list[_core.Policy]:
-    return [core_policy(p) for p in policies]
+    return [core_policy(forecast_policy(p)) for p in policies]
 
 
 def sample_tables(
@@ -92,7 +96,17 @@ def sample_tables(
     threads
         Threads over the samples (the result does not depend on it).
     """
-    windows, offsets = _packed(calendars, scenario.work_quanta)
+    return packed_tables(scenario, packed(calendars), policies, threads)
+
+
+def packed_tables(
+    scenario: Scenario,
+    calendars: Packed,
+    policies: Sequence[str | Policy] = FORECAST_POLICIES,
+    threads: int = 1,
+) -> SampleTables:
+    """:func:`sample_tables` of calendars already packed (:func:`~.forecast.packed`)."""
+    windows, offsets = calendars
     threads = integer("threads", threads, low=1)
     return _core.SampleTables(
         scenario.to_core(), windows, offsets, _core_policies(policies), threads
@@ -133,7 +147,7 @@ class ForecastDecision:
         policies: Sequence[str | Policy] = FORECAST_POLICIES,
         threads: int = 1,
     ) -> None:
-        windows, offsets = _packed(futures, scenario.work_quanta)
+        windows, offsets = packed(futures)
         threads = integer("threads", threads, low=1)
         self._model = _core.ForecastModel(
             _current(scenario, window), windows, offsets, _core_policies(policies), threads
@@ -164,10 +178,11 @@ class ForecastDecision:
 
         ``window`` needs no forecast; ``costed_window`` gates Window by the mean priced
         Window plan; ``rollout`` (default) maximises ``R(a) + mean_i V_i^pi0(s')``
-        keeping pi0's action on ties (Eq. 11); ``dp`` maximises ``R(a) + mean_i V_i*(s')``.
+        keeping pi0's action on ties (Eq. 11); ``mean_dp`` (or ``dp``) maximises
+        ``R(a) + mean_i V_i*(s')``, the per-sample optimum averaged.
         The action fits the current window (Eq. 10): capacity is back by ``d_k``.
         """
-        return self._model.decide(progress, durable, active, core_policy(policy))
+        return self._model.decide(progress, durable, active, core_policy(forecast_policy(policy)))
 
     def take(self, progress: int, durable: int, active: bool, action: Action) -> _core.Segment:
         """The segment ``action`` makes of the current window: timeline, cost, benefit and

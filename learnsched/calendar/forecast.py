@@ -9,8 +9,15 @@ last observed window, or now if that window has already ended. Implementations:
   history's busy-idle cycles (a busy gap and the window after it) are resampled whole
   (a block bootstrap of cycles, keeping each gap with the window it led to); the first
   cycle is conditioned on the time already spent in the current busy period.
+* :class:`RepeatForecaster` (a baseline): the future repeats the last observed cycles.
+* :class:`MeanForecaster` (a baseline): i.i.d. cycles of the historical mean gap and window.
 * :class:`ExactForecaster`: knows the true calendar (the paper's setting).
 * :class:`SampleForecaster`: fixed sampled calendars, e.g. from another model.
+
+In causal scheduling (:mod:`learnsched.calendar.causal`) a forecaster also forecasts the
+current idle gap's remaining length given its age, by its :attr:`Forecaster.gap_model`:
+the empirical one by the survival of past gaps, the baselines by repeating the last gaps
+or by their mean; the exact and fixed-sample forecasters cannot (they would look ahead).
 
 Every forecaster is deterministic given its ``rng``. Samples stop before ``until_s``
 (typically the benefit horizon: a window starting later can earn nothing).
@@ -21,19 +28,26 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from itertools import chain, pairwise
 
 import numpy as np
+import numpy.typing as npt
 
-from .._checks import FloatArray, integer, number
+from .. import _core
+from .._checks import FloatArray, integer, number, positive
 
 __all__ = [
     "Calendar",
     "EmpiricalForecaster",
     "ExactForecaster",
     "Forecaster",
+    "MeanForecaster",
+    "PackedCalendars",
+    "RepeatForecaster",
     "SampleForecaster",
     "calendar",
     "frontier",
+    "packed",
 ]
 
 Calendar = tuple[tuple[float, float], ...]
@@ -89,6 +103,33 @@ def calendar(name: str, windows: object, allow_empty: bool = False) -> Calendar:
     return tuple(out)
 
 
+Packed = tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]
+"""Calendars as the core takes them: every window ``(M, 2)`` and ``N + 1`` offsets
+(calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``)."""
+
+
+def packed(calendars: Sequence[Calendar]) -> Packed:
+    """``calendars`` as :data:`Packed` arrays (not checked: they are already calendars)."""
+    counts = [len(c) for c in calendars]
+    total = sum(counts)
+    # One pass over the numbers (a decision's packing would otherwise rival its tables).
+    numbers = chain.from_iterable(chain.from_iterable(calendars))
+    windows = np.fromiter(numbers, dtype=np.float64, count=2 * total).reshape(total, 2)
+    offsets = np.zeros(len(calendars) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return windows, offsets
+
+
+def before(calendars: Packed, until_s: float) -> Packed:
+    """Each packed calendar's windows that start before ``until_s``."""
+    windows, offsets = calendars
+    if not math.isfinite(until_s):
+        return calendars
+    keep = windows[:, 0] < until_s
+    kept = np.concatenate(([0], np.cumsum(keep)))
+    return windows[keep], kept[offsets].astype(np.int64)
+
+
 def frontier(observed: Sequence[tuple[float, float]], now_s: float) -> float:
     """Where the unknown future begins: the last observed window's end, or ``now_s``."""
     return max(now_s, observed[-1][1]) if observed else now_s
@@ -101,6 +142,10 @@ def _after(windows: Calendar, start_s: float, until_s: float) -> Calendar:
 
 class Forecaster(ABC):
     """Draws sampled future calendars given the windows observed so far."""
+
+    gap_model: str | None = None
+    """How the current idle gap is forecast in causal scheduling (``"empirical"``,
+    ``"repeat"``, ``"mean"``), or None if this forecaster cannot do it causally."""
 
     @abstractmethod
     def sample(
@@ -139,6 +184,11 @@ class Forecaster(ABC):
         observed (the default). A scheduler may then build their tables once."""
         return None
 
+    def fixed_packed(self, n: int) -> Packed | None:
+        """:meth:`fixed` as :data:`Packed` arrays (None where :meth:`fixed` is None)."""
+        fixed = self.fixed(n)
+        return None if fixed is None else packed(fixed)
+
 
 class ExactForecaster(Forecaster):
     """Knows the true calendar: every sample is its windows after the frontier.
@@ -168,12 +218,40 @@ class ExactForecaster(Forecaster):
         """``n`` copies of the truth: the future does not depend on what is observed."""
         return [self.truth] * integer("n", n, low=1)
 
+    def fixed_packed(self, n: int) -> Packed | None:
+        """``n`` copies of the truth, packed (the core builds their tables once)."""
+        n = integer("n", n, low=1)
+        one = np.array(self.truth, dtype=np.float64).reshape(-1, 2)
+        return np.tile(one, (n, 1)), np.arange(n + 1, dtype=np.int64) * one.shape[0]
+
+
+class PackedCalendars:
+    """Calendars read straight into arrays (a SPEC's samples, by the core's reader):
+    calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``, already checked (plain
+    numbers, finite, each window ending after it starts, sorted, non-overlapping, none
+    empty)."""
+
+    __slots__ = ("offsets", "windows")
+
+    def __init__(self, windows: npt.NDArray[np.float64], offsets: npt.NDArray[np.int64]) -> None:
+        self.windows = windows
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __repr__(self) -> str:
+        first = self.windows[: self.offsets[1]].tolist() if len(self) else []
+        more = ", ..." if len(self) > 1 else ""
+        return f"[{first!r}{more}]"
+
 
 class SampleForecaster(Forecaster):
     """Fixed sampled calendars, each a full calendar from time 0.
 
     ``sample`` returns each one's windows after the frontier, in order, when ``n`` equals
-    their number; otherwise ``n`` of them drawn with replacement.
+    their number; otherwise ``n`` of them drawn with replacement. The calendars are read
+    and checked in C++ (:func:`calendar`'s rules and messages) and kept packed.
 
     Parameters
     ----------
@@ -181,13 +259,33 @@ class SampleForecaster(Forecaster):
         One or more calendars, seconds.
     """
 
-    def __init__(self, samples: Sequence[Calendar]) -> None:
+    def __init__(self, samples: Sequence[Calendar] | PackedCalendars) -> None:
         given: object = samples  # checked at run time: JSON may hold anything
+        if isinstance(given, PackedCalendars):
+            self._packed: Packed = (given.windows, given.offsets)
+            self._samples: tuple[Calendar, ...] | None = None
+            return
         if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
             raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self.samples = tuple(calendar(f"forecast.samples[{i}]", s) for i, s in enumerate(samples))
+        self._packed = _core.pack_calendars("forecast.samples", list(given), calendar)
+        self._samples = None
+
+    @property
+    def count(self) -> int:
+        """How many calendars."""
+        return int(self._packed[1].size - 1)
+
+    @property
+    def samples(self) -> tuple[Calendar, ...]:
+        """The calendars, seconds."""
+        if self._samples is None:
+            windows, offsets = self._packed
+            pairs = list(map(tuple, windows.tolist()))
+            bounds = offsets.tolist()
+            self._samples = tuple(tuple(pairs[a:b]) for a, b in pairwise(bounds))
+        return self._samples
 
     def sample(
         self,
@@ -200,12 +298,128 @@ class SampleForecaster(Forecaster):
         """The samples' windows in ``[frontier, until_s)``."""
         n = integer("n", n, low=1)
         start = frontier(observed, now_s)
-        chosen = range(n) if n == len(self.samples) else rng.integers(0, len(self.samples), size=n)
-        return [_after(self.samples[int(i)], start, until_s) for i in chosen]
+        samples = self.samples
+        chosen = range(n) if n == len(samples) else rng.integers(0, len(samples), size=n)
+        return [_after(samples[int(i)], start, until_s) for i in chosen]
 
     def fixed(self, n: int) -> list[Calendar] | None:
         """The samples themselves when ``n`` is their number (else they are redrawn)."""
-        return list(self.samples) if integer("n", n, low=1) == len(self.samples) else None
+        return list(self.samples) if integer("n", n, low=1) == self.count else None
+
+    def fixed_packed(self, n: int) -> Packed | None:
+        """The packed samples when ``n`` is their number."""
+        return self._packed if integer("n", n, low=1) == self.count else None
+
+
+def _cycles(
+    observed: Sequence[tuple[float, float]], now_s: float, history_s: float | None
+) -> tuple[FloatArray, FloatArray]:
+    """Cycle ``j``: the busy gap after observed window ``j`` and window ``j + 1``'s length."""
+    windows: FloatArray = np.array(observed, dtype=np.float64).reshape(-1, 2)
+    if history_s is not None:
+        windows = windows[windows[:, 0] >= now_s - history_s]
+    return windows[1:, 0] - windows[:-1, 1], windows[1:, 1] - windows[1:, 0]
+
+
+def _age(observed: Sequence[tuple[float, float]], now_s: float) -> float:
+    """How long the busy period under way has lasted (0 inside a window)."""
+    return now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
+
+
+def _tiled(
+    busy: FloatArray, idle: FloatArray, start: float, age: float, until_s: float
+) -> Calendar:
+    """The cycles in order, again and again, from ``start``; the first gap less ``age``."""
+    windows: list[tuple[float, float]] = []
+    t = start
+    gap = max(0.0, float(busy[0]) - age)
+    j = 0
+    while len(windows) < MAX_WINDOWS:
+        begin = t + gap
+        if begin >= until_s:
+            break
+        windows.append((begin, begin + float(idle[j])))
+        t = begin + float(idle[j])
+        j = (j + 1) % busy.size
+        gap = float(busy[j])
+    return tuple(windows)
+
+
+class RepeatForecaster(Forecaster):
+    """A baseline: the future repeats the last observed busy-idle cycles, in order.
+
+    Every sample is the same calendar: the last ``last`` cycles (a busy gap and the window
+    after it) tiled from the frontier, the first gap less the time the current busy period
+    has already lasted. In causal scheduling the current gap is taken to last as long as
+    one of the last gaps (sample ``i`` the ``i``-th newest, cycling). With fewer than two
+    observed windows every sample is empty.
+
+    Parameters
+    ----------
+    last
+        Cycles repeated (>= 1).
+    """
+
+    gap_model = "repeat"
+
+    def __init__(self, last: int = 8) -> None:
+        self.last = integer("last", last, low=1)
+
+    def sample(
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
+    ) -> list[Calendar]:
+        """``n`` copies of the tiled last cycles in ``[frontier, until_s)``."""
+        n = integer("n", n, low=1)
+        busy, idle = _cycles(observed, now_s, None)
+        start = frontier(observed, now_s)
+        if busy.size == 0 or start >= until_s or not math.isfinite(until_s):
+            return [()] * n
+        keep = slice(max(0, busy.size - self.last), busy.size)
+        return [_tiled(busy[keep], idle[keep], start, _age(observed, now_s), until_s)] * n
+
+
+class MeanForecaster(Forecaster):
+    """A baseline: i.i.d. cycles of the historical mean busy gap and mean window.
+
+    Every sample is the same calendar of identical cycles from the frontier (the first
+    gap less the current busy period's age). In causal scheduling the current gap is
+    taken to last the mean past gap. With fewer than two observed windows every sample
+    is empty.
+
+    Parameters
+    ----------
+    history_s
+        Average over the windows that started in the last ``history_s`` seconds (None:
+        all), s.
+    """
+
+    gap_model = "mean"
+
+    def __init__(self, history_s: float | None = None) -> None:
+        self.history_s = None if history_s is None else positive("history_s", history_s)
+
+    def sample(
+        self,
+        observed: Sequence[tuple[float, float]],
+        now_s: float,
+        until_s: float,
+        n: int,
+        rng: np.random.Generator,
+    ) -> list[Calendar]:
+        """``n`` copies of the mean cycle tiled over ``[frontier, until_s)``."""
+        n = integer("n", n, low=1)
+        busy, idle = _cycles(observed, now_s, self.history_s)
+        start = frontier(observed, now_s)
+        if busy.size == 0 or start >= until_s or not math.isfinite(until_s):
+            return [()] * n
+        mean_busy = np.array([float(np.mean(busy))])
+        mean_idle = np.array([float(np.mean(idle))])
+        return [_tiled(mean_busy, mean_idle, start, _age(observed, now_s), until_s)] * n
 
 
 class EmpiricalForecaster(Forecaster):
@@ -218,12 +432,18 @@ class EmpiricalForecaster(Forecaster):
     is taken to end now); later cycles are drawn from all. With fewer than two observed
     windows there is no cycle, and every sample is empty (no later window is assumed).
 
+    In causal scheduling the current gap's remaining length is drawn from the survival of
+    past gaps: among those longer than its age, uniformly (beyond the longest, a Pareto
+    tail ``P(R > r) = age / (age + r)``).
+
     Parameters
     ----------
     history_s
         Fit on the windows that started in the last ``history_s`` seconds only (None:
         all), s.
     """
+
+    gap_model = "empirical"
 
     def __init__(self, history_s: float | None = None) -> None:
         self.history_s = None if history_s is None else number("history_s", history_s)
@@ -234,12 +454,7 @@ class EmpiricalForecaster(Forecaster):
         self, observed: Sequence[tuple[float, float]], now_s: float
     ) -> tuple[FloatArray, FloatArray]:
         """The fitted cycles: busy gaps and the idle lengths after them, seconds."""
-        windows: FloatArray = np.array(observed, dtype=np.float64).reshape(-1, 2)
-        if self.history_s is not None:
-            windows = windows[windows[:, 0] >= now_s - self.history_s]
-        busy = windows[1:, 0] - windows[:-1, 1]
-        idle = windows[1:, 1] - windows[1:, 0]
-        return busy, idle
+        return _cycles(observed, now_s, self.history_s)
 
     def sample(
         self,
@@ -257,7 +472,7 @@ class EmpiricalForecaster(Forecaster):
         start = frontier(observed, now_s)
         if busy.size == 0 or start >= until_s:
             return [()] * n
-        age = now_s - observed[-1][1] if observed and now_s > observed[-1][1] else 0.0
+        age = _age(observed, now_s)
         mean_cycle = float(np.mean(busy + idle))
         count = min(MAX_WINDOWS, int(np.ceil((until_s - start) / mean_cycle)) + 8)
         out: list[Calendar] = []

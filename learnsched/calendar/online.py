@@ -5,7 +5,8 @@ one ``[l_k, d_k]``, asks its forecaster for ``N`` sampled calendars after ``d_k`
 policy decides in the C++ core (:class:`~learnsched.calendar.ForecastDecision`): ``window``
 needs no forecast; ``costed_window`` gates Window by the mean priced Window plan;
 ``rollout`` scores every feasible action by ``R(a) + mean_i V_i^pi0(s')`` (Eq. 11);
-``dp`` by ``R(a) + mean_i V_i*(s')`` (Eq. D.2). The action is then taken on the true
+``mean_dp`` by ``R(a) + mean_i V_i*(s')`` (Eq. D.2 per sample: each sample's own optimum,
+averaged, an optimistic score). The action is then taken on the true
 window, so Eq. 10 always holds on the truth. ``clairvoyant`` is the exact DP on the true
 calendar, the information bound: its advantage over a policy is that policy's regret,
 the value of calendar information.
@@ -21,12 +22,19 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._checks import integer
-from ..plan import Step
+from .._checks import FloatArray, integer
+from ..plan import Step, Steps
 from ..scenario import Scenario
-from ..solver import ActionKind, Model, Policy
-from .decision import FORECAST_POLICIES, ForecastDecision, SampleTables, sample_tables
-from .forecast import Calendar, ExactForecaster, Forecaster, calendar
+from ..solver import ActionKind, Model, Policy, core_policy
+from .decision import (
+    FORECAST_NAMES,
+    FORECAST_POLICIES,
+    ForecastDecision,
+    SampleTables,
+    packed_tables,
+)
+from .forecast import Calendar, ExactForecaster, Forecaster, before, calendar
+from .summary import PolicySummary, differences
 
 __all__ = [
     "ONLINE_POLICIES",
@@ -39,7 +47,7 @@ __all__ = [
 ]
 
 CLAIRVOYANT = "clairvoyant"
-ONLINE_POLICIES = (*(p.value for p in FORECAST_POLICIES), CLAIRVOYANT)
+ONLINE_POLICIES = (*(FORECAST_NAMES[p] for p in FORECAST_POLICIES), CLAIRVOYANT)
 """Every policy name of an online evaluation."""
 
 
@@ -102,17 +110,15 @@ class PolicyOutcome:
     value: float
     handoffs: int
     checkpoints: int
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
 
 
 def _fixed_tables(case: OnlineCase, threads: int) -> SampleTables | None:
     """Tables of the forecaster's fixed samples, built once for every window, or None."""
-    fixed = case.forecaster.fixed(case.samples)
+    fixed = case.forecaster.fixed_packed(case.samples)
     if fixed is None:
         return None
-    if math.isfinite(case.until_s):  # as sample() would cut them
-        fixed = [tuple(w for w in c if w[0] < case.until_s) for c in fixed]
-    return sample_tables(case.scenario, fixed, FORECAST_POLICIES, threads)
+    return packed_tables(case.scenario, before(fixed, case.until_s), FORECAST_POLICIES, threads)
 
 
 def _outcome(steps: list[Step]) -> PolicyOutcome:
@@ -125,6 +131,43 @@ def _outcome(steps: list[Step]) -> PolicyOutcome:
         checkpoints=sum(step.checkpoint for step in steps),
         steps=tuple(steps),
     )
+
+
+_WAIT = int(_core.ActionKind.WAIT)
+
+
+def _plan_outcome(plan: _core.Plan, two_path: bool) -> PolicyOutcome:
+    """A plan from the core as an outcome (its steps read lazily)."""
+    steps = Steps(plan, two_path)
+    columns = steps.columns()
+    return PolicyOutcome(
+        value=plan.value,
+        handoffs=int(np.count_nonzero(columns["kind"] != _WAIT)),
+        checkpoints=int(np.count_nonzero(columns["checkpoint"])),
+        steps=steps,
+    )
+
+
+def _run_fixed(cases: Sequence[OnlineCase], threads: int) -> list[dict[str, PolicyOutcome]]:
+    """Cases whose forecasts are fixed, run in the core on threads over the cases."""
+    jobs = []
+    for case in cases:
+        fixed = case.forecaster.fixed_packed(case.samples)
+        assert fixed is not None
+        windows, offsets = before(fixed, case.until_s)
+        jobs.append((case.scenario.to_core(), windows, offsets))
+    policies = [core_policy(p) for p in FORECAST_POLICIES]
+    plans = _core.run_online(jobs, policies, threads)
+    out = []
+    for case, case_plans in zip(cases, plans, strict=True):
+        two_path = case.scenario.costs.cold_recovery_s is not None
+        out.append(
+            {
+                n: _plan_outcome(p, two_path)
+                for n, p in zip(ONLINE_POLICIES, case_plans, strict=True)
+            }
+        )
+    return out
 
 
 def run_calendar(
@@ -161,64 +204,10 @@ def run_calendar(
                 live.remove(policy)
             else:
                 states[policy] = segment.next
-    out = {p.value: _outcome(steps[p]) for p in FORECAST_POLICIES}
+    out = {FORECAST_NAMES[p]: _outcome(steps[p]) for p in FORECAST_POLICIES}
     plan = Model(scenario).solve(Policy.DP)
     out[CLAIRVOYANT] = _outcome(list(plan.steps))
     return out
-
-
-@dataclass(frozen=True)
-class PolicySummary:
-    """One policy over every true calendar of an evaluation.
-
-    Attributes
-    ----------
-    values
-        Realised value per calendar, s-eq.
-    regrets
-        ``clairvoyant`` minus this policy, per calendar, s-eq. (>= 0).
-    handoffs, checkpoints
-        Per calendar.
-    """
-
-    values: tuple[float, ...]
-    regrets: tuple[float, ...]
-    handoffs: tuple[int, ...]
-    checkpoints: tuple[int, ...]
-
-    @property
-    def mean_value(self) -> float:
-        """Mean realised value, s-eq."""
-        return float(np.mean(self.values))
-
-    @property
-    def ci95(self) -> tuple[float, float] | None:
-        """95% Student-t confidence interval of the mean value (None for one calendar), s-eq."""
-        n = len(self.values)
-        if n < 2:
-            return None
-        from scipy.special import stdtrit  # Student t quantile; scipy.stats loads far more
-
-        half = float(stdtrit(n - 1, 0.975) * np.std(self.values, ddof=1) / math.sqrt(n))
-        return (self.mean_value - half, self.mean_value + half)
-
-    @property
-    def mean_regret(self) -> float:
-        """Mean regret to ``clairvoyant``, s-eq."""
-        return float(np.mean(self.regrets))
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"values", "mean_value", "ci95", "mean_regret", "handoffs", "checkpoints"}``;
-        handoffs and checkpoints are means per calendar."""
-        ci = self.ci95
-        return {
-            "values": list(self.values),
-            "mean_value": self.mean_value,
-            "ci95": None if ci is None else list(ci),
-            "mean_regret": self.mean_regret,
-            "handoffs": float(np.mean(self.handoffs)),
-            "checkpoints": float(np.mean(self.checkpoints)),
-        }
 
 
 @dataclass(frozen=True)
@@ -229,12 +218,34 @@ class OnlineResult:
     outcomes: tuple[dict[str, PolicyOutcome], ...]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"policies": {NAME: {...}}}`` as ``learnsched online --json`` prints it."""
-        return {"policies": {name: s.to_json() for name, s in self.policies.items()}}
+        """``{"policies": {NAME: {...}}, "differences": [...]}`` as ``learnsched online
+        --json`` prints it (differences paired by calendar)."""
+        return {
+            "policies": {name: s.to_json() for name, s in self.policies.items()},
+            "differences": [d.to_json() for d in differences(self.policies)],
+        }
 
 
-def evaluate_online(cases: Sequence[OnlineCase], seed: int = 0, threads: int = 1) -> OnlineResult:
+def _one_seed(
+    cases: Sequence[OnlineCase], seed: int, threads: int, fixed: dict[int, dict[str, PolicyOutcome]]
+) -> tuple[dict[str, PolicyOutcome], ...]:
+    return tuple(
+        fixed[i] if i in fixed else run_calendar(case, np.random.default_rng([seed, i]), threads)
+        for i, case in enumerate(cases)
+    )
+
+
+def evaluate_online(
+    cases: Sequence[OnlineCase],
+    seed: int = 0,
+    threads: int = 1,
+    seeds: Sequence[int] | None = None,
+) -> OnlineResult:
     """Run every policy online over every case (true calendar).
+
+    Cases whose forecast is fixed (the exact forecast, a SPEC's samples) run wholly in the
+    core, on ``threads`` threads over the cases (once: no seed changes them); the others
+    re-sample at every window, with ``threads`` threads over each decision's samples.
 
     Parameters
     ----------
@@ -244,23 +255,39 @@ def evaluate_online(cases: Sequence[OnlineCase], seed: int = 0, threads: int = 1
         Seed of the forecasts: calendar ``i`` draws from ``default_rng([seed, i])``, so the
         result depends only on the seed, never on ``threads``.
     threads
-        Threads over each decision's samples.
+        Threads (see above).
+    seeds
+        Several seeds instead of ``seed``: the summaries hold one row per seed, the
+        outcomes are the first seed's.
     """
     if not cases:
         raise ValueError("cases must hold at least one true calendar")
-    seed = integer("seed", seed, low=0)
-    outcomes = tuple(
-        run_calendar(case, np.random.default_rng([seed, i]), threads)
-        for i, case in enumerate(cases)
+    chosen = (
+        [integer("seed", seed, low=0)]
+        if seeds is None
+        else [integer("seeds", s, low=0) for s in seeds]
     )
-    best = [o[CLAIRVOYANT].value for o in outcomes]
-    policies = {
-        name: PolicySummary(
-            values=tuple(o[name].value for o in outcomes),
-            regrets=tuple(b - o[name].value for b, o in zip(best, outcomes, strict=True)),
-            handoffs=tuple(o[name].handoffs for o in outcomes),
-            checkpoints=tuple(o[name].checkpoints for o in outcomes),
+    if not chosen:
+        raise ValueError("seeds must list at least one seed")
+    threads = integer("threads", threads, low=1)
+    index = [i for i, c in enumerate(cases) if c.forecaster.fixed_packed(c.samples) is not None]
+    fixed = dict(zip(index, _run_fixed([cases[i] for i in index], threads), strict=True))
+    runs = [_one_seed(cases, s, threads, fixed) for s in chosen]
+    best = np.array([[o[CLAIRVOYANT].value for o in run] for run in runs])
+    zeros = np.zeros(best.shape)
+
+    def matrix(name: str, field: str) -> FloatArray:
+        return np.array([[getattr(o[name], field) for o in run] for run in runs], dtype=np.float64)
+
+    policies = {}
+    for name in ONLINE_POLICIES:
+        values = matrix(name, "value")
+        policies[name] = PolicySummary(
+            values_by_seed=values,
+            regrets_by_seed=best - values,
+            handoffs_by_seed=matrix(name, "handoffs"),
+            checkpoints_by_seed=matrix(name, "checkpoints"),
+            late_by_seed=zeros,
+            lateness_by_seed=zeros,
         )
-        for name in ONLINE_POLICIES
-    }
-    return OnlineResult(policies, outcomes)
+    return OnlineResult(policies, runs[0])

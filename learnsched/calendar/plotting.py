@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from .._figures import pyplot, save_figure
-from .online import ONLINE_POLICIES
 from .study import TraceStudy
 
 __all__ = ["plot_trace_study"]
@@ -16,7 +15,7 @@ def plot_trace_study(study: TraceStudy, path: str | os.PathLike[str], title: str
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.0, 4.0))
     ns = sorted(study.results)
-    for name in ONLINE_POLICIES:
+    for name in study.results[ns[0]].policies:
         summaries = [study.results[n].policies[name] for n in ns]
         means = [s.mean_value for s in summaries]
         lows = [m - (s.ci95[0] if s.ci95 else m) for m, s in zip(means, summaries, strict=True)]

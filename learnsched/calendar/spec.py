@@ -12,12 +12,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .. import _core
 from .._checks import indexed
 from ..scenario import Scenario
-from .forecast import SampleForecaster
+from .forecast import PackedCalendars, SampleForecaster
 from .online import OnlineCase
 
-__all__ = ["parse_online_spec"]
+__all__ = ["MAX_DEPTH", "parse_online_spec", "read_online_spec"]
+
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects a SPEC may have (one with samples nests 5)."""
+
+
+def read_online_spec(text: str | bytes, source: str) -> object:
+    """A SPEC's JSON, read in C++: the values Python's json module gives (standard JSON
+    only: no NaN or Infinity; at most :data:`MAX_DEPTH` levels), each forecast's samples
+    as :class:`~.forecast.PackedCalendars` when they are plain calendars.
+
+    Raises
+    ------
+    ValueError
+        ``{source} is not valid JSON: ...`` with the line and column, or ``{source}: JSON
+        nesting depth N exceeds the limit of 32``.
+    """
+    data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    try:
+        return _core.read_online_spec(data, MAX_DEPTH, PackedCalendars)
+    except ValueError as err:
+        message = str(err)
+        joint = " is " if message.startswith("not valid JSON") else ": "
+        raise ValueError(f"{source}{joint}{message}") from None
 
 
 def _case(obj: object) -> OnlineCase:
@@ -33,7 +57,7 @@ def _case(obj: object) -> OnlineCase:
     if not isinstance(forecast, Mapping) or set(forecast) != {"samples"}:
         raise ValueError(f'forecast must be "exact" or {{"samples": [...]}}, got {forecast!r:.80}')
     forecaster = SampleForecaster(forecast["samples"])
-    return OnlineCase(scenario, forecaster, samples=len(forecaster.samples))
+    return OnlineCase(scenario, forecaster, samples=forecaster.count)
 
 
 def parse_online_spec(data: object) -> list[OnlineCase]:

@@ -1,25 +1,65 @@
-"""Rolling horizons over a real trace: the online policies against clairvoyance.
+"""Studies over a real trace: the online policies against clairvoyance, over horizons and
+seeds, with paired confidence intervals.
 
-Each horizon starts at an idle window of the trace (after a warm-up that gives the
-forecaster a history) with a fresh candidate; its true calendar is the windows that
-start within ``horizon_s``, and the benefit horizon ends ``tail_s`` after it. The
-empirical forecaster sees only the trace's past before each horizon plus the windows
-of the horizon observed so far.
+The trace is cut into consecutive horizons of ``horizon_s`` after a warm-up of
+``warmup_s`` (non-overlapping, each wholly inside the trace); each starts a fresh candidate
+whose benefit horizon ends ``tail_s`` after it. Every policy runs on every horizon with
+every seed (the seeds vary the forecast draws only), and differences between policies are
+paired by horizon (:mod:`learnsched.calendar.summary`).
+
+* **causal** (the default, :func:`causal_study`): the scheduler knows the arrivals up to
+  now; the forecasters are fitted at each horizon's start on the trace before it.
+* **known window** (:func:`known_window_study`, the paper's setting): every policy knows
+  the current idle window's end; windows come from :func:`idle_windows` and the forecaster
+  sees the windows before the horizon plus those of the horizon observed so far.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from .._checks import integer, nonnegative, positive
+import numpy as np
+import numpy.typing as npt
+
+from .. import _core
+from .._checks import FloatArray, integer, nonnegative, positive
 from ..scenario import HandoffCosts, Scenario
-from .forecast import EmpiricalForecaster
-from .online import OnlineCase, OnlineResult, evaluate_online
+from .causal import (
+    CAUSAL_MOVES,
+    CAUSAL_PLANS,
+    CAUSAL_POLICIES,
+    CLAIRVOYANT,
+    CausalForecast,
+    CausalRules,
+    CausalTrace,
+    clairvoyant,
+    core_candidate,
+)
+from .forecast import EmpiricalForecaster, Forecaster, MeanForecaster, RepeatForecaster
+from .online import ONLINE_POLICIES, OnlineCase, evaluate_online
+from .summary import Difference, PolicySummary, differences
 from .windows import IdleWindows
 
-__all__ = ["Candidate", "TraceStudy", "rolling_cases", "trace_study"]
+__all__ = [
+    "FORECASTERS",
+    "Candidate",
+    "StudyResult",
+    "StudySettings",
+    "TraceStudy",
+    "causal_study",
+    "horizon_starts",
+    "known_window_study",
+    "make_forecaster",
+]
+
+FORECASTERS = ("empirical", "repeat", "mean")
+"""Forecasters a study can give its policies: the renewal model and the two baselines."""
+
+Sink = Callable[[list[dict[str, Any]]], None]
+"""Receives every decision of one horizon as ``--steps`` objects."""
 
 
 @dataclass(frozen=True)
@@ -35,7 +75,7 @@ class Candidate:
     tail_s
         The benefit horizon ends this long after the horizon, s.
     costs
-        Handoff costs (its recovery is the windows' return path).
+        Handoff costs (its recovery is the return path).
     """
 
     work_quanta: int
@@ -50,82 +90,477 @@ class Candidate:
         nonnegative("benefit_rate", self.benefit_rate)
         nonnegative("tail_s", self.tail_s)
 
+    def scenario(self, end_s: float, windows: Sequence[tuple[float, float]] = ()) -> Scenario:
+        """The candidate over a horizon ending at ``end_s`` (benefit until ``end_s +
+        tail_s``), on ``windows`` (a placeholder where only the candidate is read)."""
+        return Scenario(
+            tuple(windows) or ((end_s, end_s + 1.0),),
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            end_s + self.tail_s,
+            self.costs,
+        )
 
-def rolling_cases(
-    windows: IdleWindows,
-    candidate: Candidate,
-    samples: int,
-    horizon_s: float,
-    warmup_s: float,
-    history_s: float | None = None,
-) -> list[OnlineCase]:
-    """One case per window that starts a horizon: after ``warmup_s`` seconds of history
-    and with the whole horizon inside the trace.
+
+@dataclass(frozen=True)
+class StudySettings:
+    """How a study runs.
+
+    Attributes
+    ----------
+    horizon_s, warmup_s
+        Horizon length and the history before the first one, seconds.
+    samples
+        The forecast sizes ``N`` to compare.
+    seeds
+        Forecast seeds (``K`` of them).
+    forecaster
+        ``empirical``, ``repeat`` or ``mean`` (:data:`FORECASTERS`).
+    rules
+        Lateness price, risk level and the gap forecast's history (causal mode).
+    history_s
+        Known-window mode: fit the forecaster on this much recent history only (None: all).
+    threads
+        Threads over the runs of a horizon (the result does not depend on it).
+    """
+
+    horizon_s: float = 600.0
+    warmup_s: float = 600.0
+    samples: tuple[int, ...] = (64,)
+    seeds: tuple[int, ...] = (0,)
+    forecaster: str = "empirical"
+    rules: CausalRules = field(default_factory=CausalRules)
+    history_s: float | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        positive("horizon_s", self.horizon_s)
+        nonnegative("warmup_s", self.warmup_s)
+        if not self.samples:
+            raise ValueError("samples must list at least one N")
+        for n in self.samples:
+            integer("samples", n, low=1, high=_core.MAX_SAMPLES)
+        if not self.seeds:
+            raise ValueError("seeds must list at least one seed")
+        for s in self.seeds:
+            integer("seeds", s, low=0)
+        if self.forecaster not in FORECASTERS:
+            raise ValueError(
+                f"forecaster must be one of {', '.join(FORECASTERS)}, got {self.forecaster!r}"
+            )
+        integer("threads", self.threads, low=1)
+
+
+def make_forecaster(name: str, history_s: float | None = None) -> Forecaster:
+    """The forecaster called ``name`` (:data:`FORECASTERS`)."""
+    if name == "empirical":
+        return EmpiricalForecaster(history_s)
+    if name == "repeat":
+        return RepeatForecaster()
+    if name == "mean":
+        return MeanForecaster(history_s)
+    raise ValueError(f"forecaster must be one of {', '.join(FORECASTERS)}, got {name!r}")
+
+
+def horizon_starts(span_s: float, warmup_s: float, horizon_s: float) -> list[float]:
+    """Starts of the consecutive horizons after ``warmup_s`` that end inside the trace.
 
     Raises
     ------
     ValueError
-        If no horizon fits the trace.
+        If none fits.
     """
-    horizon_s = positive("horizon_s", horizon_s)
-    warmup_s = nonnegative("warmup_s", warmup_s)
-    pairs = windows.pairs()
-    cases = []
-    for start, _ in pairs:
-        end = start + horizon_s
-        if start < warmup_s or end > windows.span_s:
-            continue
-        truth = tuple(w for w in pairs if start <= w[0] < end)
-        scenario = Scenario(
-            truth,
-            candidate.work_quanta,
-            candidate.quantum_s,
-            candidate.benefit_rate,
-            end + candidate.tail_s,
-            candidate.costs,
-        )
-        history = tuple(w for w in pairs if w[0] < start)
-        cases.append(OnlineCase(scenario, EmpiricalForecaster(history_s), samples, history, end))
-    if not cases:
+    count = math.floor((span_s - warmup_s) / horizon_s) if span_s > warmup_s else 0
+    starts = [warmup_s + h * horizon_s for h in range(max(0, count))]
+    starts = [t for t in starts if t + horizon_s <= span_s]
+    if not starts:
         raise ValueError(
             f"no horizon of {horizon_s:g} s after a warm-up of {warmup_s:g} s fits the "
-            f"trace's {windows.span_s:g} s with {len(pairs)} windows"
+            f"trace's {span_s:g} s"
         )
-    return cases
+    return starts
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """Every policy at one forecast size: summaries and paired differences."""
+
+    policies: dict[str, PolicySummary]
+    differences: tuple[Difference, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"policies": {NAME: {...}}, "differences": [...]}``."""
+        return {
+            "policies": {name: s.to_json() for name, s in self.policies.items()},
+            "differences": [d.to_json() for d in self.differences],
+        }
 
 
 @dataclass(frozen=True)
 class TraceStudy:
-    """Online results per number of forecast samples ``N``."""
+    """A study's results per forecast size ``N``, and the forecast calibration."""
 
-    results: dict[int, OnlineResult]
-    calendars: int
+    mode: str
+    horizons: tuple[float, ...]
+    seeds: tuple[int, ...]
+    results: dict[int, StudyResult]
+    trace: dict[str, Any]
+    settings: dict[str, Any]
+    calibration: dict[str, dict[str, Any]] | None = None
+
+    @property
+    def calendars(self) -> int:
+        """Number of horizons."""
+        return len(self.horizons)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"calendars", "samples": {N: {"policies": {...}}}}``."""
+        """``{"mode", "trace", "settings", "horizons", "seeds", "samples": {N: ...},
+        "calibration"}``."""
         return {
-            "calendars": self.calendars,
+            "mode": self.mode,
+            "trace": self.trace,
+            "settings": self.settings,
+            "horizons": len(self.horizons),
+            "horizon_starts_s": list(self.horizons),
+            "seeds": list(self.seeds),
             "samples": {str(n): r.to_json() for n, r in self.results.items()},
+            "calibration": self.calibration,
         }
 
 
-def trace_study(
+_FIELDS = (
+    "values",
+    "regrets",
+    "handoffs",
+    "checkpoints",
+    "late_requests",
+    "lateness_s",
+    "requests",
+)
+
+
+def _summaries(
+    names: Sequence[str], data: dict[str, dict[str, FloatArray]], with_requests: bool
+) -> dict[str, PolicySummary]:
+    return {
+        name: PolicySummary(
+            values_by_seed=data[name]["values"],
+            regrets_by_seed=data[name]["regrets"],
+            handoffs_by_seed=data[name]["handoffs"],
+            checkpoints_by_seed=data[name]["checkpoints"],
+            late_by_seed=data[name]["late_requests"],
+            lateness_by_seed=data[name]["lateness_s"],
+            requests_by_seed=data[name]["requests"] if with_requests else None,
+        )
+        for name in names
+    }
+
+
+def _empty(names: Sequence[str], seeds: int, cases: int) -> dict[str, dict[str, FloatArray]]:
+    return {n: {f: np.zeros((seeds, cases)) for f in _FIELDS} for n in names}
+
+
+def _settings_json(settings: StudySettings, candidate: Candidate) -> dict[str, Any]:
+    rules = settings.rules
+    return {
+        "horizon_s": settings.horizon_s,
+        "warmup_s": settings.warmup_s,
+        "forecaster": settings.forecaster,
+        "lateness_price": rules.lateness_price,
+        "return_level": rules.return_level,
+        "gap_history_s": rules.history_s,
+        "close_s": rules.close_s,
+        "work_quanta": candidate.work_quanta,
+        "quantum_s": candidate.quantum_s,
+        "benefit_rate": candidate.benefit_rate,
+        "tail_s": candidate.tail_s,
+        "return_s": candidate.costs.recovery_s,
+    }
+
+
+def _state(progress: int, durable: int, lent: bool, age: float) -> dict[str, Any]:
+    return {"progress": progress, "durable": durable, "lent": lent, "gap_age_s": age}
+
+
+def _causal_steps(
+    h: int, start: float, seed: int, policy: str, steps: dict[str, npt.NDArray[Any]]
+) -> list[dict[str, Any]]:
+    t = steps["t"].tolist()
+    gap = steps["gap_start"].tolist()
+    rows = zip(
+        t,
+        gap,
+        steps["progress"].tolist(),
+        steps["durable"].tolist(),
+        steps["lent"].tolist(),
+        steps["plan"].tolist(),
+        steps["quanta"].tolist(),
+        steps["move"].tolist(),
+        steps["reward"].tolist(),
+        steps["late_requests"].tolist(),
+        strict=True,
+    )
+    return [
+        {
+            "horizon": h,
+            "horizon_start_s": start,
+            "t": ti,
+            "seed": seed,
+            "policy": policy,
+            "state": _state(p, d, bool(lent), ti - g),
+            "action": {"plan": CAUSAL_PLANS[plan], "quanta": q, "move": CAUSAL_MOVES[move]},
+            "reward": r,
+            "late_requests": late,
+        }
+        for ti, g, p, d, lent, plan, q, move, r, late in rows
+    ]
+
+
+def _plan_steps(
+    h: int, start: float, seed: int, policy: str, steps: Sequence[Any]
+) -> list[dict[str, Any]]:
+    """A finite-model plan's steps (one per window) as ``--steps`` objects."""
+    out = []
+    progress = durable = 0
+    for step in steps:
+        out.append(
+            {
+                "horizon": h,
+                "horizon_start_s": start,
+                "t": step.start_s,
+                "seed": seed,
+                "policy": policy,
+                "state": {"progress": progress, "durable": durable, "window": step.window},
+                "action": {
+                    "plan": step.action,
+                    "quanta": step.quanta,
+                    "checkpoint": step.checkpoint,
+                },
+                "reward": step.value,
+                "late_requests": 0,
+            }
+        )
+        progress, durable = step.progress, step.durable
+    return out
+
+
+def causal_study(
+    trace: CausalTrace,
+    candidate: Candidate,
+    settings: StudySettings,
+    steps: Sink | None = None,
+    calibrate: bool = True,
+) -> TraceStudy:
+    """Every causal policy and the clairvoyant over the trace's horizons and seeds.
+
+    Parameters
+    ----------
+    trace
+        The true trace.
+    candidate
+        The work of every horizon (one return path).
+    settings
+        Horizons, seeds, forecast sizes and rules.
+    steps
+        If given, receives each horizon's decisions (``--steps`` objects).
+    calibrate
+        Also score the gap forecasts (:func:`gap_calibration`).
+    """
+    rules = settings.rules
+    starts = horizon_starts(trace.span_s, settings.warmup_s, settings.horizon_s)
+    seeds = settings.seeds
+    forecaster = make_forecaster(settings.forecaster, settings.history_s)
+    names = (*CAUSAL_POLICIES, CLAIRVOYANT)
+    per_n = {n: _empty(names, len(seeds), len(starts)) for n in settings.samples}
+    for h, start in enumerate(starts):
+        end = start + settings.horizon_s
+        scenario = candidate.scenario(end)
+        best = clairvoyant(trace, scenario, start, end, rules)
+        core = core_candidate(scenario, rules.lateness_price)
+        jobs = []
+        keys = []
+        forecasts = []  # kept alive until the runs are done
+        pool = None
+        for n in settings.samples:
+            for s, seed in enumerate(seeds):
+                rng = np.random.default_rng([seed, h, n])
+                forecast = CausalForecast(
+                    trace, scenario, start, forecaster, n, rng, rules, pool=pool
+                )
+                pool = forecast.pool
+                forecasts.append(forecast)
+                stream = _core.stream_seed(seed, h, 0)
+                for policy in CAUSAL_POLICIES:
+                    jobs.append(
+                        (
+                            core,
+                            start,
+                            end,
+                            policy,
+                            rules.return_level,
+                            forecast.pool,
+                            forecast.tables,
+                            stream,
+                            steps is not None,
+                        )
+                    )
+                    keys.append((n, s, policy))
+        outs = _core.run_causal(trace.schedule, jobs, settings.threads)
+        lines: list[dict[str, Any]] = []
+        for (n, s, policy), out in zip(keys, outs, strict=True):
+            row = per_n[n][policy]
+            row["values"][s, h] = out["value"]
+            row["regrets"][s, h] = best.value - out["value"]
+            row["handoffs"][s, h] = out["handoffs"]
+            row["checkpoints"][s, h] = out["checkpoints"]
+            row["late_requests"][s, h] = out["late_requests"]
+            row["lateness_s"][s, h] = out["lateness_s"]
+            row["requests"][s, h] = out["requests"]
+            if steps is not None and n == settings.samples[0]:
+                lines.extend(_causal_steps(h, start, seeds[s], policy, out["steps"]))
+        for n in settings.samples:
+            row = per_n[n][CLAIRVOYANT]
+            row["values"][:, h] = best.value
+            row["handoffs"][:, h] = best.handoffs
+            row["checkpoints"][:, h] = best.checkpoints
+            row["late_requests"][:, h] = best.late_requests
+            row["lateness_s"][:, h] = best.lateness_s
+            row["requests"][:, h] = best.requests
+        if steps is not None:
+            for seed in seeds:
+                lines.extend(_causal_steps(h, start, seed, CLAIRVOYANT, best.steps))
+            steps(lines)
+    results = {}
+    for n in settings.samples:
+        policies = _summaries(names, per_n[n], with_requests=True)
+        results[n] = StudyResult(policies, tuple(differences(policies)))
+    calibration = gap_calibration(trace, candidate, settings, starts) if calibrate else None
+    return TraceStudy(
+        "causal",
+        tuple(starts),
+        seeds,
+        results,
+        trace.to_json(),
+        _settings_json(settings, candidate),
+        calibration,
+    )
+
+
+def gap_calibration(
+    trace: CausalTrace, candidate: Candidate, settings: StudySettings, starts: Sequence[float]
+) -> dict[str, dict[str, Any]]:
+    """How well each gap model forecasts the current gap's remaining length.
+
+    At every decision age of a waiting scheduler (0, delta, 2 delta, ... while the gap
+    lasts) of every gap that begins in a horizon, the forecast fitted at the horizon's
+    start is scored against the true remaining length: the randomised PIT (uniform on
+    [0, 1] for a calibrated forecast; a 10-bin histogram) and the CRPS (seconds; lower
+    is better).
+
+    Returns
+    -------
+    dict
+        Per gap model: ``{"queries", "crps_s", "pit_histogram", "pit_mean"}``.
+    """
+    rules = settings.rules
+    start, arrival, _ = trace.gaps()
+    history = math.inf if rules.history_s is None else rules.history_s
+    out: dict[str, dict[str, Any]] = {}
+    for k, model in enumerate(FORECASTERS):
+        make = make_forecaster(model)
+        assert make.gap_model == model
+        pits: list[FloatArray] = []
+        crps: list[FloatArray] = []
+        for h, t0 in enumerate(starts):
+            t1 = t0 + settings.horizon_s
+            inside = (start >= t0) & (start < t1)
+            lengths = (arrival - start)[inside]
+            if lengths.size == 0:
+                continue
+            counts = np.floor(lengths / candidate.quantum_s).astype(np.int64) + 1
+            ages = np.repeat(np.zeros(lengths.size), counts)
+            offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            ages += (np.arange(ages.size) - np.repeat(offsets, counts)) * candidate.quantum_s
+            remaining = np.repeat(lengths, counts) - ages
+            keep = remaining > 0
+            pool = _core.GapPool(
+                trace.schedule,
+                t0,
+                history,
+                rules.close_s,
+                candidate.costs.recovery_s,
+                model,
+                rules.repeat_last,
+            )
+            seed = _core.stream_seed(settings.seeds[0], h, 1 + k)
+            pit, score = pool.scores(ages[keep], remaining[keep], seed)
+            pits.append(pit)
+            crps.append(score)
+        pit = np.concatenate(pits) if pits else np.zeros(0)
+        score = np.concatenate(crps) if crps else np.zeros(0)
+        histogram = np.histogram(pit, bins=10, range=(0.0, 1.0))[0]
+        out[model] = {
+            "queries": int(pit.size),
+            "crps_s": float(np.mean(score)) if score.size else None,
+            "pit_histogram": (histogram / max(1, pit.size)).tolist(),
+            "pit_mean": float(np.mean(pit)) if pit.size else None,
+        }
+    return out
+
+
+def known_window_study(
     windows: IdleWindows,
     candidate: Candidate,
-    samples: Sequence[int],
-    horizon_s: float,
-    warmup_s: float,
-    seed: int = 0,
-    threads: int = 1,
-    history_s: float | None = None,
+    settings: StudySettings,
+    steps: Sink | None = None,
 ) -> TraceStudy:
-    """:func:`evaluate_online` over the trace's rolling horizons for each ``N`` in ``samples``."""
-    if not samples:
-        raise ValueError("samples must list at least one N")
+    """The paper's setting over the trace's horizons: every policy knows each window's end.
+
+    The true calendar of a horizon is the windows that start in it; the forecaster is
+    fitted on the windows before the horizon plus those of the horizon observed so far.
+    No request is ever late here (returns are planned by the known ends).
+    """
+    starts = horizon_starts(windows.span_s, settings.warmup_s, settings.horizon_s)
+    pairs = windows.pairs()
+    # Horizons without a lendable window are worth 0 to every policy: kept, not run.
+    truths = [tuple(w for w in pairs if t <= w[0] < t + settings.horizon_s) for t in starts]
+    kept = [h for h, truth in enumerate(truths) if truth]
+    if not kept:
+        raise ValueError(f"no horizon holds a lendable window ({len(pairs)} windows in all)")
     results = {}
-    count = 0
-    for n in samples:
-        cases = rolling_cases(windows, candidate, n, horizon_s, warmup_s, history_s)
-        count = len(cases)
-        results[int(n)] = evaluate_online(cases, seed, threads)
-    return TraceStudy(results, count)
+    for n in settings.samples:
+        cases = []
+        for h in kept:
+            end = starts[h] + settings.horizon_s
+            history = tuple(w for w in pairs if w[0] < starts[h])
+            forecaster = make_forecaster(settings.forecaster, settings.history_s)
+            cases.append(
+                OnlineCase(candidate.scenario(end, truths[h]), forecaster, n, history, end)
+            )
+        data = _empty(ONLINE_POLICIES, len(settings.seeds), len(starts))
+        for s, seed in enumerate(settings.seeds):
+            result = evaluate_online(cases, seed, settings.threads)
+            for name in ONLINE_POLICIES:
+                summary = result.policies[name]
+                data[name]["values"][s, kept] = summary.values_by_seed[0]
+                data[name]["regrets"][s, kept] = summary.regrets_by_seed[0]
+                data[name]["handoffs"][s, kept] = summary.handoffs_by_seed[0]
+                data[name]["checkpoints"][s, kept] = summary.checkpoints_by_seed[0]
+            if steps is not None and n == settings.samples[0]:
+                for c, h in enumerate(kept):
+                    lines: list[dict[str, Any]] = []
+                    for name, outcome in result.outcomes[c].items():
+                        lines.extend(_plan_steps(h, starts[h], seed, name, outcome.steps))
+                    steps(lines)
+        policies = _summaries(ONLINE_POLICIES, data, with_requests=False)
+        results[n] = StudyResult(policies, tuple(differences(policies)))
+    trace_info = {"requests": windows.requests, "span_s": windows.span_s, "windows": len(pairs)}
+    return TraceStudy(
+        "known_window",
+        tuple(starts),
+        settings.seeds,
+        results,
+        trace_info,
+        _settings_json(settings, candidate),
+    )

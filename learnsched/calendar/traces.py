@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from .._checks import FloatArray, nonnegative, positive
 from .._csvfile import csv_header, read_csv
@@ -35,13 +36,21 @@ from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 __all__ = [
     "AZURE_COLUMNS",
     "AZURE_TRACE",
+    "SYNTHETIC_COLUMN",
+    "SYNTHETIC_LABEL",
     "ServiceModel",
     "TokenTrace",
+    "is_synthetic",
     "load_trace",
     "read_azure_trace",
 ]
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+
+SYNTHETIC_COLUMN = "Synthetic"
+"""The column every row of a synthesized trace carries (:mod:`.synth`)."""
+SYNTHETIC_LABEL = "learnsched-synth"
+"""Its value."""
 
 
 def _shipped_trace() -> Path:
@@ -150,33 +159,13 @@ def _tokens(path: object, line: int, name: str, cell: str) -> float:
     return value
 
 
-def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = False) -> TokenTrace:
-    """Read an Azure LLM inference trace CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``).
-
-    Parameters
-    ----------
-    path
-        The CSV; the shipped Azure code trace by default.
-    sort
-        Sort out-of-order rows by time (stable) instead of refusing them.
-
-    Raises
-    ------
-    ValueError
-        A missing column, an unparseable timestamp, a negative or non-numeric token
-        count, an empty trace, or (unless ``sort``) a row earlier than the one before it;
-        the message names the line.
-    """
+def _checked_columns(
+    path: object, lines: list[int], rows: list[list[str]], at: list[int], sort: bool
+) -> tuple[list[float], list[tuple[float, float]]]:
+    """The rows parsed one by one: the first bad cell raises, naming its line."""
     times: list[float] = []
     tokens: list[tuple[float, float]] = []
-    records = read_csv(path)
-    _, header = next(records, (0, []))
-    header = [name.strip() for name in header]
-    missing = [name for name in AZURE_COLUMNS if name not in header]
-    if missing:
-        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
-    at = [header.index(name) for name in AZURE_COLUMNS]
-    for line, row in records:
+    for line, row in zip(lines, rows, strict=True):
         cells = [row[i] if i < len(row) else "" for i in at]
         try:
             stamp = _timestamp(cells[0])
@@ -197,12 +186,92 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
                 _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
             )
         )
-    if not times:
+    return times, tokens
+
+
+def _columns(
+    rows: list[list[str]], at: list[int], sort: bool
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
+    """The rows parsed column by column, the same values as :func:`_checked_columns`
+    bit for bit; None if any cell is bad (then the checked path names it)."""
+    if not rows or any(len(row) <= max(at) for row in rows):
+        return None
+    matches = [_TIMESTAMP.match(row[at[0]].strip()) for row in rows]
+    if any(m is None for m in matches):
+        return None
+    groups = [m.groups() for m in matches if m is not None]
+    days: dict[str, float] = {}
+    for day in {g[0] for g in groups}:
+        try:
+            stamp = datetime.fromisoformat(f"{day}T00:00:00").replace(tzinfo=timezone.utc)
+        except ValueError:
+            return None
+        days[day] = stamp.timestamp()
+    hours = np.array([int(g[1]) for g in groups], dtype=np.int64)
+    minutes = np.array([int(g[2]) for g in groups], dtype=np.int64)
+    seconds = np.array([int(g[3]) for g in groups], dtype=np.int64)
+    if np.any(hours > 23) or np.any(minutes > 59) or np.any(seconds > 59):
+        return None
+    # As _timestamp: whole seconds since the epoch (exact), plus the fraction, once rounded.
+    whole = np.array([days[g[0]] for g in groups]) + (hours * 3600 + minutes * 60 + seconds)
+    fraction = np.array([float(f"0.{g[4]}") if g[4] else 0.0 for g in groups])
+    times = whole.astype(np.float64) + fraction
+    if not sort and np.any(np.diff(times) < 0):
+        return None
+    try:
+        context = np.array(list(map(float, (row[at[1]] for row in rows))))
+        generated = np.array(list(map(float, (row[at[2]] for row in rows))))
+    except ValueError:
+        return None
+    counts = np.stack([context, generated], axis=1)
+    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+        return None
+    return times, counts
+
+
+def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = False) -> TokenTrace:
+    """Read an Azure LLM inference trace CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``).
+
+    Parameters
+    ----------
+    path
+        The CSV; the shipped Azure code trace by default.
+    sort
+        Sort out-of-order rows by time (stable) instead of refusing them.
+
+    Raises
+    ------
+    ValueError
+        A missing column, an unparseable timestamp, a negative or non-numeric token
+        count, an empty trace, or (unless ``sort``) a row earlier than the one before it;
+        the message names the line.
+    """
+    records = read_csv(path)
+    _, header = next(records, (0, []))
+    header = [name.strip() for name in header]
+    missing = [name for name in AZURE_COLUMNS if name not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    at = [header.index(name) for name in AZURE_COLUMNS]
+    lines: list[int] = []
+    rows: list[list[str]] = []
+    for line, row in records:
+        lines.append(line)
+        rows.append(row)
+    fast = _columns(rows, at, sort)
+    times, tokens = fast if fast is not None else _checked_columns(path, lines, rows, at, sort)
+    if len(times) == 0:
         raise ValueError(f"{path}: the trace holds no requests")
-    stamps = np.array(times)
+    stamps = np.asarray(times, dtype=np.float64)
     order = np.argsort(stamps, kind="stable")
-    counts = np.array(tokens)[order]
+    counts = np.asarray(tokens, dtype=np.float64).reshape(-1, 2)[order]
     return TokenTrace(stamps[order] - stamps[order[0]], counts[:, 0].copy(), counts[:, 1].copy())
+
+
+def is_synthetic(path: str | os.PathLike[str]) -> bool:
+    """Whether the trace CSV at ``path`` was synthesized (its header has a
+    :data:`SYNTHETIC_COLUMN`)."""
+    return SYNTHETIC_COLUMN in csv_header(path)
 
 
 def load_trace(

@@ -55,6 +55,7 @@ COMMANDS: dict[str, str] = {
     "sweep": "sweep",
     "windows": "calendar",
     "online": "calendar",
+    "synth": "calendar",
     "guard-check": "guard",
     "portfolio": "portfolio",
 }

@@ -1,19 +1,16 @@
-"""``learnsched windows | online``: idle windows from traces, scheduling under a forecast."""
+"""``learnsched windows | online | synth``: idle windows from traces, scheduling under a
+forecast (causal by default), synthetic traces for studies."""
 
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from .._atomic import atomic_write_text
+from .._atomic import atomic_write, atomic_write_text
 from .._checks import integer, positive
-from .._json import read_json
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
-from ..calendar.online import ONLINE_POLICIES, OnlineResult, evaluate_online
-from ..calendar.spec import parse_online_spec
-from ..calendar.study import Candidate, TraceStudy, trace_study
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
 from ..scenario import HandoffCosts
@@ -46,8 +43,136 @@ def _add_trace_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from ..calendar.causal import DEFAULT_LATENESS_PRICE, DEFAULT_RETURN_LEVEL
+
+    online = commands.add_parser(
+        "online",
+        help="schedule under a forecast against clairvoyance: a SPEC's calendars, or a trace "
+        "causally (the idle gap's end unknown)",
+    )
+    online.add_argument(
+        "spec", nargs="?", help="SPEC.json: scenario object(s) with \"forecast\" ('-': stdin)"
+    )
+    online.add_argument(
+        "--trace",
+        nargs="?",
+        const=str(AZURE_TRACE),
+        metavar="TRACE.csv",
+        help="horizons over a trace instead of a SPEC (default: the shipped Azure trace)",
+    )
+    online.add_argument("--seed", type=int, default=0, help="first forecast seed (default 0)")
+    online.add_argument(
+        "--seeds",
+        type=int,
+        default=1,
+        metavar="K",
+        help="run K seeds (seed .. seed+K-1); intervals stay per case, paired (default 1)",
+    )
+    online.add_argument("--threads", type=int, default=1, help="threads over the runs")
+    online.add_argument("--json", action="store_true", help="print the results as JSON")
+    online.add_argument("--out", metavar="FILE", help="also write the JSON to FILE")
+    study = online.add_argument_group("--trace: horizons and the candidate")
+    study.add_argument(
+        "--known-window",
+        action="store_true",
+        help="the paper's setting: every policy knows the current idle window's end "
+        "(windows from `learnsched windows`); default: causal",
+    )
+    study.add_argument(
+        "--samples",
+        default="64",
+        metavar="N,N,...",
+        help="forecast sample counts to compare (default %(default)s)",
+    )
+    study.add_argument(
+        "--horizon-s", type=float, default=600.0, help="length of each horizon (default 600)"
+    )
+    study.add_argument(
+        "--warmup-s", type=float, default=600.0, help="history before the first horizon (600)"
+    )
+    study.add_argument(
+        "--history-s",
+        type=float,
+        default=3600.0,
+        help="fit the forecasts on the last S seconds of history (default 3600)",
+    )
+    study.add_argument("--work-s", type=float, default=60.0, help="construction work (default 60)")
+    study.add_argument("--quantum-s", type=float, default=5.0, help="work quantum (default 5)")
+    study.add_argument("--benefit-rate", type=float, default=0.25, help="g, s-eq./s (default 0.25)")
+    study.add_argument(
+        "--tail-s", type=float, default=480.0, help="benefit continues this long after a horizon"
+    )
+    study.add_argument(
+        "--recovery",
+        choices=("cold", "warm"),
+        default="cold",
+        help="the paper's recovery path (the windows' return path too; default cold)",
+    )
+    study.add_argument(
+        "--forecaster",
+        choices=("empirical", "repeat", "mean"),
+        default="empirical",
+        help="the policies' forecast: the renewal model (default), or a baseline: the last "
+        "cycles repeated, or their mean",
+    )
+    study.add_argument(
+        "--lateness-price",
+        type=float,
+        default=DEFAULT_LATENESS_PRICE,
+        metavar="S-EQ",
+        help="causal: s-eq. per late request-second (default %(default)g: a second of one "
+        "request's lateness costs a second of the GPU)",
+    )
+    study.add_argument(
+        "--return-level",
+        type=float,
+        default=DEFAULT_RETURN_LEVEL,
+        metavar="P",
+        help="causal: risk_rollout lends only if P(return in time) >= P (default %(default)g)",
+    )
+    study.add_argument(
+        "--steps",
+        metavar="FILE.jsonl",
+        help="write every decision as one JSON object per line (one forecast size)",
+    )
+    study.add_argument("--plot", metavar="FILE.png", help="value per policy against N (matplotlib)")
+    _add_trace_options(online)
+    online.set_defaults(func=run_online)
+
+
+def _register_synth(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    synth = commands.add_parser(
+        "synth", help="a synthetic multi-day trace fitted on a real one (labelled synthetic)"
+    )
+    synth.add_argument(
+        "trace",
+        nargs="?",
+        default=str(AZURE_TRACE),
+        help="the Azure-format trace to fit (default: the shipped one)",
+    )
+    synth.add_argument("--out", required=True, metavar="FILE.csv", help="the synthetic trace")
+    synth.add_argument("--days", type=float, default=2.0, help="length in days (default 2)")
+    synth.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    synth.add_argument(
+        "--amplitude",
+        type=float,
+        default=0.5,
+        help="daily swing of the burst frequency, an assumption (default 0.5)",
+    )
+    synth.add_argument(
+        "--peak-hour", type=float, default=14.0, help="hour of the busiest time (default 14)"
+    )
+    synth.add_argument(
+        "--bin-s", type=float, default=10.0, help="bin length of the calm/busy labels (10)"
+    )
+    synth.add_argument("--sort", action="store_true", help="sort out-of-order rows of TRACE")
+    synth.add_argument("--json", action="store_true", help="print the model and size as JSON")
+    synth.set_defaults(func=run_synth)
+
+
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add the ``windows`` and ``online`` commands."""
+    """Add the ``windows``, ``online`` and ``synth`` commands."""
     windows = commands.add_parser(
         "windows", help="idle windows and their return deadlines from a request trace"
     )
@@ -66,55 +191,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     windows.add_argument("--json", action="store_true", help="print the windows as JSON")
     windows.add_argument("--out", metavar="FILE", help="also write the JSON to FILE")
     windows.set_defaults(func=run_windows)
-
-    online = commands.add_parser(
-        "online", help="schedule under a forecast, re-planning every window, against clairvoyance"
-    )
-    online.add_argument(
-        "spec", nargs="?", help="SPEC.json: scenario object(s) with \"forecast\" ('-': stdin)"
-    )
-    online.add_argument(
-        "--trace",
-        nargs="?",
-        const=str(AZURE_TRACE),
-        metavar="TRACE.csv",
-        help="rolling horizons over a trace instead of a SPEC (default: the shipped Azure trace)",
-    )
-    online.add_argument("--seed", type=int, default=0, help="forecast seed (default 0)")
-    online.add_argument("--threads", type=int, default=1, help="threads over the samples")
-    online.add_argument("--json", action="store_true", help="print the results as JSON")
-    online.add_argument("--out", metavar="FILE", help="also write the JSON to FILE")
-    study = online.add_argument_group("--trace: rolling horizons and the candidate")
-    study.add_argument(
-        "--samples",
-        default="1,4,16,64",
-        metavar="N,N,...",
-        help="forecast sample counts to compare (default %(default)s)",
-    )
-    study.add_argument(
-        "--horizon-s", type=float, default=600.0, help="length of each horizon (default 600)"
-    )
-    study.add_argument(
-        "--warmup-s", type=float, default=600.0, help="history before the first horizon (600)"
-    )
-    study.add_argument(
-        "--history-s", type=float, help="fit the forecaster on this much recent history only"
-    )
-    study.add_argument("--work-s", type=float, default=60.0, help="construction work (default 60)")
-    study.add_argument("--quantum-s", type=float, default=5.0, help="work quantum (default 5)")
-    study.add_argument("--benefit-rate", type=float, default=0.25, help="g, s-eq./s (default 0.25)")
-    study.add_argument(
-        "--tail-s", type=float, default=480.0, help="benefit continues this long after a horizon"
-    )
-    study.add_argument(
-        "--recovery",
-        choices=("cold", "warm"),
-        default="cold",
-        help="the paper's recovery path (the windows' return path too; default cold)",
-    )
-    study.add_argument("--plot", metavar="FILE.png", help="value per policy against N (matplotlib)")
-    _add_trace_options(online)
-    online.set_defaults(func=run_online)
+    _register_online(commands)
+    _register_synth(commands)
 
 
 def _service(args: argparse.Namespace) -> ServiceModel:
@@ -124,6 +202,12 @@ def _service(args: argparse.Namespace) -> ServiceModel:
 def _windows(args: argparse.Namespace, return_s: float) -> IdleWindows:
     trace = load_trace(args.trace, _service(args), args.sort)
     return idle_windows(trace, args.rate, ReturnPath(ready_s=return_s), args.min_useful_s)
+
+
+def _label(path: str) -> str:
+    from ..calendar.traces import is_synthetic
+
+    return " (SYNTHETIC trace)" if is_synthetic(path) else ""
 
 
 def _write(args: argparse.Namespace, obj: Any) -> None:
@@ -137,12 +221,13 @@ def run_windows(args: argparse.Namespace) -> int:
     """``learnsched windows TRACE.csv``: the lendable windows of a trace."""
     found = _windows(args, args.return_s)
     out = found.to_json()
+    out["synthetic"] = bool(_label(args.trace))
     _write(args, out)
     if not args.json:
         print(
-            f"{found.requests} requests over {found.span_s:.1f} s: {len(found.windows)} windows "
-            f"of >= {found.min_useful_s:g} s useful work, {out['idle_s']:.1f} s in all "
-            f"(return path {found.path.total_s:g} s)\n"
+            f"{found.requests} requests over {found.span_s:.1f} s{_label(args.trace)}: "
+            f"{len(found.windows)} windows of >= {found.min_useful_s:g} s useful work, "
+            f"{out['idle_s']:.1f} s in all (return path {found.path.total_s:g} s)\n"
         )
         print(f"{'start s':>10}{'ready by s':>12}{'reclaim by s':>14}{'useful s':>10}")
         for w in found.windows:
@@ -150,6 +235,14 @@ def run_windows(args: argparse.Namespace) -> int:
                 f"{w.start_s:>10.3f}{w.ready_by_s:>12.3f}{w.reclaim_by_s:>14.3f}{w.useful_s:>10.3f}"
             )
     return 0
+
+
+def _read_spec(path: str) -> Any:
+    from .._text import decode, read_bytes, source_name
+    from ..calendar.spec import read_online_spec
+
+    source = source_name(path)
+    return read_online_spec(decode(read_bytes(path), source), source)
 
 
 def _sample_counts(text: str) -> list[int]:
@@ -160,46 +253,133 @@ def _sample_counts(text: str) -> list[int]:
     return [integer("--samples", n, low=1) for n in counts]
 
 
+def _seeds(args: argparse.Namespace) -> tuple[int, ...]:
+    first = integer("--seed", args.seed, low=0)
+    return tuple(range(first, first + integer("--seeds", args.seeds, low=1)))
+
+
 def _fmt_ci(ci: list[float] | None) -> str:
     return "-" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def result_table(result: OnlineResult) -> str:
-    """Per policy: mean value, its 95% CI, mean regret, handoffs and checkpoints."""
-    lines = [
-        (
-            f"{'policy':<15}{'mean value':>12}{'95% CI':>22}{'regret':>10}"
-            f"{'handoffs':>10}{'ckpts':>8}"
-        )
-    ]
-    for name in ONLINE_POLICIES:
-        s = result.policies[name].to_json()
-        lines.append(
-            f"{name:<15}{s['mean_value']:>12.3f}{_fmt_ci(s['ci95']):>22}"
-            f"{s['mean_regret']:>10.3f}{s['handoffs']:>10.2f}{s['checkpoints']:>8.2f}"
-        )
+def _policy_table(policies: dict[str, Any], lateness: bool) -> str:
+    """Per policy: mean value, its 95% CI, regret, (lateness), handoffs and checkpoints."""
+    head = f"{'policy':<15}{'mean value':>12}{'95% CI':>22}{'regret':>10}"
+    if lateness:
+        head += f"{'late req':>10}{'late s':>10}{'SLO miss':>10}"
+    lines = [head + f"{'handoffs':>10}{'ckpts':>8}"]
+    for name, s in policies.items():
+        row = f"{name:<15}{s['mean_value']:>12.3f}{_fmt_ci(s['ci95']):>22}{s['mean_regret']:>10.3f}"
+        if lateness:
+            miss = s["slo_misses"]
+            shown = "-" if miss is None else f"{100 * miss:.2f}%"
+            row += f"{s['late_requests']:>10.2f}{s['lateness_s']:>10.1f}{shown:>10}"
+        lines.append(row + f"{s['handoffs']:>10.2f}{s['checkpoints']:>8.2f}")
     return "\n".join(lines)
 
 
-def _study(args: argparse.Namespace) -> TraceStudy:
-    costs = HandoffCosts.paper(args.recovery)
-    windows = _windows(args, costs.recovery_s)
+def _difference_table(rows: list[dict[str, Any]]) -> str:
+    """Paired differences a - b with their intervals and significance."""
+    lines = [
+        "paired differences a - b, per case (95% CI; * excludes 0, ** also after Holm):",
+        f"{'a':<15}{'b':<15}{'mean':>10}{'95% CI':>22}{'':>4}",
+    ]
+    for d in rows:
+        mark = "**" if d["holm_significant"] else "*" if d["significant"] else ""
+        lines.append(f"{d['a']:<15}{d['b']:<15}{d['mean']:>10.3f}{_fmt_ci(d['ci95']):>22}{mark:>4}")
+    return "\n".join(lines)
+
+
+def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        (
+            "gap forecast calibration (remaining idle time at each decision age; PIT deciles, "
+            "uniform = 0.10 each):"
+        ),
+        f"{'gap model':<12}{'queries':>9}{'CRPS s':>10}  PIT histogram",
+    ]
+    for name, c in calibration.items():
+        crps = "-" if c["crps_s"] is None else f"{c['crps_s']:.2f}"
+        pit = " ".join(f"{x:.2f}" for x in c["pit_histogram"])
+        lines.append(f"{name:<12}{c['queries']:>9}{crps:>10}  {pit}")
+    return "\n".join(lines)
+
+
+def _candidate(args: argparse.Namespace) -> Any:
+    from ..calendar.study import Candidate
+
     quanta = args.work_s / positive("--quantum-s", args.quantum_s)
     if not float(quanta).is_integer() or quanta < 1:
         raise ValueError(
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"
         )
-    candidate = Candidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
-    return trace_study(
-        windows,
-        candidate,
-        _sample_counts(args.samples),
-        args.horizon_s,
-        args.warmup_s,
-        args.seed,
-        args.threads,
-        args.history_s,
+    costs = HandoffCosts.paper(args.recovery)
+    return Candidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from ..calendar.causal import CausalRules
+    from ..calendar.study import StudySettings
+
+    rules = CausalRules(args.lateness_price, args.return_level, args.history_s)
+    return StudySettings(
+        horizon_s=args.horizon_s,
+        warmup_s=args.warmup_s,
+        samples=tuple(_sample_counts(args.samples)),
+        seeds=_seeds(args),
+        forecaster=args.forecaster,
+        rules=rules,
+        history_s=args.history_s,
+        threads=integer("--threads", args.threads, low=1),
     )
+
+
+def _steps_writer(file: IO[bytes]) -> Any:
+    def write(lines: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines)
+        file.write(text.encode())
+
+    return write
+
+
+def _study(args: argparse.Namespace) -> Any:
+    from ..calendar.causal import CausalTrace
+    from ..calendar.study import causal_study, known_window_study
+
+    candidate = _candidate(args)
+    settings = _settings(args)
+    if args.steps and len(settings.samples) > 1:
+        raise ValueError("--steps records one forecast size: give one --samples N")
+    synthetic = bool(_label(args.trace))
+
+    def run(steps: Any) -> Any:
+        if args.known_window:
+            windows = _windows(args, candidate.costs.recovery_s)
+            return known_window_study(windows, candidate, settings, steps)
+        trace = CausalTrace(load_trace(args.trace, _service(args), args.sort), args.rate, synthetic)
+        return causal_study(trace, candidate, settings, steps)
+
+    if not args.steps:
+        return run(None)
+    found: list[Any] = []
+    atomic_write(args.steps, lambda file: found.append(run(_steps_writer(file))))
+    return found[0]
+
+
+def _print_study(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    mode = "causal" if out["mode"] == "causal" else "known windows (the paper's setting)"
+    seeds = len(out["seeds"])
+    label = _label(args.trace)
+    print(
+        f"{out['horizons']} horizons of {args.horizon_s:g} s x {seeds} seed(s){label}, {mode}, "
+        f"{args.recovery} return, {args.work_s:g} s work, g = {args.benefit_rate:g}"
+        + (f", lateness {args.lateness_price:g} s-eq./request-s" if out["mode"] == "causal" else "")
+    )
+    for n, result in out["samples"].items():
+        print(f"\nN = {n}\n{_policy_table(result['policies'], out['mode'] == 'causal')}")
+        print(f"\n{_difference_table(result['differences'])}")
+    if out.get("calibration"):
+        print(f"\n{_calibration_table(out['calibration'])}")
 
 
 def run_online(args: argparse.Namespace) -> int:
@@ -207,21 +387,64 @@ def run_online(args: argparse.Namespace) -> int:
     if (args.spec is None) == (args.trace is None):
         raise ValueError("give either SPEC.json or --trace [TRACE.csv], not both or neither")
     if args.trace is None:
-        if args.plot:
-            raise ValueError("--plot draws value against N over a trace: use it with --trace")
-        result = evaluate_online(parse_online_spec(read_json(args.spec)), args.seed, args.threads)
-        _write(args, result.to_json())
+        from ..calendar.online import evaluate_online
+        from ..calendar.spec import parse_online_spec
+
+        for flag in ("plot", "steps"):
+            if getattr(args, flag):
+                raise ValueError(f"--{flag} works over a trace: use it with --trace")
+        cases = parse_online_spec(_read_spec(args.spec))
+        result = evaluate_online(cases, threads=args.threads, seeds=_seeds(args))
+        out = result.to_json()
+        _write(args, out)
         if not args.json:
-            print(f"{len(result.outcomes)} true calendar(s)\n\n{result_table(result)}")
+            print(f"{len(result.outcomes)} true calendar(s)\n")
+            print(_policy_table(out["policies"], lateness=False))
+            print(f"\n{_difference_table(out['differences'])}")
         return 0
     study = _study(args)
-    _write(args, study.to_json())
+    out = study.to_json()
+    _write(args, out)
     if args.plot:
         from ..calendar.plotting import plot_trace_study
 
-        plot_trace_study(study, args.plot, f"{Path(args.trace).name}: {study.calendars} horizons")
+        title = f"{Path(args.trace).name}{_label(args.trace)}: {study.calendars} horizons"
+        plot_trace_study(study, args.plot, title)
     if not args.json:
-        print(f"{study.calendars} rolling horizons of {args.horizon_s:g} s ({args.recovery})")
-        for n, result in study.results.items():
-            print(f"\nN = {n}\n{result_table(result)}")
+        _print_study(args, out)
+    return 0
+
+
+def run_synth(args: argparse.Namespace) -> int:
+    """``learnsched synth [TRACE.csv] --out FILE.csv``: a synthetic trace fitted on TRACE."""
+    import numpy as np
+
+    from ..calendar.synth import DAY_S, fit_synthesizer, write_synthetic_trace
+    from ..calendar.traces import read_azure_trace
+
+    days = float(args.days)
+    if not days > 0:
+        raise ValueError(f"--days must be > 0, got {args.days!r}")
+    source = read_azure_trace(args.trace, args.sort)
+    model = fit_synthesizer(source, args.bin_s, args.amplitude, args.peak_hour)
+    trace = model.generate(days * DAY_S, np.random.default_rng(integer("--seed", args.seed)))
+    write_synthetic_trace(args.out, trace)
+    out = {
+        **model.to_json(),
+        "out": args.out,
+        "requests": len(trace.arrival),
+        "span_s": float(trace.arrival[-1]),
+        "mean_rate": len(trace.arrival) / float(trace.arrival[-1]),
+        "source_mean_rate": model.mean_rate,
+        "seed": args.seed,
+    }
+    if args.json:
+        emit_json(out)
+    else:
+        print(
+            f"SYNTHETIC trace {args.out}: {out['requests']} requests over {days:g} day(s), "
+            f"{out['mean_rate']:.3f} req/s (fitted on {model.source_requests} requests at "
+            f"{model.mean_rate:.3f} req/s; daily swing {args.amplitude:g} assumed, peak "
+            f"{args.peak_hour:g} h)"
+        )
     return 0

@@ -80,9 +80,17 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help='windows JSON: {"windows": [[start, deadline], ...], "clock": "relative" '
         '(seconds after the loop is ready) or "unix"}',
     )  # fmt: skip
-    add("--forecast", choices=("empirical", "exact"), help="decide under a forecast")
+    add(
+        "--forecast", choices=("empirical", "exact", "causal"),
+        help="decide under a forecast; causal: the policy of `learnsched online --trace` "
+        "(the idle gap's end unknown), fitted on --history TRACE.csv",
+    )  # fmt: skip
     add("--samples", type=int, default=64, help="sampled calendars per forecast decision")
-    add("--history", metavar="FILE", help="past windows (calendar JSON) to fit the forecast")
+    add(
+        "--history", metavar="FILE",
+        help="what the forecast is fitted on: past windows (calendar JSON), or with "
+        "--forecast causal past requests (a trace CSV, as `learnsched online --trace` reads)",
+    )  # fmt: skip
     add("--ledger", required=True, type=Path, help="the fsynced JSON-lines ledger")
     add("--state-dir", required=True, type=Path, help="the trainer's folder")
     add("--policy", default="rollout", help="the model's policy (default rollout)")
@@ -224,7 +232,10 @@ def run_run(args: argparse.Namespace) -> int:
         raise ValueError(f"--ledger {args.ledger}: folder {args.ledger.parent} does not exist")
     start_unix = time.time()
     calendar = read_calendar(args.calendar, start_unix)
-    history = _windows_file(args.history, start_unix)
+    causal = args.forecast == "causal"
+    if causal and args.history is None:
+        raise ValueError("--forecast causal is fitted on past requests: give --history TRACE.csv")
+    history = [] if causal else _windows_file(args.history, start_unix)
     if args.drain_s <= 0:
         raise ValueError(f"--drain-s must be positive, got {args.drain_s!r}")
     if args.max_held < 0:
@@ -260,6 +271,14 @@ def run_run(args: argparse.Namespace) -> int:
             return ModelDecider(
                 work_quanta, quantum_s, handoff, args.benefit_rate, horizon, args.policy,
                 lookahead,
+            )  # fmt: skip
+        if causal:
+            from ..calendar import load_trace
+            from ..control.forecast import CausalForecastDecider
+
+            return CausalForecastDecider(
+                work_quanta, quantum_s, handoff, args.benefit_rate, horizon,
+                history=load_trace(args.history), policy=args.policy, samples=args.samples,
             )  # fmt: skip
         from ..control.forecast import ForecastDecider
 

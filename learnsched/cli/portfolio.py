@@ -22,7 +22,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         description=(
             "Plan several self-evolution candidates that share the idle windows of one or "
             "more GPUs (optionally under a GPU-second budget) with every portfolio policy, "
-            "or run the portfolio study (docs/portfolio.md)."
+            "or, with --trace, run them causally on a request trace (the idle gap's end "
+            "unknown), or run the portfolio study (docs/portfolio.md)."
         ),
     )
     parser.add_argument(
@@ -33,6 +34,69 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--out", metavar="FILE", help="also write the JSON to FILE")
+    causal = parser.add_argument_group(
+        "--trace: causal mode (the SPEC's candidates on a request trace, arrivals known up to "
+        "now only)"
+    )
+    causal.add_argument(
+        "--trace",
+        nargs="?",
+        const="",
+        metavar="TRACE.csv",
+        help="run the SPEC's candidates causally on an Azure-format trace (default: the "
+        "shipped one); the SPEC's windows are not used and may be left out",
+    )
+    causal.add_argument(
+        "--from-s",
+        type=float,
+        default=600.0,
+        help="gaps starting from here are decided; the forecasts are fitted on the trace "
+        "before it (seconds from the first request; default 600)",
+    )
+    causal.add_argument(
+        "--to-s",
+        type=float,
+        help="... and before here (default: the trace's last request)",
+    )
+    causal.add_argument(
+        "--candidate-policy",
+        default="risk_rollout",
+        choices=("window", "costed_window", "rollout", "mean_dp", "risk_rollout"),
+        help="each candidate's own causal decision (default %(default)s)",
+    )
+    causal.add_argument(
+        "--samples", type=int, default=16, metavar="N", help="sampled futures per candidate (16)"
+    )
+    causal.add_argument("--seed", type=int, default=0, help="forecast seed (default 0)")
+    causal.add_argument(
+        "--forecaster",
+        choices=("empirical", "repeat", "mean"),
+        default="empirical",
+        help="the gap and calendar forecast (default empirical)",
+    )
+    causal.add_argument(
+        "--lateness-price",
+        type=float,
+        default=1.0,
+        metavar="S-EQ",
+        help="s-eq. per late request-second (default 1)",
+    )
+    causal.add_argument(
+        "--return-level",
+        type=float,
+        default=0.95,
+        metavar="P",
+        help="risk_rollout lends only if P(return in time) >= P (default 0.95)",
+    )
+    causal.add_argument(
+        "--history-s",
+        type=float,
+        default=3600.0,
+        help="fit the gap forecast on the last S seconds before --from-s (default 3600)",
+    )
+    causal.add_argument(
+        "--slo-s", type=float, default=20.0, help="latency budget beyond a request's service (20)"
+    )
     study = parser.add_argument_group("--study: the portfolio study instead of a SPEC")
     study.add_argument(
         "--study",
@@ -47,7 +111,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="append",
         metavar="NAME",
         help="only this setting (repeatable): azure_trace, stable, single_burst, recurrent, "
-        "decaying",
+        "decaying, azure_causal, azure_causal_warm",
     )
     parser.set_defaults(func=run_portfolio)
 
@@ -87,9 +151,16 @@ def run_portfolio(args: argparse.Namespace) -> int:
     if (args.spec is None) == (not args.study):
         raise ValueError("give either SPEC.json or --study, not both or neither")
     if args.study:
+        if args.trace is not None:
+            raise ValueError(
+                "--trace goes with SPEC.json; the study's causal settings are "
+                "azure_causal and azure_causal_warm"
+            )
         return _run_study(args)
     if args.setting:
         raise ValueError("--setting goes with --study")
+    if args.trace is not None:
+        return _run_causal(args)
     portfolio, policies = Portfolio.from_json(read_json(args.spec))
     plans = PortfolioModel(portfolio, policies).solve_all()
     _write(args, {"policies": {name: plan.to_json() for name, plan in plans.items()}})
@@ -98,22 +169,89 @@ def run_portfolio(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_causal(args: argparse.Namespace) -> int:
+    """``learnsched portfolio SPEC.json --trace [TRACE.csv]``."""
+    from ..calendar import AZURE_TRACE, ServiceModel, load_trace
+    from ..calendar.causal import CausalRules, CausalTrace
+    from ..calendar.study import make_forecaster
+    from ..calendar.traces import is_synthetic
+    from ..portfolio import Portfolio
+    from ..portfolio.causal import CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR, run_portfolio_causal
+
+    spec = read_json(args.spec)
+    if not isinstance(spec, dict):  # what Portfolio.from_json says of a non-object
+        raise ValueError(f"a SPEC must be a JSON object, got {type(spec).__name__}")  # noqa: TRY004
+    names = [*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR]
+    policies = spec.pop("policies", names)
+    if not isinstance(policies, list) or not policies:
+        raise ValueError(f"policies must be a non-empty list, got {policies!r}")
+    if "windows" not in spec and "gpus" not in spec:
+        spec["windows"] = [[0.0, 1.0]]  # unused: causal mode's windows are the trace's gaps
+    portfolio, _ = Portfolio.from_json(spec)
+    path = args.trace or str(AZURE_TRACE)
+    trace = CausalTrace(
+        load_trace(path, ServiceModel(slo_s=args.slo_s)), synthetic=is_synthetic(path)
+    )
+    to_s = trace.span_s if args.to_s is None else args.to_s
+    rules = CausalRules(
+        lateness_price=args.lateness_price,
+        return_level=args.return_level,
+        history_s=args.history_s,
+    )
+    runs = run_portfolio_causal(
+        trace,
+        portfolio,
+        args.from_s,
+        to_s,
+        make_forecaster(args.forecaster),
+        [str(p) for p in dict.fromkeys(policies)],
+        candidate_policy=args.candidate_policy,
+        samples=integer("--samples", args.samples, low=1),
+        seed=integer("--seed", args.seed, low=0),
+        rules=rules,
+    )
+    _write(
+        args,
+        {"policies": {n: r.to_json() for n, r in runs.items()}, "trace": trace.to_json()},
+    )
+    if not args.json:
+        label = " (SYNTHETIC trace)" if trace.synthetic else ""
+        print(f"causal on {path}{label}, gaps starting in [{args.from_s:g}, {to_s:g}) s")
+        lines = [f"{'policy':<16}{'value':>12}{'GPU-s':>10}{'published':>11}{'late req.':>11}"]
+        for n, r in runs.items():
+            done = sum(t is not None for t in r.publish_s.values())
+            lines.append(
+                f"{n:<16}{r.value:>12.3f}{r.gpu_s:>10.1f}{done:>7}/{len(r.publish_s):<3}"
+                f"{r.late_requests:>11}"
+            )
+        print("\n".join(lines))
+    return 0
+
+
 def _run_study(args: argparse.Namespace) -> int:
+    from ..portfolio.causal import CAUSAL_SETTINGS, run_causal_study
     from ..portfolio.study import run_study, study_settings
 
     seeds = integer("--seeds", args.seeds, low=1)
     chosen = study_settings()
-    if args.setting:
-        known = {s.name: s for s in chosen}
-        unknown = [n for n in args.setting if n not in known]
-        if unknown:
-            raise ValueError(
-                f"--setting must be one of {', '.join(known)}, got {', '.join(map(repr, unknown))}"
-            )
-        chosen = [known[n] for n in dict.fromkeys(args.setting)]
-    result = run_study(seeds, chosen)
-    _write(args, result.to_json())
+    known = {s.name: s for s in chosen}
+    names = list(dict.fromkeys(args.setting)) if args.setting else [*known, *CAUSAL_SETTINGS]
+    unknown = [n for n in names if n not in known and n not in CAUSAL_SETTINGS]
+    if unknown:
+        raise ValueError(
+            f"--setting must be one of {', '.join([*known, *CAUSAL_SETTINGS])}, got "
+            f"{', '.join(map(repr, unknown))}"
+        )
+    planned = [known[n] for n in names if n in known]
+    causal = [n for n in names if n in CAUSAL_SETTINGS]
+    result = run_study(seeds, planned) if planned else None
+    causal_result = run_causal_study(seeds, causal) if causal else None
+    obj: dict[str, Any] = {"seeds": seeds, "settings": {}}
+    for r in (result, causal_result):
+        if r is not None:
+            obj["settings"].update(r.to_json()["settings"])
+    _write(args, obj)
     if not args.json:
         print(f"{seeds} seeds per setting; values in s-eq., intervals Student-t 95%\n")
-        print(result.table())
+        print("\n\n".join(r.table() for r in (result, causal_result) if r is not None))
     return 0

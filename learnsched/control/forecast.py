@@ -1,28 +1,36 @@
-"""Deciding under a forecast: the current window is known, the future is sampled.
+"""Deciding under a forecast.
 
-At each window the loop knows the window it is in (from its calendar source) and the
-windows it has seen so far; the forecaster of :mod:`learnsched.calendar` draws ``N``
-sampled calendars of what follows, fitted on that live history (plus any history given
-up front), and the core's :class:`~learnsched._core.ForecastModel` scores the actions
-against the mean over the samples (:class:`learnsched.calendar.decision.ForecastDecision`).
+:class:`ForecastDecider`: the current window is known, the future is sampled. At each
+window the loop knows the window it is in (from its calendar source) and the windows it
+has seen so far; the forecaster of :mod:`learnsched.calendar` draws ``N`` sampled
+calendars of what follows, fitted on that live history (plus any history given up front),
+and the core's :class:`~learnsched._core.ForecastModel` scores the actions against the
+mean over the samples (:class:`learnsched.calendar.decision.ForecastDecision`).
+
+:class:`CausalForecastDecider`: not even the current gap's end is known: the causal
+policy of ``learnsched online --trace``, the same C++ decision.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
 from .._checks import integer
+from ..calendar.causal import CausalRules
+from ..capacity import Trace
 from ..scenario import HandoffCosts
-from ..solver import Action, Policy
+from ..solver import Action, ActionKind, Policy
 from .loop import ModelDecider
 from .windows import Window
 
-__all__ = ["FORECASTERS", "ForecastDecider"]
+__all__ = ["FORECASTERS", "CausalForecastDecider", "ForecastDecider"]
 
-FORECASTERS = ("empirical", "exact")
-"""``empirical``: a renewal model fitted on the windows seen; ``exact``: the calendar."""
+FORECASTERS = ("empirical", "exact", "causal")
+"""``empirical``: a renewal model fitted on the windows seen; ``exact``: the calendar;
+``causal``: the causal policy, fitted on a request history (:class:`CausalForecastDecider`)."""
 
 
 class ForecastDecider(ModelDecider):
@@ -68,9 +76,10 @@ class ForecastDecider(ModelDecider):
         from ..calendar.decision import FORECAST_POLICIES
         from ..calendar.forecast import EmpiricalForecaster, ExactForecaster, Forecaster
 
-        if forecaster not in FORECASTERS:
+        if forecaster not in FORECASTERS[:2]:
             raise ValueError(
-                f"forecast must be one of {', '.join(FORECASTERS)}, got {forecaster!r}"
+                f"forecast must be empirical or exact here (causal: CausalForecastDecider), "
+                f"got {forecaster!r}"
             )
         super().__init__(work_quanta, quantum_s, costs, benefit_rate, horizon_s, policy)
         if self.policy not in FORECAST_POLICIES:
@@ -117,3 +126,111 @@ class ForecastDecider(ModelDecider):
         scenario = self.scenario([current], progress, durable, active)
         decision = ForecastDecision(scenario, pair, futures, [self.policy])
         return decision.decide(progress, durable, active, self.policy)
+
+
+class CausalForecastDecider(ModelDecider):
+    """The causal policy of ``learnsched online --trace``, next to a live engine: the end
+    of the current idle gap is not known, only when it began (the queue emptied).
+
+    The forecast is fitted once, on a trace of past requests (the gate's log, or any
+    request trace, in the same service model as the study): the survival of its idle
+    gaps forecasts the current gap's remaining length given its age, and ``N`` sampled
+    calendars of its causal windows give the continuation (:class:`learnsched.calendar.
+    causal.CausalForecast`). Times on the loop's clock: the history ends at 0.
+
+    Two ways in. :meth:`next_move` is the decision `online` makes at every quantum
+    boundary of a gap (wait, work, save, checkpoint and return, discard and return,
+    abandon): a loop that re-asks it between quanta runs exactly the studied policy.
+    :meth:`decide` is the :class:`~.loop.Decider` of a window-at-a-time loop: at a window's
+    start it maps the same decision to a finite-model action (the window's end is not
+    read), and at an early return (``active``) it chooses how to return.
+
+    Parameters
+    ----------
+    work_quanta, quantum_s, costs, benefit_rate, horizon_s
+        As for :class:`~.loop.ModelDecider` (``costs``: one return path).
+    history
+        Past requests, ``arrival`` in seconds before the loop started (any origin: the
+        last is taken as the loop's time 0).
+    policy
+        One of :data:`learnsched.calendar.causal.CAUSAL_POLICIES` (default rollout).
+    samples
+        ``N``.
+    forecaster
+        ``empirical`` (default), ``repeat`` or ``mean``.
+    rules
+        Lateness price, risk level, gap history.
+    rate
+        Service rate of the history, work units per second.
+    seed
+        Seeds the forecast and the gap draws.
+    """
+
+    def __init__(
+        self,
+        work_quanta: int,
+        quantum_s: float,
+        costs: HandoffCosts,
+        benefit_rate: float,
+        horizon_s: float,
+        *,
+        history: Trace,
+        policy: str = "rollout",
+        samples: int = 64,
+        forecaster: str = "empirical",
+        rules: CausalRules | None = None,
+        rate: float = 1.0,
+        seed: int = 0,
+    ) -> None:
+        from ..calendar.causal import CausalDecider, CausalForecast, CausalTrace
+        from ..calendar.study import make_forecaster
+
+        super().__init__(work_quanta, quantum_s, costs, benefit_rate, horizon_s, Policy.ROLLOUT)
+        self.rules = CausalRules() if rules is None else rules
+        self.causal_policy = policy
+        # The history on the loop's clock: its last arrival at 0, every record closed.
+        end = float(history.arrival[-1])
+        shifted = Trace(history.arrival - end, history.work, history.deadline - end)
+        trace = CausalTrace(shifted, rate)
+        self.fitted_at_s = self.rules.close_s  # every gap of the history has closed here
+        candidate = self.scenario([Window(0.0, 1.0)], 0, 0, False)
+        self.forecast = CausalForecast(
+            trace,
+            candidate,
+            0.0,
+            make_forecaster(forecaster),
+            integer("samples", samples, low=1),
+            np.random.default_rng(seed),
+            replace(self.rules, close_s=0.0),
+        )
+        self._decider = CausalDecider(candidate, policy, self.forecast, self.rules, seed)
+
+    def next_move(
+        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
+    ) -> tuple[str, int, str]:
+        """``(plan, quanta, move)`` at ``now_s`` in the gap that began at ``gap_start_s``
+        (loop clock, seconds); ``move`` is the step to take now (see
+        :meth:`learnsched.calendar.causal.CausalDecider.decide`)."""
+        return self._decider.decide(now_s, gap_start_s, progress, durable, lent)
+
+    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
+        """See :class:`~.loop.Decider`: the causal decision at ``windows[0]``'s start,
+        its end unread. Idle: wait, or lend for the plan (Window's plan and publishing
+        as a publication of the rest, an advance as a checkpointed advance). Active (an
+        early return): checkpoint and return, discard and return, or abandon."""
+        current = windows[0]
+        plan, quanta, _ = self.next_move(
+            current.start_s, current.start_s, progress, durable, active
+        )
+        rest = self.work_quanta - (progress if active else durable)
+        if active:
+            if plan == "abandon":
+                return Action(ActionKind.ABANDON)
+            if plan == "discard_return" or progress <= durable:
+                return Action(ActionKind.DISCARD_RETURN)
+            return Action(ActionKind.CHECKPOINT_RETURN, checkpoint=True)
+        if plan == "wait":
+            return Action(ActionKind.WAIT)
+        if plan == "advance":
+            return Action(ActionKind.ADVANCE, quanta, checkpoint=True)
+        return Action(ActionKind.PUBLISH, rest)

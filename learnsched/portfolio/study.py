@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -243,7 +243,7 @@ class StudyResult:
         }
 
     # (heading, width, alignment) of each column of :meth:`table` and :meth:`markdown`.
-    _COLUMNS = (
+    _COLUMNS: ClassVar[tuple[tuple[str, int, str], ...]] = (
         ("setting", 14, "<"),
         ("policy", 15, "<"),
         ("mean value", 12, ">"),

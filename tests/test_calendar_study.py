@@ -1,0 +1,238 @@
+"""Studies: paired summaries, the synthetic trace, the baseline forecasters, --steps, the
+SPEC reader, and (slow) the causal study on a synthetic two-day trace."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster, load_trace
+from learnsched.calendar.causal import CausalTrace
+from learnsched.calendar.spec import read_online_spec
+from learnsched.calendar.summary import PolicySummary, differences, t_interval
+from learnsched.calendar.synth import DAY_S, fit_synthesizer
+from learnsched.calendar.traces import SYNTHETIC_COLUMN, is_synthetic, read_azure_trace
+from learnsched.cli import main
+
+STEP_KEYS = {
+    "horizon",
+    "horizon_start_s",
+    "t",
+    "seed",
+    "policy",
+    "state",
+    "action",
+    "reward",
+    "late_requests",
+}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+# --- summaries ------------------------------------------------------------------------------
+
+
+def summary(values: list[list[float]]) -> PolicySummary:
+    v = np.array(values, dtype=np.float64)
+    zeros = np.zeros_like(v)
+    return PolicySummary(v, zeros, zeros, zeros, zeros, zeros)
+
+
+def test_paired_differences_are_per_case_means_over_seeds() -> None:
+    a = summary([[1.0, 2.0, 3.0, 4.0], [3.0, 2.0, 5.0, 4.0]])  # 2 seeds x 4 cases
+    b = summary([[0.0, 1.0, 1.0, 3.0], [0.0, 1.0, 3.0, 3.0]])
+    (d,) = differences({"a": a, "b": b})
+    per_case = np.array([2.0, 1.0, 2.0, 1.0])
+    assert d.mean == pytest.approx(per_case.mean())
+    assert d.ci95 == pytest.approx(t_interval(per_case))
+    assert d.significant
+    assert d.holm
+    assert a.values == (2.0, 2.0, 4.0, 4.0)
+    assert a.ci95 == pytest.approx(t_interval([2.0, 2.0, 4.0, 4.0]))
+
+
+def test_holm_corrects_over_every_pair() -> None:
+    rng = np.random.default_rng(4)
+    noise = {f"p{k}": summary([list(rng.normal(0, 1, 12))]) for k in range(5)}
+    rows = differences(noise)
+    assert len(rows) == 10
+    # Holm never calls more significant than the raw 5% tests, and with no effect few.
+    assert sum(r.holm for r in rows) <= sum((r.p_value or 1) < 0.05 for r in rows)
+    one = differences({"a": summary([[1.0]]), "b": summary([[0.0]])})[0]
+    assert one.ci95 is None
+    assert one.p_value is None
+    assert not one.significant
+
+
+# --- the synthesizer ------------------------------------------------------------------------
+
+
+def test_synthetic_traces_keep_the_rate_and_the_bursts_and_follow_a_day() -> None:
+    source = read_azure_trace()
+    flat = fit_synthesizer(source, amplitude=0.0)
+    day = flat.generate(DAY_S, np.random.default_rng(1))
+    rate = day.arrival.size / day.arrival[-1]
+    assert rate == pytest.approx(flat.mean_rate, rel=0.05)
+    again = flat.generate(DAY_S, np.random.default_rng(1))
+    assert np.array_equal(day.arrival, again.arrival)  # a function of the seed
+    # The gaps between arrivals keep the trace's shape, its heavy tail included.
+    real, synthetic = np.diff(source.arrival), np.diff(day.arrival)
+    for q in (0.5, 0.99):
+        assert np.quantile(synthetic, q) == pytest.approx(np.quantile(real, q), rel=0.5)
+    # A daily cycle: the busiest hour well above the quietest.
+    cycled = fit_synthesizer(source, amplitude=0.5, peak_hour=14.0)
+    trace = cycled.generate(DAY_S, np.random.default_rng(2))
+    hourly = np.histogram(trace.arrival, bins=24, range=(0.0, DAY_S))[0]
+    assert hourly[12:16].mean() > 1.5 * hourly[[0, 1, 2, 23]].mean()
+    with pytest.raises(ValueError, match="amplitude must be < 1"):
+        fit_synthesizer(source, amplitude=1.0)
+
+
+def test_synthetic_traces_are_labelled(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "synth.csv"
+    status, text, _ = run(capsys, "synth", "--days", "0.25", "--out", str(out), "--json")
+    assert status == 0
+    info = json.loads(text)
+    assert info["synthetic"] is True
+    assert info["requests"] > 1000
+    assert is_synthetic(out)
+    assert SYNTHETIC_COLUMN in out.read_text(encoding="utf-8").splitlines()[0]
+    assert not is_synthetic(AZURE_TRACE)
+    status, text, _ = run(capsys, "windows", str(out))
+    assert status == 0
+    assert "SYNTHETIC" in text
+    status, text, _ = run(capsys, "online", "--trace", str(out), "--samples", "4", "--json")
+    assert status == 0
+    assert json.loads(text)["trace"]["synthetic"] is True
+
+
+# --- baseline forecasters -------------------------------------------------------------------
+
+
+def test_baselines_repeat_the_last_cycles_or_their_mean() -> None:
+    observed = ((0.0, 10.0), (20.0, 50.0), (60.0, 65.0), (100.0, 130.0))
+    rng = np.random.default_rng(0)
+    (repeat,) = {RepeatForecaster(2).sample(observed, 135.0, 300.0, 3, rng)[i] for i in range(3)}
+    # The last two cycles (gap 10 then 5 s; gap 35 then 30 s), the first gap less 5 s.
+    assert repeat[:3] == ((140.0, 145.0), (180.0, 210.0), (220.0, 225.0))
+    (mean,) = set(MeanForecaster().sample(observed, 135.0, 300.0, 2, rng))
+    gaps = np.diff([w[0] for w in mean])
+    assert np.allclose(gaps, gaps[0])
+    assert mean[0][1] - mean[0][0] == pytest.approx((30 + 5 + 30) / 3)
+    assert RepeatForecaster().sample(((0.0, 1.0),), 5.0, 99.0, 2, rng) == [(), ()]
+
+
+# --- --steps and seeds ------------------------------------------------------------------------
+
+
+def test_steps_file_has_exactly_the_contract_keys(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    steps = tmp_path / "steps.jsonl"
+    status, text, _ = run(
+        capsys, "online", "--trace", "--samples", "4", "--seeds", "2", "--recovery", "warm",
+        "--steps", str(steps), "--json",
+    )  # fmt: skip
+    assert status == 0
+    study = json.loads(text)
+    lines = [json.loads(x) for x in steps.read_text(encoding="utf-8").splitlines()]
+    assert lines
+    assert all(set(line) == STEP_KEYS for line in lines)
+    assert {line["seed"] for line in lines} == {0, 1}
+    assert {line["policy"] for line in lines} == set(study["samples"]["4"]["policies"])
+    # Each run's rewards sum to its value (per horizon, seed and policy).
+    by_run: dict[tuple[Any, ...], float] = {}
+    for line in lines:
+        key = (line["horizon"], line["seed"], line["policy"])
+        by_run[key] = by_run.get(key, 0.0) + line["reward"]
+    policies = study["samples"]["4"]["policies"]
+    for (h, seed, policy), total in by_run.items():
+        assert total == pytest.approx(policies[policy]["values_by_seed"][seed][h], abs=1e-6)
+    starts = study["horizon_starts_s"]
+    assert all(line["horizon_start_s"] == starts[line["horizon"]] for line in lines)
+    status, _, err = run(capsys, "online", "--trace", "--samples", "4,8", "--steps", str(steps))
+    assert status == 2
+    assert "one forecast size" in err
+
+
+def test_seeds_vary_the_forecast_only(capsys: pytest.CaptureFixture[str]) -> None:
+    status, text, _ = run(capsys, "online", "--trace", "--samples", "4", "--seeds", "3", "--json")
+    assert status == 0
+    policies = json.loads(text)["samples"]["4"]["policies"]
+    for name in ("window", "clairvoyant"):  # neither reads a forecast
+        rows = policies[name]["values_by_seed"]
+        assert rows[0] == rows[1] == rows[2]
+
+
+# --- the SPEC reader ----------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**30), 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=json_values, indent=st.sampled_from([None, 1]))
+def test_the_spec_reader_reads_json_as_python_does(value: Any, indent: int | None) -> None:
+    text = json.dumps(value, indent=indent)
+    assert read_online_spec(text, "x") == json.loads(text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=30))
+def test_the_spec_reader_refuses_what_json_refuses(text: str) -> None:
+    try:
+        want = json.loads(text)
+    except ValueError:
+        with pytest.raises(ValueError, match="x is not valid JSON"):
+            read_online_spec(text, "x")
+        return
+    if any(c in text for c in ("NaN", "Infinity")):
+        return  # Python's json reads them; standard JSON (and learnsched) does not
+    assert read_online_spec(text, "x") == want
+
+
+# --- the study on a synthetic two-day trace (slow) ---------------------------------------------
+
+
+@pytest.mark.slow
+def test_causal_study_on_a_synthetic_two_day_trace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "two-days.csv"
+    assert run(capsys, "synth", "--days", "2", "--out", str(out))[0] == 0
+    status, text, _ = run(
+        capsys, "online", "--trace", str(out), "--seeds", "3", "--samples", "16", "--threads",
+        "2", "--json",
+    )  # fmt: skip
+    assert status == 0
+    study = json.loads(text)
+    assert study["trace"]["synthetic"] is True
+    assert study["horizons"] >= 280
+    result = study["samples"]["16"]
+    for name, s in result["policies"].items():
+        assert s["ci95"] is not None
+        assert math.isfinite(s["mean_value"])
+        assert s["late_requests"] >= 0
+        assert s["mean_regret"] >= -1e-9, name
+    assert any(d["significant"] for d in result["differences"])
+    assert CausalTrace(load_trace(str(out))).span_s > 1.9 * DAY_S
