@@ -1,6 +1,8 @@
 """Portfolio decision benchmarks (issue 25): one rollout decision for 24 candidates on one
 GPU, beside its floor (the portfolio Costed Window's decision, which rollout keeps unless
-another choice scores higher) and the baseline of today's model asked once per candidate.
+another choice scores higher) and the baseline of today's model asked once per candidate;
+and a causal portfolio's decisions over one horizon of the shipped trace beside today's
+causal run of each candidate alone.
 
 Run with ``pytest bench/test_bench_portfolio.py`` (CPU time: ``time.process_time``). Target:
 a rollout decision for 24 candidates on one GPU under 1 ms at 64 windows. Calendars grow in
@@ -96,3 +98,74 @@ def test_baseline_todays_model_once_per_candidate(
 
     actions = benchmark(each)
     assert len(actions) == CANDIDATES
+
+
+@pytest.fixture(scope="module")
+def causal_horizon() -> tuple[Any, list[Any], list[Any], list[Any]]:
+    """The shipped trace's horizon [600, 1200) s, 24 candidates of the causal study (warm
+    path), their risk_rollout forecasts (N = 16, one shared gap pool)."""
+    from learnsched.calendar import AZURE_TRACE, load_trace
+    from learnsched.calendar.causal import CausalForecast, CausalTrace, core_candidate
+    from learnsched.calendar.study import make_forecaster
+    from learnsched.portfolio.causal import candidate_scenario, study_candidates
+
+    trace = CausalTrace(load_trace(AZURE_TRACE))
+    jobs = study_candidates(np.random.default_rng(3), 1200.0, ls.PAPER_WARM)
+    p = Portfolio.on_windows([(0.0, 1.0)], ls.PAPER_WARM, jobs)
+    scenarios = [candidate_scenario(c, p) for c in jobs]
+    forecasts, pool = [], None
+    for s in scenarios:
+        f = CausalForecast(
+            trace, s, 600.0, make_forecaster("empirical"), 16, np.random.default_rng(0), pool=pool
+        )
+        pool = f.pool
+        forecasts.append(f)
+    return trace, [core_candidate(s, 1.0) for s in scenarios], forecasts, jobs
+
+
+@pytest.mark.benchmark(
+    group="causal portfolio: one 600 s horizon, 24 candidates", timer=time.process_time
+)
+@pytest.mark.parametrize("policy", ["sequential", "density", "gain"])
+def test_causal_portfolio_horizon(
+    benchmark: Benchmark, causal_horizon: tuple[Any, list[Any], list[Any], list[Any]], policy: str
+) -> None:
+    from learnsched import _core
+
+    trace, core, forecasts, _ = causal_horizon
+
+    def run() -> dict[str, Any]:
+        return _core.run_portfolio_causal(
+            trace.schedule,
+            core,
+            [0] * len(core),
+            [f.pool for f in forecasts],
+            [f.tables for f in forecasts],
+            600.0,
+            1200.0,
+            policy,
+            "risk_rollout",
+            0.95,
+            7,
+        )
+
+    out = benchmark(run)
+    assert out["handoffs"] == sum(out["loans"])
+
+
+@pytest.mark.benchmark(
+    group="causal portfolio: one 600 s horizon, 24 candidates", timer=time.process_time
+)
+def test_baseline_each_candidate_alone(
+    benchmark: Benchmark, causal_horizon: tuple[Any, list[Any], list[Any], list[Any]]
+) -> None:
+    """Baseline: today's causal run of each candidate alone on the horizon (24 runs)."""
+    from learnsched import _core
+
+    trace, core, forecasts, _ = causal_horizon
+    jobs = [
+        (c, 600.0, 1200.0, "risk_rollout", 0.95, f.pool, f.tables, 7, False)
+        for c, f in zip(core, forecasts, strict=True)
+    ]
+    outs = benchmark(_core.run_causal, trace.schedule, jobs)
+    assert len(outs) == CANDIDATES

@@ -4,6 +4,7 @@ reference scorer, and the no-look-ahead property."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -610,3 +611,76 @@ def test_decider_and_checks() -> None:
         _core.UnlentSchedule(np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([9.0, 9.0]))
     with pytest.raises(ValueError, match="after the trace's last request"):
         _core.CausalSim(ct.schedule, core(c), 0.0, 1e9)
+
+
+def test_run_forecast_causal_decides_as_online_and_reads_no_window_end() -> None:
+    """`learnsched run --forecast causal` (CausalForecastDecider) makes the study's C++
+    causal decision over its history, and its window-start decision never reads the
+    window's end (the live loop does not know it)."""
+    from dataclasses import replace
+
+    from learnsched.calendar.study import make_forecaster
+    from learnsched.control.forecast import CausalForecastDecider
+    from learnsched.control.windows import Window
+    from learnsched.solver import ActionKind
+
+    whole = load_trace()
+    keep = whole.arrival < 1800.0
+    history = Trace(whole.arrival[keep], whole.work[keep], whole.deadline[keep])
+
+    def live(
+        seed: int, costs: ls.HandoffCosts = ls.PAPER_COLD, past: Trace = history
+    ) -> CausalForecastDecider:
+        return CausalForecastDecider(
+            12, 5.0, costs, 0.25, 3600.0, history=past, samples=16, seed=seed
+        )
+
+    # The decision `online` makes, built by hand on the same history (loop clock: the
+    # history's last arrival at 0, every gap of it closed) with the same seeds.
+    end = float(history.arrival[-1])
+    shifted = CausalTrace(Trace(history.arrival - end, history.work, history.deadline - end))
+    rules = CausalRules()
+    decider = live(3)
+    candidate = decider.scenario([Window(0.0, 1.0)], 0, 0, False)
+    forecast = CausalForecast(
+        shifted, candidate, 0.0, make_forecaster("empirical"), 16, np.random.default_rng(3),
+        replace(rules, close_s=0.0),
+    )  # fmt: skip
+    online = CausalDecider(candidate, "rollout", forecast, rules, 3)
+    points = [(t, 10.0, 0, 0, False) for t in (10.0, 15.0, 20.0, 60.0)]
+    points += [(30.0, 10.0, 2, 1, True), (45.0, 40.0, 0, 0, False), (50.0, 40.0, 3, 0, True)]
+    for point in points:
+        assert decider.next_move(*point) == online.decide(*point)
+
+    # The window-start decision: the same action whatever the window's end, mapped from
+    # the causal plan (wait, a checkpointed advance, or publishing the rest). A young gap
+    # of the shipped trace usually ends soon (wait); one of a sparse history lends.
+    gaps = np.cumsum(np.random.default_rng(0).exponential(120.0, 60))
+    sparse = Trace(gaps, np.full(60, 2.0), gaps + 30.0)
+    plans = set()
+    for past, costs, start in itertools.product(
+        (history, sparse), (ls.PAPER_COLD, ls.PAPER_WARM), (5.0, 30.0, 90.0)
+    ):
+        for progress, durable, active in ((0, 0, False), (4, 4, False), (5, 2, True)):
+            a = live(7, costs, past).decide([Window(start, start + 1.0)], progress, durable, active)
+            b = live(7, costs, past).decide(
+                [Window(start, start + 500.0)], progress, durable, active
+            )
+            assert a == b
+            plan, quanta, _ = live(7, costs, past).next_move(
+                start, start, progress, durable, active
+            )
+            plans.add(plan)
+            if active:
+                assert a.kind in (
+                    ActionKind.ABANDON,
+                    ActionKind.DISCARD_RETURN,
+                    ActionKind.CHECKPOINT_RETURN,
+                )
+            elif plan == "wait":
+                assert a.kind == ActionKind.WAIT
+            elif plan == "advance":
+                assert (a.kind, a.quanta, a.checkpoint) == (ActionKind.ADVANCE, quanta, True)
+            else:
+                assert (a.kind, a.quanta) == (ActionKind.PUBLISH, 12 - durable)
+    assert plans - {"wait", "checkpoint_return", "discard_return", "abandon"}  # some lend

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_calendar_causal import altered_after, causal_trace
 
 import learnsched as ls
 from learnsched import _core
@@ -131,6 +132,28 @@ def test_accounts_add_up_and_sequential_keeps_list_order(seed: int, count: int, 
     assert lent == sorted(lent, reverse=True)
     published = [t for c in p.candidates if (t := seq.publish_s[c.name]) is not None]
     assert published == sorted(published)
+
+
+def steps_before(trace: CausalTrace, p: Portfolio, cut: float) -> dict[str, list[object]]:
+    runs = run_portfolio_causal(
+        trace, p, FROM_S, TO_S, make_forecaster("empirical"), samples=8, seed=4
+    )
+    return {name: [s for s in out.steps if s[0] < cut] for name, out in runs.items()}
+
+
+@pytest.mark.parametrize(("cut", "seed"), [(700.0, 0), (905.0, 1), (1150.0, 2)])
+@pytest.mark.parametrize("cold", [False, True])
+def test_no_decision_looks_ahead(cut: float, seed: int, cold: bool) -> None:
+    """Altering the trace strictly after ``cut`` changes no portfolio decision before it
+    (which candidate, which move, when), the current gap's included."""
+    costs = ls.PAPER_COLD if cold else ls.PAPER_WARM
+    p = portfolio(jobs(6, seed, costs), costs)
+    t = shipped().trace
+    truth = (t.arrival.tolist(), t.work.tolist(), t.deadline.tolist())
+    other = causal_trace(altered_after(truth, cut, np.random.default_rng(seed)))
+    before = steps_before(shipped(), p, cut)
+    assert all(before.values())  # the test decides something before the cut
+    assert steps_before(other, p, cut) == before
 
 
 def test_lent_gaps_pay_lateness_on_the_cold_path() -> None:

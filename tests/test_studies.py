@@ -8,8 +8,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from learnsched.calendar import load_trace
+from learnsched.calendar.summary import t_interval
 from learnsched.cli import main
 from learnsched.sweep import sweep
 
@@ -124,6 +127,38 @@ CALIBRATION_ROW = re.compile(
 )
 
 
+LOAD_PAIRS = (("rollout", "costed_window"), ("risk_rollout", "rollout"))
+
+
+def load_rows(result: dict[str, Any], arrival: Any) -> list[tuple[str, ...]]:
+    """The horizons split at their median load (requests per second arriving in the
+    horizon): per half, its mean load, ``risk_rollout``'s value and the deciding paired
+    differences, each with its 95% interval (``\\*``: it excludes 0)."""
+    (sample,) = result["samples"].values()
+    policies = sample["policies"]
+    horizon_s = result["settings"]["horizon_s"]
+    starts = np.array(result["horizon_starts_s"])
+    counts = np.searchsorted(arrival, starts + horizon_s) - np.searchsorted(arrival, starts)
+    load = counts / horizon_s
+    order = np.argsort(load, kind="stable")
+    rows = []
+    for half, part in (("calmer", order[: len(order) // 2]), ("busier", order[len(order) // 2 :])):
+        values = {
+            n: np.array(policies[n]["values"])[part]
+            for n in ("costed_window", "rollout", "risk_rollout")
+        }
+        cells = [half, fixed(float(np.mean(load[part])), 2)]
+        risk = values["risk_rollout"]
+        cells.append(interval(float(np.mean(risk)), list(t_interval(risk) or ()) or None))
+        for a, b in LOAD_PAIRS:
+            d = values[a] - values[b]
+            ci = t_interval(d)
+            mark = "\\*" if ci is not None and (ci[0] > 0 or ci[1] < 0) else ""
+            cells.append(interval(float(np.mean(d)), None if ci is None else list(ci)) + mark)
+        rows.append(tuple(cells))
+    return rows
+
+
 def page_rows(page: Path, title: str) -> dict[str, list[tuple[str, ...]]]:
     text = page.read_text(encoding="utf-8")
     start = text.index(f"## {title}\n")
@@ -170,5 +205,7 @@ def test_two_day_causal_table_is_what_online_computes(
     capsys.readouterr()
     result = study(capsys, [str(trace)], DAYS_CHECKED, DAYS_SEEDS)
     assert causal_rows(result) == rows[DAYS_CHECKED]
+    by_load = page_rows(CAUSAL_PAGE, "By load")
+    assert load_rows(result, load_trace(str(trace)).arrival) == by_load[DAYS_CHECKED]
     text = CAUSAL_PAGE.read_text(encoding="utf-8")
     assert CALIBRATION_ROW.findall(text) == calibration_rows(result)

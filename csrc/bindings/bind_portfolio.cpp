@@ -67,6 +67,19 @@ py::typing::Dict<py::str, py::object> causal_outcome_dict(const CausalPortfolioO
     d["checkpoints"] = o.checkpoints;
     d["publish_s"] = o.publish_s;
     d["loans"] = o.loans;
+    std::vector<double> t;
+    std::vector<int> candidate;
+    std::vector<std::string> move;
+    for (const CausalPortfolioStep& step : o.steps) {
+        t.push_back(step.t);
+        candidate.push_back(step.candidate);
+        move.emplace_back(name(step.move));
+    }
+    py::dict steps;
+    steps["t"] = t;
+    steps["candidate"] = candidate;
+    steps["move"] = move;
+    d["steps"] = steps;
     return d;
 }
 
@@ -303,7 +316,8 @@ void bind_portfolio(py::module_& m) {
         py::arg("tables"), py::arg("from_s"), py::arg("to_s"), py::arg("portfolio_policy"),
         py::arg("policy"), py::arg("return_level"), py::arg("seed"),
         "A causal portfolio over [from_s, to_s) of the schedule: totals, per-candidate "
-        "publish_s (NaN: not published) and loans.");
+        "publish_s (NaN: not published) and loans, and its steps: per decision t, the "
+        "candidate the GPU is held for (-1: waiting) and the move.");
     m.def(
         "causal_portfolio_policies",
         [] {

@@ -97,18 +97,20 @@ class Driver {
             }
             const CausalPoint point = sim_.point();
             Move move = Move::Wait;
+            int lent_to = holder_;
             if (point.lent) {
                 move = ask(static_cast<std::size_t>(holder_), point, rng_).move;
             } else {
-                const int chosen = choose(point);
-                if (chosen >= 0) {
-                    hold(chosen);
+                lent_to = choose(point);
+                if (lent_to >= 0) {
+                    hold(lent_to);
                     move = Move::Work;
-                    ++jobs_[static_cast<std::size_t>(chosen)].loans;
+                    ++jobs_[static_cast<std::size_t>(lent_to)].loans;
                 } else {
                     hold(cadence());
                 }
             }
+            steps_.push_back(CausalPortfolioStep{point.t, lent_to, move});
             sim_.apply(move);
             settle(move);
         }
@@ -198,7 +200,7 @@ class Driver {
         }
     }
 
-    CausalPortfolioOutcome outcome() const {
+    CausalPortfolioOutcome outcome() {
         CausalPortfolioOutcome out;
         out.value = sim_.value();
         out.benefit = sim_.benefit();
@@ -213,6 +215,7 @@ class Driver {
             out.publish_s.push_back(job.publish_s);
             out.loans.push_back(job.loans);
         }
+        out.steps = steps_;
         return out;
     }
 
@@ -225,6 +228,7 @@ class Driver {
     std::vector<Job> jobs_;
     CausalSim sim_;
     DecisionScratch scratch_;
+    std::vector<CausalPortfolioStep> steps_;
     int holder_ = 0;
 };
 

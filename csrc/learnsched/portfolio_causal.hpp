@@ -26,12 +26,21 @@ enum class CausalPortfolioPolicy : std::uint8_t {
 };
 const char* name(CausalPortfolioPolicy policy);
 
+// One decision: at time t, the candidate the GPU is held for (-1: none, waiting) and the
+// move taken.
+struct CausalPortfolioStep {
+    double t = 0.0;
+    int candidate = -1;
+    Move move = Move::Wait;
+};
+
 struct CausalPortfolioOutcome {
     double value = 0.0, benefit = 0.0, cost = 0.0, lateness_s = 0.0;
     double gpu_s = 0.0;  // lent seconds (load, work, save, return): cost / (1 + rho)
     int late_requests = 0, requests = 0, handoffs = 0, checkpoints = 0;
     std::vector<double> publish_s;  // per candidate, seconds; NaN: not published
     std::vector<int> loans;         // per candidate: gaps lent to it
+    std::vector<CausalPortfolioStep> steps;
 };
 
 // The portfolio over the horizon [from_s, to_s) of `schedule`: candidate c decides by

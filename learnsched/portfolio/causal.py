@@ -83,6 +83,10 @@ class CausalPortfolioOutcome:
         Per candidate name: publication time, seconds, or None.
     loans
         Per candidate name: gaps lent to it.
+    steps
+        Every decision: ``(t, candidate, move)``, the time (seconds), the candidate the GPU
+        is held for (None: it waits) and the move (:data:`learnsched.calendar.causal.CAUSAL_MOVES`);
+        empty for the known calendar (its plan is a :class:`learnsched.portfolio.PortfolioPlan`).
     """
 
     value: float
@@ -96,6 +100,7 @@ class CausalPortfolioOutcome:
     checkpoints: int
     publish_s: dict[str, float | None]
     loans: dict[str, int]
+    steps: tuple[tuple[float, str | None, str], ...] = ()
 
     @property
     def slo_misses(self) -> float | None:
@@ -315,6 +320,12 @@ def run_portfolio_causal(
                 for n, t in zip(names, r["publish_s"], strict=True)
             },
             loans=dict(zip(names, (int(k) for k in r["loans"]), strict=True)),
+            steps=tuple(
+                (float(t), None if c < 0 else names[c], str(m))
+                for t, c, m in zip(
+                    r["steps"]["t"], r["steps"]["candidate"], r["steps"]["move"], strict=True
+                )
+            ),
         )
     return out
 
