@@ -27,13 +27,15 @@ class CountingTrainer(Trainer):
     The checkpoint is a JSON file written atomically; ``fail_at`` makes ``advance``
     raise at that progress (a trainer error, not a crash), ``loss_at`` report the loss
     ``loss`` from there (a diverged trainer: ``"nan"``, ``"inf"``), ``start_s`` makes building it take
-    that long (a slow base model).
+    that long (a slow base model). A quantum checks :meth:`Trainer.interrupted` every
+    10 ms and stops there, undone; ``honour_interrupt=False`` never checks it (a trainer
+    the loop must kill).
     """
 
     def __init__(
         self, state_dir: Path, *, work_quanta: int = 20, quantum_s: float = 0.02,
         fail_at: int | None = None, loss_at: int | None = None, loss: float | str = math.nan,
-        start_s: float = 0.0,
+        start_s: float = 0.0, honour_interrupt: bool = True,
     ) -> None:  # fmt: skip
         super().__init__(state_dir)
         time.sleep(start_s)
@@ -42,6 +44,7 @@ class CountingTrainer(Trainer):
         self.fail_at = fail_at
         self.loss_at = loss_at
         self.loss = float(loss)  # "nan", "inf": strict JSON options cannot hold them
+        self.honour_interrupt = honour_interrupt
         self.progress = self.durable = self.read()
         self.loaded = False
 
@@ -66,7 +69,11 @@ class CountingTrainer(Trainer):
             raise RuntimeError("advance before resume")
         if self.fail_at is not None and self.progress >= self.fail_at:
             raise RuntimeError(f"failing at {self.progress} as asked")
-        time.sleep(quanta * self.quantum_s)
+        end = time.monotonic() + quanta * self.quantum_s
+        while (left := end - time.monotonic()) > 0:
+            if self.honour_interrupt and self.interrupted():
+                return Advanced(self.progress, None, interrupted=True)  # nothing to undo
+            time.sleep(min(left, 0.01))
         self.progress += quanta
         diverged = self.loss_at is not None and self.progress >= self.loss_at
         return Advanced(self.progress, self.loss if diverged else 1.0 / self.progress)

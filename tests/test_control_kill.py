@@ -64,15 +64,20 @@ def _start(
     command: list[str], cwd: Path, env: dict[str, str], ledger: Path
 ) -> subprocess.Popen[str]:
     seen = len(_records(ledger))
-    loop = subprocess.Popen(
-        command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL, start_new_session=True,  # its own group, as a service
-    )  # fmt: skip
+    log = cwd / "loop.stderr"  # every run's stderr, for the message below
+    with log.open("a") as err:
+        loop = subprocess.Popen(
+            command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
+            stderr=err, start_new_session=True,  # its own group, as a service
+        )  # fmt: skip
     end = time.monotonic() + 300.0
     while _wait_for(ledger, "trainer-ready", seen, 0.5) is None:
         if loop.poll() is not None or time.monotonic() > end:
             tail = [(r.kind, r.failure or "") for r in _records(ledger)[seen:]]
-            raise AssertionError(f"the run never got ready (exit {loop.poll()}): {tail}")
+            raise AssertionError(
+                f"the run never got ready (exit {loop.poll()}): {tail}\n"
+                f"stderr: {log.read_text()[-3000:]}"
+            )
     return loop
 
 

@@ -43,3 +43,33 @@ def test_discarded_work_never_reaches_the_fresh_adapter(tmp_path: Path) -> None:
     want = adapter_tensors(tmp_path / "clean" / CHECKPOINT_FILE)
     assert got.keys() == want.keys()
     assert all(torch.equal(got[k], want[k]) for k in want)  # type: ignore[arg-type]
+
+
+def test_an_interrupted_quantum_is_undone(tmp_path: Path) -> None:
+    """Interrupted after one of its three steps, a quantum leaves the state of the last
+    whole quantum: 1 quantum, an interrupted one, then 1 more checkpoints exactly what
+    an uninterrupted 2 do (adapter and AdamW moments)."""
+    import torch
+    from safetensors.torch import load_file
+
+    options = {"work_quanta": 20, "steps_per_quantum": 3}
+    for name in ("cut", "whole"):
+        (tmp_path / name).mkdir()
+    cut = LoraTrainer(tmp_path / "cut", **options)
+    cut.resume()
+    cut.advance(1)
+    asks = iter([False, True])  # one step runs, then the interrupt arrives
+    cut.interrupted = lambda: next(asks)  # type: ignore[method-assign]
+    advanced = cut.advance(1)
+    assert (advanced.progress, advanced.interrupted, cut.step) == (1, True, 3)
+    cut.interrupted = lambda: False  # type: ignore[method-assign]
+    cut.advance(1)
+    cut.checkpoint()
+    whole = LoraTrainer(tmp_path / "whole", **options)
+    whole.resume()
+    whole.advance(2)
+    whole.checkpoint()
+    got = load_file(str(tmp_path / "cut" / CHECKPOINT_FILE))
+    want = load_file(str(tmp_path / "whole" / CHECKPOINT_FILE))
+    assert got.keys() == want.keys()
+    assert all(torch.equal(got[k], want[k]) for k in want)

@@ -62,3 +62,11 @@ def test_upcoming_trims_the_open_window() -> None:
     assert calendar.upcoming(4.0) == [Window(4.0, 10), Window(20, 30)]
     assert calendar.upcoming(10.0) == [Window(20, 30)]
     assert calendar.upcoming(31.0) == []
+
+
+def test_planned_is_the_calendar_window_before_it_was_trimmed() -> None:
+    calendar = KnownCalendar([Window(0, 10), Window(20, 30)])
+    assert calendar.planned(calendar.upcoming(4.0)[0]) == Window(0, 10)
+    assert calendar.planned(Window(25.0, 30)) == Window(20, 30)
+    with pytest.raises(ValueError, match="no window of the calendar ends there"):
+        calendar.planned(Window(4.0, 11))

@@ -204,14 +204,16 @@ def test_vllm_sleep_default_mode_aborts_in_flight_streams() -> None:
 
 
 def test_vllm_sleep_mode_wait_drains_and_level_0_only_pauses() -> None:
-    with strict("vllm", token_s=0.01) as (_, client):
-        stream = Background(lambda: client.stream("/v1/completions", completion(30)))
+    # 60 tokens of 20 ms: long enough that a loaded machine still sees it running.
+    with strict("vllm", token_s=0.02) as (_, client):
+        stream = Background(lambda: client.stream("/v1/completions", completion(60)))
         client.wait_for(lambda s: s["running"] == 1)
         assert client.call("POST", "/sleep?level=1&mode=wait")[0] == 200
-        events = stream.join()  # drained before the sleep answered
+        assert client.state()["running"] == 0  # drained before the sleep answered
+        events = stream.join()
         content = [e for e in events[:-1] if e["choices"]]
         assert content[-1]["choices"][0]["finish_reason"] == "length"
-        assert len(text_of(events).split()) == 30
+        assert len(text_of(events).split()) == 60
         client.call("POST", "/wake_up")
         assert client.call("POST", "/sleep?level=1&mode=soon")[0] == 400
         held = client.state()["device_bytes"]

@@ -427,7 +427,11 @@ def run_synth(args: argparse.Namespace) -> int:
         raise ValueError(f"--days must be > 0, got {args.days!r}")
     source = read_azure_trace(args.trace, args.sort)
     model = fit_synthesizer(source, args.bin_s, args.amplitude, args.peak_hour)
-    trace = model.generate(days * DAY_S, np.random.default_rng(integer("--seed", args.seed)))
+    rng = np.random.default_rng(integer("--seed", args.seed))
+    try:
+        trace = model.generate(days * DAY_S, rng)
+    except ValueError as err:  # its size or emptiness: named by the flag that set it
+        raise ValueError(f"--days {args.days!r}: {err}") from None
     write_synthetic_trace(args.out, trace)
     out = {
         **model.to_json(),

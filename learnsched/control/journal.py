@@ -14,7 +14,8 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
 ``reference``           the greedy answer every return must reproduce (``text``)
 ``decision``            what the policy (or the load signal) chose for a window, or
                         for an early return (``phase``: ``window`` or
-                        ``early-return``)
+                        ``early-return``), or a move between quanta other than
+                        ``work`` (``phase`` ``quantum``, ``move``)
 ``park``                about to park the engine for a lent window (written before
                         the release is sent: a run killed after it leaves an open
                         park)
@@ -29,6 +30,10 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
 ``park-failed``         the park raised (``failure``; ``refused``: the engine
                         refused it and released nothing)
 ``work``                one quantum completed (``progress``, ``loss``)
+``interrupted``         an arrival cut the quantum in progress short: its partial work
+                        is lost (``progress`` counts whole quanta; ``seconds`` it
+                        ran; ``honoured``: the trainer stopped by itself, or was
+                        killed after the grace)
 ``checkpoint``          a durable checkpoint (``durable_progress``)
 ``discard``             unsaved work dropped (``unsaved_lost``)
 ``trainer-lost``        the trainer process died; its unsaved work is lost
@@ -125,6 +130,9 @@ class Totals:
         busy at the park, or no time was left.
     unsaved_lost
         Completed quanta lost unsaved (discards, trainer deaths, killed runs).
+    interrupted_quanta
+        Quanta an arrival cut short (their partial work is lost; not in
+        ``quanta_done``).
     published
         Whether the artifact has been published.
     quarantined
@@ -141,6 +149,7 @@ class Totals:
     early_returns: int = 0
     skipped_windows: int = 0
     unsaved_lost: int = 0
+    interrupted_quanta: int = 0
     published: bool = False
     quarantined: bool = False
 
@@ -190,6 +199,8 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
             totals.windows += detail.get("phase") == "window"
         elif kind == "work":
             totals.quanta_done += 1
+        elif kind == "interrupted":
+            totals.interrupted_quanta += 1
         elif kind == "skip":
             totals.skipped_windows += 1
         elif kind == "checkpoint":

@@ -27,8 +27,10 @@ readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answer
 pipe, and each ledger append fsyncs. The control flow itself is one sequence (decide,
 park, work, save, return) that must never interleave with itself, so it runs on one
 thread; a second thread polls ``/metrics`` and sets an event the moment load appears,
-so the reaction to an arrival is bounded by one poll plus one quantum (the paper's
-pollable waits, Section 6.3), never by a sleep. asyncio would have to push every one
+and interrupts the trainer's quantum in progress (:meth:`TrainerProcess.interrupt`: the
+partial quantum is lost, as the model counts whole quanta), so the early return starts
+within one poll of an arrival (the paper's pollable waits, Section 6.3), never after a
+sleep or the rest of a quantum. asyncio would have to push every one
 of those calls to executor threads and would add no concurrency the loop can use.
 """
 
@@ -40,7 +42,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
@@ -63,11 +65,19 @@ from .journal import (
 )
 from .locks import RunLocks
 from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
-from .trainer import TrainerError, TrainerLost, TrainerProcess
+from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
 
-__all__ = ["ControlLoop", "Decider", "LoopOptions", "ModelDecider", "Overhead"]
+__all__ = [
+    "MOVES",
+    "ControlLoop",
+    "Decider",
+    "LoopOptions",
+    "ModelDecider",
+    "MoveDecider",
+    "Overhead",
+]
 
 # Slack for Eq. 10 on a window trimmed to "now": a decision is taken a moment after it.
 _EPS_S = 1e-6
@@ -78,6 +88,30 @@ class Decider(Protocol):
 
     def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
         """The action for ``windows[0]`` (the current window) in state ``(p, pbar)``."""
+        ...
+
+
+MOVES = ("work", "save", "checkpoint_return", "discard_return", "abandon", "wait")
+"""What a :class:`MoveDecider` may answer between quanta."""
+
+
+@runtime_checkable
+class MoveDecider(Decider, Protocol):
+    """A :class:`Decider` that also re-decides at every quantum boundary of a lent window
+    (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
+
+    Between two quanta the loop asks :meth:`next_move` and obeys its ``move``:
+    ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
+    ``checkpoint_return`` (checkpoint and return now), ``discard_return`` or ``abandon``
+    (return now, the unsaved work dropped); ``wait`` while lent returns as a discard
+    does (an idle parked engine serves nobody).
+    """
+
+    def next_move(
+        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
+    ) -> tuple[str, int, str]:
+        """``(plan, quanta, move)`` at ``now_s`` in the gap that began at ``gap_start_s``
+        (loop clock, seconds), in state ``(p, pbar)``."""
         ...
 
 
@@ -284,6 +318,7 @@ class ControlLoop:
         self.report = progress
         self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
+        self.watcher.on_arrival = self._arrival
         self.totals = Totals()
         self.overhead = Overhead(decision_s=[])
         self.run_id = 0
@@ -310,6 +345,11 @@ class ControlLoop:
     def stop(self) -> None:
         """Ask the loop to stop (a lent window returns at the next quantum)."""
         self._stop.set()
+
+    def _arrival(self) -> None:
+        """Load arrived (the watcher's thread): cut the lent window's quantum short."""
+        if self.lent:
+            self.trainer.interrupt()
 
     def _record(self, kind: str, **fields: Any) -> None:
         detail = {"run": self.run_id, "t_s": self.now(), **fields.pop("detail", {})}
@@ -584,7 +624,10 @@ class ControlLoop:
     def _window_of(self, windows: list[Window]) -> None:
         """Decide and act on ``windows[0]``, now open."""
         now = self.now()
-        self._planned = windows[0]  # as the calendar has it (the ledger's planned times)
+        # As the calendar has it (the ledger's planned times), even if it opened before
+        # the loop was ready: upcoming() trims an open window to now.
+        planned = getattr(self.calendar, "planned", None)
+        self._planned = windows[0] if planned is None else planned(windows[0])
         window = Window(max(windows[0].start_s, now), windows[0].end_s)
         windows = [window, *windows[1:]]
         self._handled_end = window.end_s
@@ -606,7 +649,8 @@ class ControlLoop:
 
     # --- one lent window ------------------------------------------------------------------
     def _lend(self, window: Window, windows: list[Window], action: Action) -> None:
-        self.watcher.arrived.clear()
+        self.watcher.arrived.clear()  # then the interrupt: an arrival between sets arrived
+        self.trainer.clear_interrupt()
         # Recorded before the release is sent: a run killed at any point after this
         # line leaves an open park, and the next run returns the engine.
         self._record(
@@ -641,11 +685,12 @@ class ControlLoop:
             try:
                 self.trainer.resume(self.options.trainer_timeout_s)
                 publish = action.kind == ActionKind.PUBLISH
-                self._work(window, action.quanta, action.checkpoint or publish)
+                moved = self._work(window, action.quanta, action.checkpoint or publish)
                 if publish and self.progress == self.work_quanta:
                     self._publish()
                 elif (
-                    action.checkpoint
+                    not moved
+                    and action.checkpoint
                     and self.progress > self.durable
                     and self._fits(window, 0, True)
                 ):
@@ -657,6 +702,9 @@ class ControlLoop:
                 self._early_save(windows, why.args[0])
             lost = self._discard()
         except TrainerLost as err:
+            if isinstance(err, TrainerIgnoredInterrupt):  # an early return all the same
+                self._park_stamps["interrupted"] = time.perf_counter_ns()
+                early = True
             lost = self._trainer_lost(str(err))
         except TrainerError as err:
             lost = self._trainer_failed(str(err))
@@ -692,16 +740,18 @@ class ControlLoop:
         if self.watcher.arrived.is_set():
             raise _Interrupted("load")
 
-    def _work(self, window: Window, quanta: int, save: bool) -> None:
-        """Advance up to ``quanta`` quanta, one at a time, checking load between them."""
-        for _ in range(quanta):
+    def _work(self, window: Window, quanta: int, save: bool) -> bool:
+        """Advance up to ``quanta`` quanta, one at a time, checking load between them
+        (and asking a :class:`MoveDecider`); whether a move ended the window (its save
+        is then done or refused)."""
+        for done in range(quanta):
             self._interrupt()
+            if done and self._move(window):
+                return True
             if not self._fits(window, 1, save):
                 self._say("deadline")
-                return
-            start = time.perf_counter()
-            advanced = self.trainer.advance(1, self.options.trainer_timeout_s)
-            seconds = time.perf_counter() - start
+                return False
+            advanced, seconds = self._advance()
             self.quantum_s = max(self.quantum_s, seconds)
             self.progress = advanced.progress
             if advanced.loss is not None and not math.isfinite(advanced.loss):
@@ -717,6 +767,64 @@ class ControlLoop:
                 detail={"progress": self.progress, "loss": advanced.loss, "seconds": seconds},
             )
         self._interrupt()
+        return False
+
+    def _move(self, window: Window) -> bool:
+        """Ask a :class:`MoveDecider` between quanta and obey it; whether to return now.
+
+        ``work`` is not journalled (one record per quantum would double the ledger);
+        every other move is a ``decision`` record (``phase`` ``quantum``)."""
+        decider = self._decider
+        if not isinstance(decider, MoveDecider):
+            return False
+        start = time.perf_counter()
+        plan, quanta, move = decider.next_move(
+            self.now(), self._planned.start_s, self.progress, self.durable, True
+        )
+        self.overhead.decision_s.append(time.perf_counter() - start)
+        if move not in MOVES:
+            raise ValueError(f"next_move: move must be one of {', '.join(MOVES)}, got {move!r}")
+        if move == "work":
+            return False
+        self.totals.decisions += 1
+        self._record(
+            "decision",
+            durable_progress=self.durable,
+            detail={
+                "phase": "quantum", "policy": "move", "window": [window.start_s, window.end_s],
+                "progress": self.progress, "move": move, "plan": plan, "quanta": quanta,
+                "latency_s": self.overhead.decision_s[-1],
+            },
+        )  # fmt: skip
+        if move in ("save", "checkpoint_return") and self.progress > self.durable:
+            self._checkpoint()
+        self._say(move.replace("_", " "))
+        return move != "save"
+
+    def _advance(self) -> tuple[Advanced, float]:
+        """One quantum, and the seconds it took; :class:`_Interrupted` if an arrival cut
+        it short (recorded: its partial work is lost, durable progress stays)."""
+        start = time.perf_counter()
+        try:
+            advanced = self.trainer.advance(1, self.options.trainer_timeout_s)
+        except TrainerIgnoredInterrupt:
+            self._cut_short(time.perf_counter() - start, honoured=False)
+            raise
+        seconds = time.perf_counter() - start
+        if advanced.interrupted:
+            self.progress = advanced.progress
+            self._cut_short(seconds, honoured=True)
+            raise _Interrupted("load")
+        return advanced, seconds
+
+    def _cut_short(self, seconds: float, *, honoured: bool) -> None:
+        self.totals.interrupted_quanta += 1
+        self._record(
+            "interrupted",
+            durable_progress=self.durable,
+            detail={"progress": self.progress, "seconds": seconds, "honoured": honoured},
+        )
+        self._say("interrupted")
 
     def _checkpoint(self) -> None:
         start = time.perf_counter()

@@ -6,6 +6,9 @@ LoRA adapter on its attention projections is trained with AdamW to continue a fi
 arithmetic token sequence, so the loss falls as it learns. One quantum is
 ``steps_per_quantum`` optimiser steps; the batch of step ``n`` is drawn from
 ``(seed, n)``, so a resumed run follows the same trajectory as an uninterrupted one.
+An interrupt (:meth:`~learnsched.control.Trainer.interrupted`, checked before every
+step) restores the adapter, the optimiser and the step count kept at the quantum's
+start, so the state is that of the last whole quantum and a checkpoint saves exactly it.
 
 A checkpoint is one safetensors file holding the adapter, the optimiser's moments and
 (in its metadata) the quanta and step it stands for, written beside its final name,
@@ -18,6 +21,7 @@ process (``pip install 'learnsched[gpu]'``).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import time
@@ -153,15 +157,31 @@ class LoraTrainer(Trainer):
             rows.append((3 * rows[-1] + 1) % _VOCAB)
         return torch.cat(rows, dim=1).to(self.device)
 
+    def _trainable(self) -> list[Any]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
     def _new_optimizer(self) -> Any:
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        return self.torch.optim.AdamW(params, lr=self.lr)
+        return self.torch.optim.AdamW(self._trainable(), lr=self.lr)
+
+    def _snapshot(self) -> tuple[int, list[Any], dict[str, Any]]:
+        """The state at a quantum's start (device copies: a LoRA adapter is small)."""
+        params = [p.detach().clone() for p in self._trainable()]
+        return self.step, params, copy.deepcopy(self.optimizer.state_dict())
+
+    def _restore(self, saved: tuple[int, list[Any], dict[str, Any]]) -> None:
+        """Undo a partial quantum: back to :meth:`_snapshot`'s state."""
+        step, params, state = saved
+        with self.torch.no_grad():
+            for param, value in zip(self._trainable(), params, strict=True):
+                param.copy_(value)
+        self.optimizer.load_state_dict(state)
+        self.optimizer.zero_grad(set_to_none=True)
+        self.step = step
 
     # --- checkpoint files ------------------------------------------------------------------
     def _tensors(self) -> dict[str, Any]:
         tensors = adapter_from_peft(self.model)
-        params = [p for p in self.model.parameters() if p.requires_grad]
-        for i, param in enumerate(params):
+        for i, param in enumerate(self._trainable()):
             for key, value in self.optimizer.state.get(param, {}).items():
                 tensors[f"{_OPTIMIZER}{i}.{key}"] = value.detach().to("cpu").contiguous()
         return tensors
@@ -181,7 +201,7 @@ class LoraTrainer(Trainer):
         apply_adapter(self.model, adapter)
         self.model.to(self.device)
         self.optimizer = self._new_optimizer()
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        params = self._trainable()
         for name, value in tensors.items():
             if not name.startswith(_OPTIMIZER):
                 continue
@@ -238,7 +258,8 @@ class LoraTrainer(Trainer):
         return self.durable
 
     def advance(self, quanta: int) -> Advanced:
-        """Run ``quanta`` quanta of ``steps_per_quantum`` AdamW steps each."""
+        """Run ``quanta`` quanta of ``steps_per_quantum`` AdamW steps each; an interrupt
+        undoes the quantum in progress and returns at once (``interrupted``)."""
         integer("quanta", quanta, low=1)
         if not self.loaded:
             raise RuntimeError("advance before resume: the adapter is not on the device")
@@ -248,15 +269,20 @@ class LoraTrainer(Trainer):
                 f"(progress {self.progress})"
             )
         loss = math.nan
-        for _ in range(quanta * self.steps_per_quantum):
-            tokens = self._batch(self.step)
-            out = self.model(input_ids=tokens, labels=tokens)
-            out.loss.backward()
-            self.optimizer.step()
-            self.optimizer.zero_grad(set_to_none=True)
-            self.step += 1
-            loss = float(out.loss.detach())
-        self.progress += quanta
+        for _ in range(quanta):
+            saved = self._snapshot()
+            for _ in range(self.steps_per_quantum):
+                if self.interrupted():
+                    self._restore(saved)
+                    return Advanced(progress=self.progress, loss=None, interrupted=True)
+                tokens = self._batch(self.step)
+                out = self.model(input_ids=tokens, labels=tokens)
+                out.loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad(set_to_none=True)
+                self.step += 1
+                loss = float(out.loss.detach())
+            self.progress += 1
         return Advanced(progress=self.progress, loss=loss)
 
     def checkpoint(self) -> int:

@@ -7,6 +7,7 @@
   ``learnsched_windows_total`` (windows reached), ``learnsched_windows_lent_total``
   (handoffs), ``learnsched_windows_skipped_total``, ``learnsched_quanta_done_total``,
   ``learnsched_durable_quanta``, ``learnsched_unsaved_lost_quanta_total``,
+  ``learnsched_interrupted_quanta_total``,
   ``learnsched_late_returns_total``, ``learnsched_early_returns_total``,
   ``learnsched_held_requests_total`` and ``learnsched_added_latency_seconds`` (a
   histogram of each held request's added latency), ``learnsched_lent`` (1 while the
@@ -48,6 +49,7 @@ _COUNTERS = (
     ("windows_skipped", "skipped_windows", "Windows the policy would lend, not lent"),
     ("quanta_done", "quanta_done", "Quanta of work completed, saved or not"),
     ("unsaved_lost_quanta", "unsaved_lost", "Completed quanta lost unsaved"),
+    ("interrupted_quanta", "interrupted_quanta", "Quanta cut short by an arrival (lost)"),
     ("late_returns", "late_returns", "Returns ready after their window's deadline"),
     ("early_returns", "early_returns", "Returns forced by arrivals inside a lent window"),
 )

@@ -2,7 +2,10 @@
 
 A trainer is any class with the five operations of :class:`Trainer` (advance ``u``
 quanta, checkpoint, discard, resume from the last durable checkpoint, publish), built
-as ``Class(state_dir, **options)``. The scheduler never runs it in its own process:
+as ``Class(state_dir, **options)``. An arrival interrupts the quantum in progress
+(:meth:`TrainerProcess.interrupt`): a trainer that checks :meth:`Trainer.interrupted`
+between its steps stops at once, its partial quantum undone; one that does not is killed
+after a bounded grace, losing its unsaved work as a crash does. The scheduler never runs it in its own process:
 :class:`TrainerProcess` starts it in a child process and calls it over a pipe, so a
 trainer that crashes, hangs or is killed cannot take the scheduler with it, and a
 scheduler that dies leaves a trainer that stops at once (its pipe closes: unsaved work
@@ -16,8 +19,11 @@ in a fraction of a second instead of paying the imports again.
 from __future__ import annotations
 
 import abc
+import math
 import multiprocessing
 import os
+import threading
+import time
 import traceback
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -33,6 +39,7 @@ __all__ = [
     "Trainer",
     "TrainerCosts",
     "TrainerError",
+    "TrainerIgnoredInterrupt",
     "TrainerLost",
     "TrainerProcess",
     "load_trainer_class",
@@ -45,6 +52,10 @@ class TrainerError(RuntimeError):
 
 class TrainerLost(TrainerError):
     """The trainer process died or stopped answering; its unsaved work is gone."""
+
+
+class TrainerIgnoredInterrupt(TrainerLost):
+    """An interrupted quantum did not end within the grace: the trainer was killed."""
 
 
 @dataclass(frozen=True)
@@ -83,10 +94,15 @@ class Advanced:
         Training loss of the last optimiser step (``None``: the job has no loss to
         report). A NaN or infinite loss is a diverged trainer: the scheduler records a
         trainer failure, drops the unsaved work and stops.
+    interrupted
+        The call stopped early because :meth:`Trainer.interrupted` said so; the
+        quantum it was in is undone (``progress`` counts whole quanta only, and the
+        state is the one at ``progress``, so a checkpoint saves exactly that).
     """
 
     progress: int
     loss: float | None
+    interrupted: bool = False
 
 
 class Trainer(abc.ABC):
@@ -140,6 +156,22 @@ class Trainer(abc.ABC):
     def publish(self) -> str:
         """Write the finished artifact (all ``J`` quanta done); where it is."""
 
+    def interrupted(self) -> bool:
+        """Whether the scheduler asks the quantum in progress to stop now (load arrived).
+
+        A trainer checks it between optimiser steps inside :meth:`advance`; once it is
+        true, ``advance`` restores the state of the last whole quantum and returns
+        ``Advanced(progress, loss, interrupted=True)`` (the model counts whole quanta,
+        so the partial one is lost; durable progress is untouched). A trainer that never
+        checks it is killed once the scheduler's grace has passed. Always false outside
+        a :class:`TrainerProcess` child.
+        """
+        return _INTERRUPT is not None and _INTERRUPT.is_set()
+
+
+# The child's interrupt flag (set by the scheduler; see Trainer.interrupted).
+_INTERRUPT: Any = None
+
 
 def load_trainer_class(spec: str) -> type[Trainer]:
     """The class named by ``MODULE:CLASS``.
@@ -159,7 +191,9 @@ def load_trainer_class(spec: str) -> type[Trainer]:
     return cls
 
 
-def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connection) -> None:
+def _serve(
+    spec: str, state_dir: str, options: Mapping[str, Any], conn: Connection, interrupt: Any
+) -> None:
     """The child: build the trainer, answer calls until the pipe closes, then exit.
 
     A closed pipe means the scheduler is gone: exit at once without saving (unsaved
@@ -167,7 +201,9 @@ def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connecti
     leads its own session: a signal to the scheduler's process group (Ctrl-C, systemd's
     stop) reaches the scheduler, which ends the quantum and stops the trainer itself.
     """
+    global _INTERRUPT
     os.setsid()
+    _INTERRUPT = interrupt
     try:
         trainer = load_trainer_class(spec)(Path(state_dir), **options)
         conn.send(("ready", {"work_quanta": trainer.work_quanta, "costs": asdict(trainer.costs())}))
@@ -189,6 +225,7 @@ def _serve(spec: str, state_dir: str, options: Mapping[str, Any], conn: Connecti
 
 
 _OPERATIONS = ("resume", "advance", "checkpoint", "discard", "publish")
+_SLICE_S = 0.05  # how often a wait re-checks an interrupt's grace, seconds
 
 
 class TrainerProcess:
@@ -204,6 +241,9 @@ class TrainerProcess:
         Keyword arguments for the trainer's constructor (picklable).
     start_timeout_s
         Bound on start-up (imports, building the model), seconds.
+    interrupt_grace_s
+        How long an interrupted :meth:`advance` may take to answer before the child is
+        killed (a trainer that ignores :meth:`Trainer.interrupted`), seconds.
     """
 
     def __init__(
@@ -212,6 +252,7 @@ class TrainerProcess:
         state_dir: str | os.PathLike[str],
         options: Mapping[str, Any] | None = None,
         start_timeout_s: float = 300.0,
+        interrupt_grace_s: float = 0.5,
     ) -> None:
         cls = load_trainer_class(spec)
         self.spec = spec
@@ -219,6 +260,7 @@ class TrainerProcess:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.options = dict(options or {})
         self.start_timeout_s = positive("start_timeout_s", start_timeout_s)
+        self.interrupt_grace_s = positive("interrupt_grace_s", interrupt_grace_s)
         self._context = multiprocessing.get_context("forkserver")
         module = spec.partition(":")[0]
         self._context.set_forkserver_preload([module, *cls.preload])
@@ -227,6 +269,9 @@ class TrainerProcess:
         self.work_quanta = 0
         self.costs = TrainerCosts(1.0, 0.0, 0.0)
         self.starts = 0
+        self._interrupt: Any = None  # the child's flag (a multiprocessing Event)
+        self._interrupted_at: float | None = None  # monotonic, when it was raised
+        self._lock = threading.Lock()
 
     @property
     def running(self) -> bool:
@@ -242,9 +287,11 @@ class TrainerProcess:
         """Start (or restart) the child and wait until the trainer is built."""
         self.close()
         parent, child = self._context.Pipe()
+        self._interrupt = self._context.Event()
+        self._interrupted_at = None
         self._process = self._context.Process(
             target=_serve,
-            args=(self.spec, str(self.state_dir), self.options, child),
+            args=(self.spec, str(self.state_dir), self.options, child, self._interrupt),
             name="learnsched-trainer",
             daemon=True,
         )
@@ -259,14 +306,49 @@ class TrainerProcess:
         self.work_quanta = integer("work_quanta", payload["work_quanta"], low=1)
         self.costs = TrainerCosts(**payload["costs"])
 
-    def _receive(self, op: str, timeout_s: float) -> tuple[str, Any]:
+    def interrupt(self) -> None:
+        """Ask the quantum in progress (or the next one) to stop now; thread-safe.
+
+        It stays raised until :meth:`clear_interrupt`: every :meth:`advance` meanwhile
+        returns at once, interrupted, or the child is killed after ``interrupt_grace_s``.
+        """
+        with self._lock:
+            if self._interrupt is not None and self._interrupted_at is None:
+                self._interrupted_at = time.monotonic()
+                self._interrupt.set()
+
+    def clear_interrupt(self) -> None:
+        """Lower the interrupt (a new lent window begins)."""
+        with self._lock:
+            if self._interrupt is not None:
+                self._interrupt.clear()
+            self._interrupted_at = None
+
+    def _grace_end(self, sent_at: float) -> float:
+        """When an interruptible call sent at ``sent_at`` must have answered."""
+        with self._lock:
+            raised = self._interrupted_at
+        return math.inf if raised is None else max(raised, sent_at) + self.interrupt_grace_s
+
+    def _receive(self, op: str, timeout_s: float, interruptible: bool = False) -> tuple[str, Any]:
         conn = self._conn
         if conn is None:
             raise TrainerLost(f"trainer {self.spec} is not running")
+        sent_at = time.monotonic()
+        deadline = sent_at + timeout_s
         try:
-            if not conn.poll(timeout_s):
-                self.kill()
-                raise TrainerLost(f"trainer {op}: no answer in {timeout_s:g} s (killed it)")
+            # Slices, so an interrupt raised meanwhile bounds the wait by its grace.
+            while not conn.poll(min(_SLICE_S, max(deadline - time.monotonic(), 0.0))):
+                now = time.monotonic()
+                if interruptible and now >= self._grace_end(sent_at):
+                    self.kill()
+                    raise TrainerIgnoredInterrupt(
+                        f"trainer {op}: still running {self.interrupt_grace_s:g} s after "
+                        "the interrupt (it does not check Trainer.interrupted; killed it)"
+                    )
+                if now >= deadline:
+                    self.kill()
+                    raise TrainerLost(f"trainer {op}: no answer in {timeout_s:g} s (killed it)")
             message: tuple[str, Any] = conn.recv()
         except (EOFError, OSError) as err:
             self.close()
@@ -292,7 +374,7 @@ class TrainerProcess:
         except OSError as err:
             self.close()
             raise TrainerLost(f"trainer {op}: the trainer process died ({err})") from err
-        kind, payload = self._receive(op, timeout_s)
+        kind, payload = self._receive(op, timeout_s, interruptible=op == "advance")
         if kind != "ok":
             raise TrainerError(str(payload))
         return payload

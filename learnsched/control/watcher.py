@@ -5,7 +5,8 @@ and queues requests to a sleeping engine (no 503) without counting them, and a p
 SGLang holds new generations in its tokenizer manager, while ``/metrics`` stays as it
 was. A front end that sees requests (the gate, a user's router through ``learnsched run
 --notify``, the load generator) calls :meth:`LoadWatcher.notify_arrival`; either signal
-sets ``LoadWatcher.arrived``, which the control thread checks between quanta.
+sets ``LoadWatcher.arrived``, which the control thread checks between quanta, and
+calls ``LoadWatcher.on_arrival`` at once (the loop interrupts the quantum in progress).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class LoadWatcher:
         self.clock = clock
         self.poll_s = positive("poll_s", poll_s)
         self.arrived = threading.Event()
+        self.on_arrival: Callable[[], None] | None = None  # called where arrived is set
         self.busy = False
         self.samples: list[tuple[float, float, float]] = []  # (t, running, waiting)
         self.arrivals: list[float] = []  # notified arrivals, loop clock
@@ -67,7 +69,12 @@ class LoadWatcher:
         """A request arrived (told by a front end); ``t_s`` on the loop's clock."""
         with self._lock:
             self.arrivals.append(self.clock() if t_s is None else t_s)
+        self._arrive()
+
+    def _arrive(self) -> None:
         self.arrived.set()
+        if self.on_arrival is not None:
+            self.on_arrival()
 
     def poll_once(self) -> None:
         """Read the load once and update the signal (the thread's body)."""
@@ -92,7 +99,7 @@ class LoadWatcher:
                 self.busy_periods[-1] = (self.busy_periods[-1][0], now)
             self.busy = busy
         if busy:
-            self.arrived.set()
+            self._arrive()
 
     def _run(self) -> None:
         start = time.thread_time()

@@ -114,6 +114,20 @@ class KnownCalendar:
         self.origin = None if origin is None else number("origin", origin)
         self.origin_unix = None if origin_unix is None else number("origin_unix", origin_unix)
 
+    def planned(self, window: Window) -> Window:
+        """The calendar's own window that ``window`` is what is left of (the same end),
+        as it was planned: a loop ready after a window opened still records its start.
+
+        Raises
+        ------
+        ValueError
+            No window of the calendar ends at ``window.end_s``.
+        """
+        index = bisect.bisect_left(self._ends, window.end_s)
+        if index == len(self._ends) or self._ends[index] != window.end_s:
+            raise ValueError(f"window {window!r}: no window of the calendar ends there")
+        return self.windows[index]
+
     def upcoming(self, now_s: float) -> list[Window]:
         """See :meth:`CalendarSource.upcoming` (O(log K) to find, then one slice)."""
         ahead = self.windows[bisect.bisect_right(self._ends, now_s) :]
