@@ -14,9 +14,10 @@ page "Causal scheduling" explains them):
   costing ``lateness_price`` s-eq.
 
 Policies decide from a forecast: the current gap's remaining length given its age (the
-survival of past gaps, :class:`GapForecast`) and ``N`` sampled calendars of what follows,
-whose finite-model tables score the continuation. ``clairvoyant`` is the exact DP of the
-same rules on the truth (:func:`clairvoyant`): the best schedule knowing every arrival.
+survival of past gaps: the gap pool of a :class:`CausalForecast`) and ``N`` sampled
+calendars of what follows, whose finite-model tables score the continuation.
+``clairvoyant`` is the exact DP of the same rules on the truth (:func:`clairvoyant`): the
+best schedule knowing every arrival.
 """
 
 from __future__ import annotations

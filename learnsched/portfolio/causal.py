@@ -224,7 +224,7 @@ def run_portfolio_causal(
     forecaster: Forecaster,
     policies: Sequence[str] = CAUSAL_PORTFOLIO_POLICIES,
     *,
-    candidate_policy: str = "rollout",
+    candidate_policy: str = "risk_rollout",
     samples: int = 16,
     seed: int = 0,
     rules: CausalRules | None = None,
@@ -246,7 +246,8 @@ def run_portfolio_causal(
     policies
         Names from :data:`CAUSAL_PORTFOLIO_POLICIES`, or :data:`KNOWN_CALENDAR`.
     candidate_policy
-        Each candidate's own causal decision (:data:`learnsched.calendar.causal.CAUSAL_POLICIES`).
+        Each candidate's own causal decision (:data:`learnsched.calendar.causal.CAUSAL_POLICIES`;
+        default ``risk_rollout``, which prices the risk of a late return: see the study).
     samples
         ``N``: sampled continuations per candidate.
     seed
