@@ -782,8 +782,13 @@ def test_synth_sizes_are_bounded(
     ("data", "message"),
     [
         (BOM + b'engine = "vllm"\nbogus = 1\n', "bogus: not a flag of this command"),
-        (b'engine = "\xff"\n', "line 1: not UTF-8 text (byte 0xff at offset 10"),
-        (b"engine = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply to read"),
+        (b'engine = "\xff"\n', r"line 1: not UTF-8 text \(byte 0xff at offset 10"),
+        # RecursionError under the default limit; parsed (then refused by key) where a
+        # test runner raised it: named either way.
+        (
+            b"engine = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+            "nested too deeply to read|engine must be",
+        ),
     ],
 )
 def test_run_config_is_read_by_the_one_reader(
@@ -797,7 +802,7 @@ def test_run_config_is_read_by_the_one_reader(
     assert status == 2
     line = one_line(err)
     assert line.startswith("learnsched run: error: "), line
-    assert message in line
+    assert re.search(message, line), line
     assert str(config) in line
 
 
