@@ -41,7 +41,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from fuzzing import COUNTS, junk, maybe
+from fuzzing import (
+    COUNTS,
+    IDLE_NAMES,
+    REPLAY_NAMES,
+    SCAN_NAMES,
+    TAIL_NAMES,
+    WINDOW_NAMES,
+    junk,
+    maybe,
+)
 from hypothesis import assume
 from hypothesis import strategies as st
 
@@ -266,6 +275,35 @@ AZURE_STAMPS = st.sampled_from(
 def azure_files(name: str = "azure.csv") -> st.SearchStrategy[File]:
     cell = st.one_of(AZURE_STAMPS, st.sampled_from(["100", "2000", "0", "-5", "x"]))
     return csv_files(("TIMESTAMP", "ContextTokens", "GeneratedTokens"), cell, name)
+
+
+TOML_DOCUMENTS = [
+    'engine = "vllm"\n',
+    "metrics-port = 99999\n",
+    'metrics-port = "x"\n',
+    "seconds = -1\n",
+    "seconds = nan\n",
+    "samples = 2147483648\n",
+    "queue = [1, 2]\n",
+    "[trainer-options]\na = 1\n",
+    "trainer-options = 1\n",
+    "bogus = true\n",
+    "json = 1\n",
+    "x = " + "[" * 3000 + "]" * 3000 + "\n",
+    "= =\n",
+]
+
+
+@st.composite
+def toml_files(draw: st.DrawFn, name: str = "c.toml") -> File:
+    """A ``--config`` file: mostly a document of one odd flag, else mutated bytes."""
+    data = draw(st.sampled_from(TOML_DOCUMENTS)).encode()
+    kind = draw(st.integers(0, 5))
+    if kind == 4:
+        data = b"\xef\xbb\xbf" + data
+    elif kind == 5:
+        data = _mutate_bytes(data, draw)
+    return File(name, data)
 
 
 def rate_files(name: str = "rates.csv") -> st.SearchStrategy[File]:
@@ -605,11 +643,12 @@ COMMANDS: dict[str, Command] = {
         options={
             "--history": files(json_files(calendar_objects(), "h.json")),
             "--trainer-options": values(["{}", "[]", "{", "[" * 1000, '{"a": NaN}', "1"]),
+            "--config": files(toml_files()),
         },
         never=frozenset(
             {"--trainer", "--url", "--ledger", "--state-dir", "--timeout", "--seconds"}
         ),
-        names=("windows", "clock"),
+        names=("windows", "clock", "config", "flag", "TOML"),
     ),
     "demo": Command(
         required=st.sampled_from(["-1", "nan", "inf", "x", "0"]).map(lambda s: ["--seconds", s]),
@@ -1849,13 +1888,13 @@ BINDINGS: dict[str, Binding] = {
         st.tuples(*[kernel_arrays] * 6, maybe(st.floats(0, 1), floats), kernel_arrays).map(
             lambda a: Call(_capacity.feasibility_scan, a)
         ),
-        ("arrival", "work", "deadline", "starts", "rates", "cum", "tolerance", "slack"),
+        SCAN_NAMES,
     ),
     "_capacity.scan_window": Binding(
         st.tuples(*[kernel_arrays] * 6, floats, floats, kernel_arrays).map(
             lambda a: Call(_capacity.scan_window, a)
         ),
-        ("arrival", "work", "deadline", "starts", "rates", "cum", "before", "best", "slack"),
+        WINDOW_NAMES,
     ),
     "_capacity.next_share": Binding(
         next_share_calls(), ("share", "arrival_rate", "backlog_s", "config")
@@ -1873,29 +1912,7 @@ BINDINGS: dict[str, Binding] = {
             kernel_arrays,
             kernel_arrays,
         ).map(lambda a: Call(_capacity.replay, a)),
-        (
-            "arrival",
-            "work",
-            "estimate",
-            "starts",
-            "rates",
-            "cum",
-            "start_s",
-            "period_s",
-            "rate_window_s",
-            "share",
-            "step",
-            "factor",
-            "min_share",
-            "max_share",
-            "burst_rate",
-            "pressure_limit_s",
-            "admission_kind",
-            "admission_limit",
-            "stage_estimate",
-            "finish",
-            "shares",
-        ),
+        REPLAY_NAMES,
     ),
     "_capacity.tail_counts": Binding(
         st.tuples(
@@ -1903,7 +1920,7 @@ BINDINGS: dict[str, Binding] = {
             kernel_arrays,
             maybe(st.builds(lambda: np.zeros(2, dtype=np.intp)), kernel_arrays),
         ).map(lambda a: Call(_capacity.tail_counts, a)),
-        ("ascending", "points", "out"),
+        TAIL_NAMES,
     ),
     "_special.ndtr": Binding(
         st.one_of(kernel_arrays, floats).map(lambda x: Call(_special.ndtr, (x,))), ("x",)
@@ -2101,9 +2118,7 @@ BINDINGS: dict[str, Binding] = {
     "_core.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
     "_core.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
     # OverflowError past max_nodes: documented (learnsched.calendar.causal.clairvoyant).
-    "_core.exact_schedule": Binding(
-        tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)
-    ),
+    "_core.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)),
     "_core.stochastic_dp": Binding(tree_calls(), CAUSAL_NAMES, errors=(OverflowError,)),
     "_core.stream_seed": Binding(
         st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.stream_seed, a)),
@@ -2163,19 +2178,7 @@ BINDINGS: dict[str, Binding] = {
             maybe(st.floats(0.01, 1), floats),
             maybe(st.floats(0, 0.1), floats),
         ).map(lambda a: Call(_capacity.idle_window_bounds, a)),
-        (
-            "arrival",
-            "work",
-            "deadline",
-            "rate",
-            "return_s",
-            "min_useful_s",
-            "resolution",
-            "tolerance",
-            "ascending",
-            "length",
-            "finite",
-        ),
+        (*IDLE_NAMES, "ascending", "length", "finite"),
     ),
 }
 """Every callable of the compiled modules and how to fuzz it."""

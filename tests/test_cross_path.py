@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched.calendar import OnlineCase, evaluate_online
+from learnsched.calendar.decision import FORECAST_NAMES
 from learnsched.control.loop import ModelDecider
 from learnsched.control.windows import Window
 from learnsched.sweep import sweep
@@ -27,7 +28,6 @@ from learnsched.sweep import sweep
 from strategies import scenarios
 
 POLICIES = list(ls.ALL_POLICIES)
-ONLINE = ("window", "costed_window", "rollout", "dp")
 
 
 def every_initial_state(scenario: ls.Scenario) -> list[ls.Scenario]:
@@ -118,8 +118,8 @@ def test_every_path_gives_the_same_values(tmp_path: Path, base: ls.Scenario) -> 
     np.testing.assert_array_equal(result.rows.value, solved)
 
     online = evaluate_online([OnlineCase.exact(s) for s in cases])
-    for name in ONLINE:
-        column = POLICIES.index(ls.Policy(name))
+    for policy, name in FORECAST_NAMES.items():  # DP on the exact forecast is "mean_dp"
+        column = POLICIES.index(policy)
         assert list(online.policies[name].values) == solved[:, column].tolist(), name
     dp = POLICIES.index(ls.Policy.DP)
     assert list(online.policies["clairvoyant"].values) == solved[:, dp].tolist()

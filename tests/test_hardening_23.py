@@ -776,3 +776,43 @@ def test_synth_sizes_are_bounded(
     assert line.startswith("learnsched synth: error: ")
     assert message in line
     assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (BOM + b'engine = "vllm"\nbogus = 1\n', "bogus: not a flag of this command"),
+        (b'engine = "\xff"\n', "line 1: not UTF-8 text (byte 0xff at offset 10"),
+        (b"engine = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply to read"),
+    ],
+)
+def test_run_config_is_read_by_the_one_reader(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str
+) -> None:
+    """``run --config``: a BOM was "not TOML", a bad byte an error naming no file, deep
+    nesting a RecursionError (exit 70)."""
+    config = tmp_path / "c.toml"
+    config.write_bytes(data)
+    status, _, err = run(capsys, "run", "--config", str(config))
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched run: error: "), line
+    assert message in line
+    assert str(config) in line
+
+
+def test_seeds_beyond_a_uint64_are_named() -> None:
+    """A seed of 2**64 was pybind11's "incompatible function arguments" listing the
+    signature of stream_seed; ``online --seeds 10**9`` ran a billion evaluations."""
+    from learnsched.calendar.causal import CausalDecider
+    from learnsched.cli.calendar import _seeds
+
+    with pytest.raises(
+        ValueError, match="seed must be <= 18446744073709551615, got 18446744073709551616"
+    ):
+        CausalDecider(ls.scenario_by_id("S0348").scenario, "window", None, seed=2**64)
+    with pytest.raises(ValueError, match="--seeds must be <= 10000, got 1000000000"):
+        _seeds(argparse.Namespace(seed=0, seeds=10**9))
+    with pytest.raises(ValueError, match="--seed must be <= 18446744073709551614, got"):
+        _seeds(argparse.Namespace(seed=2**64 - 1, seeds=2))
+    assert _seeds(argparse.Namespace(seed=2**64 - 2, seeds=2)) == (2**64 - 2, 2**64 - 1)

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _core
-from .._checks import fraction, integer, nonnegative, positive
+from .._checks import SEED_MAX, fraction, integer, nonnegative, positive
 from ..capacity import Trace
 from ..scenario import HandoffCosts, Scenario
 from ..solver import Model, Policy
@@ -372,7 +372,7 @@ def run_causal(
     candidate = core_candidate(scenario, rules.lateness_price)
     pool = None if forecast is None else forecast.pool
     tables = None if forecast is None else forecast.tables
-    stream = _core.stream_seed(integer("seed", seed, low=0), 0, 0)
+    stream = _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0)
     jobs = [
         (candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps)
         for p in policies
@@ -481,7 +481,7 @@ class CausalDecider:
             rules.return_level,
             None if forecast is None else forecast.pool,
             None if forecast is None else forecast.tables,
-            _core.stream_seed(integer("seed", seed, low=0), 0, 0),
+            _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0),
         )
 
     def decide(

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _core
-from .._checks import integer
+from .._checks import SEED_MAX, integer
 from ..calendar.causal import (
     CAUSAL_POLICIES,
     CausalForecast,
@@ -270,7 +270,7 @@ def run_portfolio_causal(
                 f"causal portfolio policy must be one of "
                 f"{', '.join((*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR))}, got {p!r}"
             )
-    seed = integer("seed", seed, low=0)
+    seed = integer("seed", seed, low=0, high=SEED_MAX)
     scenarios = [candidate_scenario(c, portfolio) for c in portfolio.candidates]
     core = [core_candidate(s, rules.lateness_price) for s in scenarios]
     forecasts: list[CausalForecast | None] = []
