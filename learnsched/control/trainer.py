@@ -2,10 +2,7 @@
 
 A trainer is any class with the five operations of :class:`Trainer` (advance ``u``
 quanta, checkpoint, discard, resume from the last durable checkpoint, publish), built
-as ``Class(state_dir, **options)``. An arrival interrupts the quantum in progress
-(:meth:`TrainerProcess.interrupt`): a trainer that checks :meth:`Trainer.interrupted`
-between its steps stops at once, its partial quantum undone; one that does not is killed
-after a bounded grace, losing its unsaved work as a crash does. The scheduler never runs it in its own process:
+as ``Class(state_dir, **options)``. The scheduler never runs it in its own process:
 :class:`TrainerProcess` starts it in a child process and calls it over a pipe, so a
 trainer that crashes, hangs or is killed cannot take the scheduler with it, and a
 scheduler that dies leaves a trainer that stops at once (its pipe closes: unsaved work
@@ -14,6 +11,11 @@ is lost, as the model counts it, and the device is freed).
 Children come from a ``forkserver`` that has imported the trainer's heavy modules once
 (:attr:`Trainer.preload`, e.g. torch and peft): a trainer restarted after a crash starts
 in a fraction of a second instead of paying the imports again.
+
+An arrival interrupts the quantum in progress (:meth:`TrainerProcess.interrupt`): a
+trainer that checks :meth:`Trainer.interrupted` between its steps stops at once, its
+partial quantum undone; one that does not is killed after a bounded grace (its unsaved
+work lost, as a crash loses it) unless its quantum ends within the grace anyway.
 """
 
 from __future__ import annotations
