@@ -123,6 +123,11 @@ class Trainer(abc.ABC):
     preload: ClassVar[tuple[str, ...]] = ()
     """Modules to import once in the forkserver (heavy imports the trainer needs)."""
 
+    interrupt_grace_s: ClassVar[float] = 0.5
+    """Seconds an interrupted :meth:`advance` may take to return before the scheduler
+    kills the trainer: longer than one optimiser step (the trainer checks
+    :meth:`interrupted` between steps), and within the 1 s a held request may wait."""
+
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
 
@@ -245,7 +250,8 @@ class TrainerProcess:
         Bound on start-up (imports, building the model), seconds.
     interrupt_grace_s
         How long an interrupted :meth:`advance` may take to answer before the child is
-        killed (a trainer that ignores :meth:`Trainer.interrupted`), seconds.
+        killed (a trainer that ignores :meth:`Trainer.interrupted`), seconds (default:
+        the class's :attr:`Trainer.interrupt_grace_s`).
     """
 
     def __init__(
@@ -254,7 +260,7 @@ class TrainerProcess:
         state_dir: str | os.PathLike[str],
         options: Mapping[str, Any] | None = None,
         start_timeout_s: float = 300.0,
-        interrupt_grace_s: float = 0.5,
+        interrupt_grace_s: float | None = None,
     ) -> None:
         cls = load_trainer_class(spec)
         self.spec = spec
@@ -262,7 +268,8 @@ class TrainerProcess:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.options = dict(options or {})
         self.start_timeout_s = positive("start_timeout_s", start_timeout_s)
-        self.interrupt_grace_s = positive("interrupt_grace_s", interrupt_grace_s)
+        grace = cls.interrupt_grace_s if interrupt_grace_s is None else interrupt_grace_s
+        self.interrupt_grace_s = positive("interrupt_grace_s", grace)
         self._context = multiprocessing.get_context("forkserver")
         module = spec.partition(":")[0]
         self._context.set_forkserver_preload([module, *cls.preload])
