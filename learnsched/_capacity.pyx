@@ -352,7 +352,12 @@ cdef inline double _next_share(
 
 def next_share(share, arrival_rate, backlog_s, config):
     """One AIMD update under ``config``, an AIMDConfig (learnsched.capacity.aimd.next_share
-    checks the arguments; here they are only converted by name)."""
+    checks the arguments; here they are only converted by name, and ``config`` must be an
+    AIMDConfig, whose fields its constructor checked)."""
+    from learnsched.capacity.aimd import AIMDConfig  # here: that module imports this one
+
+    if not isinstance(config, AIMDConfig):
+        raise TypeError(f"config must be an AIMDConfig, got {type(config).__name__}")
     return _next_share(_real("share", share), _real("arrival_rate", arrival_rate),
                        _real("backlog_s", backlog_s), config.step, config.factor,
                        config.min_share, config.max_share, config.burst_rate,

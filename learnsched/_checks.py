@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 __all__ = [
+    "SEED_MAX",
     "FloatArray",
     "at_least",
     "bool_vector",
@@ -84,6 +85,11 @@ def fraction(name: str, value: object) -> float:
     if not 0.0 <= result <= 1.0:
         raise ValueError(f"{name} must be in [0, 1], got {result!r}")
     return result
+
+
+SEED_MAX = 2**64 - 1
+"""The largest seed of the C++ decision streams (a uint64): beyond it pybind11 refuses
+the call with its signature, which names nothing."""
 
 
 def integer(name: str, value: object, low: int | None = 0, high: int | None = None) -> int:

@@ -22,15 +22,18 @@ def import_named(spec: str, what: str, placeholder: str = "NAME") -> object:
     Raises
     ------
     ValueError
-        Not ``MODULE:NAME``, the module cannot be imported, or it has no such name.
+        Not ``MODULE:NAME``, the module cannot be imported (whatever importing it raises),
+        or it has no such name.
     """
     module_name, sep, name = spec.partition(":")
     if not sep or not module_name or not name:
         raise ValueError(f"{what} must be MODULE:{placeholder}, got {spec!r}")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ValueError(f"{what} {spec!r}: cannot import {module_name} ({err})") from err
+    except Exception as err:  # the user's module runs: whatever it raises
+        # (a SyntaxError, its own RuntimeError) is bad input naming it, not a learnsched bug.
+        detail = str(err) if isinstance(err, ImportError) else f"{type(err).__name__}: {err}"
+        raise ValueError(f"{what} {spec!r}: cannot import {module_name} ({detail})") from err
     if not hasattr(module, name):
         raise ValueError(f"{what} {spec!r}: {module_name} has no {name}")
     return getattr(module, name)

@@ -137,7 +137,13 @@ class _Pieces:
 
     def work_quanta(self, work_s: float) -> int:
         quantum_s = self.config.quantum_s
-        work_quanta = round(work_s / quantum_s)
+        ratio = work_s / quantum_s
+        if not ratio <= _core.MAX_STATES:  # inf too: before round() or the core's int32
+            raise ValueError(
+                f"quantum_s={quantum_s} makes work_quanta = {work_s} s / quantum_s = {ratio:g} "
+                f"quanta, more than the limit of {_core.MAX_STATES}"
+            )
+        work_quanta = round(ratio)
         if abs(work_quanta * quantum_s - work_s) > 1e-9:
             raise ValueError(f"quantum_s={quantum_s} does not divide the work size {work_s} s")
         return int(work_quanta)

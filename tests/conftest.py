@@ -82,12 +82,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if fuzzing is None or not fuzzing.COUNTS:
         return
     counts = fuzzing.COUNTS
-    suites = [s for s in ("bindings", "kernels", "cli") if counts[s]]
+    suites = [
+        s for s in ("bindings", "kernels", "cli", "registry bindings", "registry cli") if counts[s]
+    ]
     total = sum(counts[s] for s in suites)
     detail = ", ".join(
         f"{s} {counts[s]} ({counts[s + ' named errors']} named errors)" for s in suites
     )
-    terminalreporter.write_line(f"fuzz: {total} inputs: {detail}")
+    exits = sorted((int(k.rsplit(" ", 1)[1]), n) for k, n in counts.items() if " exit " in k)
+    statuses = ", ".join(f"{status}: {n}" for status, n in exits)
+    terminalreporter.write_line(
+        f"fuzz: {total} inputs: {detail}" + (f"; CLI exit statuses {statuses}" if exits else "")
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -66,3 +66,43 @@ def named(suite: str, names: Iterable[str], call: Callable[..., T], *args: Any) 
             raise AssertionError(f"unnamed error {type(err).__name__}: {message!r}") from err
         COUNTS[f"{suite} named errors"] += 1
         return None
+
+
+# The argument names the Cython kernels' errors may use (tests/test_fuzz_kernels.py,
+# tests/fuzz_registry.py).
+SCAN_NAMES = ("arrival", "work", "deadline", "starts", "rates", "cum", "tolerance", "slack")
+WINDOW_NAMES = (*SCAN_NAMES, "before", "best")
+REPLAY_NAMES = (
+    "arrival",
+    "work",
+    "estimate",
+    "starts",
+    "rates",
+    "cum",
+    "start_s",
+    "period_s",
+    "rate_window_s",
+    "share",
+    "step",
+    "factor",
+    "min_share",
+    "max_share",
+    "burst_rate",
+    "pressure_limit_s",
+    "admission_kind",
+    "admission_limit",
+    "stage_estimate",
+    "finish",
+    "shares",
+)
+TAIL_NAMES = ("ascending", "points", "out")
+IDLE_NAMES = (
+    "arrival",
+    "work",
+    "deadline",
+    "rate",
+    "return_s",
+    "min_useful_s",
+    "resolution",
+    "tolerance",
+)

@@ -176,7 +176,7 @@ def test_alerts_recovery_samples_and_plot(
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        ("econ alerts --n 0", "n_alerts"),
+        ("econ alerts --n 0", "--n must be >= 1"),
         ("econ alerts --repeats 0", "--repeats"),
         ("econ alerts --seed -1", "seed"),
         (

@@ -8,49 +8,23 @@ from typing import Any
 
 import capacity_reference as reference
 import numpy as np
-from fuzzing import COUNTS, fuzz, junk, maybe, named
+from fuzzing import (
+    COUNTS,
+    IDLE_NAMES,
+    REPLAY_NAMES,
+    SCAN_NAMES,
+    TAIL_NAMES,
+    WINDOW_NAMES,
+    fuzz,
+    junk,
+    maybe,
+    named,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
 from learnsched import _capacity
 from learnsched.capacity import RateProfile, Trace, check_feasibility, lend
-
-SCAN_NAMES = ("arrival", "work", "deadline", "starts", "rates", "cum", "tolerance", "slack")
-WINDOW_NAMES = (*SCAN_NAMES, "before", "best")
-REPLAY_NAMES = (
-    "arrival",
-    "work",
-    "estimate",
-    "starts",
-    "rates",
-    "cum",
-    "start_s",
-    "period_s",
-    "rate_window_s",
-    "share",
-    "step",
-    "factor",
-    "min_share",
-    "max_share",
-    "burst_rate",
-    "pressure_limit_s",
-    "admission_kind",
-    "admission_limit",
-    "stage_estimate",
-    "finish",
-    "shares",
-)
-TAIL_NAMES = ("ascending", "points", "out")
-IDLE_NAMES = (
-    "arrival",
-    "work",
-    "deadline",
-    "rate",
-    "return_s",
-    "min_useful_s",
-    "resolution",
-    "tolerance",
-)
 
 DTYPES = ["f8", "f4", "f2", "i8", "i4", "u1", "?", "m8[s]", "c16", "O", "U1"]
 
@@ -153,7 +127,9 @@ def test_fuzz_tail_counts(ascending: Any, points: Any, out: Any) -> None:
 def test_fuzz_idle_window_bounds(
     arrays3: tuple[Any, ...], scalars: tuple[Any, ...], tolerance: Any
 ) -> None:
-    result = named("kernels", IDLE_NAMES, _capacity.idle_window_bounds, *arrays3, *scalars, tolerance)
+    result = named(
+        "kernels", IDLE_NAMES, _capacity.idle_window_bounds, *arrays3, *scalars, tolerance
+    )
     assert result is None or len(result) == 3  # unsorted or NaN inputs: meaningless, safe
 
 

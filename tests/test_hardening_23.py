@@ -7,6 +7,7 @@ import argparse
 import errno
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -482,3 +483,336 @@ def test_int64_beyond_2_53_is_refused_not_rounded() -> None:
             float64_vector("arrival", values)
     exact = float64_vector("arrival", np.array([2**53, -(2**53)], dtype=np.int64))
     assert exact.tolist() == [2.0**53, -(2.0**53)]
+
+
+# --- what the fuzz registry found (each a test that failed before its fix) --------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # Was an allocation of tens of GB (the fuzz run was killed for memory).
+        (["econ", "alerts", "--n", "2147483648"], "--n must be <= 10000000, got 2147483648"),
+        (["econ", "alerts", "--repeats", "10" + "0" * 12], "--repeats must be <= 10000"),
+        # Was an OverflowError (exit 70) in the probe's worker thread.
+        (["probe", "waits", "--step-ms", "1e308"], "--step-ms must be <= 60000 ms"),
+        # Was a hang: 2**31 commands of one step each.
+        (["probe", "waits", "--commands", "2147483648"], "--commands must be <= 100000"),
+        # Was an OverflowError: int(inf) release bytes.
+        (
+            [
+                "probe",
+                "recovery",
+                "--engine=vllm",
+                "--url=http://127.0.0.1:9",
+                "--release-gib=1e308",
+            ],
+            "--release-gib must be <= 1048576 GiB",
+        ),
+        # Was "initial.progress must be <= 2147483647": the quantum went unnamed.
+        (["grid", "--quantum", "1e-9"], "quantum_s=1e-09 makes work_quanta = 30 s / quantum_s"),
+        (["grid", "--quantum", "5e-324"], "= inf quanta, more than the limit of 16777216"),
+        # Was "Out of range float values are not JSON compliant: inf".
+        (
+            [
+                "econ",
+                "wait",
+                "--cost-now=0",
+                "--cost-wait=0",
+                "--publish-now=0",
+                "--publish-wait=3",
+                "--benefit-rate=1e308",
+                "--json",
+            ],
+            "benefit_rate x (publish_wait_s - publish_now_s) = 1e+308 x (3.0 - 0.0) overflows",
+        ),
+    ],
+)
+def test_sizes_and_overflows_the_fuzz_found_are_named(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert message in one_line(err)
+
+
+def test_json_output_names_a_non_finite_result() -> None:
+    from learnsched.cli.output import emit_json
+
+    with pytest.raises(ValueError, match=r"--json: the result's a\[1\]\.b is inf"):
+        emit_json({"a": [1, {"b": float("inf")}]})
+
+
+@pytest.mark.parametrize(
+    ("noise", "error", "message"),
+    [
+        (
+            lambda s, a: "x",
+            TypeError,
+            "score_noise(state, action) must return a number (s-eq.), got str",
+        ),
+        (lambda s, a: None, TypeError, "must return a number (s-eq.), got NoneType"),
+        (lambda s, a: True, TypeError, "must return a number (s-eq.), got bool"),
+        (lambda s, a: 10**400, ValueError, "must return a finite number"),
+    ],
+)
+def test_private_score_noise_is_checked_like_the_public_one(
+    noise: Any, error: type[Exception], message: str
+) -> None:
+    """``_core`` raised an unnamed RuntimeError ("Unable to cast Python instance ...")."""
+    model = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
+    with pytest.raises(error, match=re.escape(message)):
+        model.solve(_core.Policy.GUARDED, 0.0, noise)
+    with pytest.raises(error, match=re.escape(message.replace("score_noise", "scores"))):
+        _core.measure_score_error(model, noise, 0.0, _core.Reach.ALL)
+    with pytest.raises((TypeError, ValueError), match="score_noise"):  # the Python checks
+        model.decide(0, 0, 0, False, "guarded", 0.0, noise)
+    assert model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: np.float32(0.5)).value > 0
+
+
+def test_private_next_share_checks_its_config() -> None:
+    """``_capacity.next_share(..., None)`` was ``AttributeError: 'NoneType' ... 'step'``."""
+    from learnsched import _capacity
+    from learnsched.capacity import AIMDConfig
+
+    with pytest.raises(TypeError, match="config must be an AIMDConfig, got NoneType"):
+        _capacity.next_share(0.5, 1.0, 0.0, None)
+    assert 0.0 <= _capacity.next_share(0.5, 1.0, 0.0, AIMDConfig()) <= 1.0
+
+
+def test_a_burst_trace_is_bounded_before_its_arrays_are_made() -> None:
+    """``burst_trace(high_rate=1e12)`` asked numpy for 80 TB; ``phase_s=1e308`` was
+    ``OverflowError: cannot convert float infinity to integer``."""
+    from learnsched.capacity.traces import burst_trace
+
+    assert len(burst_trace().arrival) == 480
+    with pytest.raises(ValueError, match=r"= 1e\+13 exceeds the limit of 16777216"):
+        burst_trace(high_rate=1e12)
+    with pytest.raises(ValueError, match=r"= inf exceeds the limit"):
+        burst_trace(phase_s=1e308)
+
+
+def test_an_overflowing_decimal_rounds_to_infinity_and_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``float(Fraction)`` beyond a double raised OverflowError (exit 70)."""
+    from fractions import Fraction
+
+    from learnsched.economics._decimal import rounded
+
+    assert rounded(Fraction(10) ** 400) == float("inf")
+    assert rounded(-(Fraction(10) ** 400)) == float("-inf")
+    status, _, err = run(
+        capsys, "econ", "wait", "--cost-now=1e308", "--cost-wait=0", "--publish-now=-1e308",
+        "--publish-wait=1e308", "--benefit-rate=1e308",
+    )  # fmt: skip
+    assert status == 2
+    assert "overflows a double" in one_line(err)
+
+
+def test_a_user_module_that_fails_to_import_is_bad_input(tmp_path: Path) -> None:
+    """A --scores or --trainer module raising SyntaxError at import was exit 70."""
+    (tmp_path / "broken_scores_23.py").write_text("def f(:\n")
+    (tmp_path / "s.json").write_text(json.dumps(TWO_PATH))
+    argv = ["guard-check", "s.json", "--scores", "broken_scores_23:f", "--epsilon", "0"]
+    done = run_python(["-m", "learnsched", *argv], cwd=tmp_path)
+    assert done.returncode == 2
+    assert one_line(done.stderr).startswith(
+        "learnsched guard-check: error: scores 'broken_scores_23:f': cannot import "
+        "broken_scores_23 (SyntaxError: "
+    )
+    from learnsched.control.trainer import load_trainer_class
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        (tmp_path / "broken_trainer_23.py").write_text("raise RuntimeError('no GPU here')\n")
+        with pytest.raises(ValueError, match=r"cannot import broken_trainer_23 \(RuntimeError"):
+            load_trainer_class("broken_trainer_23:Trainer")
+    finally:
+        sys.path.remove(str(tmp_path))
+
+
+def test_private_ties_names_shapes_that_do_not_broadcast() -> None:
+    """Was ``RuntimeError: pybind11::vectorize: incompatible size/dimension of inputs!``."""
+    with pytest.raises(
+        ValueError, match=r"a and b must broadcast to one shape, got shapes \(2,\) and \(3,\)"
+    ):
+        _core.ties(np.ones(2), np.ones(3))
+    assert _core.ties(np.ones(3), np.ones((2, 1))).shape == (2, 3)
+
+
+def test_probe_runs_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """``probe lora --runs 2147483648`` ran until killed."""
+    status, _, err = run(
+        capsys, "probe", "lora", "--device=cpu", "--shape=tiny", "--runs", "2147483648"
+    )
+    assert status == 2
+    assert one_line(err).endswith("--runs must be <= 10000, got 2147483648")
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://h:99999", "bad port (Port out of range 0-65535)"),
+        ("http://h:x", "bad port"),
+        ("", "must be http://HOST:PORT or https://HOST:PORT, got ''"),
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://h:1/?q=1", "got 'http://h:1/?q=1'"),
+    ],
+)
+def test_gate_urls_are_checked_before_it_serves(
+    capsys: pytest.CaptureFixture[str], url: str, why: str
+) -> None:
+    """``gate --url http://h:99999`` served until killed (urlsplit reads the port lazily);
+    ``--url ''`` was refused without naming the flag."""
+    from learnsched._url import http_url
+    from learnsched.handoff import ServingEndpoint
+
+    with pytest.raises(SystemExit) as exited:  # argparse's own exit
+        main(["gate", "--engine", "vllm", "--url", url])
+    assert exited.value.code == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]  # after the usage lines
+    assert line.startswith("learnsched gate: error: argument --url: URL"), line
+    assert why in line
+    for name, check in (
+        ("url", lambda: ServingEndpoint(url, "vllm")),
+        ("notify url", lambda: http_url("notify url", url, schemes=("http",), path=True)),
+    ):
+        with pytest.raises(ValueError, match=re.escape(name)):
+            check()
+    assert http_url("url", "https://h") == ("https", "h", 443, "")
+
+
+def _causal() -> tuple[Any, Any, Any]:
+    arrival = np.array([0.0, 10.0, 30.0])
+    schedule = _core.UnlentSchedule(arrival, np.ones(3), arrival + 5.0)
+    pool = _core.GapPool(schedule, 100.0, 1000.0, 0.0, 10.0)
+    candidate = _core.CausalCandidate(2, 1.0, 1.0, 100.0, 0.5, 0.0, 0.1, 0.1, 1.0)
+    return schedule, pool, candidate
+
+
+def test_causal_bindings_guard_their_arguments() -> None:
+    """Before: GapPool.lateness/slack of a record past the pool and stochastic_dp([None])
+    were segmentation faults, GapPool.draw(n = 2**40) a MemoryError, a wrong pool, tables,
+    candidate or seed an unnamed RuntimeError ("Unable to cast Python instance ...")."""
+    schedule, pool, candidate = _causal()
+    assert pool.size == 2
+    for method in (lambda r: pool.lateness(r, 5.0), pool.slack):
+        with pytest.raises(ValueError, match=r"record must be -1 or in \[0, 2\), got 2"):
+            method(2)
+        with pytest.raises(ValueError, match="got -2"):
+            method(-2)
+        assert method(-1) >= 0.0
+        assert method(1) >= 0.0
+    with pytest.raises(ValueError, match=r"n must be <= 16777216, got 1099511627776"):
+        pool.draw(1.0, 2**40, 0)
+    assert pool.draw(1.0, 3, 0)[0].shape == (3,)
+    with pytest.raises(ValueError, match=r"branches\[1\] must be an UnlentSchedule, got None"):
+        _core.stochastic_dp([schedule, None], [0.5, 0.5], candidate, 0.0, 25.0)
+    with pytest.raises(TypeError, match="pool must be a GapPool or None, got 'x'"):
+        _core.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
+    with pytest.raises(TypeError, match="tables must be SampleTables or None, got 3"):
+        _core.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
+    job = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    for at, bad, message in (
+        (0, "x", r"jobs\[0\].candidate must be a CausalCandidate, got 'x'"),
+        (5, "p", r"jobs\[0\].pool must be a GapPool or None, got 'p'"),
+        (7, -1, r"jobs\[0\].seed must be an int in \[0, 2\*\*64\), got -1"),
+        (1, "0", r"jobs\[0\].from_s must be a number, got '0'"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            _core.run_causal(schedule, [(*job[:at], bad, *job[at + 1 :])])
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
+        _core.run_causal(schedule, [job], 1025)
+    both, one = _core.run_causal(schedule, [job, job], 2)[0], _core.run_causal(schedule, [job])[0]
+    assert {k: v for k, v in both.items() if k != "steps"} == {
+        k: v for k, v in one.items() if k != "steps"
+    }
+
+
+def test_private_online_readers_are_bounded() -> None:
+    """read_online_spec(b"[" * 200000, 10**9, ...) overflowed the C stack (a segfault)."""
+    with pytest.raises(ValueError, match=r"max_depth must be in \[0, 1000\], got 1000000000"):
+        _core.read_online_spec(b"[" * 200_000, 10**9, tuple)
+    with pytest.raises(ValueError, match="exceeds the limit of 1000"):
+        _core.read_online_spec(b"[" * 200_000, 1000, tuple)
+    # A lone surrogate in a key is standard JSON (Python's json reads it): it was an
+    # unnamed RuntimeError from the key's cast to UTF-8, exit 70 from `learnsched online`.
+    from learnsched.calendar.spec import read_online_spec
+
+    assert read_online_spec('{"\\ud800": 1, "forecast": {"\\udfff": 2}}', "s.json") == {
+        "\ud800": 1,
+        "forecast": {"\udfff": 2},
+    }
+    for data in (b'"\xff"', b'{"a\xc3": 1}', b'"\xf4\x90\x80\x80"', b'"\xe2\x82'):
+        with pytest.raises(ValueError, match=r"not valid JSON: (Invalid UTF-8 byte|Unterminated)"):
+            _core.read_online_spec(data, 32, tuple)
+    assert _core.read_online_spec('"\u00e9\u20ac\U0001f600"'.encode(), 32, tuple) == (
+        "\u00e9\u20ac\U0001f600"
+    )
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 2048"):
+        _core.run_online([], [_core.Policy.DP], 2048)
+    with pytest.raises(TypeError, match=r"cases\[0\].scenario must be a Scenario, got 'x'"):
+        _core.run_online([("x", np.zeros((1, 2)), np.array([0, 1]))], [_core.Policy.DP])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--days", "1e300", "synthetic trace rows: mean_rate x duration_s = "),
+        ("--days", "inf", "duration_s must be finite"),
+        ("--bin-s", "5e-324", "bin_s = 4.94066e-324 cuts the trace's"),
+        ("--bin-s", "1e-9", "over the limit of 16777216"),
+    ],
+)
+def test_synth_sizes_are_bounded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    """``synth --days 1e300`` grew until memory ran out; ``--bin-s 5e-324`` was an
+    OverflowError (exit 70) and ``1e-9`` asked bincount for 10^14 bins."""
+    status, _, err = run(capsys, "synth", "--out", str(tmp_path / "s.csv"), f"{flag}={value}")
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched synth: error: ")
+    assert message in line
+    assert not (tmp_path / "s.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (BOM + b'engine = "vllm"\nbogus = 1\n', "bogus: not a flag of this command"),
+        (b'engine = "\xff"\n', "line 1: not UTF-8 text (byte 0xff at offset 10"),
+        (b"engine = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply to read"),
+    ],
+)
+def test_run_config_is_read_by_the_one_reader(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str
+) -> None:
+    """``run --config``: a BOM was "not TOML", a bad byte an error naming no file, deep
+    nesting a RecursionError (exit 70)."""
+    config = tmp_path / "c.toml"
+    config.write_bytes(data)
+    status, _, err = run(capsys, "run", "--config", str(config))
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched run: error: "), line
+    assert message in line
+    assert str(config) in line
+
+
+def test_seeds_beyond_a_uint64_are_named() -> None:
+    """A seed of 2**64 was pybind11's "incompatible function arguments" listing the
+    signature of stream_seed; ``online --seeds 10**9`` ran a billion evaluations."""
+    from learnsched.calendar.causal import CausalDecider
+    from learnsched.cli.calendar import _seeds
+
+    with pytest.raises(
+        ValueError, match="seed must be <= 18446744073709551615, got 18446744073709551616"
+    ):
+        CausalDecider(ls.scenario_by_id("S0348").scenario, "window", None, seed=2**64)
+    with pytest.raises(ValueError, match="--seeds must be <= 10000, got 1000000000"):
+        _seeds(argparse.Namespace(seed=0, seeds=10**9))
+    with pytest.raises(ValueError, match="--seed must be <= 18446744073709551614, got"):
+        _seeds(argparse.Namespace(seed=2**64 - 1, seeds=2))
+    assert _seeds(argparse.Namespace(seed=2**64 - 2, seeds=2)) == (2**64 - 2, 2**64 - 1)

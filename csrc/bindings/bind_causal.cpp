@@ -13,12 +13,15 @@
 #include <utility>
 #include <vector>
 
+#include "casts.hpp"
+#include "learnsched/batch.hpp"
 #include "learnsched/causal.hpp"
 #include "learnsched/parallel.hpp"
 #include "learnsched/scenario_tree.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
+using learnsched::bindings::cast_field;
 
 namespace {
 
@@ -70,6 +73,25 @@ Move move_named(const std::string& text) {
     }
     throw std::invalid_argument("move must be wait, work, save, checkpoint_return, "
                                 "discard_return or abandon, got '" + text + "'");
+}
+
+// The most draws one call makes (16 bytes each: 256 MiB).
+constexpr std::size_t kMaxDraws = std::size_t{1} << 24;
+
+void check_threads(int threads) {
+    if (threads < 1 || threads > kMaxThreads) {
+        throw std::invalid_argument("threads must be in [1, " + std::to_string(kMaxThreads) +
+                                    "], got " + std::to_string(threads));
+    }
+}
+
+// A record of the pool (-1: none known); the pool's own accessors do not check (hot path).
+std::int32_t check_record(const GapPool& pool, std::int32_t record) {
+    if (record < -1 || (record >= 0 && static_cast<std::size_t>(record) >= pool.size())) {
+        throw std::invalid_argument("record must be -1 or in [0, " + std::to_string(pool.size()) +
+                                    "), got " + std::to_string(record));
+    }
+    return record;
 }
 
 void check_level(double level) {
@@ -133,9 +155,12 @@ class Decider {
         : candidate_(prepare(c)), policy_(causal_policy(policy)), level_(level),
           pool_object_(std::move(pool)), tables_object_(std::move(tables)), rng_(seed) {
         check_level(level_);
-        if (!pool_object_.is_none()) forecast_.pool = &pool_object_.cast<const GapPool&>();
+        if (!pool_object_.is_none()) {
+            forecast_.pool = &cast_field<const GapPool&>(pool_object_, "pool", "a GapPool or None");
+        }
         if (!tables_object_.is_none()) {
-            forecast_.tables = &tables_object_.cast<const SampleTables&>();
+            forecast_.tables = &cast_field<const SampleTables&>(tables_object_, "tables",
+                                                                "SampleTables or None");
             if (forecast_.tables->candidate().work_quanta != candidate_.work_quanta) {
                 throw std::invalid_argument("tables were built for another work size");
             }
@@ -172,12 +197,14 @@ class Decider {
     DecisionScratch scratch_;
 };
 
-const GapPool* pool_of(const py::object& pool) {
-    return pool.is_none() ? nullptr : &pool.cast<const GapPool&>();
+const GapPool* pool_of(const py::object& pool, const std::string& field) {
+    return pool.is_none() ? nullptr : &cast_field<const GapPool&>(pool, field, "a GapPool or None");
 }
 
-const SampleTables* tables_of(const py::object& tables) {
-    return tables.is_none() ? nullptr : &tables.cast<const SampleTables&>();
+const SampleTables* tables_of(const py::object& tables, const std::string& field) {
+    return tables.is_none()
+               ? nullptr
+               : &cast_field<const SampleTables&>(tables, field, "SampleTables or None");
 }
 
 OutcomeDict outcome_dict(const CausalOutcome& o) {
@@ -251,6 +278,10 @@ void bind_causal(py::module_& m) {
         .def(
             "draw",
             [](const GapPool& pool, double age_s, std::size_t n, std::uint64_t seed) {
+                if (n > kMaxDraws) {
+                    throw std::invalid_argument("n must be <= " + std::to_string(kMaxDraws) +
+                                                ", got " + std::to_string(n));
+                }
                 std::vector<GapPool::Draw> draws(n);
                 std::uint64_t rng = seed;
                 pool.draw(age_s, n, rng, draws.data());
@@ -265,9 +296,19 @@ void bind_causal(py::module_& m) {
             },
             py::arg("age_s"), py::arg("n"), py::arg("seed"),
             "(remaining_s, record) of n draws of the current gap at age age_s.")
-        .def("lateness", &GapPool::lateness, py::arg("record"), py::arg("overrun_s"),
+        .def(
+            "lateness",
+            [](const GapPool& pool, std::int32_t record, double overrun_s) {
+                return pool.lateness(check_record(pool, record), overrun_s);
+            },
+            py::arg("record"), py::arg("overrun_s"),
              "Request-seconds of lateness of capacity ready overrun_s after the arrival.")
-        .def("slack", &GapPool::slack, py::arg("record"))
+        .def(
+            "slack",
+            [](const GapPool& pool, std::int32_t record) {
+                return pool.slack(check_record(pool, record));
+            },
+            py::arg("record"))
         .def(
             "scores",
             [](const GapPool& pool, const Doubles& ages, const Doubles& remaining,
@@ -384,27 +425,28 @@ void bind_causal(py::module_& m) {
         [](const UnlentSchedule& schedule,
            const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& jobs,
            int threads) {
-            if (threads < 1) {
-                throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
-            }
+            check_threads(threads);
             std::vector<Job> work;
             work.reserve(jobs.size());
             for (const py::handle& item : jobs) {
-                const auto t = item.cast<py::tuple>();
+                const std::string at = "jobs[" + std::to_string(work.size()) + "]";
+                const auto t = cast_field<py::tuple>(item, at, "a tuple");
                 if (t.size() != 9) {
-                    throw std::invalid_argument("a job is (candidate, from_s, to_s, policy, "
+                    throw std::invalid_argument(at + " must be (candidate, from_s, to_s, policy, "
                                                 "return_level, pool, tables, seed, keep_steps)");
                 }
                 Job j;
-                j.candidate = t[0].cast<CausalCandidate>();
-                j.from_s = t[1].cast<double>();
-                j.to_s = t[2].cast<double>();
-                j.policy = causal_policy(t[3].cast<std::string>());
-                j.return_level = t[4].cast<double>();
+                j.candidate = cast_field<CausalCandidate>(t[0], at + ".candidate",
+                                                          "a CausalCandidate");
+                j.from_s = cast_field<double>(t[1], at + ".from_s", "a number");
+                j.to_s = cast_field<double>(t[2], at + ".to_s", "a number");
+                j.policy = causal_policy(cast_field<std::string>(t[3], at + ".policy", "a str"));
+                j.return_level = cast_field<double>(t[4], at + ".return_level", "a number");
                 check_level(j.return_level);
-                j.forecast = CausalForecast{pool_of(t[5]), tables_of(t[6])};
-                j.seed = t[7].cast<std::uint64_t>();
-                j.keep_steps = t[8].cast<bool>();
+                j.forecast = CausalForecast{pool_of(t[5], at + ".pool"),
+                                            tables_of(t[6], at + ".tables")};
+                j.seed = cast_field<std::uint64_t>(t[7], at + ".seed", "an int in [0, 2**64)");
+                j.keep_steps = cast_field<bool>(t[8], at + ".keep_steps", "a bool");
                 work.push_back(j);
             }
             std::vector<CausalOutcome> out(work.size());
@@ -452,6 +494,12 @@ void bind_causal(py::module_& m) {
         [](const std::vector<const UnlentSchedule*>& branches,
            const std::vector<double>& probabilities, const CausalCandidate& candidate,
            double from_s, double to_s, std::size_t max_nodes, bool prune) {
+            for (std::size_t b = 0; b < branches.size(); ++b) {  // None casts to nullptr
+                if (branches[b] == nullptr) {
+                    throw std::invalid_argument("branches[" + std::to_string(b) +
+                                                "] must be an UnlentSchedule, got None");
+                }
+            }
             py::gil_scoped_release release;  // pure C++
             return stochastic_dp(branches, probabilities, candidate, from_s, to_s, max_nodes,
                                  prune);

@@ -13,12 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "casts.hpp"
+#include "learnsched/batch.hpp"
 #include "learnsched/forecast.hpp"
 #include "learnsched/online.hpp"
 #include "learnsched/parallel.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
+using learnsched::bindings::cast_field;
 
 namespace {
 
@@ -244,8 +247,10 @@ void bind_forecast(py::module_& m) {
         "run_online",
         [](const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& cases,
            const std::vector<Policy>& policies, int threads) {
-            if (threads < 1) {
-                throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
+            if (threads < 1 || threads > kMaxThreads) {
+                throw std::invalid_argument("threads must be in [1, " +
+                                            std::to_string(kMaxThreads) + "], got " +
+                                            std::to_string(threads));
             }
             struct Case {
                 Scenario truth;
@@ -254,12 +259,15 @@ void bind_forecast(py::module_& m) {
             std::vector<Case> work;
             work.reserve(cases.size());
             for (const py::handle& item : cases) {
-                const auto t = item.cast<py::tuple>();
+                const std::string at = "cases[" + std::to_string(work.size()) + "]";
+                const auto t = cast_field<py::tuple>(item, at, "a tuple");
                 if (t.size() != 3) {
-                    throw std::invalid_argument("a case is (scenario, windows, offsets)");
+                    throw std::invalid_argument(at + " must be (scenario, windows, offsets)");
                 }
-                work.push_back(Case{t[0].cast<Scenario>(),
-                                    calendars(t[1].cast<Windows>(), t[2].cast<Offsets>())});
+                work.push_back(Case{
+                    cast_field<Scenario>(t[0], at + ".scenario", "a Scenario"),
+                    calendars(cast_field<Windows>(t[1], at + ".windows", "a float64 array"),
+                              cast_field<Offsets>(t[2], at + ".offsets", "an int64 array"))});
             }
             std::vector<std::vector<Plan>> out(work.size());
             {

@@ -5,8 +5,10 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,14 +81,44 @@ struct handle_type_name<decide_args::Noise> {
 namespace {
 
 using ScoreCallable = std::function<double(const State&, const Action&)>;
+// A Python callback (state, action) -> s-eq.: a py::function typed for the stubs.
+using ScoreCallback = py::typing::Callable<double(const State&, const Action&)>;
+
+// A Python callback (state, action) -> s-eq. as the core calls it, its result checked: a
+// non-number (a string, None, a bool) is a TypeError naming the callback, where pybind11's
+// own cast would raise an unnamed RuntimeError. The function is held in a shared_ptr whose
+// deleter takes the GIL, so the core may copy it on any thread.
+ScoreCallable checked_callback(const char* name, const py::function& callback) {
+    std::shared_ptr<py::function> held(new py::function(callback), [](py::function* f) {
+        py::gil_scoped_acquire gil;
+        delete f;
+    });
+    const std::string what = std::string(name) + "(state, action) must return ";
+    return [held, what](const State& state, const Action& action) -> double {
+        py::gil_scoped_acquire gil;
+        const py::object score = (*held)(state, action);
+        if (py::isinstance<py::bool_>(score) || py::isinstance<py::str>(score) ||
+            py::isinstance<py::bytes>(score) || !PyNumber_Check(score.ptr())) {
+            throw py::type_error(what + "a number (s-eq.), got " +
+                                 std::string(py::str(py::type::of(score).attr("__name__"))));
+        }
+        const double value = PyFloat_AsDouble(score.ptr());
+        if (value == -1.0 && PyErr_Occurred()) {  // an int beyond any double, a bad __float__
+            PyErr_Clear();
+            throw py::value_error(what + "a finite number (s-eq.), got " +
+                                  std::string(py::repr(score)).substr(0, 80));
+        }
+        return value;
+    };
+}
 
 // The guard of a call from Python: exact scores, score noise, or the user's estimates
 // (held in `estimator`, which must outlive the guard).
-Guard python_guard(double epsilon, const std::optional<ScoreNoise>& noise,
-                   const std::optional<ScoreCallable>& scores,
+Guard python_guard(double epsilon, const std::optional<py::function>& noise,
+                   const std::optional<py::function>& scores,
                    std::optional<ScoreFunction>& estimator) {
-    Guard guard{epsilon, noise.value_or(ScoreNoise{}), nullptr};
-    if (scores) guard.scores = &estimator.emplace(*scores);
+    Guard guard{epsilon, noise ? checked_callback("score_noise", *noise) : ScoreNoise{}, nullptr};
+    if (scores) guard.scores = &estimator.emplace(checked_callback("scores", *scores));
     return guard;
 }
 
@@ -220,8 +252,8 @@ decide_args::Result decide(const Model& model, const decide_args::Int& window,
                         args[3].cast<bool>()};
     std::optional<ScoreFunction> estimator;
     const Guard guard =
-        python_guard(args[5].cast<double>(), args[6].cast<std::optional<ScoreNoise>>(),
-                     args[7].cast<std::optional<ScoreCallable>>(), estimator);
+        python_guard(args[5].cast<double>(), args[6].cast<std::optional<py::function>>(),
+                     args[7].cast<std::optional<py::function>>(), estimator);
     const Action a = model.decide(checked, args[4].cast<Policy>(), guard);
     return decide_args::Result(action_cache().get(a));
 }
@@ -475,7 +507,8 @@ void bind_solver(py::module_& m) {
         .def(
             "solve",
             [](const Model& model, Policy policy, double epsilon,
-               std::optional<ScoreNoise> score_noise, std::optional<ScoreCallable> scores) {
+               const std::optional<ScoreCallback>& score_noise,
+               const std::optional<ScoreCallback>& scores) {
                 std::optional<ScoreFunction> estimator;
                 const Guard guard = python_guard(epsilon, score_noise, scores, estimator);
                 // Pure C++ but for the callbacks, which take the GIL back for each call.
@@ -521,8 +554,8 @@ void bind_solver(py::module_& m) {
         .def_readonly("worst_exact", &ScoreErrorReport::worst_exact);
     m.def(
         "measure_score_error",
-        [](const Model& model, const ScoreCallable& scores, double epsilon, Reach reach) {
-            const ScoreFunction estimator(scores);
+        [](const Model& model, const ScoreCallback& scores, double epsilon, Reach reach) {
+            const ScoreFunction estimator(checked_callback("scores", scores));
             return measure_score_error(model, estimator, epsilon, reach);
         },
         py::arg("model"), py::arg("scores"), py::arg("epsilon"), py::arg("reach"),
@@ -542,6 +575,23 @@ void bind_solver(py::module_& m) {
     m.attr("MAX_THREADS") = kMaxThreads;
     m.attr("TIE_TOLERANCE") = kTieTolerance;
     m.attr("RELATIVE_TIE_TOLERANCE") = kRelativeTieTolerance;
-    m.def("ties", py::vectorize(&ties), py::arg("a"), py::arg("b"),
+    m.def(
+        "ties",
+        [](const py::array_t<double, py::array::forcecast>& a,
+           const py::array_t<double, py::array::forcecast>& b) {
+            // Shapes checked first: pybind11's vectorize reports a mismatch as an unnamed
+            // RuntimeError ("incompatible size/dimension of inputs").
+            for (py::ssize_t i = 1; i <= std::min(a.ndim(), b.ndim()); ++i) {
+                const py::ssize_t x = a.shape(a.ndim() - i), y = b.shape(b.ndim() - i);
+                if (x != y && x != 1 && y != 1) {
+                    throw py::value_error("a and b must broadcast to one shape, got shapes " +
+                                          std::string(py::str(py::tuple(a.attr("shape")))) +
+                                          " and " +
+                                          std::string(py::str(py::tuple(b.attr("shape")))));
+                }
+            }
+            return py::vectorize(&ties)(a, b);
+        },
+        py::arg("a"), py::arg("b"),
           "Elementwise: a and b equal up to rounding noise (the policies' tie rule).");
 }

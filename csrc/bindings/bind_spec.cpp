@@ -161,8 +161,10 @@ class Reader {
             skip_space();
             if (!take(':')) fail("Expecting ':' delimiter");
             skip_space();
-            const bool samples = in_forecast_ && key.cast<std::string_view>() == "samples";
-            const bool forecast = key.cast<std::string_view>() == "forecast";
+            // Compared as str: a key with a lone surrogate ("\ud800", standard JSON) has
+            // no UTF-8 view to cast to.
+            const bool samples = in_forecast_ && is_key(key, "samples");
+            const bool forecast = is_key(key, "forecast");
             const bool outer = in_forecast_;
             in_forecast_ = forecast;
             py::object value = parse(depth, samples);
@@ -259,6 +261,10 @@ class Reader {
         return v;
     }
 
+    static bool is_key(const py::object& key, const char* word) {
+        return PyUnicode_CompareWithASCIIString(key.ptr(), word) == 0;
+    }
+
     // A string (at_ on its opening quote), escapes and UTF-8 decoded, lone surrogates
     // kept as Python's json keeps them.
     py::object string() {
@@ -304,7 +310,9 @@ class Reader {
                 }
                 continue;
             }
-            // UTF-8: the text came from a decoded str, so it is well formed.
+            // UTF-8, surrogates allowed (a str encoded with surrogatepass); checked, as
+            // private callers may pass any bytes.
+            if (c >= 0xF8 || (c >= 0x80 && c < 0xC0)) fail("Invalid UTF-8 byte at");
             char32_t code = c;
             int more = 0;
             if (c >= 0xF0) {
@@ -318,9 +326,14 @@ class Reader {
                 more = 1;
             }
             ++at_;
-            for (int k = 0; k < more && at_ < text_.size(); ++k) {
+            for (int k = 0; k < more; ++k) {
+                if (at_ >= text_.size() ||
+                    (static_cast<unsigned char>(text_[at_]) & 0xC0u) != 0x80u) {
+                    fail("Invalid UTF-8 byte at");
+                }
                 code = (code << 6) | (static_cast<unsigned char>(text_[at_++]) & 0x3Fu);
             }
+            if (code > 0x10FFFF) fail("Invalid UTF-8 byte at");
             out.push_back(code);
         }
         PyObject* s = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, out.data(),
@@ -421,10 +434,20 @@ class Reader {
 
 }  // namespace
 
+// The deepest nesting read_online_spec may be asked to allow (Python's own limit).
+constexpr int kMaxDepth = 1000;
+
 void bind_spec(py::module_& m) {
     m.def(
         "read_online_spec",
         [](const py::bytes& data, int max_depth, const py::object& packed_type) {
+            // The reader recurses once per level: a deep limit would let a document of
+            // brackets overflow the C stack instead of being refused.
+            if (max_depth < 0 || max_depth > kMaxDepth) {
+                throw std::invalid_argument("max_depth must be in [0, " +
+                                            std::to_string(kMaxDepth) + "], got " +
+                                            std::to_string(max_depth));
+            }
             const std::string_view text = data;
             try {
                 return Reader(text, max_depth, packed_type).document();

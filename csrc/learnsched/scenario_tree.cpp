@@ -167,7 +167,7 @@ class TreeSolver {
             for (const Option o : kTreeOptions) weigh(o);
         }
         if (memo_.size() >= max_nodes_) {
-            throw std::overflow_error("the scenario tree has more than " +
+            throw std::overflow_error("the scenario tree has more than max_nodes = " +
                                     std::to_string(max_nodes_) +
                                     " decision nodes: too large to solve exactly");
         }

@@ -280,7 +280,20 @@ def _generate(app: Any) -> None:
                                   for kind in ("py:class", "py:obj")]  # fmt: skip
 
 
+def _factory_defaults(
+    app: Any, what: str, name: str, obj: Any, options: Any, signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str | None, str | None]:
+    """A dataclass field with a ``default_factory`` shows ``= <factory>``, which is no
+    Python: Sphinx then splits the whole signature at every comma, so ``tuple[int, ...]``
+    becomes two unresolved types. Show ``= ...`` (a default exists) instead."""
+    if signature is not None:
+        signature = signature.replace("= <factory>", "= ...")
+    return signature, return_annotation
+
+
 def setup(app: Any) -> dict[str, Any]:
     app.connect("builder-inited", _generate)
     app.connect("missing-reference", _missing_reference)
+    app.connect("autodoc-process-signature", _factory_defaults)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

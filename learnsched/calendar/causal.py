@@ -14,9 +14,10 @@ page "Causal scheduling" explains them):
   costing ``lateness_price`` s-eq.
 
 Policies decide from a forecast: the current gap's remaining length given its age (the
-survival of past gaps, :class:`GapForecast`) and ``N`` sampled calendars of what follows,
-whose finite-model tables score the continuation. ``clairvoyant`` is the exact DP of the
-same rules on the truth (:func:`clairvoyant`): the best schedule knowing every arrival.
+survival of past gaps: the gap pool of a :class:`CausalForecast`) and ``N`` sampled
+calendars of what follows, whose finite-model tables score the continuation.
+``clairvoyant`` is the exact DP of the same rules on the truth (:func:`clairvoyant`): the
+best schedule knowing every arrival.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import _core
-from .._checks import fraction, integer, nonnegative, positive
+from .._checks import SEED_MAX, fraction, integer, nonnegative, positive
 from ..capacity import Trace
 from ..scenario import HandoffCosts, Scenario
 from ..solver import Model, Policy
@@ -371,7 +372,7 @@ def run_causal(
     candidate = core_candidate(scenario, rules.lateness_price)
     pool = None if forecast is None else forecast.pool
     tables = None if forecast is None else forecast.tables
-    stream = _core.stream_seed(integer("seed", seed, low=0), 0, 0)
+    stream = _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0)
     jobs = [
         (candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps)
         for p in policies
@@ -480,7 +481,7 @@ class CausalDecider:
             rules.return_level,
             None if forecast is None else forecast.pool,
             None if forecast is None else forecast.tables,
-            _core.stream_seed(integer("seed", seed, low=0), 0, 0),
+            _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0),
         )
 
     def decide(

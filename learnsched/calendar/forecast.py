@@ -42,6 +42,7 @@ __all__ = [
     "ExactForecaster",
     "Forecaster",
     "MeanForecaster",
+    "Packed",
     "PackedCalendars",
     "RepeatForecaster",
     "SampleForecaster",

@@ -365,7 +365,7 @@ def causal_study(
     steps
         If given, receives each horizon's decisions (``--steps`` objects).
     calibrate
-        Also score the gap forecasts (:func:`gap_calibration`).
+        Also score the gap forecasts (``gap_calibration``).
     """
     rules = settings.rules
     starts = horizon_starts(trace.span_s, settings.warmup_s, settings.horizon_s)

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from .._atomic import atomic_write
 from .._checks import FloatArray, integer, nonnegative, positive
+from .._csvfile import MAX_ROWS
 from .traces import AZURE_COLUMNS, SYNTHETIC_COLUMN, SYNTHETIC_LABEL, TokenTrace
 
 __all__ = ["DAY_S", "TraceSynthesizer", "fit_synthesizer", "write_synthetic_trace"]
@@ -110,8 +111,17 @@ class TraceSynthesizer:
         """A synthetic trace of ``duration_s`` seconds (arrivals from 0), labelled so by
         :func:`write_synthetic_trace`."""
         duration_s = positive("duration_s", duration_s)
+        # Bounded before the loop (duration x rate may be huge: 1e300 s ran until memory
+        # ran out), and in it: the daily cycle speeds calm stays up by 1 + amplitude.
+        expected = self.mean_rate * duration_s
+        if not expected <= MAX_ROWS:
+            raise ValueError(
+                f"synthetic trace rows: mean_rate x duration_s = {self.mean_rate:g} x "
+                f"{duration_s:g} = {expected:g} exceeds the limit of {MAX_ROWS}"
+            )
         times: list[FloatArray] = []
         tokens: list[npt.NDArray[np.float64]] = []
+        rows = 0
         t = 0.0
         k = int(rng.integers(0, len(self._states)))
         while t < duration_s:
@@ -121,6 +131,12 @@ class TraceSynthesizer:
             speed = self.cycle(t) if k == 0 and len(self._states) == 2 else 1.0
             times.append(t + state.offsets[run] / speed)
             tokens.append(state.tokens[run])
+            rows += state.offsets[run].size
+            if rows > MAX_ROWS:
+                raise ValueError(
+                    f"synthetic trace rows: more than {MAX_ROWS} within {t:g} of "
+                    f"duration_s = {duration_s:g} s"
+                )
             t += float(state.stays_s[run]) / speed
             k = (k + 1) % len(self._states)
         arrival = np.concatenate(times)
@@ -184,6 +200,11 @@ def fit_synthesizer(
     if arrival.size < 3 or not arrival[-1] > arrival[0]:
         raise ValueError("the trace needs at least 3 requests over a positive span to fit")
     span = float(arrival[-1] - arrival[0])
+    if not span / bin_s <= MAX_ROWS:  # counted before bincount allocates them (or inf)
+        raise ValueError(
+            f"bin_s = {bin_s:g} cuts the trace's {span:g} s into {span / bin_s:g} bins, "
+            f"over the limit of {MAX_ROWS}"
+        )
     bins = max(1, math.ceil(span / bin_s))
     index = np.minimum(((arrival - arrival[0]) / bin_s).astype(np.int64), bins - 1)
     counts = np.bincount(index, minlength=bins).astype(np.float64)

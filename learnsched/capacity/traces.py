@@ -21,7 +21,7 @@ import numpy as np
 
 from .._atomic import atomic_write
 from .._checks import FloatArray, nonnegative, positive
-from .._csvfile import read_csv
+from .._csvfile import MAX_ROWS, read_csv
 from ._checks import (
     deadlines_after_arrivals,
     first_index,
@@ -156,9 +156,16 @@ def burst_trace(
     """
     phase_s = positive("phase_s", phase_s)
     rates = (positive("low_rate", low_rate), positive("high_rate", high_rate))
+    # Arrivals j / rate < phase_s; the margin keeps 40.000000000000004 from adding one.
+    # Counted (and bounded) before any array is made: rate x phase_s may be huge or inf.
+    expected = 2 * rates[0] * phase_s + rates[1] * phase_s
+    if not expected <= MAX_ROWS:
+        raise ValueError(
+            f"burst trace rows: (2 x low_rate + high_rate) x phase_s = {expected:g} exceeds "
+            f"the limit of {MAX_ROWS}"
+        )
     phases = []
     for p, rate in enumerate((rates[0], rates[1], rates[0])):
-        # Arrivals j / rate < phase_s; the margin keeps 40.000000000000004 from adding one.
         count = math.ceil(rate * phase_s - 1e-9)
         phases.append(p * phase_s + np.arange(count) / rate)
     arrival = np.concatenate(phases)

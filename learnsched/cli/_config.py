@@ -39,11 +39,17 @@ def read_toml(path: str | Path) -> dict[str, Any]:
         import tomllib
     else:  # pragma: no cover - the 3.10 job runs it
         import tomli as tomllib
+    from .._text import read_text
+
+    # The one reader: UTF-8 with or without a BOM, a bad byte named with its file and
+    # line, 256 MiB at most (tomllib.load would refuse a BOM and name no file).
+    text = read_text(path)
     try:
-        with open(path, "rb") as file:
-            data: dict[str, Any] = tomllib.load(file)
+        data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"--config {path}: not TOML ({err})") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise ValueError(f"--config {path}: nested too deeply to read") from None
     return data
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from .._atomic import atomic_write, atomic_write_text
-from .._checks import integer, positive
+from .._checks import SEED_MAX, integer, positive
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
@@ -67,7 +67,8 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
         type=int,
         default=1,
         metavar="K",
-        help="run K seeds (seed .. seed+K-1); intervals stay per case, paired (default 1)",
+        help="run K seeds (seed .. seed+K-1, K <= 10000); intervals stay per case, paired "
+        "(default 1)",
     )
     online.add_argument("--threads", type=int, default=1, help="threads over the runs")
     online.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -253,9 +254,14 @@ def _sample_counts(text: str) -> list[int]:
     return [integer("--samples", n, low=1) for n in counts]
 
 
+MAX_SEEDS = 10_000
+"""The most ``--seeds`` of one run (each is a whole evaluation: more is a hang)."""
+
+
 def _seeds(args: argparse.Namespace) -> tuple[int, ...]:
-    first = integer("--seed", args.seed, low=0)
-    return tuple(range(first, first + integer("--seeds", args.seeds, low=1)))
+    count = integer("--seeds", args.seeds, low=1, high=MAX_SEEDS)
+    first = integer("--seed", args.seed, low=0, high=SEED_MAX - count + 1)
+    return tuple(range(first, first + count))
 
 
 def _fmt_ci(ci: list[float] | None) -> str:
@@ -427,7 +433,11 @@ def run_synth(args: argparse.Namespace) -> int:
         raise ValueError(f"--days must be > 0, got {args.days!r}")
     source = read_azure_trace(args.trace, args.sort)
     model = fit_synthesizer(source, args.bin_s, args.amplitude, args.peak_hour)
-    trace = model.generate(days * DAY_S, np.random.default_rng(integer("--seed", args.seed)))
+    rng = np.random.default_rng(integer("--seed", args.seed))
+    try:
+        trace = model.generate(days * DAY_S, rng)
+    except ValueError as err:  # its size or emptiness: named by the flag that set it
+        raise ValueError(f"--days {args.days!r}: {err}") from None
     write_synthetic_trace(args.out, trace)
     out = {
         **model.to_json(),

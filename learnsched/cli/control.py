@@ -250,10 +250,13 @@ def run_run(args: argparse.Namespace) -> int:
         endpoint_from_args(args), level=args.level, timeout_s=args.timeout,
         door=gate, drain_s=args.drain_s,
     )  # fmt: skip
-    lookahead = Lookahead(
-        windows=args.lookahead, cover=args.lookahead_cover,
-        max_windows=max(args.lookahead, DEFAULT_LOOKAHEAD.max_windows),
-    )  # fmt: skip
+    try:  # the flags' names, not the fields'
+        lookahead = Lookahead(
+            windows=args.lookahead, cover=args.lookahead_cover,
+            max_windows=max(args.lookahead, DEFAULT_LOOKAHEAD.max_windows),
+        )  # fmt: skip
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"--lookahead/--lookahead-cover: {err}") from None
     last = calendar.windows[-1].end_s if calendar.windows else 0.0
     horizon = args.horizon if args.horizon is not None else last + 3600.0
     if args.queue is not None or len(trainers) > 1:

@@ -10,11 +10,12 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._checks import integer
 from .._json import read_json
 from .._table import format_rows
 from ..economics.alert_calibration import FAMILIES, calibrate_alerts, calibration_table
-from ..economics.alert_experiment import AlertExperiment, run_alert_experiment
-from ..economics.alerts import ALERT_RULES
+from ..economics.alert_experiment import MAX_SEEDS, AlertExperiment, run_alert_experiment
+from ..economics.alerts import ALERT_RULES, MAX_ALERTS
 from ..economics.breakeven import ReusePath, payback_uses
 from ..economics.paper import paper_economics
 from ..economics.pricing import GUIDANCE_LEDGER, TABLE_B1, table_b1_utility
@@ -322,11 +323,12 @@ def _range(mean: float, low: float, high: float) -> str:
 
 def run_alerts(args: argparse.Namespace) -> int:
     """``econ alerts``: the paired alert experiment on ``--n`` alerts per seed."""
-    if args.repeats < 1:
-        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    # The flags' own names, and before range() would be built or alerts drawn.
+    n = integer("--n", args.n, low=1, high=MAX_ALERTS)
+    repeats = integer("--repeats", args.repeats, low=1, high=MAX_SEEDS)
     path = args.recovery_samples
     samples = None if path is None else _read_recovery_samples(path)
-    result = run_alert_experiment(args.n, range(args.seed, args.seed + args.repeats), samples)
+    result = run_alert_experiment(n, range(args.seed, args.seed + repeats), samples)
     if args.plot:
         from ..economics.plotting import plot_alert_experiment
 

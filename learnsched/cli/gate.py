@@ -11,7 +11,7 @@ from types import FrameType
 
 from .output import EXIT_OK, emit_json, print_rows
 
-__all__ = ["DEFAULT_GATE_PORT", "address", "register"]
+__all__ = ["DEFAULT_GATE_PORT", "address", "register", "url_argument"]
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_GATE_PORT = 8100
@@ -31,6 +31,18 @@ def address(text: str) -> tuple[str, int]:
     if not 0 <= number <= 65535 or not host:
         raise argparse.ArgumentTypeError(f"expected [HOST:]PORT with PORT in 0-65535, got {text!r}")
     return host, number
+
+
+def url_argument(text: str) -> str:
+    """An ``http(s)://HOST:PORT`` flag value, checked before anything starts: the gate
+    would otherwise serve with an upstream it can never reach (a port of 99999)."""
+    from .._url import http_url
+
+    try:
+        http_url("URL", text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return text
 
 
 def is_loopback(host: str) -> bool:
@@ -57,7 +69,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     add = gate.add_argument
     add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
-    add("--url", required=True, help="the engine's http://HOST:PORT")
+    add("--url", required=True, type=url_argument, help="the engine's http://HOST:PORT")
     add(
         "--listen", type=address, default=(LOOPBACK, DEFAULT_GATE_PORT), metavar="[HOST:]PORT",
         help=f"where clients connect (default {LOOPBACK}:{DEFAULT_GATE_PORT}; loopback "

@@ -71,8 +71,35 @@ PLOT_EXTRA = f"needs matplotlib: {install_hint('plot')}"
 
 
 def emit_json(obj: Any) -> None:
-    """Print ``obj`` as strict, indented JSON (``ValueError`` on NaN or infinity)."""
-    print(json.dumps(obj, indent=2, allow_nan=False))
+    """Print ``obj`` as strict, indented JSON.
+
+    Raises
+    ------
+    ValueError
+        A NaN or infinity in ``obj`` (standard JSON has neither), naming its place:
+        ``--json: the result's points[2].gain is inf``.
+    """
+    try:
+        text = json.dumps(obj, indent=2, allow_nan=False)
+    except ValueError:
+        raise ValueError(
+            f"--json: the result's {_non_finite(obj)} (the inputs overflow a double)"
+        ) from None
+    print(text)
+
+
+def _non_finite(obj: Any) -> str:
+    """Where the first NaN or infinity in ``obj`` is, and its value (walked with a stack)."""
+    stack: list[tuple[str, Any]] = [("", obj)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{path.lstrip('.') or 'value'} is {item!r}"
+        if isinstance(item, dict):
+            stack += [(f"{path}.{k}", v) for k, v in reversed(list(item.items()))]
+        elif isinstance(item, (list, tuple)):
+            stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item)))]
+    return "value is not finite"
 
 
 def finite(value: float | None) -> float | None:

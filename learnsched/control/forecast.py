@@ -135,8 +135,9 @@ class CausalForecastDecider(ModelDecider):
     The forecast is fitted once, on a trace of past requests (the gate's log, or any
     request trace, in the same service model as the study): the survival of its idle
     gaps forecasts the current gap's remaining length given its age, and ``N`` sampled
-    calendars of its causal windows give the continuation (:class:`learnsched.calendar.
-    causal.CausalForecast`). Times on the loop's clock: the history ends at 0.
+    calendars of its causal windows give the continuation
+    (:class:`learnsched.calendar.causal.CausalForecast`). Times on the loop's clock: the
+    history ends at 0.
 
     Two ways in. :meth:`next_move` is the decision `online` makes at every quantum
     boundary of a gap (wait, work, save, checkpoint and return, discard and return,

@@ -9,6 +9,7 @@ division gives 15310.999999999998.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 __all__ = ["exact", "rounded"]
@@ -20,5 +21,10 @@ def exact(value: float) -> Fraction:
 
 
 def rounded(value: Fraction) -> float:
-    """The nearest double to an exact value (Python rounds a Fraction correctly)."""
-    return float(value)
+    """The nearest double to an exact value (Python rounds a Fraction correctly); beyond
+    the largest double, an infinity of its sign, as IEEE rounding gives (``float()`` of
+    such a Fraction raises ``OverflowError``; callers that need a finite result check)."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf

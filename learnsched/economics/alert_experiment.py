@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -138,6 +139,10 @@ class AlertExperiment:
 DEFAULT_LEAD_TIMES_S = (0.0, 20.0, 40.0, 60.0, 80.0, 100.0, 120.0)
 
 
+MAX_SEEDS = 10_000
+"""Most seeds one experiment may run (each keeps a few means; a seed costs a sample's time)."""
+
+
 def run_alert_experiment(
     n_alerts: int,
     seeds: Iterable[int],
@@ -166,7 +171,9 @@ def run_alert_experiment(
     """
     model = AlertModel() if model is None else model
     by_engine = _samples_by_engine(recovery_samples)
-    seed_list = tuple(integer("seeds", s) for s in seeds)
+    seed_list = tuple(integer("seeds", s) for s in islice(seeds, MAX_SEEDS + 1))
+    if len(seed_list) > MAX_SEEDS:
+        raise ValueError(f"seeds must name at most {MAX_SEEDS} seeds, got more")
     if not seed_list:
         raise ValueError("seeds must name at least one seed, got none")
     bounds = values("percentiles", percentiles, low=0.0, high=100.0)

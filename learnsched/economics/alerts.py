@@ -81,6 +81,7 @@ from .lognormal import Lognormal
 
 __all__ = [
     "ALERT_RULES",
+    "MAX_ALERTS",
     "PAPER_RECOVERY_S",
     "AlertDraws",
     "AlertModel",
@@ -224,6 +225,11 @@ class AlertDraws:
         return data[index]
 
 
+MAX_ALERTS = 10_000_000
+"""Most alerts one sample may draw: the draws and their losses take ~200 bytes an alert
+(2 GB at the limit; the paper's experiment draws 10**6 per seed)."""
+
+
 def draw_alerts(
     n_alerts: int, seed: int, model: AlertModel | None = None, lead_s: float | None = None
 ) -> AlertDraws:
@@ -231,7 +237,7 @@ def draw_alerts(
 
     ``lead_s`` fixes every lead time (Fig. 10(b)); the other draws are unchanged by it.
     """
-    n = integer("n_alerts", n_alerts, low=1)
+    n = integer("n_alerts", n_alerts, low=1, high=MAX_ALERTS)
     model = AlertModel() if model is None else model
     rng = np.random.default_rng(integer("seed", seed))
     confidence = rng.beta(model.confidence_alpha, model.confidence_beta, n)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -65,6 +66,11 @@ class WaitingComparison:
         object.__setattr__(self, "publish_now_s", now)
         object.__setattr__(self, "publish_wait_s", later)
         object.__setattr__(self, "benefit_rate", positive("benefit_rate", self.benefit_rate))
+        if not (math.isfinite(later - now) and math.isfinite(self.gain)):  # finite inputs, inf gain
+            raise ValueError(
+                f"benefit_rate x (publish_wait_s - publish_now_s) = {self.benefit_rate!r} x "
+                f"({later!r} - {now!r}) overflows a double"
+            )
 
     # Each from the inputs' printed decimals, rounded once (economics._decimal):
     # 0.25 * (330 - 325.047748) is 1.238063, not 1.2380629999999968.

@@ -18,9 +18,9 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from .._checks import integer
+from .._url import http_url
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
     from typing_extensions import Self
@@ -135,10 +135,8 @@ class ArrivalForwarder:
     """
 
     def __init__(self, url: str, timeout_s: float = 5.0) -> None:
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            raise ValueError(f"notify url must be http://HOST:PORT/arrival, got {url!r}")
-        self.host, self.port = parts.hostname, parts.port or 80
+        parts = http_url("notify url", url, schemes=("http",), path=True)
+        self.host, self.port = parts.host, parts.port
         self.path = parts.path or ARRIVAL_PATH
         self.timeout_s = timeout_s
         self.sent = self.errors = 0

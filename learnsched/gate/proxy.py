@@ -38,10 +38,10 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
 
 from .._checks import integer, positive
 from .._extras import require
+from .._url import http_url
 from ..handoff.engines import AnswerScanner, Engine, Load
 from ..handoff.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
@@ -103,13 +103,7 @@ class Gate:
         on_arrival: Callable[[bool], None] | None = None,
         connect_timeout_s: float = 10.0,
     ) -> None:
-        parts = urlsplit(upstream)
-        if (
-            parts.scheme not in ("http", "https")
-            or not parts.hostname
-            or parts.path not in ("", "/")
-        ):
-            raise ValueError(f"upstream must be http(s)://HOST:PORT, got {upstream!r}")
+        http_url("upstream", upstream)
         self.upstream = upstream.rstrip("/")
         self.dialect: Engine = engine_dialect(engine)
         self.host = host

@@ -24,8 +24,8 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
-from urllib.parse import urlsplit
 
+from .._url import http_url
 from .engines import engine as engine_dialect
 from .errors import HandoffProbeError
 
@@ -33,8 +33,6 @@ __all__ = ["Generation", "HttpStatusError", "ServingEndpoint", "StreamError"]
 
 # Answers worth retrying while an engine comes up: timeout, rate limit, server errors.
 RETRY_4XX = (408, 429)
-# URL schemes and their default ports.
-SCHEMES = {"http": 80, "https": 443}
 
 
 class HttpStatusError(HandoffProbeError):
@@ -105,20 +103,14 @@ class ServingEndpoint:
     ) -> None:
         self.dialect = engine_dialect(engine)
         self.engine = self.dialect.name
-        parts = urlsplit(url)
-        if parts.scheme not in SCHEMES or not parts.hostname or parts.path not in ("", "/"):
-            raise ValueError(f"url must be http://HOST:PORT or https://HOST:PORT, got {url!r}")
-        try:
-            port = parts.port
-        except ValueError as err:
-            raise ValueError(f"url {url!r}: bad port ({err})") from err
+        parts = http_url("url", url)
         if api_key is not None and (not api_key or any(c in api_key for c in "\r\n")):
             raise ValueError("api_key must be a non-empty single line")
         if ca_file is not None and parts.scheme != "https":
             raise ValueError(f"ca_file is for an https:// server, got {url!r}")
         self.url = url.rstrip("/")
-        self.host = parts.hostname
-        self.port = port if port is not None else SCHEMES[parts.scheme]
+        self.host = parts.host
+        self.port = parts.port
         self.tls = (
             ssl.create_default_context(cafile=None if ca_file is None else os.fspath(ca_file))
             if parts.scheme == "https"

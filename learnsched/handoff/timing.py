@@ -21,7 +21,7 @@ from .._progress import Progress
 from ._util import median, p95, torch_module
 from .nvml import ClockReading, NvmlDevice
 
-__all__ = ["Timing", "time_device", "time_host"]
+__all__ = ["MAX_RUNS", "Timing", "time_device", "time_host"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,10 @@ class Timing:
         return math.fsum(self.warm_ms) / len(self.warm_ms)
 
 
+MAX_RUNS = 10_000
+"""Most runs one timing repeats (each a real save, load or call)."""
+
+
 def _clocks(device: NvmlDevice | None) -> ClockReading | None:
     return None if device is None else device.clocks()
 
@@ -69,7 +73,7 @@ def _clocks(device: NvmlDevice | None) -> ClockReading | None:
 def _repeat(
     measure_ms: Callable[[], float], runs: int, label: str, device: NvmlDevice | None, clock: str
 ) -> Timing:
-    integer("runs", runs, low=2)  # one cold run and at least one warm run
+    integer("runs", runs, low=2, high=MAX_RUNS)  # one cold run and at least one warm run
     start = _clocks(device)
     samples = []
     with Progress(runs, label) as progress:

@@ -20,6 +20,8 @@ from ._util import median, p95
 
 __all__ = [
     "DEFAULT_POLL_S",
+    "MAX_COMMANDS",
+    "MAX_STEP_S",
     "AckDelays",
     "ControlSignal",
     "Polled",
@@ -203,6 +205,12 @@ class AckDelays:
         return p95(self.samples_s)
 
 
+MAX_COMMANDS = 100_000
+"""Most commands one measurement issues (each waits about one step)."""
+MAX_STEP_S = 60.0
+"""Longest step (and slice) a measurement sleeps, seconds: a probe, not a service."""
+
+
 def measure_ack_delay(*, step_s: float, slice_s: float, commands: int, seed: int = 0) -> AckDelays:
     """Time how long a worker sleeping ``step_s`` per step takes to see a command.
 
@@ -217,13 +225,15 @@ def measure_ack_delay(*, step_s: float, slice_s: float, commands: int, seed: int
     slice_s
         The slice between control checks, seconds (``>= step_s`` for coarse waits).
     commands
-        Commands to issue (>= 1).
+        Commands to issue (1 to :data:`MAX_COMMANDS`; the steps are at most
+        :data:`MAX_STEP_S`).
     seed
         Seed of the random issue offsets.
     """
-    positive("step_s", step_s)
-    positive("slice_s", slice_s)
-    integer("commands", commands, low=1)
+    for name, value in (("step_s", step_s), ("slice_s", slice_s)):
+        if positive(name, value) > MAX_STEP_S:
+            raise ValueError(f"{name} must be <= {MAX_STEP_S:g} s, got {value!r}")
+    integer("commands", commands, low=1, high=MAX_COMMANDS)
     signal = ControlSignal()
     stop = threading.Event()
 

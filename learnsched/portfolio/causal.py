@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import _core
-from .._checks import integer
+from .._checks import SEED_MAX, integer
 from ..calendar.causal import (
     CAUSAL_POLICIES,
     CausalForecast,
@@ -224,7 +224,7 @@ def run_portfolio_causal(
     forecaster: Forecaster,
     policies: Sequence[str] = CAUSAL_PORTFOLIO_POLICIES,
     *,
-    candidate_policy: str = "rollout",
+    candidate_policy: str = "risk_rollout",
     samples: int = 16,
     seed: int = 0,
     rules: CausalRules | None = None,
@@ -246,7 +246,8 @@ def run_portfolio_causal(
     policies
         Names from :data:`CAUSAL_PORTFOLIO_POLICIES`, or :data:`KNOWN_CALENDAR`.
     candidate_policy
-        Each candidate's own causal decision (:data:`learnsched.calendar.causal.CAUSAL_POLICIES`).
+        Each candidate's own causal decision (:data:`learnsched.calendar.causal.CAUSAL_POLICIES`;
+        default ``risk_rollout``, which prices the risk of a late return: see the study).
     samples
         ``N``: sampled continuations per candidate.
     seed
@@ -269,7 +270,7 @@ def run_portfolio_causal(
                 f"causal portfolio policy must be one of "
                 f"{', '.join((*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR))}, got {p!r}"
             )
-    seed = integer("seed", seed, low=0)
+    seed = integer("seed", seed, low=0, high=SEED_MAX)
     scenarios = [candidate_scenario(c, portfolio) for c in portfolio.candidates]
     core = [core_candidate(s, rules.lateness_price) for s in scenarios]
     forecasts: list[CausalForecast | None] = []

@@ -22,6 +22,7 @@ from ...handoff.lora import (
 )
 from ...handoff.nvml import NvmlDevice
 from ...handoff.profile import LORA_QUANTITIES, CostProfile
+from ...handoff.timing import MAX_RUNS
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, ms, write_profile
 
@@ -72,7 +73,7 @@ def add_lora_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_lora(args: argparse.Namespace) -> None:
     """Bad LoRA input as ``ValueError``/``OSError``, before anything is measured."""
-    integer("--runs", args.runs, low=2)
+    integer("--runs", args.runs, low=2, high=MAX_RUNS)
     if args.device is not None:
         check_device(args.device)
     if args.folder is not None and not Path(args.folder).is_dir():

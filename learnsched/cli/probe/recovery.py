@@ -27,6 +27,8 @@ from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile
 from .memory import check_pid
 
+MAX_GIB = 1 << 20  # 1 PiB: more than any device's memory, and release bytes fit an int
+
 __all__ = [
     "add_recovery_arguments",
     "check_recovery",
@@ -113,8 +115,8 @@ def check_recovery(args: argparse.Namespace) -> ServingEndpoint:
     nonnegative("--parked-s", args.parked_s)
     positive("--release-timeout-s", args.release_timeout_s)
     nonnegative("--idle-wait-s", args.idle_wait_s)
-    if args.release_gib is not None:
-        positive("--release-gib", args.release_gib)
+    if args.release_gib is not None and positive("--release-gib", args.release_gib) > MAX_GIB:
+        raise ValueError(f"--release-gib must be <= {MAX_GIB} GiB, got {args.release_gib!r}")
     if args.pid is not None:
         check_pid(args.pid)
     if args.ledger is not None and not Path(args.ledger).parent.is_dir():

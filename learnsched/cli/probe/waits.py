@@ -6,7 +6,7 @@ import argparse
 
 from ..._checks import integer, positive
 from ..._progress import Progress
-from ...handoff.waits import measure_ack_delay
+from ...handoff.waits import MAX_COMMANDS, MAX_STEP_S, measure_ack_delay
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, ms
 
@@ -34,9 +34,10 @@ def add_waits_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_waits(args: argparse.Namespace) -> None:
     """Bad waits input as ``ValueError``, before anything is measured."""
-    positive("--step-ms", args.step_ms)
-    positive("--slice-ms", args.slice_ms)
-    integer("--commands", args.commands, low=1)
+    for flag, value in (("--step-ms", args.step_ms), ("--slice-ms", args.slice_ms)):
+        if positive(flag, value) > MAX_STEP_S * 1e3:
+            raise ValueError(f"{flag} must be <= {MAX_STEP_S * 1e3:g} ms, got {value!r}")
+    integer("--commands", args.commands, low=1, high=MAX_COMMANDS)
 
 
 def waits(args: argparse.Namespace) -> dict[str, dict[str, float]]:
