@@ -27,7 +27,10 @@ from learnsched.handoff.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
 
 SLO_S = 2.0
-TRAINER = {"work_quanta": 400, "steps_per_quantum": 1}
+# Never finished within a test's windows, even on a quiet machine (a quantum of the tiny
+# model takes about 16 ms there: 400 quanta published, and the checkpoint was no longer
+# the last durable state); on a loaded one still worth starting over the long window.
+TRAINER = {"work_quanta": 2000, "steps_per_quantum": 1}
 
 
 def bursts(path: Path, starts: list[float], per_burst: int = 6) -> None:

@@ -2,10 +2,7 @@
 
 A trainer is any class with the five operations of :class:`Trainer` (advance ``u``
 quanta, checkpoint, discard, resume from the last durable checkpoint, publish), built
-as ``Class(state_dir, **options)``. An arrival interrupts the quantum in progress
-(:meth:`TrainerProcess.interrupt`): a trainer that checks :meth:`Trainer.interrupted`
-between its steps stops at once, its partial quantum undone; one that does not is killed
-after a bounded grace, losing its unsaved work as a crash does. The scheduler never runs it in its own process:
+as ``Class(state_dir, **options)``. The scheduler never runs it in its own process:
 :class:`TrainerProcess` starts it in a child process and calls it over a pipe, so a
 trainer that crashes, hangs or is killed cannot take the scheduler with it, and a
 scheduler that dies leaves a trainer that stops at once (its pipe closes: unsaved work
@@ -14,6 +11,11 @@ is lost, as the model counts it, and the device is freed).
 Children come from a ``forkserver`` that has imported the trainer's heavy modules once
 (:attr:`Trainer.preload`, e.g. torch and peft): a trainer restarted after a crash starts
 in a fraction of a second instead of paying the imports again.
+
+An arrival interrupts the quantum in progress (:meth:`TrainerProcess.interrupt`): a
+trainer that checks :meth:`Trainer.interrupted` between its steps stops at once, its
+partial quantum undone; one that does not is killed after a bounded grace (its unsaved
+work lost, as a crash loses it) unless its quantum ends within the grace anyway.
 """
 
 from __future__ import annotations
@@ -120,6 +122,11 @@ class Trainer(abc.ABC):
 
     preload: ClassVar[tuple[str, ...]] = ()
     """Modules to import once in the forkserver (heavy imports the trainer needs)."""
+
+    interrupt_grace_s: ClassVar[float] = 0.5
+    """Seconds an interrupted :meth:`advance` may take to return before the scheduler
+    kills the trainer: longer than one optimiser step (the trainer checks
+    :meth:`interrupted` between steps), and within the 1 s a held request may wait."""
 
     def __init__(self, state_dir: Path) -> None:
         self.state_dir = state_dir
@@ -243,7 +250,8 @@ class TrainerProcess:
         Bound on start-up (imports, building the model), seconds.
     interrupt_grace_s
         How long an interrupted :meth:`advance` may take to answer before the child is
-        killed (a trainer that ignores :meth:`Trainer.interrupted`), seconds.
+        killed (a trainer that ignores :meth:`Trainer.interrupted`), seconds (default:
+        the class's :attr:`Trainer.interrupt_grace_s`).
     """
 
     def __init__(
@@ -252,7 +260,7 @@ class TrainerProcess:
         state_dir: str | os.PathLike[str],
         options: Mapping[str, Any] | None = None,
         start_timeout_s: float = 300.0,
-        interrupt_grace_s: float = 0.5,
+        interrupt_grace_s: float | None = None,
     ) -> None:
         cls = load_trainer_class(spec)
         self.spec = spec
@@ -260,7 +268,8 @@ class TrainerProcess:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.options = dict(options or {})
         self.start_timeout_s = positive("start_timeout_s", start_timeout_s)
-        self.interrupt_grace_s = positive("interrupt_grace_s", interrupt_grace_s)
+        grace = cls.interrupt_grace_s if interrupt_grace_s is None else interrupt_grace_s
+        self.interrupt_grace_s = positive("interrupt_grace_s", grace)
         self._context = multiprocessing.get_context("forkserver")
         module = spec.partition(":")[0]
         self._context.set_forkserver_preload([module, *cls.preload])
