@@ -681,7 +681,9 @@ cdef class _Windows:
 
 
 cdef double[::1] _zeros(Py_ssize_t n):
-    return array.clone(array.array("d"), n, zero=True)
+    # No zeroing of an empty array: clone would memset(NULL, 0, 0), undefined behaviour
+    # that UBSan reports (an empty trace through idle_window_bounds).
+    return array.clone(array.array("d"), n, zero=n > 0)
 
 
 def idle_window_bounds(arrival, work, deadline, rate, return_s, min_useful_s, resolution,

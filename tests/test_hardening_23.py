@@ -821,3 +821,16 @@ def test_seeds_beyond_a_uint64_are_named() -> None:
     with pytest.raises(ValueError, match="--seed must be <= 18446744073709551614, got"):
         _seeds(argparse.Namespace(seed=2**64 - 1, seeds=2))
     assert _seeds(argparse.Namespace(seed=2**64 - 2, seeds=2)) == (2**64 - 2, 2**64 - 1)
+
+
+def test_an_empty_trace_through_idle_window_bounds() -> None:
+    """Under UBSan the sanitizer step died here: ``_zeros(0)`` cloned an array with
+    ``memset(NULL, 0, 0)`` ("null pointer passed as argument 1")."""
+    from learnsched import _capacity
+
+    empty = np.zeros(0)
+    assert _capacity.idle_window_bounds(empty, empty, empty, 1.0, 0.0, 0.0, 0.1, 0.0) == (
+        [],
+        [],
+        -1,
+    )
