@@ -278,6 +278,15 @@ def test_tree_checks() -> None:
         _core.stochastic_dp([ct.schedule], [1.0], c, 0.0, 20.0, 1, False)
 
 
+def test_a_horizon_too_long_for_the_clairvoyant_is_bad_input() -> None:
+    """Past max_nodes the exact DP is refused as a ValueError naming the horizon (the
+    CLI's exit 2), not an OverflowError (exit 70: an internal error)."""
+    ct = causal_trace(([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], [5.0, 15.0, 25.0]))
+    c = ref.Candidate(J=1, delta=1.0, g=1.0, H=100.0, t_ret=1.0)
+    with pytest.raises(ValueError, match=r"horizon \[0, 20\] s: .*max_nodes = 1 "):
+        clairvoyant(ct, scenario(c), 0.0, 20.0, max_nodes=1)
+
+
 # --- decisions --------------------------------------------------------------------------------
 
 

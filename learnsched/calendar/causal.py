@@ -395,14 +395,17 @@ def clairvoyant(
 
     Raises
     ------
-    OverflowError
-        Past ``max_nodes`` decision states (a horizon too long to solve exactly).
+    ValueError
+        Past ``max_nodes`` decision states: the horizon ``[from_s, to_s]`` (seconds) is
+        too long to solve exactly (bad input, named, not an internal error).
     """
     rules = CausalRules() if rules is None else rules
     candidate = core_candidate(scenario, rules.lateness_price)
-    out = _core.exact_schedule(
-        trace.schedule, candidate, from_s, to_s, integer("max_nodes", max_nodes, low=1)
-    )
+    nodes = integer("max_nodes", max_nodes, low=1)
+    try:
+        out = _core.exact_schedule(trace.schedule, candidate, from_s, to_s, nodes)
+    except OverflowError as err:
+        raise ValueError(f"horizon [{from_s:g}, {to_s:g}] s: {err}; use a shorter horizon") from err
     return CausalOutcome._from_core(out)
 
 
