@@ -1,10 +1,9 @@
 """Studies: paired summaries, the synthetic trace, the baseline forecasters, --steps, the
-SPEC reader, and (slow) the causal study on a synthetic two-day trace."""
+SPEC reader."""
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster, load_trace
-from learnsched.calendar.causal import CausalTrace
+from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster
 from learnsched.calendar.spec import read_online_spec
 from learnsched.calendar.summary import PolicySummary, differences, t_interval
 from learnsched.calendar.synth import DAY_S, fit_synthesizer
@@ -209,30 +207,3 @@ def test_the_spec_reader_refuses_what_json_refuses(text: str) -> None:
     if any(c in text for c in ("NaN", "Infinity")):
         return  # Python's json reads them; standard JSON (and learnsched) does not
     assert read_online_spec(text, "x") == want
-
-
-# --- the study on a synthetic two-day trace (slow) ---------------------------------------------
-
-
-@pytest.mark.slow
-def test_causal_study_on_a_synthetic_two_day_trace(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
-) -> None:
-    out = tmp_path / "two-days.csv"
-    assert run(capsys, "synth", "--days", "2", "--out", str(out))[0] == 0
-    status, text, _ = run(
-        capsys, "online", "--trace", str(out), "--seeds", "3", "--samples", "16", "--threads",
-        "2", "--json",
-    )  # fmt: skip
-    assert status == 0
-    study = json.loads(text)
-    assert study["trace"]["synthetic"] is True
-    assert study["horizons"] >= 280
-    result = study["samples"]["16"]
-    for name, s in result["policies"].items():
-        assert s["ci95"] is not None
-        assert math.isfinite(s["mean_value"])
-        assert s["late_requests"] >= 0
-        assert s["mean_regret"] >= -1e-9, name
-    assert any(d["significant"] for d in result["differences"])
-    assert CausalTrace(load_trace(str(out))).span_s > 1.9 * DAY_S

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from learnsched.calendar import load_trace
+from learnsched.calendar.causal import CausalTrace
 from learnsched.calendar.summary import t_interval
+from learnsched.calendar.synth import DAY_S
 from learnsched.cli import main
 from learnsched.sweep import sweep
 
@@ -204,6 +206,13 @@ def test_two_day_causal_table_is_what_online_computes(
     assert main(["synth", "--days", "2", "--out", str(trace)]) == 0
     capsys.readouterr()
     result = study(capsys, [str(trace)], DAYS_CHECKED, DAYS_SEEDS)
+    assert result["trace"]["synthetic"] is True
+    assert result["horizons"] >= 280
+    assert CausalTrace(load_trace(str(trace))).span_s > 1.9 * DAY_S
+    (sample,) = result["samples"].values()
+    for name, s in sample["policies"].items():
+        assert s["mean_regret"] >= -1e-9, name
+    assert any(d["significant"] for d in sample["differences"])
     assert causal_rows(result) == rows[DAYS_CHECKED]
     by_load = page_rows(CAUSAL_PAGE, "By load")
     assert load_rows(result, load_trace(str(trace)).arrival) == by_load[DAYS_CHECKED]
