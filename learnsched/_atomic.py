@@ -17,6 +17,7 @@ written from one host: a process id means nothing across machines sharing a file
 from __future__ import annotations
 
 import atexit
+import errno
 import fcntl
 import os
 import re
@@ -142,6 +143,8 @@ def atomic_write(
     Temporaries that killed writers left in the folder are removed first.
     """
     target = Path(path)
+    if not target.name:  # "." or "/": no sibling name to write beside, a folder
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
     remove_stale_temps(target.parent)
     fd, tmp = _create_sibling(target)
     try:

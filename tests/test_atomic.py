@@ -86,3 +86,12 @@ def test_adapter_is_a_normal_file(tmp_path: Path, umask: int) -> None:
 
     path = save_adapter(synthesise_adapter(BASE_SHAPES["llama-3.2-3b"], 4), tmp_path, durable=True)
     assert mode(path) == 0o666 & ~umask
+
+
+@pytest.mark.parametrize("folder", [".", "/"])
+def test_a_folder_with_no_name_is_refused_as_a_folder(folder: str) -> None:
+    """``--out .`` was "PosixPath('.') has an empty name" (pathlib's words, no path named
+    as the CLI names it): now the folder's own OSError, naming it."""
+    with pytest.raises(IsADirectoryError) as err:
+        atomic_write_text(folder, "x")
+    assert err.value.filename == folder
