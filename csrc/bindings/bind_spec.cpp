@@ -195,18 +195,8 @@ class Reader {
         return std::move(out);
     }
 
-    // The JSON number at at_ as Python's json gives it: an int (exact), or the correctly
-    // rounded float of its text.
-    py::object number() {
-        const std::size_t begin = at_;
-        bool integral = true;
-        take('-');
-        if (take('0')) {
-        } else if (at_ < text_.size() && text_[at_] >= '1' && text_[at_] <= '9') {
-            while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
-        } else {
-            fail("Expecting value");
-        }
+    // Past a JSON number's fraction and exponent at at_, if any (integral = false then).
+    void fraction_and_exponent(bool& integral) {
         if (at_ + 1 < text_.size() && text_[at_] == '.' &&
             std::isdigit(static_cast<unsigned char>(text_[at_ + 1]))) {
             integral = false;
@@ -224,6 +214,21 @@ class Reader {
                 }
             }
         }
+    }
+
+    // The JSON number at at_ as Python's json gives it: an int (exact), or the correctly
+    // rounded float of its text.
+    py::object number() {
+        const std::size_t begin = at_;
+        bool integral = true;
+        take('-');
+        if (take('0')) {
+        } else if (at_ < text_.size() && text_[at_] >= '1' && text_[at_] <= '9') {
+            while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
+        } else {
+            fail("Expecting value");
+        }
+        fraction_and_exponent(integral);
         const std::string digits(text_.substr(begin, at_ - begin));
         if (integral) {
             PyObject* value = PyLong_FromString(digits.c_str(), nullptr, 10);
@@ -401,23 +406,7 @@ class Reader {
             if (at_ >= text_.size() || !(text_[at_] >= '1' && text_[at_] <= '9')) return false;
             while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
         }
-        if (at_ + 1 < text_.size() && text_[at_] == '.' &&
-            std::isdigit(static_cast<unsigned char>(text_[at_ + 1]))) {
-            integral = false;
-            ++at_;
-            while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) ++at_;
-        }
-        if (at_ < text_.size() && (text_[at_] == 'e' || text_[at_] == 'E')) {
-            std::size_t exp = at_ + 1;
-            if (exp < text_.size() && (text_[exp] == '+' || text_[exp] == '-')) ++exp;
-            if (exp < text_.size() && std::isdigit(static_cast<unsigned char>(text_[exp]))) {
-                integral = false;
-                at_ = exp;
-                while (at_ < text_.size() && std::isdigit(static_cast<unsigned char>(text_[at_]))) {
-                    ++at_;
-                }
-            }
-        }
+        fraction_and_exponent(integral);
         const auto [end, error] = std::from_chars(text_.data() + begin, text_.data() + at_, out);
         if (integral && out == 0.0) out = 0.0;  // an int -0 is 0, as float(int("-0"))
         // Ints beyond a double and overflows take the checker's path (its messages).
