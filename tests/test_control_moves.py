@@ -177,7 +177,7 @@ def idle_questions(records: list[HandoffRecord]) -> list[HandoffRecord]:
 
 def test_wait_wait_work_lends_at_the_third_boundary(tmp_path: Path) -> None:
     loop, decider, records, state = run_moves(
-        tmp_path, [], idle=("wait", "wait", "work"), window=(0.3, 2.3), until_s=2.5,
+        tmp_path, [], idle=("wait", "wait", "work"), window=(0.3, 1.5), until_s=1.7,
         quantum_s=QUANTUM_S,
     )  # fmt: skip
     boundaries = [0.3, 0.3 + QUANTUM_S, 0.3 + QUANTUM_S + QUANTUM_S]
@@ -226,9 +226,9 @@ def test_an_arrival_mid_wait_ends_the_window_unlent(signal: str, tmp_path: Path)
             return
         if signal == "notify":
             loop.watcher.notify_arrival()
-        else:  # a request of about a second: /metrics shows it running
+        else:  # a request of about 0.4 s: /metrics shows it running
             client = Client(loop.engine.url)
-            senders.append(threading.Thread(target=client.complete, kwargs={"tokens": 1000}))
+            senders.append(threading.Thread(target=client.complete, kwargs={"tokens": 400}))
             senders[-1].start()
 
     def join() -> None:  # the request ends before the engine does
@@ -280,7 +280,7 @@ def test_the_causal_decider_lends_later_in_the_window_as_the_study_does(
     history = gappy_history()
     costs = TrainerCosts(quantum_s=QUANTUM_S, save_s=0.005, load_s=0.005)  # CountingTrainer's
     gap = 0.25 + 0.05 / 1.0  # a request arrives at 0.25 s and is served by then
-    window = (gap, gap + 1.8)
+    window = (gap, gap + 1.4)
     # The window-start decision (all the loop asked before): wait, so it skipped the window.
     at_start = causal_decider(history, 50, costs).decide([Window(*window)], 0, 0, False)
     assert at_start.kind.name == "WAIT"
@@ -288,7 +288,7 @@ def test_the_causal_decider_lends_later_in_the_window_as_the_study_does(
     with EngineProcess(strict_config("vllm"), lifetime_s=60.0) as sim:
         loop = make_loop(sim.url, "vllm", [window, (3600.0, 7200.0)], tmp_path,
                          trainer_options={"work_quanta": 50, "quantum_s": QUANTUM_S},
-                         until_s=gap + 2.0)  # fmt: skip
+                         until_s=gap + 1.6)  # fmt: skip
         loop.make_decider = lambda j, c: causal_decider(history, j, c)
         loop.run()
         assert sim.alive(), sim.stderr_text()
