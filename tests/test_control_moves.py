@@ -262,34 +262,49 @@ def gappy_history(n: int = 400) -> Trace:
     return Trace(arrival, np.full(n, 0.05), arrival + 0.1)
 
 
-def causal_decider(history: Trace, work_quanta: int, costs: TrainerCosts) -> CausalForecastDecider:
-    """The decider of ``run --forecast causal`` planning with the job's own quantum."""
-    handoff = HandoffCosts(recovery_s=0.2, save_s=costs.save_s, load_s=costs.load_s)
-    return CausalForecastDecider(
-        work_quanta, costs.quantum_s, handoff, 0.01, 3600.0, history=history, samples=16,
-        seed=1,
-    )  # fmt: skip
+class RecordedCausal(CausalForecastDecider):
+    """The decider of ``run --forecast causal`` (planning with the job's own quantum),
+    keeping every question and answer of :meth:`next_move`."""
+
+    def __init__(self, history: Trace, work_quanta: int, costs: TrainerCosts) -> None:
+        handoff = HandoffCosts(recovery_s=0.2, save_s=costs.save_s, load_s=costs.load_s)
+        super().__init__(work_quanta, costs.quantum_s, handoff, 0.01, 3600.0, history=history,
+                         samples=16, seed=1)  # fmt: skip
+        self.answered: list[tuple[tuple[float, float, int, int, bool], tuple[str, int, str]]] = []
+
+    def next_move(
+        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
+    ) -> tuple[str, int, str]:
+        answer = super().next_move(now_s, gap_start_s, progress, durable, lent)
+        self.answered.append(((now_s, gap_start_s, progress, durable, lent), answer))
+        return answer
 
 
 def test_the_causal_decider_lends_later_in_the_window_as_the_study_does(
     tmp_path: Path,
 ) -> None:
-    """The loop's questions and answers in the idle window are the study's: the same
-    decision function (CausalDecider) and the same steps run_causal takes in a gap that
-    begins when the queue empties at the window's start."""
+    """The loop's questions and answers are the study's: the same decision function
+    (CausalDecider) idle and lent, and in the idle window the same steps run_causal
+    takes in a gap that begins when the queue empties at the window's start."""
     history = gappy_history()
     costs = TrainerCosts(quantum_s=QUANTUM_S, save_s=0.005, load_s=0.005)  # CountingTrainer's
     gap = 0.25 + 0.05 / 1.0  # a request arrives at 0.25 s and is served by then
     window = (gap, gap + 1.4)
     # The window-start decision (all the loop asked before): wait, so it skipped the window.
-    at_start = causal_decider(history, 50, costs).decide([Window(*window)], 0, 0, False)
+    at_start = RecordedCausal(history, 50, costs).decide([Window(*window)], 0, 0, False)
     assert at_start.kind.name == "WAIT"
 
     with EngineProcess(strict_config("vllm"), lifetime_s=60.0) as sim:
         loop = make_loop(sim.url, "vllm", [window, (3600.0, 7200.0)], tmp_path,
                          trainer_options={"work_quanta": 50, "quantum_s": QUANTUM_S},
                          until_s=gap + 1.6)  # fmt: skip
-        loop.make_decider = lambda j, c: causal_decider(history, j, c)
+        made: list[RecordedCausal] = []
+
+        def decider(work_quanta: int, trainer_costs: TrainerCosts) -> RecordedCausal:
+            made.append(RecordedCausal(history, work_quanta, trainer_costs))
+            return made[0]
+
+        loop.make_decider = decider
         loop.run()
         assert sim.alive(), sim.stderr_text()
     records = read_ledger(tmp_path / "ledger.jsonl")
@@ -303,11 +318,18 @@ def test_the_causal_decider_lends_later_in_the_window_as_the_study_does(
     assert loop.totals.handoffs == 1
     assert loop.totals.quanta_done > 0
 
-    # The same decision function: a fresh decider asked the same points answers alike.
-    fresh = causal_decider(history, 50, costs)
-    for q in questions:
-        point = (q["now_s"], q["gap_start_s"], q["progress"], 0, False)
-        assert fresh.next_move(*point) == (q["plan"], q["quanta"], q["move"])
+    # The same decision function: a fresh decider asked the same points, idle and lent
+    # (the loan's between its quanta), answers alike.
+    answered = made[0].answered
+    assert [(p[0], p[4], a) for p, a in answered[: len(questions)]] == [
+        (q["now_s"], False, (q["plan"], q["quanta"], q["move"])) for q in questions
+    ]
+    lent = [p for p, _ in answered[len(questions) :]]
+    assert lent  # asked between the loan's quanta too
+    assert all(p[1] == gap and p[4] for p in lent)
+    assert [p[2] for p in lent] == list(range(1, len(lent) + 1))
+    fresh = RecordedCausal(history, 50, costs)
+    assert [(p, fresh.next_move(*p)) for p, _ in answered] == answered
     # And the study's simulation of that gap: the history on the loop's clock, then the
     # request that empties the queue at the gap's start, and the next 60 s later.
     end = float(history.arrival[-1])
@@ -316,7 +338,7 @@ def test_the_causal_decider_lends_later_in_the_window_as_the_study_does(
         np.concatenate([history.work, [0.05, 0.05]]),
         np.concatenate([history.deadline - end, [0.35, gap + LONG_S + 0.1]]),
     ))  # fmt: skip
-    study = causal_decider(history, 50, costs)
+    study = RecordedCausal(history, 50, costs)
     candidate = study.scenario([Window(0.0, 1.0)], 0, 0, False)
     steps = run_causal(truth, candidate, 0.25, gap + 1.0, ["rollout"], study.forecast, seed=1,
                        rules=study.rules, keep_steps=True)["rollout"].steps  # fmt: skip
