@@ -6,12 +6,15 @@ the strict simulated engine."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from learnsched.calendar.causal import (
     CAUSAL_MOVES,
@@ -23,7 +26,7 @@ from learnsched.calendar.causal import (
 from learnsched.capacity import Trace
 from learnsched.control.forecast import CausalForecastDecider
 from learnsched.control.journal import replay
-from learnsched.control.loop import MOVES, ControlLoop, ModelDecider, MoveDecider
+from learnsched.control.loop import MOVES, ControlLoop, ModelDecider, MoveDecider, _last_boundary
 from learnsched.control.trainer import TrainerCosts
 from learnsched.control.windows import Window
 from learnsched.handoff import HandoffRecord, read_ledger
@@ -214,6 +217,44 @@ def test_waiting_out_the_window_never_touches_the_engine(tmp_path: Path) -> None
     assert (state["parks"], state["resumes"], state["paused"]) == (0, 0, None)
     assert (loop.totals.windows, loop.totals.decisions, loop.totals.handoffs) == (1, 4, 0)
     assert replay(records, loop.run_id) == loop.totals
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gap=st.floats(0.0, 1e5), step=st.floats(1e-3, 60.0), asked=st.integers(0, 10_000),
+    late=st.floats(0.0, 1e4),
+)  # fmt: skip
+def test_the_next_boundary_is_the_next_or_the_last_passed(
+    gap: float, step: float, asked: int, late: float
+) -> None:
+    next_s = gap + asked * step
+    now = next_s + late
+    boundary = _last_boundary(gap, next_s, step, now)
+    slack = 1e-9 * max(1.0, now)  # float rounding of the grid
+    if late < step:
+        assert boundary == next_s
+    else:  # a whole quantum more passed: the last boundary before now
+        assert next_s <= boundary <= now + slack
+        assert now - boundary <= step + slack
+
+
+def test_a_question_slower_than_a_quantum_skips_the_boundaries_it_outlasted(
+    tmp_path: Path,
+) -> None:
+    def slow(loop: ControlLoop, k: int) -> None:
+        if k == 1:  # the window's first answer takes 2.5 quanta
+            time.sleep(2.5 * QUANTUM_S)
+
+    _, _, records, _ = run_moves(
+        tmp_path, [], idle=("wait",) * 100, window=(0.3, 1.5), until_s=1.7,
+        quantum_s=QUANTUM_S, on_idle=slow,
+    )  # fmt: skip
+    asked = [q.detail["now_s"] for q in idle_questions(records)]
+    assert asked[0] == 0.3
+    assert asked[1] >= 0.3 + 2 * QUANTUM_S - 1e-9  # not 0.5, a boundary already gone
+    for t in asked:  # on the grid, in order
+        assert (t - 0.3) / QUANTUM_S == pytest.approx(round((t - 0.3) / QUANTUM_S), abs=1e-6)
+    assert asked == sorted(set(asked))
 
 
 @pytest.mark.parametrize("signal", ["notify", "request"])

@@ -83,6 +83,15 @@ __all__ = [
 _EPS_S = 1e-6
 
 
+def _last_boundary(gap_s: float, next_s: float, step_s: float, now_s: float) -> float:
+    """The quantum boundary to ask at: ``next_s`` (the one after the last asked), or if
+    a whole quantum more has passed by ``now_s``, the last boundary ``gap_s + k step_s``
+    before it, seconds."""
+    if now_s < next_s + step_s:
+        return next_s
+    return max(next_s, gap_s + step_s * math.floor((now_s - gap_s) / step_s))
+
+
 class Decider(Protocol):
     """Chooses a window's action from the windows ahead and the state."""
 
@@ -662,7 +671,8 @@ class ControlLoop:
 
         The boundaries are the planned start plus whole quanta of the job (added one at
         a time, as the causal study steps its clock); a loop that entered the window
-        late starts at the last boundary passed. Each question is a ``decision`` record:
+        late, or a question that outlasted a quantum, goes on from the last boundary
+        passed. Each question is a ``decision`` record:
         phase ``window`` for the first (the window's decision), ``idle`` for the others.
         Load (an arrival the gate or ``/metrics`` shows) ends the window unlent, and so
         does a next boundary after which no quantum fits before the deadline.
@@ -670,13 +680,13 @@ class ControlLoop:
         self.watcher.arrived.clear()  # from here an arrival ends the idle window
         step = self.quantum_s
         gap = self._planned.start_s
-        boundary = gap
-        if window.start_s >= gap + step:  # entered late: the last boundary passed
-            boundary += step * math.floor((window.start_s - gap) / step)
+        boundary = _last_boundary(gap, gap, step, window.start_s)
         phase = "window"
         while (move := self._ask(decider, phase, window, boundary, lent=False)) == "wait":
             self._say("wait")
-            boundary += step
+            # A question slower than a quantum skips the boundaries it outlasted: the
+            # next is asked at its own time, never an age ever more out of date.
+            boundary = _last_boundary(gap, boundary + step, step, self.now())
             phase = "idle"
             if not self._fits(window, 1, False, at_s=boundary):
                 self._say("window over")
