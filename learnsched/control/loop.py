@@ -617,6 +617,19 @@ class ControlLoop:
     def _decision(
         self, phase: str, window: Window, action: Action, policy: str, **extra: Any
     ) -> None:
+        self._decided(
+            phase,
+            window,
+            policy,
+            action=action.kind.name.lower(),
+            quanta=action.quanta,
+            checkpoint=action.checkpoint,
+            latency_s=self.overhead.decision_s[-1] if policy == "model" else 0.0,
+            **extra,
+        )
+
+    def _decided(self, phase: str, window: Window, policy: str, **fields: Any) -> None:
+        """Count and journal one decision (a ``decision`` record)."""
         self.totals.decisions += 1
         self.totals.windows += phase == "window"
         self._record(
@@ -627,11 +640,7 @@ class ControlLoop:
                 "policy": policy,
                 "window": [window.start_s, window.end_s],
                 "progress": self.progress,
-                "action": action.kind.name.lower(),
-                "quanta": action.quanta,
-                "checkpoint": action.checkpoint,
-                "latency_s": self.overhead.decision_s[-1] if policy == "model" else 0.0,
-                **extra,
+                **fields,
             },
         )
 
@@ -736,20 +745,11 @@ class ControlLoop:
         self.overhead.decision_s.append(time.perf_counter() - start)
         if move not in MOVES:
             raise ValueError(f"next_move: move must be one of {', '.join(MOVES)}, got {move!r}")
-        if lent and move == "work":
-            return move
-        self.totals.decisions += 1
-        self.totals.windows += phase == "window"
-        self._record(
-            "decision",
-            durable_progress=self.durable,
-            detail={
-                "phase": phase, "policy": "move", "window": [window.start_s, window.end_s],
-                "progress": self.progress, "move": move, "plan": plan, "quanta": quanta,
-                "now_s": now_s, "gap_start_s": self._planned.start_s,
-                "latency_s": self.overhead.decision_s[-1],
-            },
-        )  # fmt: skip
+        if not (lent and move == "work"):
+            self._decided(
+                phase, window, "move", move=move, plan=plan, quanta=quanta, now_s=now_s,
+                gap_start_s=self._planned.start_s, latency_s=self.overhead.decision_s[-1],
+            )  # fmt: skip
         return move
 
     # --- one lent window ------------------------------------------------------------------
