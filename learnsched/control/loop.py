@@ -682,10 +682,10 @@ class ControlLoop:
         The boundaries are the planned start plus whole quanta of the job (added one at
         a time, as the causal study steps its clock); a loop that entered the window
         late, or a question that outlasted a quantum, goes on from the last boundary
-        passed. Each question is a ``decision`` record:
-        phase ``window`` for the first (the window's decision), ``idle`` for the others.
-        Load (an arrival the gate or ``/metrics`` shows) ends the window unlent, and so
-        does a next boundary after which no quantum fits before the deadline.
+        passed. Each question is a ``decision`` record: phase ``window`` for the first
+        (the window's decision), ``idle`` for the others. Load (an arrival the gate or
+        ``/metrics`` shows) ends the window unlent, and so does a next boundary after
+        which no quantum fits before the deadline.
         """
         self.gap_open = True  # the gate tells every arrival from here (held_arrivals)
         self.watcher.arrived.clear()  # from here an arrival ends the idle window
