@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 #include <pybind11/typing.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -183,7 +184,8 @@ class Decider {
             candidate_, CausalPoint{t, gap_start, progress, durable, lent}, policy_, level_,
             forecast_, rng_, scratch_);
         return py::typing::Tuple<py::str, py::int_, py::str>(
-            py::make_tuple(name(d.plan.kind), d.plan.quanta, name(d.move)));
+            py::make_tuple(plan_names_[static_cast<std::size_t>(d.plan.kind)], d.plan.quanta,
+                           move_names_[static_cast<std::size_t>(d.move)]));
     }
 
   private:
@@ -195,6 +197,16 @@ class Decider {
     CausalForecast forecast_;
     std::uint64_t rng_;
     DecisionScratch scratch_;
+    // The names a decision returns, made once (a control loop asks every quantum).
+    std::array<py::str, 8> plan_names_ = names<8, PlanKind>();
+    std::array<py::str, 6> move_names_ = names<6, Move>();
+
+    template <std::size_t N, typename Enum>
+    static std::array<py::str, N> names() {
+        std::array<py::str, N> out;
+        for (std::size_t k = 0; k < N; ++k) out[k] = py::str(name(static_cast<Enum>(k)));
+        return out;
+    }
 };
 
 const GapPool* pool_of(const py::object& pool, const std::string& field) {

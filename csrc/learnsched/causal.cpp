@@ -515,77 +515,60 @@ class Tally {
         s.advance.assign(by_u, 0.0);
         s.reached.assign(by_u, 0.0);
         s.late.assign(by_u, 0.0);
+        // This decision's outcomes by record (stamped, so nothing is cleared).
+        ++s.epoch;
+        if (s.outcomes.size() < pool.size()) {
+            s.outcomes.resize(pool.size());
+            s.stamp.resize(pool.size(), 0);
+        }
+        s.late_price.clear();
+        s.used.clear();
     }
 
     // Add sample `draw` with its rows of the policy's table (`values`, null: gate only) and
-    // of V_G (`window`, null: no gate).
+    // of V_G (`window`, null: no gate). The sums run in sample order whatever is cached.
     void add(const GapPool::Draw& draw, const double* values, const double* window) {
-        arrival_ = p_.t + draw.remaining_s;
-        record_ = draw.record;
-        slack_ = pool_.slack(record_);
-        // Every plan the arrival cuts short: forced return t_ret after it, unsaved work lost.
-        const double cut_late = reach_cached_ ? pool_.reach_lateness(record_)
-                                              : pool_.lateness(record_, c_.return_s);
-        cut_reward_ = -(charge_ * (arrival_ - p_.t + c_.return_s)) - c_.lateness_price * cut_late;
-        cut_timely_ = !(c_.return_s > slack_);
-        if (!p_.lent && !by_arrival(p_.t + (load_ + c_.quantum_s), arrival_)) {
+        if (!p_.lent && !by_arrival(p_.t + (load_ + c_.quantum_s), p_.t + draw.remaining_s)) {
             // Not even one quantum is done by the arrival (most samples of a young gap):
             // every plan but waiting is the forced return with nothing gained.
-            const double cut = cut_reward_ + (values == nullptr ? 0.0 : values[p_.durable]);
-            if (window != nullptr) s_.gate[0] += cut_reward_ + window[p_.durable];
+            bool cut_timely = true;
+            const double cut_reward = forced_return(draw, cut_timely);
+            const double cut = cut_reward + (values == nullptr ? 0.0 : values[p_.durable]);
+            if (window != nullptr) s_.gate[0] += cut_reward + window[p_.durable];
             if (values == nullptr) return;
             s_.score[0] += values[p_.durable];
             s_.timely[0] += 1.0;
             all_cut_ += cut;
-            all_cut_timely_ += cut_timely_ ? 1.0 : 0.0;
+            all_cut_timely_ += cut_timely ? 1.0 : 0.0;
             return;
         }
+        DrawOutcome& o = outcome(draw, values != nullptr);
         // Window's plan (the gate reads it under V_G, the rollout under its own table).
-        int greedy_durable = -1;
-        const double greedy = greedy_reward(greedy_durable);
         if (window != nullptr) {
-            s_.gate[0] += greedy + (greedy_durable < 0 ? 0.0 : window[greedy_durable]);
+            s_.gate[0] += o.greedy + (o.greedy_durable < 0 ? 0.0 : window[o.greedy_durable]);
         }
         if (p_.lent) {
-            const double stop = ended(p_.t + c_.return_s, charge_ * c_.return_s);
-            const bool stop_timely = last_timely_;
-            if (window != nullptr) s_.gate[1] += stop;
+            if (window != nullptr) s_.gate[1] += o.stop;
             if (values == nullptr) return;
-            put(0, stop, -1, values, stop_timely);                      // abandon
-            if (p_.progress > p_.durable) {                             // checkpoint, return
-                const double saved = p_.t + c_.save_s;
-                if (by_arrival(saved, arrival_)) {
-                    put(1, ended(saved + c_.return_s, charge_ * (c_.save_s + c_.return_s)),
-                        p_.progress, values);
-                } else {
-                    put_cut(1, p_.durable, values);
-                }
+            put(0, o.stop, -1, values);                                   // abandon
+            if (p_.progress > p_.durable) {                               // checkpoint, return
+                put(1, o.checkpoint, o.checkpoint_durable, values);
             }
-            put(2, stop, p_.durable, values, stop_timely);              // discard, return
+            put(2, o.stop, p_.durable, values);                           // discard, return
         } else {
             if (values == nullptr) return;
-            put(0, 0.0, p_.durable, values, true);                      // wait
+            put(0, 0.0, p_.durable, values);                              // wait
         }
-        if (greedy_timely_ < 0) {
-            put_cut(lead_, greedy_durable, values);
-        } else {
-            put(lead_, greedy, greedy_durable, values, greedy_timely_ > 0);
-        }
-        const double work = load_ + rest_ * c_.quantum_s;               // publish
-        if (by_arrival(p_.t + work, arrival_)) {
-            const double publish = p_.t + work;
-            put(lead_ + 1,
-                ended(publish + c_.return_s, charge_ * (work + c_.return_s)) +
-                    c_.benefit.value(publish),
-                -1, values);
-        } else {
-            put_cut(lead_ + 1, p_.durable, values);
-        }
-        advances(values);
+        put(lead_, o.greedy, o.greedy_durable, values);
+        put(lead_ + 1, o.publish, o.publish_durable, values);
+        advances(o, values);
+        ++o.samples;  // its timeliness is counted once per draw (count())
     }
 
     // Fold the advances and the cut-short plans in (after the last sample).
     void finish() {
+        for (const std::size_t r : s_.used) count(s_.outcomes[r]);
+        count(single_);
         double cut = 0.0;
         double cut_timely = 0.0;
         double reached = 0.0;  // samples in which advance u is done: those with most >= u
@@ -609,6 +592,103 @@ class Tally {
     }
 
   private:
+    // The outcomes of `draw`: worked out once per decision for each drawn past gap (its
+    // record and remaining length fix the arrival), every later sample of it reuses them.
+    DrawOutcome& outcome(const GapPool::Draw& draw, bool full) {
+        if (draw.record < 0) {  // no history: each draw its own
+            count(single_);
+            work_out(draw, full, single_);
+            return single_;
+        }
+        const auto r = static_cast<std::size_t>(draw.record);
+        DrawOutcome& o = s_.outcomes[r];
+        if (s_.stamp[r] != s_.epoch) {
+            s_.stamp[r] = s_.epoch;
+            s_.used.push_back(r);
+            work_out(draw, full, o);
+        } else if (o.remaining_s != draw.remaining_s) {  // a tail draw beyond every gap
+            count(o);
+            work_out(draw, full, o);
+        }
+        return o;
+    }
+
+    // The timeliness counts of the samples of outcome `o` (whole numbers, exact in any
+    // order), added at once; o.samples is reset.
+    void count(DrawOutcome& o) {
+        if (o.samples == 0) return;
+        const double n = o.samples;
+        o.samples = 0;
+        double* timely = s_.timely.data();
+        if (p_.lent) {
+            timely[0] += o.stop_timely ? n : 0.0;
+            if (p_.progress > p_.durable) timely[1] += o.checkpoint_timely ? n : 0.0;
+            timely[2] += o.stop_timely ? n : 0.0;
+        } else {
+            timely[0] += n;
+        }
+        timely[lead_] += o.greedy_timely ? n : 0.0;
+        timely[lead_ + 1] += o.publish_timely ? n : 0.0;
+        const auto m = static_cast<std::size_t>(o.most);
+        if (o.most < rest_ - 1 && o.cut_timely) {
+            s_.cut_timely[m + 1] += n;
+            s_.cut_timely[static_cast<std::size_t>(rest_)] -= n;
+        }
+        if (o.most < 1) return;
+        s_.reached[m] += n;  // samples whose advances u <= most are done
+        for (int u = o.late_from; u <= o.most; ++u) s_.late[static_cast<std::size_t>(u)] += n;
+    }
+
+    // The forced return of a plan the arrival of `draw` cuts short: t_ret after it,
+    // unsaved work lost. Sets arrival_, record_ and slack_ of the draw.
+    double forced_return(const GapPool::Draw& draw, bool& timely) {
+        arrival_ = p_.t + draw.remaining_s;
+        record_ = draw.record;
+        slack_ = pool_.slack(record_);
+        const double cut_late = reach_cached_ ? pool_.reach_lateness(record_)
+                                              : pool_.lateness(record_, c_.return_s);
+        timely = !(c_.return_s > slack_);
+        return -(charge_ * (arrival_ - p_.t + c_.return_s)) - c_.lateness_price * cut_late;
+    }
+
+    // Every plan's reward, durable progress left and timeliness in the draw (`full`: also
+    // those only a table-reading policy scores: checkpoint, publish and the advances).
+    void work_out(const GapPool::Draw& draw, bool full, DrawOutcome& o) {
+        cut_reward_ = forced_return(draw, cut_timely_);
+        o.remaining_s = draw.remaining_s;
+        o.samples = 0;
+        o.cut_reward = cut_reward_;
+        o.cut_timely = cut_timely_;
+        o.greedy = greedy_reward(o.greedy_durable);
+        o.greedy_timely = greedy_timely_ < 0 ? cut_timely_ : greedy_timely_ > 0;
+        if (p_.lent) {
+            o.stop = ended(p_.t + c_.return_s, charge_ * c_.return_s);
+            o.stop_timely = last_timely_;
+        }
+        if (!full) return;
+        if (p_.lent && p_.progress > p_.durable) {
+            const double saved = p_.t + c_.save_s;
+            if (by_arrival(saved, arrival_)) {
+                o.checkpoint = ended(saved + c_.return_s, charge_ * (c_.save_s + c_.return_s));
+                o.checkpoint_durable = p_.progress;
+                o.checkpoint_timely = last_timely_;
+            } else {
+                cut_short(o.checkpoint, o.checkpoint_durable, o.checkpoint_timely);
+            }
+        }
+        const double work = load_ + rest_ * c_.quantum_s;  // publish
+        if (by_arrival(p_.t + work, arrival_)) {
+            const double publish = p_.t + work;
+            o.publish = ended(publish + c_.return_s, charge_ * (work + c_.return_s)) +
+                        c_.benefit.value(publish);
+            o.publish_durable = -1;
+            o.publish_timely = last_timely_;
+        } else {
+            cut_short(o.publish, o.publish_durable, o.publish_timely);
+        }
+        work_out_advances(o);
+    }
+
     // The reward of a loan ready at `ready` after costing `cost`; sets the timely flag.
     double ended(double ready, double cost) {
         const double overrun = ready - arrival_;
@@ -617,15 +697,15 @@ class Tally {
                             : -cost - c_.lateness_price * pool_.lateness(record_, overrun);
     }
 
+    // A plan the arrival cuts short: the forced return, durable progress kept.
+    void cut_short(double& reward, int& durable, bool& timely) const {
+        reward = cut_reward_;
+        durable = p_.durable;
+        timely = cut_timely_;
+    }
+
     void put(std::size_t k, double reward, int durable, const double* values) {
-        put(k, reward, durable, values, last_timely_);
-    }
-    void put(std::size_t k, double reward, int durable, const double* values, bool timely) {
         s_.score[k] += reward + (durable < 0 ? 0.0 : values[durable]);
-        s_.timely[k] += timely ? 1.0 : 0.0;
-    }
-    void put_cut(std::size_t k, int durable, const double* values) {
-        put(k, cut_reward_, durable, values, cut_timely_);
     }
 
     // Window's plan from here: (save first if lent with unsaved work), then quantum and
@@ -657,11 +737,10 @@ class Tally {
         return cut_reward_;
     }
 
-    // Advances u = rest-1 .. 1 (plans lead+2 ...), kept by u in s_.advance: those done by
-    // the arrival (u <= most) add their continuation row (one contiguous run), the late
-    // among them their lateness; their cost, the same in every sample, is added once per
-    // sample that got that far (finish); the others are cut short all alike.
-    void advances(const double* values) {
+    // Advances u = rest-1 .. 1: the most done by the arrival, and the lateness price of
+    // those late (lateness grows with u: the late ones are the largest, walked down from
+    // the most done), kept in s_.late_price from o.late_at by u.
+    void work_out_advances(DrawOutcome& o) {
         const auto done = [&](int u) {
             return by_arrival(p_.t + (load_ + u * c_.quantum_s + c_.save_s), arrival_);
         };
@@ -669,22 +748,9 @@ class Tally {
         int most = room >= rest_ - 1 ? rest_ - 1 : room < 1.0 ? 0 : static_cast<int>(room);
         while (most >= 1 && !done(most)) --most;  // the estimate, corrected by the rule
         while (most < rest_ - 1 && done(most + 1)) ++most;
-        const auto m = static_cast<std::size_t>(most);
-        if (most < rest_ - 1) {  // u = most+1 .. rest-1: cut short
-            const double q = cut_reward_ + values[p_.durable];
-            s_.cut[m + 1] += q;
-            s_.cut[static_cast<std::size_t>(rest_)] -= q;
-            if (cut_timely_) {
-                s_.cut_timely[m + 1] += 1.0;
-                s_.cut_timely[static_cast<std::size_t>(rest_)] -= 1.0;
-            }
-        }
-        if (most < 1) return;
-        double* advance = s_.advance.data();
-        const double* next = values + base_;
-        for (std::size_t u = 1; u <= m; ++u) advance[u] += next[u];
-        s_.reached[m] += 1.0;  // samples whose advances u <= most are done
-        // Lateness grows with u: the late ones are the largest, walked down from `most`.
+        o.most = most;
+        o.late_from = most + 1;
+        o.late_at = s_.late_price.size();
         const GapPool::Curve curve = record_ < 0 ? GapPool::Curve{} : pool_.curve(record_);
         std::size_t below = curve.count;
         for (int u = most; u >= 1; --u) {
@@ -697,9 +763,33 @@ class Tally {
                     std::lower_bound(curve.slacks, curve.slacks + below, overrun) - curve.slacks);
                 lateness = curve.weight * (static_cast<double>(below) * overrun - curve.prefix[below]);
             }
-            advance[u] -= c_.lateness_price * lateness;
-            s_.late[static_cast<std::size_t>(u)] += 1.0;
+            s_.late_price.push_back(c_.lateness_price * lateness);
+            o.late_from = u;
         }
+        std::reverse(s_.late_price.begin() + static_cast<std::ptrdiff_t>(o.late_at),
+                     s_.late_price.end());
+    }
+
+    // The advances of one sample, kept by u in s_.advance: those done by the arrival
+    // (u <= most) add their continuation row (one contiguous run), the late among them
+    // their lateness; their cost, the same in every sample, is added once per sample that
+    // got that far (finish); the others are cut short all alike.
+    void advances(const DrawOutcome& o, const double* values) {
+        const int most = o.most;
+        const auto m = static_cast<std::size_t>(most);
+        if (most < rest_ - 1) {  // u = most+1 .. rest-1: cut short
+            const double q = o.cut_reward + values[p_.durable];
+            s_.cut[m + 1] += q;
+            s_.cut[static_cast<std::size_t>(rest_)] -= q;
+        }
+        if (most < 1) return;
+        double* advance = s_.advance.data();
+        const double* next = values + base_;
+        for (std::size_t u = 1; u <= m; ++u) advance[u] += next[u];
+        const double* price = s_.late_price.data() + o.late_at;
+        double* late = advance + o.late_from;
+        const int late_count = most + 1 - o.late_from;
+        for (int k = 0; k < late_count; ++k) late[k] -= price[k];
     }
 
     const CausalCandidate& c_;
@@ -713,6 +803,7 @@ class Tally {
     std::size_t lead_;
     std::size_t plans_;
     bool reach_cached_;
+    DrawOutcome single_;  // the outcome of a draw without a record
     double arrival_ = 0.0;
     std::int32_t record_ = -1;
     double slack_ = 0.0;
@@ -777,7 +868,8 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         incumbent_k = 0;
     }
     // Eq. 11 over the samples: the first plan that beats the incumbent strictly.
-    std::vector<bool> allowed(plans, true);
+    std::vector<char>& allowed = scratch.allowed;
+    allowed.assign(plans, 1);
     if (policy == CausalPolicy::RiskRollout) {
         const double need = return_level * static_cast<double>(n) - 1e-9;
         std::size_t safest = 0;
@@ -798,7 +890,7 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         }
         if (!allowed[incumbent_k]) {
             incumbent_k = static_cast<std::size_t>(
-                std::find(allowed.begin(), allowed.end(), true) - allowed.begin());
+                std::find(allowed.begin(), allowed.end(), char{1}) - allowed.begin());
             incumbent = plan_at(c, point, incumbent_k);
         }
     }

@@ -244,6 +244,30 @@ struct CausalForecast {
     const SampleTables* tables = nullptr;  // N = tables->sample_count()
 };
 
+// The plans' outcomes in one draw of the current gap, all but the sample's own
+// continuation values: samples that drew the same past gap (one arrival) share them, so a
+// decision works them out once per distinct draw (10 for 64 samples 10 s into a gap).
+struct DrawOutcome {
+    double remaining_s = 0.0;  // the draw they were worked out for
+    double cut_reward = 0.0;   // any plan the arrival cuts short (the forced return)
+    double greedy = 0.0;       // Window's plan, stop (lent: return now), checkpoint and
+    double stop = 0.0;         // return, publish: rewards, the durable progress they leave
+    double checkpoint = 0.0;   // (-1: terminal) and whether capacity is back in time
+    double publish = 0.0;
+    std::size_t late_at = 0;   // the late advances' lateness prices, by u
+    int samples = 0;           // samples of this draw not yet counted for timeliness
+    int greedy_durable = -1;
+    int checkpoint_durable = 0;
+    int publish_durable = -1;
+    int most = 0;              // the largest advance done by the arrival
+    int late_from = 1;         // advances late_from..most are late (none if > most)
+    bool cut_timely = true;
+    bool greedy_timely = true;
+    bool stop_timely = true;
+    bool checkpoint_timely = true;
+    bool publish_timely = true;
+};
+
 // Scratch memory of decisions (reused: a decision allocates nothing once warm).
 struct DecisionScratch {
     std::vector<GapPool::Draw> draws;
@@ -255,6 +279,12 @@ struct DecisionScratch {
     std::vector<double> advance;  // by u: continuations and lateness of those done
     std::vector<double> reached;  // by u: samples whose most done advance is u
     std::vector<double> late;     // by u: samples in which it is late
+    std::vector<DrawOutcome> outcomes;  // by record: this decision's if stamp == epoch
+    std::vector<std::uint64_t> stamp;
+    std::uint64_t epoch = 0;
+    std::vector<std::size_t> used;      // the records stamped in this decision
+    std::vector<double> late_price;     // DrawOutcome::late_at indexes it
+    std::vector<char> allowed;          // by plan: open to the policy
 };
 
 // The policy's plan at `point` and the move it makes now. `rng` advances only for

@@ -34,7 +34,7 @@ from .decision import (
     packed_tables,
 )
 from .forecast import Calendar, ExactForecaster, Forecaster, before, calendar
-from .summary import PolicySummary, differences
+from .summary import PolicySummary, differences, preload
 
 __all__ = [
     "ONLINE_POLICIES",
@@ -270,9 +270,13 @@ def evaluate_online(
     if not chosen:
         raise ValueError("seeds must list at least one seed")
     threads = integer("threads", threads, low=1)
+    # With threads to spare, the summary's statistics load while the core runs.
+    loading = preload() if threads > 1 else None
     index = [i for i, c in enumerate(cases) if c.forecaster.fixed_packed(c.samples) is not None]
     fixed = dict(zip(index, _run_fixed([cases[i] for i in index], threads), strict=True))
     runs = [_one_seed(cases, s, threads, fixed) for s in chosen]
+    if loading is not None:
+        loading.join()
     best = np.array([[o[CLAIRVOYANT].value for o in run] for run in runs])
     zeros = np.zeros(best.shape)
 

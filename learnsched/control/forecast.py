@@ -141,10 +141,11 @@ class CausalForecastDecider(ModelDecider):
 
     Two ways in. :meth:`next_move` is the decision `online` makes at every quantum
     boundary of a gap (wait, work, save, checkpoint and return, discard and return,
-    abandon): a loop that re-asks it between quanta runs exactly the studied policy.
-    :meth:`decide` is the :class:`~.loop.Decider` of a window-at-a-time loop: at a window's
-    start it maps the same decision to a finite-model action (the window's end is not
-    read), and at an early return (``active``) it chooses how to return.
+    abandon): the control loop asks it at every boundary of a window, idle and lent
+    (:class:`~.loop.MoveDecider`), and so runs the studied policy. :meth:`decide` is the
+    :class:`~.loop.Decider` of a window-at-a-time loop: at a window's start it maps the
+    same decision to a finite-model action (the window's end is not read), and at an
+    early return (``active``) it chooses how to return.
 
     Parameters
     ----------

@@ -14,8 +14,10 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
 ``reference``           the greedy answer every return must reproduce (``text``)
 ``decision``            what the policy (or the load signal) chose for a window, or
                         for an early return (``phase``: ``window`` or
-                        ``early-return``), or a move between quanta other than
-                        ``work`` (``phase`` ``quantum``, ``move``)
+                        ``early-return``), a move decider's answer at a later
+                        boundary of an idle window (``phase`` ``idle``, ``move``;
+                        ``policy`` ``load``: an arrival ended the wait), or a move
+                        between quanta other than ``work`` (``phase`` ``quantum``)
 ``park``                about to park the engine for a lent window (written before
                         the release is sent: a run killed after it leaves an open
                         park)

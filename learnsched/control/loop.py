@@ -83,6 +83,15 @@ __all__ = [
 _EPS_S = 1e-6
 
 
+def _last_boundary(gap_s: float, next_s: float, step_s: float, now_s: float) -> float:
+    """The quantum boundary to ask at: ``next_s`` (the one after the last asked), or if
+    a whole quantum more has passed by ``now_s``, the last boundary ``gap_s + k step_s``
+    before it, seconds."""
+    if now_s < next_s + step_s:
+        return next_s
+    return max(next_s, gap_s + step_s * math.floor((now_s - gap_s) / step_s))
+
+
 class Decider(Protocol):
     """Chooses a window's action from the windows ahead and the state."""
 
@@ -97,14 +106,19 @@ MOVES = ("work", "save", "checkpoint_return", "discard_return", "abandon", "wait
 
 @runtime_checkable
 class MoveDecider(Decider, Protocol):
-    """A :class:`Decider` that also re-decides at every quantum boundary of a lent window
-    (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
+    """A :class:`Decider` that re-decides at every quantum boundary of a window, idle or
+    lent (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
 
-    Between two quanta the loop asks :meth:`next_move` and obeys its ``move``:
-    ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
+    While the window is idle the loop asks :meth:`next_move` (``lent=False``) at its
+    first boundary and then every quantum (``quantum_s`` of the job) after the window's
+    planned start, the engine serving meanwhile: ``wait`` (ask again at the next
+    boundary) or ``work`` (park the engine and lend now); an arrival ends the idle
+    window. Between two quanta of the loan it asks again (``lent=True``) and obeys the
+    ``move``: ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
     ``checkpoint_return`` (checkpoint and return now), ``discard_return`` or ``abandon``
     (return now, the unsaved work dropped); ``wait`` while lent returns as a discard
-    does (an idle parked engine serves nobody).
+    does (an idle parked engine serves nobody). :meth:`Decider.decide` is asked only at
+    an early return.
     """
 
     def next_move(
@@ -603,6 +617,19 @@ class ControlLoop:
     def _decision(
         self, phase: str, window: Window, action: Action, policy: str, **extra: Any
     ) -> None:
+        self._decided(
+            phase,
+            window,
+            policy,
+            action=action.kind.name.lower(),
+            quanta=action.quanta,
+            checkpoint=action.checkpoint,
+            latency_s=self.overhead.decision_s[-1] if policy == "model" else 0.0,
+            **extra,
+        )
+
+    def _decided(self, phase: str, window: Window, policy: str, **fields: Any) -> None:
+        """Count and journal one decision (a ``decision`` record)."""
         self.totals.decisions += 1
         self.totals.windows += phase == "window"
         self._record(
@@ -613,11 +640,7 @@ class ControlLoop:
                 "policy": policy,
                 "window": [window.start_s, window.end_s],
                 "progress": self.progress,
-                "action": action.kind.name.lower(),
-                "quanta": action.quanta,
-                "checkpoint": action.checkpoint,
-                "latency_s": self.overhead.decision_s[-1] if policy == "model" else 0.0,
-                **extra,
+                **fields,
             },
         )
 
@@ -635,6 +658,9 @@ class ControlLoop:
             self._decision("window", window, Action(ActionKind.WAIT), "load", reason="busy")
             self._say("busy: no loan")
             return
+        if isinstance(self._decider, MoveDecider):
+            self._idle(self._decider, window, windows)
+            return
         action = self._decide(windows, self.progress, self.durable, False)
         self._decision("window", window, action, "model")
         lend = action.kind in (ActionKind.ADVANCE, ActionKind.PUBLISH) and action.quanta > 0
@@ -646,6 +672,85 @@ class ControlLoop:
             self._lend(window, windows, action)
         else:
             self._say(action.kind.name.lower())
+
+    # --- an idle window, re-decided at every quantum boundary -------------------------------
+    def _idle(self, decider: MoveDecider, window: Window, windows: list[Window]) -> None:
+        """Ask ``decider`` at each quantum boundary of the open, idle window and lend
+        when it says ``work``; the engine serves until then.
+
+        The boundaries are the planned start plus whole quanta of the job (added one at
+        a time, as the causal study steps its clock); a loop that entered the window
+        late, or a question that outlasted a quantum, goes on from the last boundary
+        passed. Each question is a ``decision`` record:
+        phase ``window`` for the first (the window's decision), ``idle`` for the others.
+        Load (an arrival the gate or ``/metrics`` shows) ends the window unlent, and so
+        does a next boundary after which no quantum fits before the deadline.
+        """
+        self.watcher.arrived.clear()  # from here an arrival ends the idle window
+        step = self.quantum_s
+        gap = self._planned.start_s
+        boundary = _last_boundary(gap, gap, step, window.start_s)
+        phase = "window"
+        while (move := self._ask(decider, phase, window, boundary, lent=False)) == "wait":
+            self._say("wait")
+            # A question slower than a quantum skips the boundaries it outlasted: the
+            # next is asked at its own time, never an age ever more out of date.
+            boundary = _last_boundary(gap, boundary + step, step, self.now())
+            phase = "idle"
+            if not self._fits(window, 1, False, at_s=boundary):
+                self._say("window over")
+                return
+            try:
+                self._serve_until(boundary)
+            except _Interrupted as why:
+                if why.args[0] == "load":
+                    self._arrived_idle(window)
+                return
+        if move != "work":
+            raise ValueError(f"next_move while idle: move must be wait or work, got {move!r}")
+        window = Window(max(window.start_s, self.now()), window.end_s)
+        if self.watcher.arrived.is_set() or self.watcher.busy:
+            self._arrived_idle(window)
+        elif not self._fits(window, 1, True):
+            self._skip("no time left")
+        else:  # the loan runs until a move returns it, the deadline, or publication
+            action = Action(ActionKind.PUBLISH, self.work_quanta - self.durable, checkpoint=True)
+            self._lend(window, [window, *windows[1:]], action)
+
+    def _arrived_idle(self, window: Window) -> None:
+        self._decision("idle", window, Action(ActionKind.WAIT), "load", reason="arrival")
+        self._say("arrival: no loan")
+
+    def _serve_until(self, t_s: float) -> None:
+        """Leave the engine serving until ``t_s`` on the loop clock; :class:`_Interrupted`
+        at once if load arrives or the loop must stop."""
+        while True:
+            self._interrupt()
+            if self.watcher.busy:
+                raise _Interrupted("load")
+            left = t_s - self.now()
+            if left <= 0.0:
+                return
+            self.watcher.arrived.wait(min(left, self.options.poll_s))
+
+    def _ask(
+        self, decider: MoveDecider, phase: str, window: Window, now_s: float, *, lent: bool
+    ) -> str:
+        """``decider``'s move at ``now_s``, journalled (but ``work`` while lent: one
+        record per quantum would double the ledger)."""
+        start = time.perf_counter()
+        plan, quanta, move = decider.next_move(
+            now_s, self._planned.start_s, self.progress, self.durable, lent
+        )
+        self.overhead.decision_s.append(time.perf_counter() - start)
+        if move not in MOVES:
+            raise ValueError(f"next_move: move must be one of {', '.join(MOVES)}, got {move!r}")
+        if not (lent and move == "work"):
+            self._decided(
+                phase, window, "move", move=move, plan=plan, quanta=quanta, now_s=now_s,
+                gap_start_s=self._planned.start_s, latency_s=self.overhead.decision_s[-1],
+            )  # fmt: skip
+        return move
 
     # --- one lent window ------------------------------------------------------------------
     def _lend(self, window: Window, windows: list[Window], action: Action) -> None:
@@ -727,10 +832,11 @@ class ControlLoop:
         self._record("skip", durable_progress=self.durable, detail={"reason": reason, **detail})
         self._say(reason if reason != "busy" else "busy: skipped")
 
-    def _fits(self, window: Window, quanta: int, save: bool) -> bool:
-        """Eq. 10 on what is left of the window, with the slowest timings seen so far."""
+    def _fits(self, window: Window, quanta: int, save: bool, at_s: float | None = None) -> bool:
+        """Eq. 10 on what is left of the window from now (or ``at_s``), with the slowest
+        timings seen so far."""
         need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.return_s
-        return self.now() + need <= window.end_s + _EPS_S
+        return (self.now() if at_s is None else at_s) + need <= window.end_s + _EPS_S
 
     def _interrupt(self) -> None:
         """Raise :class:`_Interrupted` if load arrived or the loop must stop."""
@@ -770,32 +876,13 @@ class ControlLoop:
         return False
 
     def _move(self, window: Window) -> bool:
-        """Ask a :class:`MoveDecider` between quanta and obey it; whether to return now.
-
-        ``work`` is not journalled (one record per quantum would double the ledger);
-        every other move is a ``decision`` record (``phase`` ``quantum``)."""
-        decider = self._decider
-        if not isinstance(decider, MoveDecider):
+        """Ask a :class:`MoveDecider` between quanta and obey it; whether to return now
+        (``decision`` records with phase ``quantum``)."""
+        if not isinstance(self._decider, MoveDecider):
             return False
-        start = time.perf_counter()
-        plan, quanta, move = decider.next_move(
-            self.now(), self._planned.start_s, self.progress, self.durable, True
-        )
-        self.overhead.decision_s.append(time.perf_counter() - start)
-        if move not in MOVES:
-            raise ValueError(f"next_move: move must be one of {', '.join(MOVES)}, got {move!r}")
+        move = self._ask(self._decider, "quantum", window, self.now(), lent=True)
         if move == "work":
             return False
-        self.totals.decisions += 1
-        self._record(
-            "decision",
-            durable_progress=self.durable,
-            detail={
-                "phase": "quantum", "policy": "move", "window": [window.start_s, window.end_s],
-                "progress": self.progress, "move": move, "plan": plan, "quanta": quanta,
-                "latency_s": self.overhead.decision_s[-1],
-            },
-        )  # fmt: skip
         if move in ("save", "checkpoint_return") and self.progress > self.durable:
             self._checkpoint()
         self._say(move.replace("_", " "))

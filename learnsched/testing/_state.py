@@ -182,6 +182,8 @@ class EngineState:
                 "held": self.held,
                 "aborted": self.aborted,
                 "deprecated_calls": self.deprecated_calls,
+                "parks": self.parks,
+                "resumes": self.resumes,
             }
 
     def weights_intact(self) -> bool:
