@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_decide_many import action_tuple, as_tuples, every_state, long_windows
 
 import learnsched as ls
 
 from strategies import scenarios
-from test_decide_many import action_tuple, as_tuples, every_state, long_windows
 
 MEMOISED = ("costed_window", "rollout", "dp")
 
