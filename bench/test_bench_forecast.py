@@ -7,7 +7,11 @@
 * ``learnsched online`` over 1000 true calendars x 20 windows x N = 64 fixed samples, on
   1 and 2 threads, beside its C++ part alone (``_core.run_online`` on the parsed cases):
   the command should cost little more than its core (issue 20: the SPEC is read in C++,
-  equal samples are built once, threads run over calendars).
+  equal samples are built once, threads run over calendars). Wall time by default; with
+  ``--benchmark-timer time.process_time`` the CPU time of every thread, which should not
+  grow with the thread count. Where the kernel shares CPU per session (Linux autogroup,
+  ``/proc/sys/kernel/sched_autogroup_enabled``), a second thread shortens the wall time
+  only while a core is idle.
 
 Run with ``pytest bench/test_bench_forecast.py --benchmark-only``; every benchmark checks
 its answer and also runs under ``--benchmark-disable``.

@@ -292,6 +292,47 @@ def test_an_arrival_mid_wait_ends_the_window_unlent(signal: str, tmp_path: Path)
     assert loop.totals.handoffs == 0
 
 
+def test_a_request_at_the_gate_ends_the_wait_even_between_load_polls(tmp_path: Path) -> None:
+    """A request too short for any load poll to see (the polls are 5 s apart here) ends
+    the idle window: the gate tells every arrival while the loop waits in one."""
+    pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
+    from learnsched.control.front import held_arrivals
+    from learnsched.gate import Gate
+
+    answers: list[str] = []
+    with (
+        EngineProcess(strict_config("vllm"), lifetime_s=60.0) as sim,
+        Gate(sim.url, "vllm") as gate,
+    ):
+        made: list[ScriptedMoves] = []
+
+        def arrive(k: int) -> None:
+            if k == 2:  # a 4-token request, over well within one poll
+                answers.append(Client(gate.url).complete(tokens=4))
+
+        def decider(work_quanta: int, costs: TrainerCosts) -> ScriptedMoves:
+            handoff = HandoffCosts(recovery_s=0.2, save_s=costs.save_s, load_s=costs.load_s)
+            made.append(ScriptedMoves([], work_quanta, costs.quantum_s, handoff, 1.0, 10_000.0,
+                                      idle=("wait",) * 100, on_idle=arrive))  # fmt: skip
+            return made[0]
+
+        loop = make_loop(sim.url, "vllm", [(0.3, 2.3), (3600.0, 7200.0)], tmp_path,
+                         trainer_options={"work_quanta": 20_000, "quantum_s": QUANTUM_S},
+                         until_s=2.5, door=gate)  # fmt: skip
+        loop.make_decider = decider
+        loop.watcher.poll_s = 5.0
+        gate.on_arrival = held_arrivals(loop.watcher.notify_arrival, lambda: loop.gap_open)
+        loop.run()
+        assert sim.alive(), sim.stderr_text()
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert len(answers) == 1
+    assert len(made[0].asked_idle) == 2  # ended before the third boundary
+    (arrival,) = [r for r in records if r.detail.get("reason") == "arrival"]
+    assert (arrival.detail["phase"], arrival.detail["policy"]) == ("idle", "load")
+    assert not {r.kind for r in records} & {"park", "skip", "work", "return"}
+    assert not loop.gap_open
+
+
 # A history whose short gaps (0.55 s) are 4 in 5: a young gap most likely ends soon, one
 # older than 0.55 s is a long one (60 s). Lending pays only once the gap is that old.
 SHORT_S, LONG_S = 0.6, 60.0

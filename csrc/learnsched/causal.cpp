@@ -759,8 +759,13 @@ class Tally {
             if (!(overrun > slack_)) break;
             double lateness = overrun;  // record -1: one request due at the arrival
             if (record_ >= 0) {  // as GapPool::lateness: sum of (overrun - slack)^+
-                below = static_cast<std::size_t>(
-                    std::lower_bound(curve.slacks, curve.slacks + below, overrun) - curve.slacks);
+                // lower_bound on [0, below), which holds while the overrun stays above the
+                // largest slack left (the late advances beyond reach_s, most at J = 36).
+                if (below > 0 && !(curve.slacks[below - 1] < overrun)) {
+                    below = static_cast<std::size_t>(
+                        std::lower_bound(curve.slacks, curve.slacks + below - 1, overrun) -
+                        curve.slacks);
+                }
                 lateness = curve.weight * (static_cast<double>(below) * overrun - curve.prefix[below]);
             }
             s_.late_price.push_back(c_.lateness_price * lateness);

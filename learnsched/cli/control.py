@@ -308,7 +308,7 @@ def run_run(args: argparse.Namespace) -> int:
     )
     _stop_on_signals(loop.stop)
     with ExitStack() as stack:
-        _serve_fronts(args, gate, loop.watcher.notify_arrival, stack)
+        _serve_fronts(args, gate, loop.watcher.notify_arrival, stack, lambda: loop.gap_open)
         if args.metrics_port is not None:
             from ..control.observe import LoopObserver
 
@@ -337,13 +337,15 @@ def run_run(args: argparse.Namespace) -> int:
 
 
 def _serve_fronts(
-    args: argparse.Namespace, gate: Any, notify_arrival: Any, stack: ExitStack
-) -> None:
-    """Start the gate and the arrival server (if asked), telling ``notify_arrival``."""
+    args: argparse.Namespace, gate: Any, notify_arrival: Any, stack: ExitStack,
+    gap_open: Any = None,
+) -> None:  # fmt: skip
+    """Start the gate and the arrival server (if asked), telling ``notify_arrival`` (of
+    held arrivals, and of all while ``gap_open()``: see ``held_arrivals``)."""
     from ..control.front import held_arrivals
 
     if gate is not None:
-        gate.on_arrival = held_arrivals(notify_arrival)
+        gate.on_arrival = held_arrivals(notify_arrival, gap_open)
         stack.enter_context(gate)
         print(f"{args.command_prog}: gate {gate.url} -> {args.url}", file=sys.stderr)
     if args.notify is not None:

@@ -1,7 +1,8 @@
 """What the scheduler learns from the front door: held arrivals, and the summary keys.
 
 With the gate (:class:`learnsched.gate.Gate`) in front of the engine, an arrival while
-its door is closed is held there and told to the loop at once (:func:`held_arrivals`);
+its door is closed is held there and told to the loop at once, and so is every arrival
+while the loop waits in an idle window for a move decider (:func:`held_arrivals`);
 the gate's counts give the run summary's :data:`GATE_KEYS` (:func:`gate_summary`).
 """
 
@@ -26,12 +27,16 @@ GATE_KEYS = (
 """The summary keys of the gate and the skipped windows, in ``--json``'s order."""
 
 
-def held_arrivals(notify: Callable[[], None]) -> Callable[[bool], None]:
-    """A gate ``on_arrival`` that tells ``notify`` of held arrivals only (while the door
-    is open the gate's own counts are the load signal)."""
+def held_arrivals(
+    notify: Callable[[], None], gap_open: Callable[[], bool] | None = None
+) -> Callable[[bool], None]:
+    """A gate ``on_arrival`` that tells ``notify`` of held arrivals (while the door is
+    open the gate's own counts are the load signal), and of every arrival while
+    ``gap_open()`` (``ControlLoop.gap_open``: a loop waiting in an idle window
+    for a move decider to lend; a request shorter than a load poll ends that wait too)."""
 
     def on_arrival(held: bool) -> None:
-        if held:
+        if held or (gap_open is not None and gap_open()):
             notify()
 
     return on_arrival

@@ -349,6 +349,7 @@ class ControlLoop:
         self._planned = Window(0.0, 1.0)  # the current window before it was trimmed to now
         self.state = "starting"  # then "running", "stopped" (for /healthz)
         self.lent = False  # the engine parked for the trainer now
+        self.gap_open = False  # waiting in an idle window for a move decider: arrivals end it
         self.held_latency_s: list[float] = []  # each held request's added latency
 
     # --- clock, ledger, progress ----------------------------------------------------------
@@ -681,12 +682,31 @@ class ControlLoop:
         The boundaries are the planned start plus whole quanta of the job (added one at
         a time, as the causal study steps its clock); a loop that entered the window
         late, or a question that outlasted a quantum, goes on from the last boundary
-        passed. Each question is a ``decision`` record:
-        phase ``window`` for the first (the window's decision), ``idle`` for the others.
-        Load (an arrival the gate or ``/metrics`` shows) ends the window unlent, and so
-        does a next boundary after which no quantum fits before the deadline.
+        passed. Each question is a ``decision`` record: phase ``window`` for the first
+        (the window's decision), ``idle`` for the others. Load (an arrival the gate or
+        ``/metrics`` shows) ends the window unlent, and so does a next boundary after
+        which no quantum fits before the deadline.
         """
+        self.gap_open = True  # the gate tells every arrival from here (held_arrivals)
         self.watcher.arrived.clear()  # from here an arrival ends the idle window
+        try:
+            move = self._wait_for_work(decider, window)
+        finally:
+            self.gap_open = False
+        if move is None:
+            return
+        window = Window(max(window.start_s, self.now()), window.end_s)
+        if self.watcher.arrived.is_set() or self.watcher.busy:
+            self._arrived_idle(window)
+        elif not self._fits(window, 1, True):
+            self._skip("no time left")
+        else:  # the loan runs until a move returns it, the deadline, or publication
+            action = Action(ActionKind.PUBLISH, self.work_quanta - self.durable, checkpoint=True)
+            self._lend(window, [window, *windows[1:]], action)
+
+    def _wait_for_work(self, decider: MoveDecider, window: Window) -> str | None:
+        """Ask at each boundary until ``decider`` says ``work`` (returned); ``None`` if
+        an arrival, the deadline or a stop ended the idle window first."""
         step = self.quantum_s
         gap = self._planned.start_s
         boundary = _last_boundary(gap, gap, step, window.start_s)
@@ -699,23 +719,16 @@ class ControlLoop:
             phase = "idle"
             if not self._fits(window, 1, False, at_s=boundary):
                 self._say("window over")
-                return
+                return None
             try:
                 self._serve_until(boundary)
             except _Interrupted as why:
                 if why.args[0] == "load":
                     self._arrived_idle(window)
-                return
+                return None
         if move != "work":
             raise ValueError(f"next_move while idle: move must be wait or work, got {move!r}")
-        window = Window(max(window.start_s, self.now()), window.end_s)
-        if self.watcher.arrived.is_set() or self.watcher.busy:
-            self._arrived_idle(window)
-        elif not self._fits(window, 1, True):
-            self._skip("no time left")
-        else:  # the loan runs until a move returns it, the deadline, or publication
-            action = Action(ActionKind.PUBLISH, self.work_quanta - self.durable, checkpoint=True)
-            self._lend(window, [window, *windows[1:]], action)
+        return move
 
     def _arrived_idle(self, window: Window) -> None:
         self._decision("idle", window, Action(ActionKind.WAIT), "load", reason="arrival")

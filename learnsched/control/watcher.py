@@ -22,7 +22,8 @@ from .actuation import EngineControl
 __all__ = ["MAX_SAMPLES", "LoadWatcher"]
 
 MAX_SAMPLES = 200_000
-"""Load samples kept for the timeline (about 3 hours at 20 Hz); later ones are dropped."""
+"""Load samples (about 3 hours at 20 Hz) and notified arrivals kept for the timeline;
+later ones are dropped."""
 
 
 class LoadWatcher:
@@ -68,7 +69,8 @@ class LoadWatcher:
     def notify_arrival(self, t_s: float | None = None) -> None:
         """A request arrived (told by a front end); ``t_s`` on the loop's clock."""
         with self._lock:
-            self.arrivals.append(self.clock() if t_s is None else t_s)
+            if len(self.arrivals) < MAX_SAMPLES:  # a router may tell every request
+                self.arrivals.append(self.clock() if t_s is None else t_s)
         self._arrive()
 
     def _arrive(self) -> None:
