@@ -336,6 +336,14 @@ class Model:
         ValueError
             An unknown policy, a state that is not valid for this scenario, or a guard
             argument for a policy other than ``guarded``.
+
+        Notes
+        -----
+        From a policy's second call (``decide`` or :meth:`decide_many`) since the model was
+        built or rebuilt, ``costed_window``, ``rollout`` and ``dp`` remember each state's
+        decision, so that a state asked again costs one table load. Memory: at most 12 bytes
+        per ``(window, progress)`` pair, ``K * (J + 1)`` of them, per such policy (4 for the
+        service state, 8 for the last active state asked there).
         """
         return self._model.decide(
             window, progress, durable, active, policy, epsilon, score_noise, scores
@@ -373,6 +381,8 @@ class Model:
         Decisions
             Arrays ``kind`` (uint8 :class:`ActionKind` values), ``quanta`` (int32),
             ``checkpoint`` and ``cold`` (bool), entry ``i`` being ``decide`` of state ``i``.
+            Decisions remembered by earlier calls are read back (see :meth:`decide`), the
+            others computed and remembered.
 
         Raises
         ------

@@ -78,6 +78,14 @@ def check_against_every_reference(scenario: ls.Scenario) -> None:
             for k, p, d, a in zip(*(c.tolist() for c in states), strict=True)
         ]
         assert many == one, policy
+        # Asked again, Costed Window, Rollout and DP answer from their memo (decision_memo.hpp):
+        # every hit, and decide_many's mix of hits and misses, must be the same actions.
+        again = [
+            action_tuple(model.decide(k, p, d, a, policy))
+            for k, p, d, a in zip(*(c.tolist() for c in states), strict=True)
+        ]
+        assert again == many, policy
+        assert as_tuples(model.decide_many(*states, policy=policy)) == many, policy
         if policy in ("rollout", "dp"):
             assert many == linear_scan(scenario, states, policy), policy
         if policy != "guarded":
@@ -299,7 +307,8 @@ def test_the_core_takes_only_exact_dtypes() -> None:
 
 
 def test_threads_sharing_a_fresh_model_decide_as_one() -> None:
-    """The lookahead index is built lazily; threads racing to build it agree with a serial run."""
+    """The lookahead index is built lazily and the decision memo armed on a second call;
+    threads racing to build, arm and fill them agree with a serial run."""
     scenario = long_windows(300, ls.PAPER_WARM, 0.5)
     states = every_state(scenario)
     serial = {
@@ -309,7 +318,7 @@ def test_threads_sharing_a_fresh_model_decide_as_one() -> None:
     results: dict[tuple[int, str], list[tuple[int, int, bool, bool]]] = {}
 
     def work(i: int) -> None:
-        for policy in ("rollout", "dp") if i % 2 else ("dp", "rollout"):
+        for policy in ("rollout", "dp", "rollout", "dp") if i % 2 else ("dp", "rollout") * 2:
             results[i, policy] = as_tuples(shared.decide_many(*states, policy=policy))
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
@@ -345,6 +354,9 @@ def test_large_shuffled_batches_decide_as_in_the_order_given(quanta: int, n: int
             for i in range(0, n, 1000)
         ]
         assert whole == [a for piece in pieces for a in piece], policy
+        # Now remembered (active states keep the last durable asked per progress): the mix
+        # of memo hits and a reordered batch of misses gives the same columns.
+        assert as_tuples(model.decide_many(*states, policy=policy)) == whole, policy
 
 
 def test_a_reordered_batch_names_its_first_invalid_state() -> None:

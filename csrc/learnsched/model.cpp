@@ -50,6 +50,7 @@ void Model::build_tables(TableNeeds tables) {
     built_ = TableNeeds{};  // until every requested table is complete
     const int K = acc_.window_count();
     const int J = acc_.work_quanta();
+    memo_.reset(K, J);  // decisions of the old tables forgotten
     // The lookahead indexes served the old tables: emptied, their memory kept.
     reference_index_.reset(K, J, acc_.path_count());
     optimal_index_.reset(K, J, acc_.path_count());
@@ -150,10 +151,49 @@ Action Model::choose(const State& s, Policy policy, const Guard& guard) const {
 }
 
 Action Model::decide(const State& state, Policy policy, const Guard& guard) const {
+    Action a;
+    const DecisionMemo::Table* remembered = memo_.armed(policy);
+    if (remembered != nullptr && remembered->find(state, a)) {
+        validate(guard);  // the state and tables were checked when it was stored
+        return a;
+    }
     validate_state(scenario(), state);
     validate(guard);
     require_tables(policy);
-    return choose(state, policy, guard);
+    const DecisionMemo::Table* memo = memo_.table(policy);
+    a = choose(state, policy, guard);
+    if (memo != nullptr) memo->store(state, a);
+    return a;
+}
+
+template <class Write>
+void Model::decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
+                           Write&& write) const {
+    const auto state = [&](std::size_t i) {
+        return State{states.window[i], states.progress[i], states.durable[i],
+                     states.active[i] != 0};
+    };
+    // Each decision depends on its state alone, so any order gives the same columns.
+    const std::vector<std::uint32_t> order =
+        locality_order(states, acc_.window_count(), acc_.work_quanta());
+    if (order.empty()) {
+        for (std::size_t i = 0; i < states.size; ++i) {
+            if (i + kPrefetchAhead < states.size) prefetch(state(i + kPrefetchAhead), policy);
+            write(i, choose(state(i), policy, guard));
+        }
+        return;
+    }
+    // The columns are read and written in the order given, through packed copies in the
+    // sorted order: their random accesses are then a gather and a scatter in tight loops
+    // (many misses in flight at once), not a miss inside every decision.
+    std::vector<State> sorted(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = state(order[k]);
+    std::vector<Action> actions(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        if (k + kPrefetchAhead < sorted.size()) prefetch(sorted[k + kPrefetchAhead], policy);
+        actions[k] = choose(sorted[k], policy, guard);
+    }
+    for (std::size_t k = 0; k < order.size(); ++k) write(order[k], actions[k]);
 }
 
 void Model::decide_many(const StateColumns& states, Policy policy, const Guard& guard,
@@ -178,27 +218,47 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
         out.checkpoint[i] = a.checkpoint;
         out.cold[i] = a.cold;
     };
-    // Each decision depends on its state alone, so any order gives the same columns.
-    const std::vector<std::uint32_t> order =
-        locality_order(states, acc_.window_count(), acc_.work_quanta());
-    if (order.empty()) {
-        for (std::size_t i = 0; i < states.size; ++i) {
-            if (i + kPrefetchAhead < states.size) prefetch(state(i + kPrefetchAhead), policy);
-            write(i, choose(state(i), policy, guard));
-        }
+    const DecisionMemo::Table* memo = memo_.table(policy);
+    if (memo == nullptr) {
+        decide_columns(states, policy, guard, write);
         return;
     }
-    // The columns are read and written in the order given, through packed copies in the
-    // sorted order: their random accesses are then a gather and a scatter in tight loops
-    // (many misses in flight at once), not a miss inside every decision.
-    std::vector<State> sorted(order.size());
-    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = state(order[k]);
-    std::vector<Action> actions(order.size());
-    for (std::size_t k = 0; k < order.size(); ++k) {
-        if (k + kPrefetchAhead < sorted.size()) prefetch(sorted[k + kPrefetchAhead], policy);
-        actions[k] = choose(sorted[k], policy, guard);
+    const auto remember = [&](std::size_t i, const State& s, const Action& a) {
+        write(i, a);
+        memo->store(s, a);
+    };
+    if (memo->empty()) {  // nothing to look up
+        decide_columns(states, policy, guard,
+                       [&](std::size_t i, const Action& a) { remember(i, state(i), a); });
+        return;
     }
-    for (std::size_t k = 0; k < order.size(); ++k) write(order[k], actions[k]);
+    // Remembered decisions first, one load each (prefetched ahead: the memo is as large as
+    // a table); the states missed are then decided as a smaller batch.
+    std::vector<std::size_t> missed;
+    for (std::size_t i = 0; i < states.size; ++i) {
+        if (i + kMemoAhead < states.size) memo->prefetch(state(i + kMemoAhead));
+        Action a;
+        if (memo->find(state(i), a)) {
+            write(i, a);
+        } else {
+            missed.push_back(i);
+        }
+    }
+    if (missed.empty()) return;
+    const std::size_t m = missed.size();
+    std::vector<int> window(m), progress(m), durable(m);
+    std::vector<std::uint8_t> active(m);
+    for (std::size_t k = 0; k < m; ++k) {
+        const std::size_t i = missed[k];
+        window[k] = states.window[i];
+        progress[k] = states.progress[i];
+        durable[k] = states.durable[i];
+        active[k] = states.active[i];
+    }
+    const StateColumns rest{window.data(), progress.data(), durable.data(), active.data(), m};
+    decide_columns(rest, policy, guard, [&](std::size_t k, const Action& a) {
+        remember(missed[k], State{window[k], progress[k], durable[k], active[k] != 0}, a);
+    });
 }
 
 void Model::prefetch(const State& s, Policy policy) const {

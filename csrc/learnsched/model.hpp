@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "decision_index.hpp"
+#include "decision_memo.hpp"
 #include "guard.hpp"
 #include "path_reference.hpp"
 #include "policy.hpp"
@@ -75,11 +76,13 @@ class Model {
     const TableNeeds& tables() const { return built_; }
 
     // The policy's action in `state` (std::invalid_argument for an invalid state, policy or
-    // guard). `guard` is read by Policy::Guarded only.
+    // guard). `guard` is read by Policy::Guarded only. Costed Window's, Rollout's and DP's
+    // decisions are remembered per state from the second call on (decision_memo.hpp).
     Action decide(const State& state, Policy policy, const Guard& guard = {}) const;
     // decide() for every state of `states`, written to `out` (each column states.size()
     // long). The policy and guard are checked once; std::invalid_argument names the first
-    // invalid state as "states[i]: ...".
+    // invalid state as "states[i]: ...". Remembered decisions are read first; the others
+    // are computed (in locality order) and remembered.
     void decide_many(const StateColumns& states, Policy policy, const Guard& guard,
                      const ActionColumns& out) const;
     // Follow the policy from the initial state to publication or the last window.
@@ -108,10 +111,15 @@ class Model {
     // std::invalid_argument naming `reader` and the first of `needs` that was not built.
     void require(const TableNeeds& needs, const char* reader) const;
     Action choose(const State& s, Policy policy, const Guard& guard) const;
+    // choose() for every state of `states` (valid), each passed to write(i, action).
+    template <class Write>
+    void decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
+                        Write&& write) const;
     // Ask the cache for the table entries a decision in `s` reads (decide_many, a few states
     // ahead: on tables larger than the caches each decision would wait for them otherwise).
     void prefetch(const State& s, Policy policy) const;
     static constexpr std::size_t kPrefetchAhead = 8;
+    static constexpr std::size_t kMemoAhead = 16;  // a memo lookup is one load: further ahead
     Action costed_window_action(const State& s) const;
     Action guarded_action(const State& s, const Guard& guard) const;
 
@@ -125,6 +133,7 @@ class Model {
     // Lookahead indexes over the Rollout (V^pi0) and DP (V*) continuations, built lazily.
     AdvanceIndex reference_index_;
     AdvanceIndex optimal_index_;
+    DecisionMemo memo_;  // every decision asked again since the (re)build
 };
 
 }  // namespace learnsched
