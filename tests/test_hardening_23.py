@@ -1014,3 +1014,35 @@ def test_an_empty_path_names_its_argument(
     status, _, err = run(capsys, *argv)
     assert status == 2
     assert one_line(err) == f"learnsched {argv[0]}: error: {named}: an empty path names no file"
+
+
+def test_a_ray_that_does_not_start_is_an_environment_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under the fuzz worker's address-space cap Ray's raylet died and ``ray.init`` raised
+    a bare ``Exception`` after 30 s: ``sweep --backend ray`` exited 70 (a bug) and the
+    thorough campaign crawled. Now exit 4 naming the backend, after ``ray.shutdown()``."""
+    import types
+
+    from learnsched.sweep import ray_backend
+
+    calls: list[str] = []
+
+    def init(**options: object) -> None:
+        calls.append("init")
+        raise Exception("The current node timed out during startup.\nmore")  # noqa: TRY002
+
+    ray = types.SimpleNamespace(
+        is_initialized=lambda: False, init=init, shutdown=lambda: calls.append("shutdown")
+    )
+    monkeypatch.setattr(ray_backend, "require", lambda module, extra: ray)
+    spec = {"base": [TWO_PATH], "vary": {"benefit_rate": [1, 2]}, "policies": ["rollout"]}
+    path = write(tmp_path / "spec.json", json.dumps(spec))
+    out = str(tmp_path / "out.csv")
+    monkeypatch.setattr("learnsched.sweep.run.require", lambda module, extra: ray)
+    status, _, err = run(capsys, "sweep", path, "--out", out, "--backend", "ray", "--workers", "1")
+    assert (status, calls) == (4, ["init", "shutdown"])
+    assert one_line(err) == (
+        "learnsched sweep: error: backend ray: could not start a local Ray: "
+        "The current node timed out during startup."
+    )
