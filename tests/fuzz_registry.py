@@ -1000,8 +1000,8 @@ def _mentions(
     # Words of 3+ characters only: a message naming "n" or "s" names nothing.
     candidates = [*flags, *dests, *given, *names, "argument"]
     message = line.split("error:", 1)[-1]
-    if any(message.strip().startswith(f"{w}:") for w in given + [w for w in words if w == "."]):
-        return True  # a path named first, however short (". : Is a directory")
+    if any(message.strip().startswith(f"{w}:") for w in words if w and not w.startswith("-")):
+        return True  # a path named first, however short (".: Is a directory", "x: No such file")
     return any(len(c) > 2 and c in message for c in candidates)
 
 
