@@ -307,7 +307,7 @@ def calibrate_alerts(
     Raises
     ------
     ValueError
-        More than :data:`~.alert_experiment.MAX_SEEDS` seeds in either phase, or more
+        More than 10,000 seeds (``alert_experiment.MAX_SEEDS``) in either phase, or more
         than :data:`~.alerts.MAX_ALERTS` alerts in all (alerts x seeds: every seed's
         draws are held at once); checked before any alert is drawn.
     """
