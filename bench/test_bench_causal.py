@@ -3,7 +3,8 @@
 * One causal decision at N = 64 sampled continuations (rollout, J = 12 and 36), at a gap
   start and 10 s into a gap, beside the **table floor**: the N row lookups and N * (J + 1)
   table entries a decision under a forecast must read (``SampleTables.row_sum``). Target:
-  within 2x of the floor.
+  within 2x of the floor (docs/causal-study.md, "Speed", says where each case stands and
+  what the rest of a decision costs).
 * One 600 s causal horizon of the shipped trace, every causal policy, N = 64, beside the
   same horizon with the forecast-free ``window`` policy only (the simulator's own cost).
 * The exact clairvoyant of that horizon (the one-branch tree DP with branch and bound).

@@ -931,7 +931,15 @@ class Worker:
     def _start(self) -> None:
         to_worker, self._requests = os.pipe()
         self._replies, from_worker = os.pipe()
-        env = {**os.environ, "MALLOC_ARENA_MAX": "2", "PYTHONWARNINGS": "ignore"}
+        env = {
+            **os.environ,
+            "MALLOC_ARENA_MAX": "2",
+            "PYTHONWARNINGS": "ignore",
+            # Ray sizes its object store at 30% of the machine's memory: under the cap its
+            # raylet dies and every `sweep --backend ray` waited 30 s for it (exit 4). A
+            # store of 0.5% fits the cap (Ray starts in seconds, as without one).
+            "RAY_DEFAULT_OBJECT_STORE_MEMORY_PROPORTION": "0.005",
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-c", WORKER, str(to_worker), str(from_worker)],
             pass_fds=(to_worker, from_worker),
@@ -1000,8 +1008,8 @@ def _mentions(
     # Words of 3+ characters only: a message naming "n" or "s" names nothing.
     candidates = [*flags, *dests, *given, *names, "argument"]
     message = line.split("error:", 1)[-1]
-    if any(message.strip().startswith(f"{w}:") for w in given + [w for w in words if w == "."]):
-        return True  # a path named first, however short (". : Is a directory")
+    if any(message.strip().startswith(f"{w}:") for w in words if w and not w.startswith("-")):
+        return True  # a path named first, however short (".: Is a directory", "x: No such file")
     return any(len(c) > 2 and c in message for c in candidates)
 
 

@@ -142,8 +142,10 @@ def test_recovery_writes_ledger_and_profile(
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        ("--poll-ms=5", r"poll_s must be within 0\.01-0\.05 s"),
-        ("--poll-ms=80", r"poll_s must be within 0\.01-0\.05 s"),
+        ("--poll-ms=5", r"--poll-ms must be within 10-50 ms, got 5\.0"),
+        ("--poll-ms=80", r"--poll-ms must be within 10-50 ms, got 80\.0"),
+        # the flag's own unit: it said "poll_s must be within ..., got 1e+305"
+        ("--poll-ms=1e308", r"--poll-ms must be within 10-50 ms, got 1e\+308"),
         ("--cold-runs=0", "--cold-runs must be >= 1"),
         ("--pid=0", "pid must be >= 1, got 0"),
     ],

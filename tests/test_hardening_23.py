@@ -834,3 +834,215 @@ def test_an_empty_trace_through_idle_window_bounds() -> None:
         [],
         -1,
     )
+
+
+# --- round 3: the commands' thorough fuzz campaigns --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "2147483648"], "--seeds must be <= 10000, got 2147483648"),
+        (["--fit-seeds", "10001"], "--fit-seeds must be <= 10000, got 10001"),
+        (["--fit-alerts", "0"], "--fit-alerts must be >= 1, got 0"),
+        (
+            ["--alerts", "1000000", "--seeds", "11"],
+            (
+                "alerts held, --alerts x --seeds = 1000000 x 11 = 11000000 exceeds the limit "
+                "of 10000000"
+            ),
+        ),
+    ],
+)
+def test_calibrate_alerts_bounds_its_seeds_before_drawing(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """``econ calibrate-alerts --seeds 2147483648`` drew 100 alerts for each of 2^31 seeds
+    (the thorough fuzz campaign did not end): every seed's draws are held at once."""
+    status, _, err = run(
+        capsys, "econ", "calibrate-alerts", "--fit-alerts", "100", "--alerts", "100", *argv
+    )
+    assert status == 2
+    assert one_line(err) == f"learnsched econ calibrate-alerts: error: {message}"
+
+
+def test_calibrate_alerts_reads_no_more_seeds_than_the_limit() -> None:
+    """The library's own bound: ``range(2**62)`` is refused, not iterated; a generator
+    of seeds is read once (the result's seeds were empty after the draws consumed it)."""
+    from learnsched.economics.alert_calibration import calibrate_alerts
+
+    with pytest.raises(ValueError, match="fit_seeds must name at most 10000 seeds"):
+        calibrate_alerts(fit_seeds=range(2**62))
+    with pytest.raises(ValueError, match="alerts held, alerts x seeds = 10000000 x 2 ="):
+        calibrate_alerts(fit_alerts=10, fit_seeds=[0], alerts=10**7, seeds=range(2))
+    result = calibrate_alerts("offset", 50, iter([3]), 50, (s for s in (1, 2)))
+    assert (result.fit_seeds, result.seeds) == ((3,), (1, 2))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--horizon-s", "0"], "--horizon-s must be > 0, got 0.0"),
+        (["--warmup-s", "-1"], "--warmup-s must be >= 0, got -1.0"),
+        (["--history-s", "0"], "--history-s must be > 0, got 0.0"),
+        (["--return-level", "2"], "--return-level must be in [0, 1], got 2.0"),
+        (
+            ["--horizon-s", "1e6"],
+            (
+                "no horizon of --horizon-s = 1e+06 s after a warm-up of --warmup-s = 600 s fits "
+                "the trace's 3435.95 s"
+            ),
+        ),
+        (  # listed 10^303 starts until memory ran out (a hang)
+            ["--horizon-s", "1e-300"],
+            (
+                "2.84e+303 horizons of --horizon-s = 1e-300 s after a warm-up of --warmup-s = "
+                "600 s in the trace's 3435.95 s exceed the limit of 100000"
+            ),
+        ),
+        (
+            ["--horizon-s", "5e-324", "--known-window"],
+            "inf horizons of --horizon-s = 4.94066e-324 s",
+        ),
+    ],
+)
+def test_online_trace_horizon_errors_name_the_flags(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """``online --trace``'s horizons come from --horizon-s and --warmup-s: its errors said
+    "horizon_s must be > 0" and "no horizon of 1e+06 s" (and 1e-300 hung)."""
+    status, _, err = run(capsys, "online", "--trace", "--samples", "1", *argv)
+    assert status == 2
+    assert one_line(err).startswith(f"learnsched online: error: {message}"), err
+
+
+def test_online_trace_names_the_flag_of_a_horizon_too_long_to_solve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact clairvoyant's node limit said "horizon [600, 1200] s: ...; use a shorter
+    horizon" naming no flag; the library keeps it (HorizonTooLong), the CLI names
+    --horizon-s."""
+    import functools
+
+    from learnsched.calendar import causal, study
+
+    monkeypatch.setattr(study, "clairvoyant", functools.partial(causal.clairvoyant, max_nodes=1))
+    status, _, err = run(capsys, "online", "--trace", "--samples", "1")
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith(
+        "learnsched online: error: --horizon-s 600: the horizon [600, 1200] s is too long to "
+        "solve exactly (the scenario tree has more than max_nodes = 1"
+    ), line
+    assert line.endswith("; give a shorter --horizon-s"), line
+    trace = causal.CausalTrace(ls.calendar.load_trace(ls.calendar.AZURE_TRACE))
+    scenario = ls.scenario_by_id("S0348").scenario
+    with pytest.raises(causal.HorizonTooLong, match=r"horizon \[600, 1200\] s: .*max_nodes") as e:
+        causal.clairvoyant(trace, scenario, 600.0, 1200.0, max_nodes=1)
+    assert (e.value.from_s, e.value.to_s) == (600.0, 1200.0)
+
+
+PORTFOLIO_TRACE_ERRORS = [
+    (
+        ["--from-s", "5000"],
+        (
+            "--from-s 5000 and --to-s (default: the trace's last request, 3435.95 s) leave no "
+            "horizon: --to-s must be > --from-s"
+        ),
+    ),
+    (["--from-s", "1200", "--to-s", "600"], "--from-s 1200 and --to-s 600 leave no horizon"),
+    (["--to-s", "1e9"], "--to-s 1e+09 is after the trace's last request at 3435.95 s"),
+    (["--to-s", "inf"], "--to-s must be finite, got inf"),
+    (["--from-s", "nan"], "--from-s must be finite, got nan"),  # was "now_s must be finite"
+    (["--history-s", "0"], "--history-s must be > 0, got 0.0"),
+    (["--slo-s", "-1"], "--slo-s must be >= 0, got -1.0"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), PORTFOLIO_TRACE_ERRORS)
+def test_portfolio_trace_horizon_errors_name_the_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """``portfolio --trace``'s horizon is [--from-s, --to-s): it said "the horizon must be
+    finite with end > start, got [5000.000000, 3435.948056)"."""
+    spec = {
+        "recovery_s": 0.487,
+        "residency_rate": 0.06,
+        "candidates": [
+            {
+                "name": "a",
+                "work_quanta": 2,
+                "quantum_s": 30,
+                "benefit_rate": 1,
+                "horizon_s": 9000,
+                "save_s": 0.1,
+                "load_s": 0.1,
+                "initial": {"progress": 0, "durable": 0, "active": False},
+            }
+        ],
+    }
+    path = write(tmp_path / "p.json", json.dumps(spec))
+    status, _, err = run(capsys, "portfolio", path, "--trace", "--samples", "1", *argv)
+    assert status == 2
+    assert one_line(err).startswith(f"learnsched portfolio: error: {message}"), err
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["solve", ""], "file ''"),
+        (["online", "--trace", ""], "--trace ''"),
+        (
+            [
+                *("run", "--engine", "vllm", "--url", "http://127.0.0.1:9", "--trainer", "m:T"),
+                *("--calendar", "", "--ledger", "l.jsonl", "--state-dir", "."),
+            ],
+            "--calendar ''",
+        ),
+    ],
+)
+def test_an_empty_path_names_its_argument(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    named: str,
+) -> None:
+    """``run --calendar ''`` said ": No such file or directory" (the thorough fuzz
+    campaign): an OSError on the empty path names the argument that gave it."""
+    monkeypatch.chdir(tmp_path)
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert one_line(err) == f"learnsched {argv[0]}: error: {named}: an empty path names no file"
+
+
+def test_a_ray_that_does_not_start_is_an_environment_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Under the fuzz worker's address-space cap Ray's raylet died and ``ray.init`` raised
+    a bare ``Exception`` after 30 s: ``sweep --backend ray`` exited 70 (a bug) and the
+    thorough campaign crawled. Now exit 4 naming the backend, after ``ray.shutdown()``."""
+    import types
+
+    from learnsched.sweep import ray_backend
+
+    calls: list[str] = []
+
+    def init(**options: object) -> None:
+        calls.append("init")
+        raise Exception("The current node timed out during startup.\nmore")  # noqa: TRY002
+
+    ray = types.SimpleNamespace(
+        is_initialized=lambda: False, init=init, shutdown=lambda: calls.append("shutdown")
+    )
+    monkeypatch.setattr(ray_backend, "require", lambda module, extra: ray)
+    spec = {"base": [TWO_PATH], "vary": {"benefit_rate": [1, 2]}, "policies": ["rollout"]}
+    path = write(tmp_path / "spec.json", json.dumps(spec))
+    out = str(tmp_path / "out.csv")
+    monkeypatch.setattr("learnsched.sweep.run.require", lambda module, extra: ray)
+    status, _, err = run(capsys, "sweep", path, "--out", out, "--backend", "ray", "--workers", "1")
+    assert (status, calls) == (4, ["init", "shutdown"])
+    assert one_line(err) == (
+        "learnsched sweep: error: backend ray: could not start a local Ray: "
+        "The current node timed out during startup."
+    )

@@ -53,6 +53,7 @@ __all__ = [
     "CausalOutcome",
     "CausalRules",
     "CausalTrace",
+    "HorizonTooLong",
     "calendar_dp",
     "clairvoyant",
     "core_candidate",
@@ -395,9 +396,10 @@ def clairvoyant(
 
     Raises
     ------
-    ValueError
+    HorizonTooLong
         Past ``max_nodes`` decision states: the horizon ``[from_s, to_s]`` (seconds) is
-        too long to solve exactly (bad input, named, not an internal error).
+        too long to solve exactly (a ``ValueError``: bad input, named, not an internal
+        error).
     """
     rules = CausalRules() if rules is None else rules
     candidate = core_candidate(scenario, rules.lateness_price)
@@ -405,8 +407,20 @@ def clairvoyant(
     try:
         out = _core.exact_schedule(trace.schedule, candidate, from_s, to_s, nodes)
     except OverflowError as err:
-        raise ValueError(f"horizon [{from_s:g}, {to_s:g}] s: {err}; use a shorter horizon") from err
+        raise HorizonTooLong(from_s, to_s, str(err)) from err
     return CausalOutcome._from_core(out)
+
+
+class HorizonTooLong(ValueError):
+    """The horizon ``[from_s, to_s]`` (seconds) is too long for the exact clairvoyant:
+    ``reason`` says which size ran out. A command names the flags that made it."""
+
+    def __init__(self, from_s: float, to_s: float, reason: str) -> None:
+        super().__init__(f"horizon [{from_s:g}, {to_s:g}] s: {reason}; use a shorter horizon")
+        self.from_s, self.to_s, self.reason = from_s, to_s, reason
+
+    def __reduce__(self) -> tuple[type[HorizonTooLong], tuple[float, float, str]]:
+        return type(self), (self.from_s, self.to_s, self.reason)
 
 
 @dataclass(frozen=True)

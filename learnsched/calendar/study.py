@@ -45,6 +45,7 @@ from .windows import IdleWindows
 
 __all__ = [
     "FORECASTERS",
+    "MAX_HORIZONS",
     "Candidate",
     "StudyResult",
     "StudySettings",
@@ -163,21 +164,33 @@ def make_forecaster(name: str, history_s: float | None = None) -> Forecaster:
     raise ValueError(f"forecaster must be one of {', '.join(FORECASTERS)}, got {name!r}")
 
 
+MAX_HORIZONS = 100_000
+"""The most horizons one study runs (each solves its clairvoyant and every policy)."""
+
+
 def horizon_starts(span_s: float, warmup_s: float, horizon_s: float) -> list[float]:
     """Starts of the consecutive horizons after ``warmup_s`` that end inside the trace.
 
     Raises
     ------
     ValueError
-        If none fits.
+        If none fits, or more than :data:`MAX_HORIZONS` would (checked before they are
+        listed: ``horizon_s = 1e-300`` would ask for 10^303).
     """
-    count = math.floor((span_s - warmup_s) / horizon_s) if span_s > warmup_s else 0
+    room = span_s - warmup_s
+    if span_s > warmup_s and room / horizon_s > MAX_HORIZONS:  # a float: it may be inf
+        raise ValueError(
+            f"{room / horizon_s:.3g} horizons of horizon_s = {horizon_s:g} s after a warm-up "
+            f"of warmup_s = {warmup_s:g} s in the trace's {span_s:g} s exceed the limit of "
+            f"{MAX_HORIZONS}"
+        )
+    count = math.floor(room / horizon_s) if span_s > warmup_s else 0
     starts = [warmup_s + h * horizon_s for h in range(max(0, count))]
     starts = [t for t in starts if t + horizon_s <= span_s]
     if not starts:
         raise ValueError(
-            f"no horizon of {horizon_s:g} s after a warm-up of {warmup_s:g} s fits the "
-            f"trace's {span_s:g} s"
+            f"no horizon of horizon_s = {horizon_s:g} s after a warm-up of warmup_s = "
+            f"{warmup_s:g} s fits the trace's {span_s:g} s"
         )
     return starts
 

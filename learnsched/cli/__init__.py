@@ -77,7 +77,7 @@ class _CommandParser(argparse.ArgumentParser):
         elif EXIT_STATUSES not in epilog:
             kwargs["epilog"] = f"{epilog}\n\n{EXIT_STATUSES}"
         super().__init__(*args, **kwargs)
-        self.set_defaults(command_prog=self.prog)
+        self.set_defaults(command_prog=self.prog, command_parser=self)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
@@ -220,6 +220,20 @@ def _report(prog: str, err: BaseException) -> int:
     return code
 
 
+def _empty_path(args: argparse.Namespace, err: Exception) -> Exception:
+    """``err``, or for an ``OSError`` on the empty path (": No such file or directory"
+    names nothing) a ``ValueError`` naming the arguments that were given ``''``."""
+    if not isinstance(err, OSError) or err.filename != "":
+        return err
+    parser: argparse.ArgumentParser = args.command_parser
+    given = [
+        action.option_strings[-1] if action.option_strings else str(action.metavar or action.dest)
+        for action in parser._actions
+        if getattr(args, action.dest, None) == "" or getattr(args, action.dest, None) == [""]
+    ]
+    return ValueError(f"{' or '.join(given) or 'a path'} '': an empty path names no file")
+
+
 def run(args: argparse.Namespace) -> int:
     """Call the handler ``args`` was parsed for; a failure becomes one line and its status."""
     try:
@@ -227,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # not a failure of the command: main() handles it
         raise
     except Exception as err:  # noqa: BLE001 - the catch-all: every exception is one line
-        return _report(args.command_prog, err)
+        return _report(args.command_prog, _empty_path(args, err))
     return status
 
 

@@ -14,7 +14,7 @@ from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_win
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
 from ..scenario import HandoffCosts
-from .output import emit_json, nonnegative_float
+from .output import emit_json, flag_names, nonnegative_float
 
 __all__ = ["register"]
 
@@ -348,7 +348,33 @@ def _steps_writer(file: IO[bytes]) -> Any:
     return write
 
 
+# The study's parameters that are ``online --trace`` flags of the same name: its errors
+# name the flags (``--horizon-s must be > 0``), not the library's fields.
+_STUDY_FLAGS = (
+    "horizon_s",
+    "warmup_s",
+    "history_s",
+    "tail_s",
+    "benefit_rate",
+    "lateness_price",
+    "return_level",
+)
+
+
 def _study(args: argparse.Namespace) -> Any:
+    from ..calendar.causal import HorizonTooLong
+
+    try:
+        with flag_names(*_STUDY_FLAGS):
+            return _run_study(args)
+    except HorizonTooLong as err:
+        raise ValueError(
+            f"--horizon-s {args.horizon_s:g}: the horizon [{err.from_s:g}, {err.to_s:g}] s "
+            f"is too long to solve exactly ({err.reason}); give a shorter --horizon-s"
+        ) from None
+
+
+def _run_study(args: argparse.Namespace) -> Any:
     from ..calendar.causal import CausalTrace
     from ..calendar.study import causal_study, known_window_study
 

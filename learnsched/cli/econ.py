@@ -13,7 +13,12 @@ from typing import Any
 from .._checks import integer
 from .._json import read_json
 from .._table import format_rows
-from ..economics.alert_calibration import FAMILIES, calibrate_alerts, calibration_table
+from ..economics.alert_calibration import (
+    FAMILIES,
+    calibrate_alerts,
+    calibration_table,
+    held_alerts,
+)
 from ..economics.alert_experiment import MAX_SEEDS, AlertExperiment, run_alert_experiment
 from ..economics.alerts import ALERT_RULES, MAX_ALERTS
 from ..economics.breakeven import ReusePath, payback_uses
@@ -151,14 +156,19 @@ def _add_calibrate_alerts(sub: argparse._SubParsersAction[argparse.ArgumentParse
     _finish(parser, run_calibrate_alerts)
 
 
+def _alert_sizes(flag: str, n: int, seeds_flag: str, seeds: int) -> tuple[int, range]:
+    """Alerts per seed and the seeds 0..N-1, checked under the flags' names before the
+    range is read or any alert drawn (the draws of every seed are held at once)."""
+    count = integer(seeds_flag, seeds, low=1, high=MAX_SEEDS)
+    held_alerts(f"{flag} x {seeds_flag}", integer(flag, n, low=1, high=MAX_ALERTS), count)
+    return n, range(count)
+
+
 def run_calibrate_alerts(args: argparse.Namespace) -> int:
     """``econ calibrate-alerts``: recovery inputs fitted to Fig. 10, with residuals."""
-    for flag, count in (("--fit-seeds", args.fit_seeds), ("--seeds", args.seeds)):
-        if count < 1:
-            raise ValueError(f"{flag} must be >= 1, got {count}")
-    result = calibrate_alerts(
-        args.family, args.fit_alerts, range(args.fit_seeds), args.alerts, range(args.seeds)
-    )
+    fit = _alert_sizes("--fit-alerts", args.fit_alerts, "--fit-seeds", args.fit_seeds)
+    evaluation = _alert_sizes("--alerts", args.alerts, "--seeds", args.seeds)
+    result = calibrate_alerts(args.family, *fit, *evaluation)
     if args.json:
         emit_json(result.to_json())
         return 0

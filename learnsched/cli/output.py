@@ -20,7 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from .._errors import EXIT_ENVIRONMENT
@@ -42,6 +45,7 @@ __all__ = [
     "Rows",
     "emit_json",
     "finite",
+    "flag_names",
     "nonnegative_float",
     "print_rows",
 ]
@@ -122,3 +126,20 @@ def nonnegative_float(text: str) -> float:
     if not (math.isfinite(value) and value >= 0.0):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
     return value
+
+
+@contextmanager
+def flag_names(*fields: str) -> Iterator[None]:
+    """Bad input raised inside names the command's flags, not the library's parameters:
+    each whole word ``FIELD`` of ``fields`` in a ``ValueError``/``TypeError`` becomes
+    ``--FIELD`` with dashes (``horizon_s must be > 0`` -> ``--horizon-s must be > 0``);
+    the library keeps its own names for its callers."""
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        words = re.compile(r"\b(" + "|".join(map(re.escape, fields)) + r")\b")
+        message = str(err)
+        renamed = words.sub(lambda m: "--" + m.group(1).replace("_", "-"), message)
+        if renamed == message:
+            raise
+        raise (TypeError if isinstance(err, TypeError) else ValueError)(renamed) from None

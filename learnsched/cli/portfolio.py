@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from .._atomic import atomic_write_text
-from .._checks import integer
+from .._checks import integer, number
 from .._json import read_json
-from .output import emit_json
+from .output import emit_json, flag_names
 
 __all__ = ["register"]
 
@@ -169,6 +169,24 @@ def run_portfolio(args: argparse.Namespace) -> int:
     return 0
 
 
+def _horizon_end(from_s: float, to_s: float | None, last_s: float) -> float:
+    """The end of the horizon ``[--from-s, --to-s)`` on a trace whose last request
+    arrives at ``last_s``, checked under the flags' names (the simulator would name
+    "the horizon")."""
+    number("--from-s", from_s)
+    if to_s is None:
+        end, shown = last_s, f"--to-s (default: the trace's last request, {last_s:g} s)"
+    else:
+        end, shown = number("--to-s", to_s), f"--to-s {to_s:g}"
+        if end > last_s:
+            raise ValueError(f"--to-s {to_s:g} is after the trace's last request at {last_s:g} s")
+    if not end > from_s:
+        raise ValueError(
+            f"--from-s {from_s:g} and {shown} leave no horizon: --to-s must be > --from-s"
+        )
+    return end
+
+
 def _run_causal(args: argparse.Namespace) -> int:
     """``learnsched portfolio SPEC.json --trace [TRACE.csv]``."""
     from ..calendar import AZURE_TRACE, ServiceModel, load_trace
@@ -189,15 +207,15 @@ def _run_causal(args: argparse.Namespace) -> int:
         spec["windows"] = [[0.0, 1.0]]  # unused: causal mode's windows are the trace's gaps
     portfolio, _ = Portfolio.from_json(spec)
     path = args.trace or str(AZURE_TRACE)
-    trace = CausalTrace(
-        load_trace(path, ServiceModel(slo_s=args.slo_s)), synthetic=is_synthetic(path)
-    )
-    to_s = trace.span_s if args.to_s is None else args.to_s
-    rules = CausalRules(
-        lateness_price=args.lateness_price,
-        return_level=args.return_level,
-        history_s=args.history_s,
-    )
+    with flag_names("slo_s", "lateness_price", "return_level", "history_s"):
+        service = ServiceModel(slo_s=args.slo_s)
+        rules = CausalRules(
+            lateness_price=args.lateness_price,
+            return_level=args.return_level,
+            history_s=args.history_s,
+        )
+    trace = CausalTrace(load_trace(path, service), synthetic=is_synthetic(path))
+    to_s = _horizon_end(args.from_s, args.to_s, trace.span_s)
     runs = run_portfolio_causal(
         trace,
         portfolio,

@@ -29,9 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from .._checks import FloatArray, integer, nonnegative, number
-from .alert_experiment import PAPER_FIG10
-from .alerts import PAPER_RECOVERY_S, AlertDraws, AlertModel, _mean_losses, draw_alerts
+from .._checks import FloatArray, bounded, integer, nonnegative, number
+from .alert_experiment import PAPER_FIG10, seed_tuple
+from .alerts import (
+    MAX_ALERTS,
+    PAPER_RECOVERY_S,
+    AlertDraws,
+    AlertModel,
+    _mean_losses,
+    draw_alerts,
+)
 
 __all__ = [
     "FAMILIES",
@@ -262,11 +269,11 @@ def _fit(
     return np.asarray(result.x, dtype=np.float64), int(result.nfev)
 
 
-def _draws(n_alerts: int, seeds: Iterable[int], model: AlertModel) -> list[AlertDraws]:
-    seed_list = [integer("seeds", s) for s in seeds]
-    if not seed_list:
-        raise ValueError("seeds must name at least one seed, got none")
-    return [draw_alerts(n_alerts, s, model) for s in seed_list]
+def held_alerts(names: str, n_alerts: int, seeds: int) -> int:
+    """``n_alerts * seeds``, at most :data:`~.alerts.MAX_ALERTS`: every seed's alerts are
+    held at once (the fit re-scores them at each evaluation). ``names`` name the two
+    sizes in the error (``"alerts x seeds"``, or the CLI's flags)."""
+    return bounded(f"alerts held, {names} = {n_alerts} x {seeds}", n_alerts * seeds, MAX_ALERTS)
 
 
 def calibrate_alerts(
@@ -296,12 +303,25 @@ def calibrate_alerts(
     -------
     AlertCalibration
         The fitted parameters, the means they give, their seed ranges and residuals.
+
+    Raises
+    ------
+    ValueError
+        More than :data:`~.alert_experiment.MAX_SEEDS` seeds in either phase, or more
+        than :data:`~.alerts.MAX_ALERTS` alerts in all (alerts x seeds: every seed's
+        draws are held at once); checked before any alert is drawn.
     """
     if family not in FAMILIES:
         raise ValueError(f"family must be one of {', '.join(FAMILIES)}, got {family!r}")
     model = AlertModel() if model is None else model
-    fit_draws = _draws(integer("fit_alerts", fit_alerts, low=1), fit_seeds, model)
-    eval_draws = _draws(integer("alerts", alerts, low=1), seeds, model)
+    fit_list = seed_tuple("fit_seeds", fit_seeds)
+    seed_list = seed_tuple("seeds", seeds)
+    fit_n = integer("fit_alerts", fit_alerts, low=1, high=MAX_ALERTS)
+    n = integer("alerts", alerts, low=1, high=MAX_ALERTS)
+    held_alerts("fit_alerts x fit_seeds", fit_n, len(fit_list))
+    held_alerts("alerts x seeds", n, len(seed_list))
+    fit_draws = [draw_alerts(fit_n, s, model) for s in fit_list]
+    eval_draws = [draw_alerts(n, s, model) for s in seed_list]
     x, evaluations = _fit(family, fit_draws, model)
     samples = _samples(family, x.tolist())
     per_seed = _seed_means(eval_draws, samples, model)
@@ -313,9 +333,9 @@ def calibrate_alerts(
     return AlertCalibration(
         family=family,
         fit_alerts=fit_draws[0].event.size,
-        fit_seeds=tuple(integer("fit_seeds", s) for s in fit_seeds),
+        fit_seeds=fit_list,
         alerts=eval_draws[0].event.size,
-        seeds=tuple(integer("seeds", s) for s in seeds),
+        seeds=seed_list,
         parameters=_parameters(family, x.tolist()),
         means=_over_seeds(per_seed, lambda v: float(np.mean(v))),
         ranges=_over_seeds(per_seed, seed_range),

@@ -143,6 +143,17 @@ MAX_SEEDS = 10_000
 """Most seeds one experiment may run (each keeps a few means; a seed costs a sample's time)."""
 
 
+def seed_tuple(name: str, seeds: Iterable[int]) -> tuple[int, ...]:
+    """``seeds`` as a tuple of 1 to :data:`MAX_SEEDS` integers, read no further than that
+    (``range(2**31)`` is refused, not iterated); errors name ``name``."""
+    seed_list = tuple(integer(name, s) for s in islice(seeds, MAX_SEEDS + 1))
+    if len(seed_list) > MAX_SEEDS:
+        raise ValueError(f"{name} must name at most {MAX_SEEDS} seeds, got more")
+    if not seed_list:
+        raise ValueError(f"{name} must name at least one seed, got none")
+    return seed_list
+
+
 def run_alert_experiment(
     n_alerts: int,
     seeds: Iterable[int],
@@ -171,11 +182,7 @@ def run_alert_experiment(
     """
     model = AlertModel() if model is None else model
     by_engine = _samples_by_engine(recovery_samples)
-    seed_list = tuple(integer("seeds", s) for s in islice(seeds, MAX_SEEDS + 1))
-    if len(seed_list) > MAX_SEEDS:
-        raise ValueError(f"seeds must name at most {MAX_SEEDS} seeds, got more")
-    if not seed_list:
-        raise ValueError("seeds must name at least one seed, got none")
+    seed_list = seed_tuple("seeds", seeds)
     bounds = values("percentiles", percentiles, low=0.0, high=100.0)
     if bounds.shape != (2,) or bounds[0] > bounds[1]:
         raise ValueError(f"percentiles must be (low, high) with low <= high, got {percentiles!r}")

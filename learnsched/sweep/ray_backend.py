@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any
 
 from .._checks import integer
+from .._errors import EnvironmentFailure
 from .._extras import require
 from .rows import Rows, solve_rows
 from .spec import SweepSpec, parse_spec
@@ -61,12 +62,26 @@ class RayBackend:
             options: dict[str, Any] = {"logging_level": "ERROR", "log_to_driver": False}
             if address is None:
                 options |= {"num_cpus": workers, "include_dashboard": False}
-            self.ray.init(address=address, **options)
+            self._init(address, options)
             self._started = True
         cpus = int(self.ray.cluster_resources().get("CPU", 1))
         self.workers = workers if workers is not None else max(cpus, 1)
         self._solve = self.ray.remote(num_cpus=1)(_solve_task)
         self._specs: dict[str, Any] = {}
+
+    def _init(self, address: str | None, options: dict[str, Any]) -> None:
+        """``ray.init``; a Ray that does not start (a raylet that dies, e.g. under an
+        address-space limit; a cluster that does not answer) is an environment failure
+        (exit 4), not Ray's bare ``Exception`` (exit 70). ``ray.shutdown()`` releases what
+        Ray registered; the GCS and monitors of a failed local start end with this
+        process (Ray keeps no handle on them)."""
+        try:
+            self.ray.init(address=address, **options)
+        except Exception as err:  # Ray's start-up errors have no common class
+            self.ray.shutdown()
+            where = f"the Ray cluster at {address}" if address else "a local Ray"
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise EnvironmentFailure(f"backend ray: could not start {where}: {first}") from err
 
     def close(self) -> None:
         """Stop the local Ray this backend started (a cluster it joined keeps running)."""

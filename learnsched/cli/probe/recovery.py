@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._checks import integer, nonnegative, positive
+from ..._checks import number as finite_number
 from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
 from ...handoff.endpoint import ServingEndpoint
@@ -19,8 +20,8 @@ from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
 from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
-from ...handoff.readiness import check_poll
 from ...handoff.recovery import DEFAULT_RELEASE_TIMEOUT_S, measure_warm_recovery
+from ...handoff.waits import POLL_RANGE_S
 from ...scenario import Recovery
 from .._engine import add_connection_arguments, endpoint_from_args
 from ..output import Rows, emit_json, print_rows
@@ -110,7 +111,9 @@ def check_recovery(args: argparse.Namespace) -> ServingEndpoint:
         raise ValueError("--launch must not be empty")
     integer("--cold-runs", args.cold_runs, low=1)
     integer("--warm-runs", args.warm_runs, low=0 if args.launch else 1)
-    check_poll(args.poll_ms / 1e3)
+    low, high = (1e3 * s for s in POLL_RANGE_S)  # check_poll's band, in the flag's ms
+    if not low <= finite_number("--poll-ms", args.poll_ms) <= high:
+        raise ValueError(f"--poll-ms must be within {low:g}-{high:g} ms, got {args.poll_ms!r}")
     positive("--timeout-s", args.timeout_s)
     nonnegative("--parked-s", args.parked_s)
     positive("--release-timeout-s", args.release_timeout_s)
