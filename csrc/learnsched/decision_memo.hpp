@@ -10,10 +10,9 @@
 // Memory: 12 bytes per (window, progress) pair, K * (J + 1) of them, per policy memoised,
 // armed on a policy's second call (decide or decide_many) since the (re)build: a model
 // rebuilt for one decision, as the control loop's, never arms it, and a single batch pays
-// nothing for it. Its storage keeps its
-// capacity across rebuilds as the tables do; blocks from kMappedBlockBytes on are mapped
-// afresh when armed again, so only the pages of states asked are ever touched. decide_many
-// reads it by the hits of its last batch (Table::Use).
+// nothing for it. Its storage keeps its capacity across rebuilds as the tables do; blocks
+// from kMappedBlockBytes on are mapped afresh when armed again, so only the pages of states
+// asked are ever touched. decide_many reads it by the hits of its last batch (Table::Use).
 //
 // Thread-safe as a const Model is: entries are atomic words (a racing fill writes the same
 // value), arming happens under a lock and is published by a release store.
