@@ -108,7 +108,7 @@ def _decide_many() -> Pair:
     """decide_many on 200,000 shuffled states at K = 4, J = 360,000 against a random
     gather of one double per state from a table of that model's states. The states are
     asked again and again, so the rounds read the decision memo (armed by the check below):
-    a batch computed anew is 5-6x slower."""
+    a batch computed anew is 5-7x slower."""
     from test_bench_decide import prepared, python_loop, shuffled
 
     model, states = prepared("4x360000")

@@ -343,7 +343,8 @@ class Model:
         built or rebuilt, ``costed_window``, ``rollout`` and ``dp`` remember each state's
         decision, so that a state asked again costs one table load. Memory: at most 12 bytes
         per ``(window, progress)`` pair, ``K * (J + 1)`` of them, per such policy (4 for the
-        service state, 8 for the last active state asked there).
+        service state, 8 for the last active state asked there). :meth:`decide_many` does
+        without it while its batches keep missing it (new states every time).
         """
         return self._model.decide(
             window, progress, durable, active, policy, epsilon, score_noise, scores

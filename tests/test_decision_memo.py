@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_decide_many import action_tuple, as_tuples, every_state, long_windows
+from test_decide_many import action_tuple, as_tuples, every_state, long_windows, shuffled_states
 
 import learnsched as ls
 
@@ -117,3 +117,15 @@ def test_a_model_without_a_policys_tables_still_refuses_it() -> None:
             model.decide(0, 0, 0, False, "rollout")
         with pytest.raises(ValueError, match="built without"):
             model.decide_many([0], [0], [0], [False], "dp")
+
+
+def test_batches_of_new_states_then_repeated_ones_decide_as_computed() -> None:
+    """decide_many stops using the memo while batches keep missing it (new states each
+    time), probes it every few batches, and takes it up again when states repeat: every
+    batch is its states' decisions throughout."""
+    scenario = long_windows(30_000, ls.PAPER_WARM, 0.5)  # batches hit under 2% of the time
+    model = ls.Model(scenario)
+    batches = [shuffled_states(scenario, 300, seed) for seed in range(12)]
+    for states in batches + [batches[0]] * 4 + batches[:3] * 3:
+        want = fresh_decisions(scenario, states, "rollout")
+        assert as_tuples(model.decide_many(*states, policy="rollout")) == want

@@ -31,19 +31,33 @@ void DecisionMemo::Table::store(const State& s, const Action& a) const {
         active()[index(s)].store(static_cast<std::uint64_t>(s.durable) << 32 | pack(a),
                                  std::memory_order_relaxed);
     }
-    if (empty_.load(std::memory_order_relaxed)) empty_.store(false, std::memory_order_relaxed);
 }
 
 void DecisionMemo::Table::prefetch(const State& s) const {
 #if defined(__GNUC__)
+    // For writing: a miss stores its decision there.
     if (s.active) {
-        __builtin_prefetch(active() + index(s));
+        __builtin_prefetch(active() + index(s), 1);
     } else {
-        __builtin_prefetch(service() + index(s));
+        __builtin_prefetch(service() + index(s), 1);
     }
 #else
     (void)s;
 #endif
+}
+
+DecisionMemo::Table::Use DecisionMemo::Table::batch_use() const {
+    const Use use = use_.load(std::memory_order_relaxed);
+    if (use != Use::Skip) return use;
+    if (skipped_.fetch_add(1, std::memory_order_relaxed) + 1 < kProbeEvery) return Use::Skip;
+    skipped_.store(0, std::memory_order_relaxed);
+    return Use::Sorted;  // probe: are states asked again now?
+}
+
+void DecisionMemo::Table::batch_hits(std::size_t hits, std::size_t size) const {
+    if (first_batch_.exchange(false, std::memory_order_relaxed)) return;  // stays Sorted
+    const Use use = 2 * hits >= size ? Use::Lookup : 16 * hits >= size ? Use::Sorted : Use::Skip;
+    use_.store(use, std::memory_order_relaxed);
 }
 
 DecisionMemo::DecisionMemo() : shared_(std::make_unique<Shared>()) {}
@@ -80,7 +94,9 @@ bool DecisionMemo::arm(Table& t) const {
         t.active_storage_ = UninitializedArray<std::uint64_t>();
         return false;
     }
-    t.empty_.store(true, std::memory_order_relaxed);
+    t.use_.store(Table::Use::Sorted, std::memory_order_relaxed);
+    t.skipped_.store(0, std::memory_order_relaxed);
+    t.first_batch_.store(true, std::memory_order_relaxed);
     t.armed_.store(true, std::memory_order_release);  // publishes the zeroed entries
     return true;
 }

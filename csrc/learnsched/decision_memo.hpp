@@ -10,9 +10,9 @@
 // Memory: 12 bytes per (window, progress) pair, K * (J + 1) of them, per policy memoised,
 // armed on a policy's second call (decide or decide_many) since the (re)build: a model
 // rebuilt for one decision, as the control loop's, never arms it, and a single batch pays
-// nothing for it. Its storage keeps its
-// capacity across rebuilds as the tables do; blocks from kMappedBlockBytes on are mapped
-// afresh when armed again, so only the pages of states asked are ever touched.
+// nothing for it. Its storage keeps its capacity across rebuilds as the tables do; blocks
+// from kMappedBlockBytes on are mapped afresh when armed again, so only the pages of states
+// asked are ever touched. decide_many reads it by the hits of its last batch (Table::Use).
 //
 // Thread-safe as a const Model is: entries are atomic words (a racing fill writes the same
 // value), arming happens under a lock and is published by a release store.
@@ -64,8 +64,16 @@ class DecisionMemo {
         void store(const State& s, const Action& a) const;
         // Ask the cache for the entry of a valid state `s` (decide_many, a few states ahead).
         void prefetch(const State& s) const;
-        // Whether nothing was stored since it was armed (decide_many then skips its lookups).
-        bool empty() const { return empty_.load(std::memory_order_relaxed); }
+        // How decide_many uses the memo, from the share of hits in the last batch that
+        // looked its states up: most (Lookup: every state looked up first, in the order
+        // given), some (Sorted: each looked up and stored in the sorted pass), or almost
+        // none (Skip: a batch of states never asked before pays for the memo's traffic, as
+        // much as 25% at J = 360,000, so the next kProbeEvery - 1 batches do without it).
+        enum class Use : std::uint8_t { Sorted, Lookup, Skip };
+        Use batch_use() const;
+        // Record a batch of `size` states that found `hits` of them here (the first batch
+        // since arming found an empty memo: it is not a sample).
+        void batch_hits(std::size_t hits, std::size_t size) const;
 
       private:
         friend class DecisionMemo;
@@ -103,7 +111,10 @@ class DecisionMemo {
         std::size_t stride_ = 1;  // J + 1
         std::atomic<bool> armed_{false};
         std::atomic<bool> asked_{false};  // called once since the (re)build
-        mutable std::atomic<bool> empty_{true};
+        static constexpr unsigned kProbeEvery = 8;
+        mutable std::atomic<Use> use_{Use::Sorted};
+        mutable std::atomic<unsigned> skipped_{0};  // batches skipped since the last probe
+        mutable std::atomic<bool> first_batch_{true};
     };
 
     DecisionMemo();

@@ -167,33 +167,49 @@ Action Model::decide(const State& state, Policy policy, const Guard& guard) cons
 }
 
 template <class Write>
-void Model::decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
-                           Write&& write) const {
-    const auto state = [&](std::size_t i) {
-        return State{states.window[i], states.progress[i], states.durable[i],
-                     states.active[i] != 0};
+std::size_t Model::decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
+                                  const DecisionMemo::Table* memo, Write&& write) const {
+    std::size_t hits = 0;
+    const auto decide_one = [&](const State& s) {
+        Action a;
+        if (memo == nullptr) return choose(s, policy, guard);
+        if (memo->find(s, a)) {
+            ++hits;
+            return a;
+        }
+        a = choose(s, policy, guard);
+        memo->store(s, a);
+        return a;
     };
     // Each decision depends on its state alone, so any order gives the same columns.
     const std::vector<std::uint32_t> order =
         locality_order(states, acc_.window_count(), acc_.work_quanta());
     if (order.empty()) {
         for (std::size_t i = 0; i < states.size; ++i) {
-            if (i + kPrefetchAhead < states.size) prefetch(state(i + kPrefetchAhead), policy);
-            write(i, choose(state(i), policy, guard));
+            if (i + kPrefetchAhead < states.size) {
+                prefetch(states.at(i + kPrefetchAhead), policy);
+                if (memo != nullptr) memo->prefetch(states.at(i + kPrefetchAhead));
+            }
+            write(i, decide_one(states.at(i)));
         }
-        return;
+        return hits;
     }
     // The columns are read and written in the order given, through packed copies in the
     // sorted order: their random accesses are then a gather and a scatter in tight loops
-    // (many misses in flight at once), not a miss inside every decision.
+    // (many misses in flight at once), not a miss inside every decision. The memo is
+    // indexed as the tables are, so it too is read and written nearly in order.
     std::vector<State> sorted(order.size());
-    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = state(order[k]);
+    for (std::size_t k = 0; k < order.size(); ++k) sorted[k] = states.at(order[k]);
     std::vector<Action> actions(order.size());
     for (std::size_t k = 0; k < order.size(); ++k) {
-        if (k + kPrefetchAhead < sorted.size()) prefetch(sorted[k + kPrefetchAhead], policy);
-        actions[k] = choose(sorted[k], policy, guard);
+        if (k + kPrefetchAhead < sorted.size()) {
+            prefetch(sorted[k + kPrefetchAhead], policy);
+            if (memo != nullptr) memo->prefetch(sorted[k + kPrefetchAhead]);
+        }
+        actions[k] = decide_one(sorted[k]);
     }
     for (std::size_t k = 0; k < order.size(); ++k) write(order[k], actions[k]);
+    return hits;
 }
 
 void Model::decide_many(const StateColumns& states, Policy policy, const Guard& guard,
@@ -201,13 +217,9 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
     check_policy(policy);  // once, not per state
     validate(guard);
     require_tables(policy);  // a table not built is an error, never a read of it
-    const auto state = [&](std::size_t i) {
-        return State{states.window[i], states.progress[i], states.durable[i],
-                     states.active[i] != 0};
-    };
     for (std::size_t i = 0; i < states.size; ++i) {  // the first invalid state in the order given
         try {
-            validate_state(scenario(), state(i));
+            validate_state(scenario(), states.at(i));
         } catch (const std::invalid_argument& e) {
             throw std::invalid_argument("states[" + std::to_string(i) + "]: " + e.what());
         }
@@ -219,31 +231,29 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
         out.cold[i] = a.cold;
     };
     const DecisionMemo::Table* memo = memo_.table(policy);
-    if (memo == nullptr) {
-        decide_columns(states, policy, guard, write);
+    const auto use = memo != nullptr ? memo->batch_use() : DecisionMemo::Table::Use::Skip;
+    if (use != DecisionMemo::Table::Use::Lookup) {
+        // States mostly new: looked up (and stored) in the sorted pass, nearly in order, or
+        // decided without the memo while batches keep missing it.
+        const DecisionMemo::Table* used = use == DecisionMemo::Table::Use::Sorted ? memo : nullptr;
+        const std::size_t hits = decide_columns(states, policy, guard, used, write);
+        if (used != nullptr) used->batch_hits(hits, states.size);
         return;
     }
-    const auto remember = [&](std::size_t i, const State& s, const Action& a) {
-        write(i, a);
-        memo->store(s, a);
-    };
-    if (memo->empty()) {  // nothing to look up
-        decide_columns(states, policy, guard,
-                       [&](std::size_t i, const Action& a) { remember(i, state(i), a); });
-        return;
-    }
-    // Remembered decisions first, one load each (prefetched ahead: the memo is as large as
-    // a table); the states missed are then decided as a smaller batch.
+    // States mostly asked before: every one looked up first, one load each in the order
+    // given (prefetched ahead: the memo is as large as a table), without sorting them; the
+    // states missed are then decided as a smaller batch.
     std::vector<std::size_t> missed;
     for (std::size_t i = 0; i < states.size; ++i) {
-        if (i + kMemoAhead < states.size) memo->prefetch(state(i + kMemoAhead));
+        if (i + kMemoAhead < states.size) memo->prefetch(states.at(i + kMemoAhead));
         Action a;
-        if (memo->find(state(i), a)) {
+        if (memo->find(states.at(i), a)) {
             write(i, a);
         } else {
             missed.push_back(i);
         }
     }
+    memo->batch_hits(states.size - missed.size(), states.size);
     if (missed.empty()) return;
     const std::size_t m = missed.size();
     std::vector<int> window(m), progress(m), durable(m);
@@ -256,9 +266,8 @@ void Model::decide_many(const StateColumns& states, Policy policy, const Guard& 
         active[k] = states.active[i];
     }
     const StateColumns rest{window.data(), progress.data(), durable.data(), active.data(), m};
-    decide_columns(rest, policy, guard, [&](std::size_t k, const Action& a) {
-        remember(missed[k], State{window[k], progress[k], durable[k], active[k] != 0}, a);
-    });
+    decide_columns(rest, policy, guard, memo,
+                   [&](std::size_t k, const Action& a) { write(missed[k], a); });
 }
 
 void Model::prefetch(const State& s, Policy policy) const {

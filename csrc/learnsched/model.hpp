@@ -43,6 +43,10 @@ struct StateColumns {
     const int* durable = nullptr;
     const std::uint8_t* active = nullptr;
     std::size_t size = 0;
+
+    State at(std::size_t i) const {
+        return State{window[i], progress[i], durable[i], active[i] != 0};
+    }
 };
 
 // Their actions as columns: kind (ActionKind's value), quanta, checkpoint and cold.
@@ -111,10 +115,12 @@ class Model {
     // std::invalid_argument naming `reader` and the first of `needs` that was not built.
     void require(const TableNeeds& needs, const char* reader) const;
     Action choose(const State& s, Policy policy, const Guard& guard) const;
-    // choose() for every state of `states` (valid), each passed to write(i, action).
+    // choose() for every state of `states` (valid), each passed to write(i, action); with a
+    // memo, each state is looked up there first and each computed action stored. Returns
+    // the number of states found in the memo.
     template <class Write>
-    void decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
-                        Write&& write) const;
+    std::size_t decide_columns(const StateColumns& states, Policy policy, const Guard& guard,
+                               const DecisionMemo::Table* memo, Write&& write) const;
     // Ask the cache for the table entries a decision in `s` reads (decide_many, a few states
     // ahead: on tables larger than the caches each decision would wait for them otherwise).
     void prefetch(const State& s, Policy policy) const;
