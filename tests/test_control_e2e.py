@@ -121,6 +121,7 @@ def _demo(tmp_path: Path, ledger: Path, state: Path) -> dict[str, object]:
 
 
 def test_demo_twice_resumes_where_the_first_stopped(tmp_path: Path) -> None:
+    pytest.importorskip("aiohttp", reason="the demo's gate needs the serve extra")
     ledger, state = tmp_path / "ledger.jsonl", tmp_path / "state"
     first = _demo(tmp_path, ledger, state)
     assert tuple(first) == SUMMARY_KEYS
