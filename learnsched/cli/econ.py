@@ -160,8 +160,9 @@ def _alert_sizes(flag: str, n: int, seeds_flag: str, seeds: int) -> tuple[int, r
     """Alerts per seed and the seeds 0..N-1, checked under the flags' names before the
     range is read or any alert drawn (the draws of every seed are held at once)."""
     count = integer(seeds_flag, seeds, low=1, high=MAX_SEEDS)
-    held_alerts(f"{flag} x {seeds_flag}", integer(flag, n, low=1, high=MAX_ALERTS), count)
-    return n, range(count)
+    alerts = integer(flag, n, low=1, high=MAX_ALERTS)
+    held_alerts(f"{flag} x {seeds_flag}", alerts, count)
+    return alerts, range(count)
 
 
 def run_calibrate_alerts(args: argparse.Namespace) -> int:

@@ -690,10 +690,10 @@ class ControlLoop:
         self.gap_open = True  # the gate tells every arrival from here (held_arrivals)
         self.watcher.arrived.clear()  # from here an arrival ends the idle window
         try:
-            move = self._wait_for_work(decider, window)
+            lend = self._wait_for_work(decider, window)
         finally:
             self.gap_open = False
-        if move is None:
+        if not lend:
             return
         window = Window(max(window.start_s, self.now()), window.end_s)
         if self.watcher.arrived.is_set() or self.watcher.busy:
@@ -704,9 +704,9 @@ class ControlLoop:
             action = Action(ActionKind.PUBLISH, self.work_quanta - self.durable, checkpoint=True)
             self._lend(window, [window, *windows[1:]], action)
 
-    def _wait_for_work(self, decider: MoveDecider, window: Window) -> str | None:
-        """Ask at each boundary until ``decider`` says ``work`` (returned); ``None`` if
-        an arrival, the deadline or a stop ended the idle window first."""
+    def _wait_for_work(self, decider: MoveDecider, window: Window) -> bool:
+        """Ask at each boundary until ``decider`` says ``work`` (True); False if an
+        arrival, the deadline or a stop ended the idle window first."""
         step = self.quantum_s
         gap = self._planned.start_s
         boundary = _last_boundary(gap, gap, step, window.start_s)
@@ -719,16 +719,16 @@ class ControlLoop:
             phase = "idle"
             if not self._fits(window, 1, False, at_s=boundary):
                 self._say("window over")
-                return None
+                return False
             try:
                 self._serve_until(boundary)
             except _Interrupted as why:
                 if why.args[0] == "load":
                     self._arrived_idle(window)
-                return None
+                return False
         if move != "work":
             raise ValueError(f"next_move while idle: move must be wait or work, got {move!r}")
-        return move
+        return True
 
     def _arrived_idle(self, window: Window) -> None:
         self._decision("idle", window, Action(ActionKind.WAIT), "load", reason="arrival")
