@@ -79,9 +79,11 @@ def run_moves(
     quantum_s: float | None = None,
     on_idle: Callable[[ControlLoop, int], None] | None = None,
     before_close: Callable[[], None] | None = None,
+    kind: str = "vllm",
 ) -> tuple[ControlLoop, ScriptedMoves, list[HandoffRecord], dict[str, Any]]:
-    """One window (then one an hour on) with the scripted moves; the loop, the decider,
-    the ledger and the engine's ``/sim/state`` at the end (after ``before_close``)."""
+    """One window (then one an hour on) with the scripted moves, on the strict simulated
+    ``kind`` engine; the loop, the decider, the ledger and the engine's ``/sim/state`` at
+    the end (after ``before_close``)."""
     made: list[ScriptedMoves] = []
     loops: list[ControlLoop] = []
 
@@ -95,8 +97,8 @@ def run_moves(
     options: dict[str, Any] = {"work_quanta": 20_000}
     if quantum_s is not None:
         options["quantum_s"] = quantum_s
-    with EngineProcess(strict_config("vllm"), lifetime_s=60.0) as sim:
-        loop = make_loop(sim.url, "vllm", [window, (3600.0, 7200.0)], folder,
+    with EngineProcess(strict_config(kind), lifetime_s=60.0) as sim:
+        loop = make_loop(sim.url, kind, [window, (3600.0, 7200.0)], folder,
                          trainer_options=options, horizon_s=10_000.0,
                          until_s=until_s)  # fmt: skip
         loops.append(loop)
@@ -178,10 +180,11 @@ def idle_questions(records: list[HandoffRecord]) -> list[HandoffRecord]:
     ]  # fmt: skip
 
 
-def test_wait_wait_work_lends_at_the_third_boundary(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["vllm", "sglang"])
+def test_wait_wait_work_lends_at_the_third_boundary(kind: str, tmp_path: Path) -> None:
     loop, decider, records, state = run_moves(
         tmp_path, [], idle=("wait", "wait", "work"), window=(0.3, 1.5), until_s=1.7,
-        quantum_s=QUANTUM_S,
+        quantum_s=QUANTUM_S, kind=kind,
     )  # fmt: skip
     boundaries = [0.3, 0.3 + QUANTUM_S, 0.3 + QUANTUM_S + QUANTUM_S]
     assert decider.asked_idle == [(t, 0.3, 0, 0, False) for t in boundaries]
