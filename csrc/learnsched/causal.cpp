@@ -788,13 +788,16 @@ class Tally {
             s_.cut[static_cast<std::size_t>(rest_)] -= q;
         }
         if (most < 1) return;
+        // One pass: the late ones subtract their price right after their row entry, as
+        // two passes would (the same operations in the same order).
         double* advance = s_.advance.data();
         const double* next = values + base_;
-        for (std::size_t u = 1; u <= m; ++u) advance[u] += next[u];
-        const double* price = s_.late_price.data() + o.late_at;
-        double* late = advance + o.late_from;
-        const int late_count = most + 1 - o.late_from;
-        for (int k = 0; k < late_count; ++k) late[k] -= price[k];
+        const auto late_from = static_cast<std::size_t>(o.late_from);
+        for (std::size_t u = 1; u < late_from && u <= m; ++u) advance[u] += next[u];
+        const double* price = s_.late_price.data() + o.late_at;  // price[0]: late_from's
+        for (std::size_t u = late_from; u <= m; ++u) {
+            advance[u] = (advance[u] + next[u]) - price[u - late_from];
+        }
     }
 
     const CausalCandidate& c_;
