@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
 
 import numpy as np
@@ -180,6 +182,38 @@ def test_prebuilt_tables_give_the_rows_after_the_current_window() -> None:
         assert prebuilt.mean_reference_values() == direct.mean_reference_values()
         assert prebuilt.mean_optimal_values() == direct.mean_optimal_values()
         assert prebuilt.mean_window_plan_values() == direct.mean_window_plan_values()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    windows=st.integers(0, 40),
+    times=st.lists(
+        st.floats(-100.0, 20_000.0) | st.sampled_from([float("inf"), -float("inf"), float("nan")]),
+        max_size=20,
+    ),
+)
+def test_row_after_is_the_first_window_starting_at_or_after_the_time(
+    seed: int, windows: int, times: list[float]
+) -> None:
+    # row_after's search is branch-free (a decision asks it at random times): it must give
+    # bisect_left's index over the starts, NaN included (index 0, as std::lower_bound).
+    rng = np.random.default_rng(seed)
+    ends = 100.0 + np.cumsum(rng.uniform(5, 60, windows) + rng.uniform(150, 300, windows))
+    sample = [(float(e) - 150.0, float(e)) for e in ends]  # 150 s each, apart
+    packed_windows, offsets = packed([sample])
+    # Each window can publish and the horizon is past them all, so every row differs.
+    candidate = _core.Scenario(
+        [(0.0, 80.0)], 6, 5.0, 0.25, 1e5, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False)
+    )
+    tables = _core.SampleTables(candidate, packed_windows, offsets, POLICIES, 1)
+    starts = [w[0] for w in sample]
+    rows = [tables.row_after(0, t, "reference") for t in starts]
+    rows.append([0.0] * 7)  # after the last start: no window left
+    assert len({tuple(r) for r in rows}) == len(rows)
+    between = [(a + b) / 2 for a, b in itertools.pairwise(starts)]
+    for t in [*times, *starts, *between]:
+        assert tables.row_after(0, t, "reference") == rows[bisect.bisect_left(starts, t)], t
 
 
 def test_prebuilt_tables_must_match_the_candidate() -> None:
