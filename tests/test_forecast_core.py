@@ -22,10 +22,12 @@ from strategies import scenarios, to_reference
 POLICIES = [_core.Policy.WINDOW, _core.Policy.COSTED_WINDOW, _core.Policy.ROLLOUT, _core.Policy.DP]
 
 
-def current(window: tuple[float, float] = (0.0, 80.0), work_quanta: int = 6) -> _core.Scenario:
+def current(
+    window: tuple[float, float] = (0.0, 80.0), work_quanta: int = 6, horizon_s: float = 1020.0
+) -> _core.Scenario:
     costs = ls.PAPER_COLD.to_core()
     return _core.Scenario(
-        [window], work_quanta, 5.0, 0.25, 1020.0, costs, _core.State(0, 0, 0, False)
+        [window], work_quanta, 5.0, 0.25, horizon_s, costs, _core.State(0, 0, 0, False)
     )
 
 
@@ -203,10 +205,7 @@ def test_row_after_is_the_first_window_starting_at_or_after_the_time(
     sample = [(float(e) - 150.0, float(e)) for e in ends]  # 150 s each, apart
     packed_windows, offsets = packed([sample])
     # Each window can publish and the horizon is past them all, so every row differs.
-    candidate = _core.Scenario(
-        [(0.0, 80.0)], 6, 5.0, 0.25, 1e5, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False)
-    )
-    tables = _core.SampleTables(candidate, packed_windows, offsets, POLICIES, 1)
+    tables = _core.SampleTables(current(horizon_s=1e5), packed_windows, offsets, POLICIES, 1)
     starts = [w[0] for w in sample]
     rows = [tables.row_after(0, t, "reference") for t in starts]
     rows.append([0.0] * 7)  # after the last start: no window left

@@ -792,8 +792,8 @@ class Tally {
         // two passes would (the same operations in the same order).
         double* advance = s_.advance.data();
         const double* next = values + base_;
-        const auto late_from = static_cast<std::size_t>(o.late_from);
-        for (std::size_t u = 1; u < late_from && u <= m; ++u) advance[u] += next[u];
+        const auto late_from = static_cast<std::size_t>(o.late_from);  // <= most + 1
+        for (std::size_t u = 1; u < late_from; ++u) advance[u] += next[u];
         const double* price = s_.late_price.data() + o.late_at;  // price[0]: late_from's
         for (std::size_t u = late_from; u <= m; ++u) {
             advance[u] = (advance[u] + next[u]) - price[u - late_from];
