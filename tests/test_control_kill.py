@@ -36,6 +36,9 @@ from control_support import COUNTING, LORA, unix_calendar
 
 TESTS = Path(__file__).resolve().parent
 KILLS = 20
+# A park follows a restart within one window once the trainer is ready; on a loaded
+# two-core CI machine a restart that re-imports torch can take far longer.
+PARK_WAIT_S = 120.0
 
 
 def _records(ledger: Path) -> list[HandoffRecord]:
@@ -64,7 +67,7 @@ def _start(
     command: list[str], cwd: Path, env: dict[str, str], ledger: Path
 ) -> subprocess.Popen[str]:
     seen = len(_records(ledger))
-    log = cwd / "loop.stderr"  # every run's stderr, for the message below
+    log = ledger.with_name("loop.stderr")  # every run's stderr, for the messages
     with log.open("a") as err:
         loop = subprocess.Popen(
             command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
@@ -73,12 +76,17 @@ def _start(
     end = time.monotonic() + 300.0
     while _wait_for(ledger, "trainer-ready", seen, 0.5) is None:
         if loop.poll() is not None or time.monotonic() > end:
-            tail = [(r.kind, r.failure or "") for r in _records(ledger)[seen:]]
-            raise AssertionError(
-                f"the run never got ready (exit {loop.poll()}): {tail}\n"
-                f"stderr: {log.read_text()[-3000:]}"
-            )
+            why = _what_happened("the run never got ready", loop, ledger, seen)
+            _kill(loop)
+            raise AssertionError(why)
     return loop
+
+
+def _what_happened(what: str, loop: subprocess.Popen[str], ledger: Path, seen: int) -> str:
+    """``what``, with the run's exit status, its records since ``seen`` and its stderr."""
+    tail = [(r.kind, r.failure or "", r.detail) for r in _records(ledger)[seen:]][-40:]
+    log = ledger.with_name("loop.stderr")
+    return f"{what} (exit {loop.poll()}): {tail}\nstderr: {log.read_text()[-3000:]}"
 
 
 def campaign(
@@ -112,35 +120,44 @@ def campaign(
         env = {**os.environ, "PYTHONPATH": str(TESTS)}
         mark = "park" if dialect == "vllm" else "parked"
         loop: subprocess.Popen[str] | None = None
-        for round_ in range(kills):
+        try:
+            for round_ in range(kills):
+                if loop is None or loop.poll() is not None:
+                    loop = _start(command, tmp_path, env, ledger)
+                seen = len(_records(ledger))
+                park = _wait_for(ledger, mark, seen, PARK_WAIT_S)  # lent: work is under way
+                assert park is not None, _what_happened(
+                    f"round {round_}: no {mark}", loop, ledger, seen
+                )
+                # Round 0 kills the loop at once, while the engine is surely parked, so the
+                # restart's return of a park left open is always exercised; the others kill
+                # at a random point of the segment (or after).
+                first = round_ == 0
+                time.sleep(0.0 if first else rng.uniform(0.0, window_s))
+                # The trainer this window was lent to (the park record names it).
+                pid = next(
+                    (r.detail.get("trainer_pid") for r in reversed(_records(ledger))
+                     if r.kind == "park"), None,
+                )  # fmt: skip
+                if first or rng.random() < loop_share or not isinstance(pid, int):
+                    _kill(loop)
+                else:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:  # gone already: the loop instead
+                        _kill(loop)
             if loop is None or loop.poll() is not None:
                 loop = _start(command, tmp_path, env, ledger)
             seen = len(_records(ledger))
-            park = _wait_for(ledger, mark, seen, 60.0)  # lent: work is under way
-            assert park is not None
-            # Round 0 kills the loop at once, while the engine is surely parked, so the
-            # restart's return of a park left open is always exercised; the others kill
-            # at a random point of the segment (or after).
-            first = round_ == 0
-            time.sleep(0.0 if first else rng.uniform(0.0, window_s))
-            pid = next(
-                (r.detail.get("trainer_pid") for r in reversed(_records(ledger))
-                 if r.kind == "trainer-ready"), None,
-            )  # fmt: skip
-            if first or rng.random() < loop_share or not isinstance(pid, int):
+            assert _wait_for(ledger, "return", seen, 30.0) is not None, _what_happened(
+                "no return", loop, ledger, seen
+            )
+            os.killpg(loop.pid, signal.SIGTERM)  # a clean stop: the last run prints its totals
+            out, _ = loop.communicate(timeout=120.0)
+            assert loop.returncode == 0, _what_happened("the clean stop failed", loop, ledger, 0)
+        finally:  # a failed round leaves no run behind to warn in a later test
+            if loop is not None:
                 _kill(loop)
-            else:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:  # already replaced after an earlier kill
-                    _kill(loop)
-        if loop is None or loop.poll() is not None:
-            loop = _start(command, tmp_path, env, ledger)
-        seen = len(_records(ledger))
-        assert _wait_for(ledger, "return", seen, 30.0) is not None
-        os.killpg(loop.pid, signal.SIGTERM)  # a clean stop: the last run prints its totals
-        out, _ = loop.communicate(timeout=120.0)
-        assert loop.returncode == 0
         _engine_as_it_was(engine, dialect)
     (tmp_path / "summary.json").write_text(out)
     return ledger
@@ -173,14 +190,18 @@ def sigterm_campaign(tmp_path: Path, rounds: int, dialect: str) -> Path:
         env = {**os.environ, "PYTHONPATH": str(TESTS)}
         for _ in range(rounds):
             loop = _start(command, tmp_path, env, ledger)
-            seen = len(_records(ledger))
-            assert _wait_for(ledger, "parked", seen, 60.0) is not None
-            time.sleep(rng.uniform(0.0, 0.4))
-            signalled = time.monotonic()
-            os.killpg(loop.pid, signal.SIGTERM)
-            loop.communicate(timeout=60.0)
-            assert loop.returncode == 0
-            assert time.monotonic() - signalled < 10.0  # one quantum, a save, the return
+            try:
+                seen = len(_records(ledger))
+                parked = _wait_for(ledger, "parked", seen, PARK_WAIT_S)
+                assert parked is not None, _what_happened("no park", loop, ledger, seen)
+                time.sleep(rng.uniform(0.0, 0.4))
+                signalled = time.monotonic()
+                os.killpg(loop.pid, signal.SIGTERM)
+                loop.communicate(timeout=60.0)
+                assert loop.returncode == 0, _what_happened("SIGTERM", loop, ledger, seen)
+                assert time.monotonic() - signalled < 10.0  # one quantum, a save, the return
+            finally:
+                _kill(loop)
             _engine_as_it_was(engine, dialect)
     return ledger
 
