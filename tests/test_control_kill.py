@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,7 @@ def _what_happened(what: str, loop: subprocess.Popen[str], ledger: Path, seen: i
 def campaign(
     tmp_path: Path,
     trainer: str,
-    options: dict[str, object],
+    options: Mapping[str, object],
     loop_share: float,
     window_s: float,
     *,
