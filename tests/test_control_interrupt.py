@@ -21,7 +21,7 @@ from learnsched.control.trainer import TrainerIgnoredInterrupt, TrainerProcess
 from learnsched.handoff import HandoffRecord, read_ledger
 from learnsched.testing import EngineProcess
 
-from control_support import COUNTING, make_loop
+from control_support import COUNTING, live_records, make_loop
 from engine_support import strict_config
 
 QUANTUM_S = 3.0  # multi-second quanta: waiting for one to end would break the bound
@@ -83,7 +83,7 @@ def wait_for(ledger: Path, kind: str, timeout_s: float = 30.0) -> None:
     """Until the ledger has a ``kind`` record (records are fsynced lines)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if ledger.exists() and any(r.kind == kind for r in read_ledger(ledger)):
+        if any(r.kind == kind for r in live_records(ledger)):
             return
         time.sleep(0.02)
     raise AssertionError(f"no {kind} record within {timeout_s:g} s")

@@ -33,7 +33,7 @@ from learnsched.handoff.ledger import HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
 from learnsched.testing.device import SimulatedDeviceReader
 
-from control_support import COUNTING, LORA, unix_calendar
+from control_support import COUNTING, LORA, live_records, unix_calendar
 
 TESTS = Path(__file__).resolve().parent
 KILLS = 20
@@ -42,15 +42,11 @@ KILLS = 20
 PARK_WAIT_S = 120.0
 
 
-def _records(ledger: Path) -> list[HandoffRecord]:
-    return read_ledger(ledger) if ledger.exists() else []
-
-
 def _wait_for(ledger: Path, kind: str, after: int, timeout_s: float) -> HandoffRecord | None:
     """The first ``kind`` record beyond index ``after`` (polled), or None."""
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
-        found = [r for r in _records(ledger)[after:] if r.kind == kind]
+        found = [r for r in live_records(ledger)[after:] if r.kind == kind]
         if found:
             return found[-1]
         time.sleep(0.05)
@@ -67,7 +63,7 @@ def _kill(loop: subprocess.Popen[str]) -> None:
 def _start(
     command: list[str], cwd: Path, env: dict[str, str], ledger: Path
 ) -> subprocess.Popen[str]:
-    seen = len(_records(ledger))
+    seen = len(live_records(ledger))
     log = ledger.with_name("loop.stderr")  # every run's stderr, for the messages
     with log.open("a") as err:
         loop = subprocess.Popen(
@@ -85,7 +81,7 @@ def _start(
 
 def _what_happened(what: str, loop: subprocess.Popen[str], ledger: Path, seen: int) -> str:
     """``what``, with the run's exit status, its records since ``seen`` and its stderr."""
-    tail = [(r.kind, r.failure or "", r.detail) for r in _records(ledger)[seen:]][-40:]
+    tail = [(r.kind, r.failure or "", r.detail) for r in live_records(ledger)[seen:]][-40:]
     log = ledger.with_name("loop.stderr")
     return f"{what} (exit {loop.poll()}): {tail}\nstderr: {log.read_text()[-3000:]}"
 
@@ -125,7 +121,7 @@ def campaign(
             for round_ in range(kills):
                 if loop is None or loop.poll() is not None:
                     loop = _start(command, tmp_path, env, ledger)
-                seen = len(_records(ledger))
+                seen = len(live_records(ledger))
                 park = _wait_for(ledger, mark, seen, PARK_WAIT_S)  # lent: work is under way
                 assert park is not None, _what_happened(
                     f"round {round_}: no {mark}", loop, ledger, seen
@@ -137,7 +133,7 @@ def campaign(
                 time.sleep(0.0 if first else rng.uniform(0.0, window_s))
                 # The trainer this window was lent to (the park record names it).
                 pid = next(
-                    (r.detail.get("trainer_pid") for r in reversed(_records(ledger))
+                    (r.detail.get("trainer_pid") for r in reversed(live_records(ledger))
                      if r.kind == "park"), None,
                 )  # fmt: skip
                 if first or rng.random() < loop_share or not isinstance(pid, int):
@@ -149,7 +145,7 @@ def campaign(
                         _kill(loop)
             if loop is None or loop.poll() is not None:
                 loop = _start(command, tmp_path, env, ledger)
-            seen = len(_records(ledger))
+            seen = len(live_records(ledger))
             assert _wait_for(ledger, "return", seen, 30.0) is not None, _what_happened(
                 "no return", loop, ledger, seen
             )
@@ -192,7 +188,7 @@ def sigterm_campaign(tmp_path: Path, rounds: int, dialect: str) -> Path:
         for _ in range(rounds):
             loop = _start(command, tmp_path, env, ledger)
             try:
-                seen = len(_records(ledger))
+                seen = len(live_records(ledger))
                 parked = _wait_for(ledger, "parked", seen, PARK_WAIT_S)
                 assert parked is not None, _what_happened("no park", loop, ledger, seen)
                 time.sleep(rng.uniform(0.0, 0.4))
@@ -208,7 +204,7 @@ def sigterm_campaign(tmp_path: Path, rounds: int, dialect: str) -> Path:
 
 
 def check(ledger: Path, tmp_path: Path) -> None:
-    records = _records(ledger)
+    records = read_ledger(ledger)
     durable = 0  # the last checkpoint recorded so far
     runs, trainer_losses, recovered = 0, 0, 0
     parked = owed = False  # an engine left parked / a restart that must return it
@@ -294,7 +290,7 @@ def test_kill_nine_with_the_lora_trainer(tmp_path: Path) -> None:
 def check_sigterm(ledger: Path) -> None:
     """Every run ended with run-end and no error, no trainer died, durable never fell,
     and every park was returned in its own run."""
-    records = _records(ledger)
+    records = read_ledger(ledger)
     runs = [r for r in records if r.kind == "run-start"]
     ends = [r for r in records if r.kind == "run-end"]
     assert len(runs) == len(ends) >= 2

@@ -29,7 +29,7 @@ from learnsched.handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 from learnsched.testing.device import SimulatedDeviceReader
 
-from control_support import COUNTING, make_loop
+from control_support import COUNTING, live_records, make_loop
 from engine_support import strict_engine
 
 TESTS = Path(__file__).resolve().parent
@@ -306,9 +306,7 @@ def test_a_process_group_signal_ends_the_quantum_returns_and_exits_0(
         try:
             ledger = tmp_path / "ledger.jsonl"
             end = time.monotonic() + 60
-            while not (ledger.exists() and any(
-                r.kind == "work" for r in read_ledger(ledger)
-            )):  # fmt: skip
+            while not any(r.kind == "work" for r in live_records(ledger)):
                 assert time.monotonic() < end
                 assert loop.poll() is None
                 time.sleep(0.05)
