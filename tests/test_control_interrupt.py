@@ -9,10 +9,12 @@ interrupt is killed after a bounded grace.
 
 from __future__ import annotations
 
+import gc
 import http.client
 import json
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -63,6 +65,25 @@ def test_a_trainer_that_ignores_the_interrupt_is_killed_after_the_grace(tmp_path
         assert 0.3 + GRACE_S - 0.05 <= time.monotonic() - start < QUANTUM_S
         assert not trainer.running
     finally:
+        trainer.close()
+
+
+def test_closing_or_killing_a_trainer_frees_its_interrupt_at_once(tmp_path: Path) -> None:
+    """The interrupt's semaphores are unregistered when the child goes, not at a later
+    garbage collection: one that runs inside another call to multiprocessing's resource
+    tracker cannot unregister them on Python 3.12 and 3.13 (they leak, with a warning)."""
+    trainer = TrainerProcess(COUNTING, tmp_path, {})
+    gc.disable()  # freed by reference counting alone, or not at all
+    try:
+        for end in (trainer.close, trainer.kill):
+            trainer.start()
+            flag = weakref.ref(trainer._interrupt)
+            end()
+            assert flag() is None
+            trainer.interrupt()  # no child: nothing to raise, and no error
+            trainer.clear_interrupt()
+    finally:
+        gc.enable()
         trainer.close()
 
 

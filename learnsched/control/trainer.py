@@ -427,3 +427,10 @@ class TrainerProcess:
                 self._process.kill()
                 self._process.join(timeout=5.0)
             self._process = None
+        # The interrupt's semaphores go now, while nothing else is running: left to a
+        # later garbage collection they may be unregistered from inside another call to
+        # multiprocessing's resource tracker, which Python 3.12 and 3.13 refuse (the
+        # semaphores then leak, with a warning).
+        with self._lock:
+            self._interrupt = None
+            self._interrupted_at = None
