@@ -60,12 +60,16 @@ def _kill(loop: subprocess.Popen[str]) -> None:
         loop.stdout.close()
 
 
+def _stderr_of(ledger: Path) -> Path:
+    """Where every run of the campaign on ``ledger`` writes its stderr."""
+    return ledger.with_name("loop.stderr")
+
+
 def _start(
     command: list[str], cwd: Path, env: dict[str, str], ledger: Path
 ) -> subprocess.Popen[str]:
     seen = len(live_records(ledger))
-    log = ledger.with_name("loop.stderr")  # every run's stderr, for the messages
-    with log.open("a") as err:
+    with _stderr_of(ledger).open("a") as err:
         loop = subprocess.Popen(
             command, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
             stderr=err, start_new_session=True,  # its own group, as a service
@@ -82,8 +86,8 @@ def _start(
 def _what_happened(what: str, loop: subprocess.Popen[str], ledger: Path, seen: int) -> str:
     """``what``, with the run's exit status, its records since ``seen`` and its stderr."""
     tail = [(r.kind, r.failure or "", r.detail) for r in live_records(ledger)[seen:]][-40:]
-    log = ledger.with_name("loop.stderr")
-    return f"{what} (exit {loop.poll()}): {tail}\nstderr: {log.read_text()[-3000:]}"
+    stderr = _stderr_of(ledger).read_text()[-3000:]
+    return f"{what} (exit {loop.poll()}): {tail}\nstderr: {stderr}"
 
 
 def campaign(
