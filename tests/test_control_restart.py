@@ -126,6 +126,67 @@ def test_sglang_killed_before_its_release_was_answered_is_quarantined_not_resume
     assert quarantine_of(read_ledger(tmp_path / "ledger.jsonl")) is not None
 
 
+@pytest.mark.parametrize("unknowable", ["release", "resume"])
+def test_sglang_killed_with_a_call_unanswered_is_quarantined_until_the_operator_clears(
+    tmp_path: Path, unknowable: str
+) -> None:
+    """Killed after sending a release, or the return's resume, before recording the
+    answer: SGLang may be parked or not and cannot say, and a guess kills its scheduler
+    (a resume of memory never released, a request on released memory). The restart
+    quarantines (3) and leaves the engine alive; once the operator has seen to the
+    engine, --clear-quarantine returns it with a completed request only, resuming
+    nothing (before, the resume case killed the strict engine, as kill -9 campaigns on
+    a loaded machine found, and the release case re-quarantined at every clear)."""
+    ledger = tmp_path / "ledger.jsonl"
+    with strict_engine("sglang", slow_health_s=0.0) as engine:
+        endpoint = ServingEndpoint(engine.url, "sglang")
+        resume = unknowable == "resume"
+        killed_while_parked(ledger, endpoint, acked=resume, steps=("paused", "release_sent"))
+        if resume:  # the resume went out and was done; then the run was killed
+            endpoint.resume(tags=(), timeout_s=10.0)
+            HandoffLedger(ledger).append(HandoffRecord(
+                "park-step", "sglang", detail={"run": 1, "step": "resume_sent"}))  # fmt: skip
+        assert main(run_argv(engine.url, tmp_path, "sglang")) == 3
+        assert engine.alive(), engine.stderr_text()
+        quarantine = quarantine_of(read_ledger(ledger))
+        assert quarantine is not None
+        assert f"sent a {unknowable} whose answer it never recorded" in quarantine.reason
+        # The operator looks: the engine serves (its generation continued, as a
+        # restarted server's would be); then clears the quarantine.
+        endpoint.dialect.unpause(endpoint, 10.0)
+        assert SimulatedDeviceReader(engine.url).state()["sleeping_tags"] == []
+        seen = len(read_ledger(ledger))
+        status = main(run_argv(engine.url, tmp_path, "sglang", seconds=0.2,
+                               clear_quarantine=True))  # fmt: skip
+        assert engine.alive(), engine.stderr_text()
+    assert status == 0
+    after = read_ledger(ledger)[seen:]
+    assert [r.kind for r in after][:2] == ["quarantine-cleared", "run-start"]
+    back = next(r for r in after if r.kind == "return")
+    assert back.detail["recovered"]
+    assert "resume_ack" not in back.stamps_ns  # readiness only: nothing resumed
+    assert quarantine_of(read_ledger(ledger)) is None
+
+
+def test_sglang_returns_are_written_ahead(tmp_path: Path) -> None:
+    """Every SGLang return records ``resume_sent`` before the resume goes out (what a
+    killed run's restart must know); vLLM's, which /is_sleeping settles, do not."""
+    for dialect in ("sglang", "vllm"):
+        folder = tmp_path / dialect
+        folder.mkdir()
+        with SimulatedEngine(EngineConfig(dialect, **FAST)) as engine:
+            assert main(run_argv(engine.url, folder, dialect, seconds=4.0)) == 0
+        kinds = [
+            (r.kind, r.detail.get("step")) for r in read_ledger(folder / "ledger.jsonl")
+            if r.kind in ("parked", "park-step", "return")
+        ]  # fmt: skip
+        returns = [i for i, kind in enumerate(kinds) if kind[0] == "return"]
+        assert returns
+        for i in returns:
+            written_ahead = kinds[i - 1] == ("park-step", "resume_sent")
+            assert written_ahead == (dialect == "sglang"), (dialect, kinds)
+
+
 def test_sglang_killed_after_its_pause_only_continues_generation(tmp_path: Path) -> None:
     """Killed between the pause and the release: continue generation, resume nothing
     (the strict engine dies on a resume of memory never released)."""

@@ -97,6 +97,11 @@ class EngineControl(Protocol):
         that says, as SGLang has none)."""
         ...
 
+    @property
+    def reports_parked(self) -> bool:
+        """Whether :meth:`is_parked` can answer (vLLM's ``/is_sleeping``; SGLang: no)."""
+        ...
+
     parked: Parked | None
 
     def unpause(self) -> dict[str, int]:
@@ -221,9 +226,14 @@ class ServingEngine:
             door.open()
         return notes
 
+    @property
+    def reports_parked(self) -> bool:
+        """Whether the dialect has a route that says it is parked (vLLM's)."""
+        return self.endpoint.dialect.reports_parked
+
     def is_parked(self) -> bool | None:
         """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
-        if not self.endpoint.dialect.reports_parked:
+        if not self.reports_parked:
             return None
         return self.endpoint.is_sleeping(self.timeout_s)
 

@@ -26,7 +26,9 @@ ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields
                         load: nothing was released), or ``no time left``
 ``park-step``           how far a park got before its answer (``step``: ``paused``,
                         SGLang's generation paused; ``release_sent``, the release
-                        about to go out)
+                        about to go out), and on an engine that cannot say whether
+                        it is parked (SGLang) ``resume_sent``, its return about to
+                        go out
 ``parked``              the release was acknowledged (``parked``: what it released,
                         for the resume)
 ``park-failed``         the park raised (``failure``; ``refused``: the engine
@@ -267,9 +269,11 @@ def park_progress(
     records: Sequence[HandoffRecord], park: HandoffRecord
 ) -> tuple[HandoffRecord | None, set[str]]:
     """How far ``park`` got: its ``parked`` record (``None``: the release was never
-    acknowledged) and the ``park-step`` names recorded after it (``paused``,
-    ``release_sent``: what a run killed midway had done)."""
+    acknowledged) and the ``park-step`` names recorded after it until its return
+    (``paused``, ``release_sent``, then the return's ``resume_sent``: what a run killed
+    midway had done)."""
     steps: set[str] = set()
+    acked: HandoffRecord | None = None
     after = False
     for record in records:
         if record is park:
@@ -279,10 +283,10 @@ def park_progress(
         elif record.kind == "park-step":
             steps.add(str(record.detail.get("step")))
         elif record.kind == "parked":
-            return record, steps
+            acked = record
         elif record.kind in ("return", "park-failed"):
             break
-    return None, steps
+    return acked, steps
 
 
 def last_durable(records: Sequence[HandoffRecord]) -> int:

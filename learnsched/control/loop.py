@@ -389,9 +389,10 @@ class ControlLoop:
         self.run_id = last_run(records) + 1
         published = any(r.kind == "publish" for r in records)
         quarantine = quarantine_of(records)
+        cleared = False
         if quarantine is not None and self.options.clear_quarantine:
             self._record("quarantine-cleared", detail={"reason": quarantine.reason})
-            quarantine = None
+            quarantine, cleared = None, True
         self.durable = self.progress = last_durable(records)
         self._record(
             "run-start",
@@ -403,7 +404,7 @@ class ControlLoop:
                 "quarantine": None if quarantine is None else quarantine.reason,
             },
         )
-        self._heal(records)
+        self._heal(records, cleared)
         if quarantine is not None:
             raise Quarantined(
                 f"{self._engine_name()} is quarantined since "
@@ -466,9 +467,12 @@ class ControlLoop:
     def _engine_name(self) -> str:
         return f"{self.engine.engine} at {self.engine.url}"
 
-    def _heal(self, records: list[HandoffRecord]) -> None:
+    def _heal(self, records: list[HandoffRecord], cleared: bool) -> None:
         """Return an engine a killed run left parked (the ledger says so, or the engine
-        does), as far as that run's park got, counting its unsaved work as lost."""
+        does), as far as that run's park got, counting its unsaved work as lost. A park
+        SGLang cannot settle (see _unknowable) is quarantined, unless the operator has
+        just cleared that quarantine (``cleared``): then they have seen to the engine,
+        and the return is a completed request only."""
         parked = open_park(records)
         asleep = self.engine.is_parked()
         if parked is None and not asleep:
@@ -478,15 +482,14 @@ class ControlLoop:
         if acked is not None and isinstance(acked.detail.get("parked"), dict):
             self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
         if parked is not None and not asleep:
-            if asleep is False:  # vLLM awake: nothing to resume, readiness only
+            unknowable = None if asleep is False else _unknowable(acked, steps)
+            # vLLM awake, or an operator who has seen to SGLang: readiness only.
+            if asleep is False or (unknowable is not None and cleared):
                 call = self.engine.ready
-            elif acked is None and "release_sent" in steps:
-                # SGLang says nobody whether it is parked, and the release went out
-                # without an answer: resuming memory never released kills its
-                # scheduler, and so does a request on released memory.
+            elif unknowable is not None:
                 reason = (
-                    "a killed run sent a release whose answer it never recorded: SGLang may "
-                    "be parked or not and cannot say; restart the server (or confirm its "
+                    f"a killed run sent a {unknowable} whose answer it never recorded: SGLang "
+                    "may be parked or not and cannot say; restart the server (or confirm its "
                     "state), then run again with --clear-quarantine"
                 )
                 self._quarantine(reason)
@@ -504,6 +507,10 @@ class ControlLoop:
     def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
         """Return the engine (``call``: resume, then a completed request), retried with
         backoff; quarantined and :class:`EngineUnreturnable` if every try fails."""
+        if not self.engine.reports_parked:
+            # Written ahead, as the release is: a run killed from here until the return
+            # record leaves a resume SGLang may or may not have done, and cannot say.
+            self._record("park-step", durable_progress=self.durable, detail={"step": "resume_sent"})
 
         def retrying(attempt: int, err: BaseException, wait: float) -> None:
             self._record("return-retry", detail={"attempt": attempt, "error": str(err),
@@ -1051,3 +1058,15 @@ class ControlLoop:
         if self.engine.failure is not None:  # serving is not what it was: lend no more
             self._quarantine(self.engine.failure)
             raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")
+
+
+def _unknowable(acked: HandoffRecord | None, steps: set[str]) -> str | None:
+    """The call a killed park or return sent to SGLang without recording its answer
+    (``"release"``, ``"resume"``), which leaves the engine parked or not and unable to
+    say; None if the ledger settles it. Guessing kills SGLang's scheduler either way: a
+    resume of memory never released, or a request on released memory."""
+    if acked is None and "release_sent" in steps:
+        return "release"
+    if acked is not None and "resume_sent" in steps:
+        return "resume"
+    return None
