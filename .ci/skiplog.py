@@ -3,7 +3,8 @@
 .ci/run copies it into the README step's virtual environment and loads it through
 PYTEST_ADDOPTS, so the README's test command runs as a user types it. The file named by
 LEARNSCHED_CI_SKIPLOG gets one line per skip, ``NODE_ID<TAB>REASON``: the extras step
-reruns exactly the tests that skipped for want of an extra.
+reruns exactly the tests that skipped for want of an extra. It works with pytest-xdist's
+``-n``, as CI runs the suite.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     path = os.environ.get("LEARNSCHED_CI_SKIPLOG")
-    if path:
+    # Under pytest-xdist the controller writes the log: the workers' reports (module
+    # skips included) reach its hooks, and a worker holds only its own share.
+    if path and not hasattr(session.config, "workerinput"):
         with open(path, "w", encoding="utf-8") as out:
             out.writelines(f"{node}\t{reason}\n" for node, reason in _skipped)
