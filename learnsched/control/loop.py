@@ -36,6 +36,7 @@ of those calls to executor threads and would add no concurrency the loop can use
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -509,8 +510,13 @@ class ControlLoop:
         backoff; quarantined and :class:`EngineUnreturnable` if every try fails."""
         if not self.engine.reports_parked:
             # Written ahead, as the release is: a run killed from here until the return
-            # record leaves a resume SGLang may or may not have done, and cannot say.
-            self._record("park-step", durable_progress=self.durable, detail={"step": "resume_sent"})
+            # record leaves a resume SGLang may or may not have done, and cannot say. A
+            # ledger that cannot be written does not keep serving waiting (the return
+            # record's own failure then stops the run).
+            with contextlib.suppress(OSError):
+                self._record(
+                    "park-step", durable_progress=self.durable, detail={"step": "resume_sent"}
+                )
 
         def retrying(attempt: int, err: BaseException, wait: float) -> None:
             self._record("return-retry", detail={"attempt": attempt, "error": str(err),
