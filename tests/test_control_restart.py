@@ -174,7 +174,7 @@ def test_sglang_returns_are_written_ahead(tmp_path: Path) -> None:
     for dialect in ("sglang", "vllm"):
         folder = tmp_path / dialect
         folder.mkdir()
-        with SimulatedEngine(EngineConfig(dialect, **FAST)) as engine:
+        with strict_engine(dialect, slow_health_s=0.0) as engine:
             assert main(run_argv(engine.url, folder, dialect, seconds=4.0)) == 0
         kinds = [
             (r.kind, r.detail.get("step")) for r in read_ledger(folder / "ledger.jsonl")

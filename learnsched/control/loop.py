@@ -483,7 +483,7 @@ class ControlLoop:
         if acked is not None and isinstance(acked.detail.get("parked"), dict):
             self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
         if parked is not None and not asleep:
-            unknowable = None if asleep is False else _unknowable(acked, steps)
+            unknowable = _unknowable(acked, steps)
             # vLLM awake, or an operator who has seen to SGLang: readiness only.
             if asleep is False or (unknowable is not None and cleared):
                 call = self.engine.ready
