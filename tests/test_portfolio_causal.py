@@ -252,6 +252,31 @@ def test_bad_policies_and_a_window_gain_are_refused() -> None:
     assert set(CAUSAL_POLICIES) >= {"rollout", "risk_rollout"}
 
 
+def test_gain_ranks_costed_window_candidates_by_their_gate() -> None:
+    """Costed Window's decision carries its gate's score under V_G (it has no other), so
+    gain ranks by it: the richer of two candidates that differ only in benefit is lent the
+    GPU first, not the first in list order."""
+    costs = ls.PAPER_WARM
+    poor, rich = (
+        Candidate(name, 6, 5.0, rate, TO_S + 480.0, costs.save_s, costs.load_s)
+        for name, rate in (("poor", 0.1), ("rich", 2.0))
+    )
+    run = run_portfolio_causal(
+        shipped(),
+        portfolio([poor, rich], costs),
+        FROM_S,
+        TO_S,
+        make_forecaster("empirical"),
+        ["gain"],
+        candidate_policy="costed_window",
+        samples=8,
+        seed=3,
+    )["gain"]
+    first = next(c for _, c, move in run.steps if move == "work")
+    assert first == "rich"
+    assert run.publish_s["rich"] is not None
+
+
 def test_the_core_refuses_candidates_with_different_return_paths() -> None:
     a = candidate_scenario(jobs(1, 0)[0], portfolio(jobs(1, 0)))
     b = candidate_scenario(jobs(1, 0)[0], portfolio(jobs(1, 0), ls.PAPER_COLD))

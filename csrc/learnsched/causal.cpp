@@ -865,12 +865,13 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         incumbent_k = lead;
     }
     const double per = 1.0 / static_cast<double>(n);
-    const double wait_value = point.lent ? std::numeric_limits<double>::quiet_NaN()
-                                         : scratch.score[0] * per;
-    if (policy == CausalPolicy::CostedWindow) {
-        return {incumbent, move_of(point, incumbent), scratch.score[incumbent_k] * per,
-                wait_value};
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    if (policy == CausalPolicy::CostedWindow) {  // it reads V_G alone: its gate's scores
+        return {incumbent, move_of(point, incumbent),
+                scratch.gate[incumbent_k == lead ? 0 : 1] * per,
+                point.lent ? none : scratch.gate[1] * per};
     }
+    const double wait_value = point.lent ? none : scratch.score[0] * per;
     if (policy == CausalPolicy::MeanDp) {  // from Never's plan: wait, or abandon if lent
         incumbent = plan_at(c, point, 0);
         incumbent_k = 0;

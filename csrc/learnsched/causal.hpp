@@ -294,7 +294,8 @@ struct CausalDecision {
     Move move = Move::Wait;
     // Expected scores (mean over the N samples, s-eq.) of the chosen plan and, idle, of
     // waiting: what lending now gains over waiting (a portfolio ranks candidates by it).
-    // NaN for Window, which reads no forecast.
+    // Costed Window's are its gate's, under V_G: Window's plan, or stopping (0 idle,
+    // abandoning lent) when it declines. NaN for Window, which reads no forecast.
     double value = std::numeric_limits<double>::quiet_NaN();
     double wait_value = std::numeric_limits<double>::quiet_NaN();
 };
