@@ -32,6 +32,7 @@ from learnsched.portfolio.causal import (
     CAUSAL_SETTINGS,
     KNOWN_CALENDAR,
     CausalPolicyStats,
+    CausalPortfolioOutcome,
     candidate_scenario,
     known_calendar,
     run_causal_study,
@@ -134,6 +135,23 @@ def test_accounts_add_up_and_sequential_keeps_list_order(seed: int, count: int, 
     assert published == sorted(published)
 
 
+def one_policy(
+    p: Portfolio, policy: str, candidate_policy: str, seed: int
+) -> CausalPortfolioOutcome:
+    """One portfolio policy over the shipped trace's horizon, 8 samples per candidate."""
+    return run_portfolio_causal(
+        shipped(),
+        p,
+        FROM_S,
+        TO_S,
+        make_forecaster("empirical"),
+        [policy],
+        candidate_policy=candidate_policy,
+        samples=8,
+        seed=seed,
+    )[policy]
+
+
 def steps_before(trace: CausalTrace, p: Portfolio, cut: float) -> dict[str, list[object]]:
     runs = run_portfolio_causal(
         trace, p, FROM_S, TO_S, make_forecaster("empirical"), samples=8, seed=4
@@ -160,17 +178,7 @@ def test_lent_gaps_pay_lateness_on_the_cold_path() -> None:
     """A case the study rests on: rollout candidates on the cold path lend into gaps the
     arrival cuts short, and the lateness is charged into the value."""
     p = portfolio(jobs(8, 0, ls.PAPER_COLD), ls.PAPER_COLD)
-    out = run_portfolio_causal(
-        shipped(),
-        p,
-        FROM_S,
-        TO_S,
-        make_forecaster("empirical"),
-        ["density"],
-        candidate_policy="rollout",
-        samples=8,
-        seed=0,
-    )["density"]
+    out = one_policy(p, "density", "rollout", seed=0)
     assert out.late_requests > 0
     assert out.value < out.benefit - out.cost
 
@@ -261,17 +269,7 @@ def test_gain_ranks_costed_window_candidates_by_their_gate() -> None:
         Candidate(name, 6, 5.0, rate, TO_S + 480.0, costs.save_s, costs.load_s)
         for name, rate in (("poor", 0.1), ("rich", 2.0))
     )
-    run = run_portfolio_causal(
-        shipped(),
-        portfolio([poor, rich], costs),
-        FROM_S,
-        TO_S,
-        make_forecaster("empirical"),
-        ["gain"],
-        candidate_policy="costed_window",
-        samples=8,
-        seed=3,
-    )["gain"]
+    run = one_policy(portfolio([poor, rich], costs), "gain", "costed_window", seed=3)
     first = next(c for _, c, move in run.steps if move == "work")
     assert first == "rich"
     assert run.publish_s["rich"] is not None
