@@ -19,8 +19,8 @@ up to 1.1x (the grid's and the sweep's memory-bound floors up to 1.3x), so a slo
 a third fails, one of 1.13-1.3x (the smaller regressions issue 22 found) may pass. (A
 fresh cap-size build at 48b1219 measures 5.4x its floor against 4.6: it fails.) A second
 machine (Zen 4, a 32 MiB L3) runs the memory-bound floors relatively faster; where its
-ratios were larger, the ceiling covers them too. Each
-path's own answer is checked once before timing (a fast wrong answer fails too).
+ratios were larger, the ceiling covers them too. Each path's own answer is checked once
+before timing (a fast wrong answer fails too).
 
 Run it against an installed build from anywhere (``.ci/run``'s bench step runs it in the
 main interpreter's bare environment): it puts only bench/ and tests/ (their helpers) on
