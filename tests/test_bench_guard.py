@@ -47,16 +47,29 @@ def _case(guard: ModuleType, name: str, path_n: int, ceiling: float) -> object:
 def test_a_path_slower_than_its_ceiling_fails_with_its_name_and_ratio(
     guard: ModuleType, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Fixed measurements: the verdict is the guard's arithmetic, not this machine's load.
+    slow = guard.Measured("eight times the floor", "2000 additions", 8e-4, 1e-4, 2.0)
+    fine = guard.Measured("the floor itself", "2000 additions", 1.2e-4, 1e-4, 2.0)
+    edge = guard.Measured("at its ceiling", "2000 additions", 2e-4, 1e-4, 2.0)
+    assert guard.report([slow, fine, edge], tolerance=1.0) == 1
+    out = capsys.readouterr().out
+    assert "SLOWER eight times the floor: 8.00x its floor (ceiling 2.00x)" in out
+    assert "SLOWER the floor itself" not in out
+    assert "SLOWER at its ceiling" not in out  # a ratio equal to its ceiling passes
+    assert "guard: 3 cases, 1 slower than their ceilings" in out
+    # --tolerance scales every ceiling: 8x passes under a ceiling of 2 x 5.
+    assert guard.report([slow, fine, edge], tolerance=5.0) == 0
+    assert "SLOWER" not in capsys.readouterr().out
+
+
+def test_measure_times_the_path_and_its_floor_per_call(guard: ModuleType) -> None:
+    # Only orderings no load can flip: eight times the work is slower than the same work.
     slow = guard.measure(_case(guard, "eight times the floor", 16_000, 2.0), rounds=3)
     fine = guard.measure(_case(guard, "the floor itself", 2000, 2.0), rounds=3)
-    assert slow.ratio > 4.0
-    assert fine.ratio < 2.0
-    assert guard.report([slow, fine], tolerance=1.0) == 1
-    out = capsys.readouterr().out
-    assert f"SLOWER eight times the floor: {slow.ratio:.2f}x its floor" in out
-    assert "SLOWER the floor itself" not in out
-    # --tolerance scales every ceiling: 8x passes under a ceiling of 2 x 5.
-    assert guard.report([slow, fine], tolerance=5.0) == 0
+    assert (slow.name, slow.floor, slow.ceiling) == ("eight times the floor", "2000 additions", 2.0)
+    assert min(slow.path_s, slow.floor_s, fine.path_s, fine.floor_s) > 0.0
+    assert slow.path_s > fine.path_s
+    assert slow.ratio > fine.ratio
 
 
 def test_every_case_has_a_ceiling_above_one_and_a_named_floor(guard: ModuleType) -> None:
