@@ -469,9 +469,9 @@ CausalPlan plan_at(const CausalCandidate& c, const CausalPoint& p, std::size_t k
     return {PlanKind::Advance, rest - 1 - static_cast<int>(k - lead - 2)};
 }
 
-// Whether plan k is open at p (a checkpoint needs unsaved work).
-bool plan_open(const CausalPoint& p, const CausalPlan& plan) {
-    return plan.kind != PlanKind::CheckpointReturn || p.progress > p.durable;
+// Whether plan k is open at p (a checkpoint, plan 1 when lent, needs unsaved work).
+bool plan_open(const CausalPoint& p, std::size_t k) {
+    return !(p.lent && k == 1) || p.progress > p.durable;
 }
 
 Move move_of(const CausalPoint& p, const CausalPlan& plan) {
@@ -872,26 +872,24 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
                 point.lent ? none : scratch.gate[1] * per};
     }
     const double wait_value = point.lent ? none : scratch.score[0] * per;
-    if (policy == CausalPolicy::MeanDp) {  // from Never's plan: wait, or abandon if lent
-        incumbent = plan_at(c, point, 0);
-        incumbent_k = 0;
-    }
+    if (policy == CausalPolicy::MeanDp) incumbent_k = 0;  // Never's plan: wait, or abandon if lent
     // Eq. 11 over the samples: the first plan that beats the incumbent strictly.
     std::vector<char>& allowed = scratch.allowed;
-    allowed.assign(plans, 1);
+    allowed.resize(plans);
+    for (std::size_t k = 0; k < plans; ++k) allowed[k] = plan_open(point, k);
     if (policy == CausalPolicy::RiskRollout) {
         const double need = return_level * static_cast<double>(n) - 1e-9;
         std::size_t safest = 0;
         bool any = false;
         for (std::size_t k = 0; k < plans; ++k) {
-            allowed[k] = plan_open(point, plan_at(c, point, k)) && scratch.timely[k] >= need;
-            any = any || allowed[k];
-            if (plan_open(point, plan_at(c, point, k)) &&
-                (scratch.timely[k] > scratch.timely[safest] ||
-                 (scratch.timely[k] == scratch.timely[safest] &&
-                  strictly_greater(scratch.score[k], scratch.score[safest])))) {
+            if (!allowed[k]) continue;
+            if (scratch.timely[k] > scratch.timely[safest] ||
+                (scratch.timely[k] == scratch.timely[safest] &&
+                 strictly_greater(scratch.score[k], scratch.score[safest]))) {
                 safest = k;
             }
+            allowed[k] = scratch.timely[k] >= need;
+            any = any || allowed[k];
         }
         if (!any) {  // nothing is safe enough: the plan most likely to be in time
             const CausalPlan plan = plan_at(c, point, safest);
@@ -900,20 +898,19 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
         if (!allowed[incumbent_k]) {
             incumbent_k = static_cast<std::size_t>(
                 std::find(allowed.begin(), allowed.end(), char{1}) - allowed.begin());
-            incumbent = plan_at(c, point, incumbent_k);
         }
     }
-    double best = scratch.score[incumbent_k];
+    // Each plan's mean divided once (the same quotients as dividing in the comparisons,
+    // but off the chain of comparisons, which then waits on no division).
+    std::vector<double>& mean = scratch.mean;
+    mean.resize(plans);
+    for (std::size_t k = 0; k < plans; ++k) mean[k] = scratch.score[k] / static_cast<double>(n);
+    std::size_t best = incumbent_k;
     for (std::size_t k = 0; k < plans; ++k) {
-        const CausalPlan plan = plan_at(c, point, k);
-        if (!allowed[k] || !plan_open(point, plan)) continue;
-        if (strictly_greater(scratch.score[k] / static_cast<double>(n),
-                             best / static_cast<double>(n))) {
-            best = scratch.score[k];
-            incumbent = plan;
-        }
+        if (allowed[k] && strictly_greater(mean[k], mean[best])) best = k;
     }
-    return {incumbent, move_of(point, incumbent), best * per, wait_value};
+    const CausalPlan plan = plan_at(c, point, best);
+    return {plan, move_of(point, plan), scratch.score[best] * per, wait_value};
 }
 
 // --- the simulator ----------------------------------------------------------------------------

@@ -285,6 +285,7 @@ struct DecisionScratch {
     std::vector<std::size_t> used;      // the records stamped in this decision
     std::vector<double> late_price;     // DrawOutcome::late_at indexes it
     std::vector<char> allowed;          // by plan: open to the policy
+    std::vector<double> mean;           // by plan: its score over the N samples
 };
 
 // The policy's plan at `point` and the move it makes now. `rng` advances only for
