@@ -488,10 +488,11 @@ Move move_of(const CausalPoint& p, const CausalPlan& plan) {
     return Move::Wait;
 }
 
-// Declining (Costed Window's no-go): wait, or return keeping the completed work.
-CausalPlan decline(const CausalPoint& p) {
-    if (!p.lent) return {PlanKind::Wait, 0};
-    return {p.progress > p.durable ? PlanKind::CheckpointReturn : PlanKind::DiscardReturn, 0};
+// The plan declining is (Costed Window's no-go): wait, or return keeping the completed
+// work (checkpoint and return, 1, if any is unsaved; else discard and return, 2).
+std::size_t decline(const CausalPoint& p) {
+    if (!p.lent) return 0;
+    return p.progress > p.durable ? 1 : 2;
 }
 
 // The scores of one decision, sample by sample. Each plan's outcome in a sample: its
@@ -857,18 +858,14 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
     }
     tally.finish();
     // pi0: Window's plan if its expected value beats stopping (0 idle, abandoning lent).
-    CausalPlan incumbent = decline(point);
-    std::size_t incumbent_k = point.lent ? (incumbent.kind == PlanKind::CheckpointReturn ? 1 : 2) : 0;
-    if (gated && strictly_greater(scratch.gate[0] / static_cast<double>(n),
-                                  scratch.gate[1] / static_cast<double>(n))) {
-        incumbent = plan_at(c, point, lead);
-        incumbent_k = lead;
-    }
+    const bool go = gated && strictly_greater(scratch.gate[0] / static_cast<double>(n),
+                                              scratch.gate[1] / static_cast<double>(n));
+    std::size_t incumbent_k = go ? lead : decline(point);
     const double per = 1.0 / static_cast<double>(n);
     const double none = std::numeric_limits<double>::quiet_NaN();
     if (policy == CausalPolicy::CostedWindow) {  // it reads V_G alone: its gate's scores
-        return {incumbent, move_of(point, incumbent),
-                scratch.gate[incumbent_k == lead ? 0 : 1] * per,
+        const CausalPlan plan = plan_at(c, point, incumbent_k);
+        return {plan, move_of(point, plan), scratch.gate[go ? 0 : 1] * per,
                 point.lent ? none : scratch.gate[1] * per};
     }
     const double wait_value = point.lent ? none : scratch.score[0] * per;
