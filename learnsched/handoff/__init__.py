@@ -1,12 +1,11 @@
 """Handoff probes: measure the costs the solver plans with, on your own GPU.
 
 Thin layers over NVML (:mod:`.nvml`), CUDA events and host clocks (:mod:`.timing`),
-safetensors/PEFT (:mod:`.lora`), ``/proc`` (:mod:`.host_memory`) and the serving
-engines' HTTP APIs (:mod:`.endpoint`, one dialect per engine in :mod:`.engines`), with
-readiness (:mod:`.readiness`), cold starts (:mod:`.cold_start`) and warm recovery
-(:mod:`.recovery`) measured as :class:`~.phases.RecoveryRun`, plus release confirmation
-(:mod:`.release`), pollable waits (:mod:`.waits`), the handoff ledger (:mod:`.ledger`)
-and the cost profile the solver reads (:mod:`.profile`; :meth:`CostProfile.from_lora`
+safetensors/PEFT (:mod:`.lora`) and ``/proc`` (:mod:`.host_memory`), on the serving
+engines' HTTP client (:mod:`learnsched.serving`), with cold starts (:mod:`.cold_start`)
+and warm recovery (:mod:`.recovery`) measured as :class:`~.phases.RecoveryRun`, plus
+release confirmation (:mod:`.release`), pollable waits (:mod:`.waits`) and the cost
+profile the solver reads (:mod:`.profile`; :meth:`CostProfile.from_lora`
 and :meth:`CostProfile.from_recoveries` build one from measurements). torch,
 safetensors, peft and nvidia-ml-py are imported only by the functions that need them
 (``pip install 'learnsched[gpu]'``).
@@ -15,19 +14,7 @@ safetensors, peft and nvidia-ml-py are imported only by the functions that need 
 from __future__ import annotations
 
 from .cold_start import launch_engine
-from .endpoint import Generation, HttpStatusError, ServingEndpoint
-from .engines import ENGINES, REGISTRY, Engine
-from .errors import (
-    EngineBusy,
-    GpuExtraMissing,
-    HandoffProbeError,
-    NvmlError,
-    NvmlUnavailable,
-    RecoveryFailed,
-    ServerConfigError,
-)
-from .host_memory import HostMemory, PhaseSample, PhaseSampler, process_tree, read_host_memory
-from .ledger import HandoffLedger, HandoffRecord, TornRecordWarning, read_ledger
+from .host_memory import PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .lora import (
     BASE_SHAPES,
     BaseShape,
@@ -45,8 +32,6 @@ from .lora import (
 )
 from .nvml import (
     ClockReading,
-    DeviceMemory,
-    GpuProcess,
     NvmlDevice,
     device_for_torch,
     device_info,
@@ -66,45 +51,26 @@ from .profile import (
 from .recovery import measure_warm_recovery
 from .release import ReleaseResult, wait_for_release
 from .timing import Timing, time_device, time_host
-from .waits import AckDelays, ControlSignal, measure_ack_delay, poll_until, pollable_sleep
+from .waits import AckDelays, ControlSignal, measure_ack_delay, pollable_sleep
 
 __all__ = [
     "BASE_SHAPES",
-    "ENGINES",
     "PAPER_PROFILE",
     "PAPER_RESIDENCY_PRICE",
     "QUANTITIES",
-    "REGISTRY",
     "AckDelays",
     "BaseShape",
     "ClockReading",
     "ControlSignal",
     "CostProfile",
-    "DeviceMemory",
-    "Engine",
-    "EngineBusy",
-    "Generation",
-    "GpuExtraMissing",
-    "GpuProcess",
-    "HandoffLedger",
-    "HandoffProbeError",
-    "HandoffRecord",
-    "HostMemory",
-    "HttpStatusError",
     "LoraBenchmark",
     "Measurement",
     "NvmlDevice",
-    "NvmlError",
-    "NvmlUnavailable",
     "PhaseSample",
     "PhaseSampler",
-    "RecoveryFailed",
     "RecoveryRun",
     "ReleaseResult",
-    "ServerConfigError",
-    "ServingEndpoint",
     "Timing",
-    "TornRecordWarning",
     "adapter_from_peft",
     "apply_adapter",
     "benchmark_lora",
@@ -120,7 +86,6 @@ __all__ = [
     "measure_ack_delay",
     "measure_warm_recovery",
     "open_device",
-    "poll_until",
     "pollable_sleep",
     "process_tree",
     "read_adapter",

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._checks import integer
-from .errors import missing_extra
+from ..serving.errors import missing_extra
+from ..serving.memory import HostMemory
 
-__all__ = ["HostMemory", "PhaseSample", "PhaseSampler", "process_tree", "read_host_memory"]
+__all__ = ["PhaseSample", "PhaseSampler", "process_tree", "read_host_memory"]
 
 PROC = Path("/proc")
 # smaps_rollup lines read, to HostMemory fields.
@@ -26,28 +27,6 @@ SPLIT_KEYS = {
     "Pss_File:": "pss_file",
     "Pss_Shmem:": "pss_shmem",
 }
-
-
-@dataclass(frozen=True)
-class HostMemory:
-    """PSS of one process or a summed tree, bytes.
-
-    Parameters
-    ----------
-    pss
-        Proportional set size, bytes.
-    pss_anon, pss_file, pss_shmem
-        Its anonymous, file-backed and shared-memory parts, bytes (``None`` where the
-        kernel does not report the split: before Linux 5.7, or through psutil).
-    pids
-        The processes summed.
-    """
-
-    pss: int
-    pss_anon: int | None
-    pss_file: int | None
-    pss_shmem: int | None
-    pids: tuple[int, ...]
 
 
 def _parse_rollup(text: str, pid: int) -> HostMemory:

@@ -18,12 +18,11 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from .._extras import install_hint
-from .errors import DeviceMismatch, NvmlError, NvmlUnavailable
+from ..serving.errors import DeviceMismatch, NvmlError, NvmlUnavailable
+from ..serving.memory import DeviceMemory, GpuProcess
 
 __all__ = [
     "ClockReading",
-    "DeviceMemory",
-    "GpuProcess",
     "NvmlDevice",
     "device_count",
     "device_for_torch",
@@ -166,53 +165,6 @@ def _supported(read: Callable[[], T]) -> T | None:
 def driver_version() -> str:
     """The NVIDIA driver version string."""
     return str(_call("nvmlSystemGetDriverVersion"))
-
-
-@dataclass(frozen=True)
-class DeviceMemory:
-    """Device memory as NVML reports it, bytes.
-
-    Parameters
-    ----------
-    total, used, free
-        Bytes. With the v2 struct ``used`` excludes the driver's reservation.
-    reserved
-        Bytes the driver reserves (``None`` on drivers with only the v1 struct).
-    version
-        The struct version read (2, or 1 on old drivers).
-    """
-
-    total: int
-    reserved: int | None
-    used: int
-    free: int
-    version: int
-
-    @property
-    def occupied(self) -> int:
-        """Bytes not free: ``total - free``, the same under v1 and v2.
-
-        The v1 struct's ``used`` includes the driver's reservation and the v2 struct's
-        does not, and drivers have differed in what they count in either; ``total`` and
-        ``free`` mean the same in both, so their difference is safe.
-        """
-        return self.total - self.free
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """A compute process on a device.
-
-    Parameters
-    ----------
-    pid
-        Process id (in NVML's view, which may be another PID namespace).
-    used_bytes
-        Device memory the process uses, bytes; ``None`` where NVML says not available.
-    """
-
-    pid: int
-    used_bytes: int | None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from .._checks import integer, nonnegative, positive
 from .._json import read_json
 from ..benefit import BenefitRate, benefit_rate
 from ..scenario import InitialState, _exact_keys
-from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from ..portfolio import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
 
 __all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
 
@@ -203,10 +203,10 @@ class TrainerQueue:
         lookahead: Any = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
-        from ..control.journal import last_durable
-        from ..control.lookahead import DEFAULT_LOOKAHEAD
-        from ..control.loop import LoopOptions
-        from ..handoff.ledger import read_ledger
+        from .journal import last_durable
+        from .lookahead import DEFAULT_LOOKAHEAD
+        from .loop import LoopOptions
+        from ..serving.ledger import read_ledger
 
         if not jobs:
             raise ValueError("jobs must hold at least one job")
@@ -333,8 +333,8 @@ class TrainerQueue:
             loop.watcher.notify_arrival(*args, **kwargs)
 
     def _loop_for(self, index: int) -> Any:
-        from ..control.loop import ControlLoop
-        from ..control.trainer import TrainerProcess
+        from .loop import ControlLoop
+        from .trainer import TrainerProcess
 
         job = self.jobs[index]
         return ControlLoop(

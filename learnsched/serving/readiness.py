@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from .._checks import positive
 from .endpoint import Generation, HttpStatusError, ServingEndpoint, StreamError
-from .waits import DEFAULT_POLL_S, check_poll, poll_until
+from .polling import DEFAULT_POLL_S, check_poll, poll_until
 
 __all__ = ["DEFAULT_POLL_S", "Deadline", "check_poll", "wait_first_request"]
 

@@ -1,4 +1,4 @@
-"""The one exception family of the handoff probes."""
+"""The one exception family of the engines' HTTP client and the handoff probes."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import EngineBusy, HandoffProbeError, ServerConfigError
-from ..waits import DEFAULT_POLL_S, poll_until
+from ..polling import DEFAULT_POLL_S, poll_until
 from .base import Engine, Server
 from .load import Load
 

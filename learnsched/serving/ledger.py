@@ -22,8 +22,7 @@ from typing import Any
 from .._atomic import FILE_MODE, fsync_folder
 from .._checks import integer
 from .._json import parse as parse_json
-from .host_memory import HostMemory
-from .nvml import DeviceMemory
+from .memory import DeviceMemory, HostMemory
 
 __all__ = ["HandoffLedger", "HandoffRecord", "TornRecordWarning", "read_ledger"]
 
