@@ -30,7 +30,6 @@ from learnsched._table import format_rows
 from learnsched.handoff import (
     BASE_SHAPES,
     NvmlDevice,
-    NvmlUnavailable,
     ReleaseResult,
     benchmark_lora,
     synthesise_adapter,
@@ -38,9 +37,10 @@ from learnsched.handoff import (
     time_host,
     wait_for_release,
 )
-from learnsched.handoff.errors import HandoffProbeError
 from learnsched.handoff.nvml import device_for_torch, driver_version
 from learnsched.handoff.profile import GIB
+from learnsched.serving import NvmlUnavailable
+from learnsched.serving.errors import HandoffProbeError
 
 # Holds N GiB on cuda:I; frees the cache on its first stdin line, exits on the second.
 CHILD = """

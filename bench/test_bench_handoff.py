@@ -14,14 +14,12 @@ import pytest
 
 from learnsched.handoff import (
     BASE_SHAPES,
-    HandoffLedger,
-    HandoffRecord,
     load_adapter,
     read_host_memory,
-    read_ledger,
     save_adapter,
     synthesise_adapter,
 )
+from learnsched.serving import HandoffLedger, HandoffRecord, read_ledger
 
 
 @pytest.mark.benchmark(group="ledger")

@@ -15,9 +15,9 @@ from learnsched.control.forecast import ForecastDecider
 from learnsched.control.loop import ControlLoop, LoopOptions, ModelDecider
 from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerProcess
 from learnsched.control.windows import KnownCalendar, Window
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.ledger import HandoffRecord, TornRecordWarning, read_ledger
 from learnsched.scenario import HandoffCosts
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.ledger import HandoffRecord, TornRecordWarning, read_ledger
 
 COUNTING = "control_support:CountingTrainer"
 LORA = "learnsched.control.lora_trainer:LoraTrainer"

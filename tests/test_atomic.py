@@ -11,7 +11,8 @@ import pytest
 
 from learnsched._atomic import atomic_write, atomic_write_text
 from learnsched.capacity.traces import write_csv
-from learnsched.handoff import PAPER_PROFILE, HandoffLedger, HandoffRecord
+from learnsched.handoff import PAPER_PROFILE
+from learnsched.serving import HandoffLedger, HandoffRecord
 
 
 @pytest.fixture(params=[0o022, 0o027, 0o002])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from learnsched.cli import build_parser, main
-from learnsched.handoff.ledger import read_ledger
+from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 
 from control_support import COUNTING

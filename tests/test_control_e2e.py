@@ -23,7 +23,7 @@ from learnsched.capacity import Trace, write_trace_csv
 from learnsched.control.journal import SUMMARY_KEYS, replay
 from learnsched.control.loadgen import LoadGenerator, read_requests
 from learnsched.control.lora_trainer import read_checkpoint_quanta
-from learnsched.handoff.ledger import read_ledger
+from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
 
 SLO_S = 2.0

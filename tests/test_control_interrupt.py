@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from learnsched.control.trainer import TrainerIgnoredInterrupt, TrainerProcess
-from learnsched.handoff import HandoffRecord, read_ledger
+from learnsched.serving import HandoffRecord, read_ledger
 from learnsched.testing import EngineProcess
 
 from control_support import COUNTING, live_records, make_loop

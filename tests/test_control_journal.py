@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from learnsched.control.journal import last_run, open_park, progress_seen, replay
-from learnsched.handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
+from learnsched.serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 
 
 def rec(kind: str, run: int, durable: int | None = None, lost: int | None = None,

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from learnsched.control.journal import replay, run_of
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.ledger import HandoffRecord, read_ledger
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.ledger import HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
 from learnsched.testing.device import SimulatedDeviceReader
 

@@ -22,10 +22,10 @@ from learnsched.control.loadgen import LoadGenerator, TraceRequest
 from learnsched.control.loop import ModelDecider
 from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.errors import ServerConfigError
-from learnsched.handoff.ledger import read_ledger
 from learnsched.scenario import HandoffCosts
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.errors import ServerConfigError
+from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 
 from control_support import COUNTING, make_loop

@@ -29,8 +29,8 @@ from learnsched.control.journal import replay
 from learnsched.control.loop import MOVES, ControlLoop, ModelDecider, MoveDecider, _last_boundary
 from learnsched.control.trainer import TrainerCosts
 from learnsched.control.windows import Window
-from learnsched.handoff import HandoffRecord, read_ledger
 from learnsched.scenario import HandoffCosts
+from learnsched.serving import HandoffRecord, read_ledger
 from learnsched.testing import EngineProcess
 
 from control_support import make_loop

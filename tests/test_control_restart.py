@@ -24,8 +24,8 @@ from learnsched.control.healing import Backoff, EngineUnreturnable
 from learnsched.control.journal import quarantine_of
 from learnsched.control.locks import LEASE_DIR_ENV, LockHeld, RunLocks, engine_key
 from learnsched.control.loop import LoopOptions
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 from learnsched.testing.device import SimulatedDeviceReader
 

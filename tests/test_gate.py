@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learnsched.handoff.engines import AnswerScanner, failure_of
+from learnsched.serving.engines import AnswerScanner, failure_of
 from learnsched.testing import EngineProcess
 
 from engine_support import config, strict_config

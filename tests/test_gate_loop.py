@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import ServerConfigError, read_ledger
-from learnsched.handoff.engines import AnswerScanner
+from learnsched.serving import ServerConfigError, read_ledger
+from learnsched.serving.engines import AnswerScanner
 from learnsched.testing import EngineProcess
 
 from control_support import make_loop

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from learnsched.cli import main
-from learnsched.handoff import load_cost_profile, read_ledger
-from learnsched.handoff.errors import NvmlUnavailable
+from learnsched.handoff import load_cost_profile
 from learnsched.handoff.nvml import device_count
+from learnsched.serving import read_ledger
+from learnsched.serving.errors import NvmlUnavailable
 from learnsched.testing import free_port
 
 from conftest import run_python

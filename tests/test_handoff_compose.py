@@ -13,9 +13,9 @@ import learnsched as ls
 from learnsched.cli import main
 from learnsched.handoff import PAPER_PROFILE, CostProfile, Measurement, load_cost_profile
 from learnsched.handoff import nvml as nvml_module
-from learnsched.handoff.errors import DeviceMismatch, NvmlUnavailable
 from learnsched.handoff.filesystem import filesystem_of
 from learnsched.handoff.profile import costs_quantities, provenance
+from learnsched.serving.errors import DeviceMismatch, NvmlUnavailable
 
 LORA_ONLY = {
     "checkpoint_save_s": Measurement.of((0.010, 0.012), "s", device="cpu"),

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from learnsched.handoff import EngineBusy, HttpStatusError, ServerConfigError, ServingEndpoint
-from learnsched.handoff.engines import (
+from learnsched.serving import EngineBusy, HttpStatusError, ServerConfigError, ServingEndpoint
+from learnsched.serving.engines import (
     MEMORY_TAGS,
     Engine,
     Load,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.engines import ENGINES, REGISTRY, Engine, Server, engine
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.engines import ENGINES, REGISTRY, Engine, Server, engine
 
 
 class Recorder(Engine):

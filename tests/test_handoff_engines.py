@@ -1,4 +1,4 @@
-"""The engines' HTTP dialects (:class:`~learnsched.handoff.ServingEndpoint`) on the simulator."""
+"""The engines' HTTP dialects (:class:`~learnsched.serving.ServingEndpoint`) on the simulator."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import HandoffProbeError, ServingEndpoint
+from learnsched.serving import HandoffProbeError, ServingEndpoint
 
 from engine_support import engine
 
@@ -59,7 +59,7 @@ def _self_signed(folder: Path) -> tuple[Path, Path]:
 def test_https_and_api_key(tmp_path: Path, dialect: str) -> None:
     """https:// and an API key reach an engine started with --ssl-* and --api-key
     (before: only http:// was accepted and no key was sent)."""
-    from learnsched.handoff.endpoint import HttpStatusError, ServingEndpoint
+    from learnsched.serving.endpoint import HttpStatusError, ServingEndpoint
     from learnsched.testing import EngineConfig, SimulatedEngine
 
     cert, key = _self_signed(tmp_path)
@@ -86,7 +86,7 @@ def test_usage_only_final_event_and_aborted_streams() -> None:
     aborted stream (``/sleep``'s default mode) must not count as a completed one."""
     import threading
 
-    from learnsched.handoff.endpoint import ServingEndpoint, StreamError
+    from learnsched.serving.endpoint import ServingEndpoint, StreamError
     from learnsched.testing import EngineConfig, SimulatedEngine
 
     with SimulatedEngine(EngineConfig("vllm", token_s=0.0, force_include_usage=True)) as engine:
@@ -116,8 +116,8 @@ def test_usage_only_final_event_and_aborted_streams() -> None:
 def test_sglang_server_info_before_the_deprecated_route_at_full_precision() -> None:
     """The probes asked the deprecated /get_server_info (it warns on every call) and
     allowed half of 0.01 GiB per tagged release; SGLang reports each pool to 0.001 GiB."""
-    from learnsched.handoff.endpoint import ServingEndpoint
     from learnsched.handoff.recovery import TAGGED_SHARE, _released_bytes
+    from learnsched.serving.endpoint import ServingEndpoint
     from learnsched.testing import EngineConfig, SimulatedEngine
 
     with SimulatedEngine(EngineConfig("sglang", kv_mib=8.0, weights_mib=100.0)) as engine:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import (
+from learnsched.serving import (
     DeviceMemory,
     HandoffLedger,
     HandoffRecord,
@@ -26,7 +26,7 @@ GIB = 2**30
 COMMITTED = 5
 WRITER = f"""
 import os, signal, sys
-from learnsched.handoff import HandoffLedger, HandoffRecord
+from learnsched.serving import HandoffLedger, HandoffRecord
 ledger = HandoffLedger(sys.argv[1])
 def record(index):
     return HandoffRecord(kind="checkpoint", durable_progress=index,

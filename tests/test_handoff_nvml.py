@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import NvmlUnavailable, nvml
+from learnsched.handoff import nvml
+from learnsched.serving import DeviceMemory, GpuProcess, NvmlUnavailable
 
 
 def _nvml_works() -> bool:
@@ -91,14 +92,14 @@ def test_entry_points_missing_from_old_drivers_fall_back(monkeypatch: pytest.Mon
     monkeypatch.setattr(nvml, "_module", _OldDriver)
     device = object.__new__(nvml.NvmlDevice)
     device._handle = "handle"
-    assert device.memory() == nvml.DeviceMemory(80, None, 30, 50, 1)
+    assert device.memory() == DeviceMemory(80, None, 30, 50, 1)
     assert device.memory().occupied == 30
-    assert device.processes() == [nvml.GpuProcess(7, None)]
+    assert device.processes() == [GpuProcess(7, None)]
 
 
 def test_occupied_is_total_minus_free_under_v1_and_v2() -> None:
-    assert nvml.DeviceMemory(80, 2, 28, 50, 2).occupied == 30
-    assert nvml.DeviceMemory(80, None, 30, 50, 1).occupied == 30
+    assert DeviceMemory(80, 2, 28, 50, 2).occupied == 30
+    assert DeviceMemory(80, None, 30, 50, 1).occupied == 30
 
 
 def _names_used() -> set[str]:

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from learnsched.handoff import ServingEndpoint
-from learnsched.handoff.preflight import (
+from learnsched.serving import ServingEndpoint
+from learnsched.serving.preflight import (
     EngineBusy,
     Load,
     ServerConfigError,

@@ -172,11 +172,12 @@ def test_package_imports_without_the_gpu_extra(tmp_path: Path) -> None:
         "for name in ('torch', 'safetensors', 'peft', 'pynvml', 'psutil'):\n"
         "    sys.modules[name] = None\n"
         "import learnsched.handoff as h\n"
+        "import learnsched.serving as s\n"
         "from learnsched.cli import probe\n"
         "print(h.PAPER_PROFILE.handoff_costs('cold').recovery_s)\n"
         "try:\n"
         "    h.synthesise_adapter(h.BASE_SHAPES['tiny'], 2)\n"
-        "except h.HandoffProbeError as err:\n"
+        "except s.HandoffProbeError as err:\n"
         "    print(err)\n"
     )
     result = run_python(["-c", code], cwd=tmp_path, check=True)

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 from learnsched.cli import main
-from learnsched.handoff import ServingEndpoint, measure_warm_recovery, read_ledger
-from learnsched.handoff.errors import EngineBusy, RecoveryFailed, ServerConfigError
+from learnsched.handoff import measure_warm_recovery
+from learnsched.serving import ServingEndpoint, read_ledger
+from learnsched.serving.errors import EngineBusy, RecoveryFailed, ServerConfigError
 from learnsched.testing import EngineProcess
 from learnsched.testing.device import SimulatedDeviceReader
 

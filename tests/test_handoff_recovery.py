@@ -8,13 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import (
-    HandoffProbeError,
-    ServingEndpoint,
-    launch_engine,
-    measure_warm_recovery,
-)
-from learnsched.handoff.endpoint import HttpStatusError
+from learnsched.handoff import launch_engine, measure_warm_recovery
+from learnsched.serving import HandoffProbeError, ServingEndpoint
+from learnsched.serving.endpoint import HttpStatusError
 from learnsched.testing import free_port
 from learnsched.testing.device import SimulatedDeviceReader
 

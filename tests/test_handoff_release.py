@@ -10,13 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import (
-    DeviceMemory,
-    GpuProcess,
-    NvmlUnavailable,
-    open_device,
-    wait_for_release,
-)
+from learnsched.handoff import open_device, wait_for_release
+from learnsched.serving import DeviceMemory, GpuProcess, NvmlUnavailable
 
 GIB = 2**30
 

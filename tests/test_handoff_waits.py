@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from learnsched.handoff import ControlSignal, measure_ack_delay, poll_until, pollable_sleep
+from learnsched.handoff import ControlSignal, measure_ack_delay, pollable_sleep
+from learnsched.serving import poll_until
 
 
 def test_poll_until_reports_the_seeing_poll() -> None:

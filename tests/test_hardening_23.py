@@ -25,7 +25,7 @@ from learnsched._csvfile import MAX_FIELD_CHARS, read_csv
 from learnsched._json import read_json
 from learnsched.cli import build_parser, error_line, exit_status, main
 from learnsched.cli.output import EXIT_BUG, EXIT_ENVIRONMENT, EXIT_STATUSES
-from learnsched.handoff import HandoffLedger, HandoffRecord, read_ledger
+from learnsched.serving import HandoffLedger, HandoffRecord, read_ledger
 
 from conftest import dead_pid, run_python
 
@@ -666,7 +666,7 @@ def test_gate_urls_are_checked_before_it_serves(
     """``gate --url http://h:99999`` served until killed (urlsplit reads the port lazily);
     ``--url ''`` was refused without naming the flag."""
     from learnsched._url import http_url
-    from learnsched.handoff import ServingEndpoint
+    from learnsched.serving import ServingEndpoint
 
     with pytest.raises(SystemExit) as exited:  # argparse's own exit
         main(["gate", "--engine", "vllm", "--url", url])

@@ -13,10 +13,10 @@ from learnsched.cli import main
 from learnsched.control.actuation import ServingEngine
 from learnsched.control.journal import replay
 from learnsched.control.loop import LoopOptions
+from learnsched.control.queue import QueuedJob, TrainerQueue, read_queue
 from learnsched.control.windows import KnownCalendar, Window
-from learnsched.handoff.endpoint import ServingEndpoint
-from learnsched.handoff.ledger import read_ledger
-from learnsched.portfolio.queue import QueuedJob, TrainerQueue, read_queue
+from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 
 from control_support import COUNTING

@@ -189,8 +189,8 @@ def _scopes(context: str) -> list[str]:
 
 def documented_name(ref: Reference, target: str, contexts: list[str]) -> str | None:
     """Where ``target``, as written in the docstrings of ``contexts``, is documented: docstrings name objects where they are defined (``:func:`read_ledger``` in
-    ``learnsched.handoff.ledger``), the reference documents them where users import them
-    (``learnsched.handoff.read_ledger``). Resolved by the object itself, not its name."""
+    ``learnsched.serving.ledger``), the reference documents them where users import them
+    (``learnsched.serving.read_ledger``). Resolved by the object itself, not its name."""
     target = target.lstrip(".")
     scopes: list[str] = []
     for context in contexts:

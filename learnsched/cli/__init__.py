@@ -178,7 +178,7 @@ def exit_status(err: BaseException) -> int:
         return EXIT_MISSING
     # A failed probe measurement. Looked up only once the handoff wing is loaded (an
     # exception of a class never imported cannot be raised), so no command pays for it.
-    errors = sys.modules.get("learnsched.handoff.errors")
+    errors = sys.modules.get("learnsched.serving.errors")
     if errors is not None and isinstance(err, errors.HandoffProbeError):
         return EXIT_VIOLATION
     if _environment(err):

@@ -7,7 +7,7 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the handoff wing loads only when a command runs
-    from ..handoff.endpoint import ServingEndpoint
+    from ..serving.endpoint import ServingEndpoint
 
 __all__ = ["API_KEY_ENV", "add_connection_arguments", "endpoint_from_args"]
 
@@ -30,7 +30,7 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def endpoint_from_args(args: argparse.Namespace) -> ServingEndpoint:
     """The engine at ``args.url`` speaking ``args.engine``, with its key and CAs."""
-    from ..handoff.endpoint import ServingEndpoint
+    from ..serving.endpoint import ServingEndpoint
 
     key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
     return ServingEndpoint(args.url, args.engine, api_key=key, ca_file=args.ca_file)

@@ -23,7 +23,7 @@ __all__ = ["register"]
 
 def _run_errors() -> tuple[type[Exception], ...]:
     from ..control.trainer import TrainerError
-    from ..handoff.errors import HandoffProbeError
+    from ..serving.errors import HandoffProbeError
 
     return (TrainerError, HandoffProbeError)
 
@@ -359,8 +359,8 @@ def _serve_fronts(
 def _queue_jobs(args: argparse.Namespace, options: dict[str, Any], horizon: float) -> list[Any]:
     """``--queue FILE``'s jobs, or one per ``--trainer`` (each started once to read its
     ``J`` and timings; named job-0, job-1, ...; every one with ``--benefit-rate``)."""
+    from ..control.queue import QueuedJob, read_queue
     from ..control.trainer import TrainerProcess
-    from ..portfolio.queue import QueuedJob, read_queue
 
     if args.queue is not None:
         return read_queue(args.queue)
@@ -397,7 +397,7 @@ def _run_queue(
     from ..control.front import gate_summary
     from ..control.healing import Backoff
     from ..control.loop import LoopOptions
-    from ..portfolio.queue import TrainerQueue
+    from ..control.queue import TrainerQueue
 
     if args.metrics_port is not None:  # LoopObserver reads one loop's totals
         raise ValueError("--metrics-port serves a run with one trainer, not a --queue")

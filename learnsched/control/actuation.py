@@ -2,15 +2,15 @@
 
 Everything engine-specific is :mod:`learnsched.handoff`'s (one implementation of each
 engine's routes, flags and gauges): the start-up check
-(:func:`~learnsched.handoff.preflight.check_server_config`: SGLang's memory saver and
-weights backup, vLLM's sleep mode), the load (:func:`~learnsched.handoff.preflight.read_load`:
+(:func:`~learnsched.serving.preflight.check_server_config`: SGLang's memory saver and
+weights backup, vLLM's sleep mode), the load (:func:`~learnsched.serving.preflight.read_load`:
 ``vllm:num_requests_running``/``_waiting``, ``sglang:num_running_reqs``/``num_queue_reqs``),
-and the park and resume themselves (:func:`learnsched.handoff.engines.park`, which
+and the park and resume themselves (:func:`learnsched.serving.engines.park`, which
 refuses a busy engine and pauses SGLang's generation around the release; vLLM sleeps
-with ``mode=wait``; :func:`~learnsched.handoff.engines.resume` undoes only what the park
+with ``mode=wait``; :func:`~learnsched.serving.engines.resume` undoes only what the park
 released). Capacity is back only when a real greedy request completes after the resume
 and answers as the same request did when the loop started
-(:func:`~learnsched.handoff.engines.same_model`): a resume that lost the weights is a
+(:func:`~learnsched.serving.engines.same_model`): a resume that lost the weights is a
 failed return.
 
 With a front door (the gate, :class:`learnsched.gate.Gate`) the engine is parked only
@@ -30,11 +30,11 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .._checks import integer, nonnegative, positive
-from ..handoff.endpoint import ServingEndpoint
-from ..handoff.engines import Door, Parked, check_idle, park, resume, same_model
-from ..handoff.errors import EngineBusy
-from ..handoff.preflight import Load, check_server_config, read_load
-from ..handoff.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
+from ..serving.endpoint import ServingEndpoint
+from ..serving.engines import Door, Parked, check_idle, park, resume, same_model
+from ..serving.errors import EngineBusy
+from ..serving.preflight import Load, check_server_config, read_load
+from ..serving.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
 
 __all__ = ["EngineControl", "FrontDoor", "ServingEngine"]
 
@@ -141,7 +141,7 @@ class ServingEngine:
     ----------
     parked
         The park in force (``None`` when serving); a restarted loop may set it from a
-        recorded :meth:`~learnsched.handoff.engines.Parked.to_json` before
+        recorded :meth:`~learnsched.serving.engines.Parked.to_json` before
         :meth:`unpark`.
     last_held_s
         The added latencies of the requests the door held until the last return,
@@ -185,7 +185,7 @@ class ServingEngine:
         self.last_held_s: list[float] = []
 
     def preflight(self) -> list[str]:
-        """:func:`~learnsched.handoff.preflight.check_server_config` for this park, then
+        """:func:`~learnsched.serving.preflight.check_server_config` for this park, then
         the reference answer every return must reproduce (one greedy request, taken once
         here so that no park adds load the scheduler would see as an arrival; with a
         door, while it holds traffic, so the engine serves it alone).
@@ -245,7 +245,7 @@ class ServingEngine:
         return read_load(self.endpoint, min(self.timeout_s, 5.0))
 
     def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
-        """Park the idle engine (:func:`~learnsched.handoff.engines.park`); its stamps.
+        """Park the idle engine (:func:`~learnsched.serving.engines.park`); its stamps.
 
         ``on_mark`` is called with each stamp's name as the park reaches it.
 

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._checks import integer, positive
 from ..capacity import ReturnPath
-from ..handoff.endpoint import ServingEndpoint
-from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts
+from ..serving.endpoint import ServingEndpoint
+from ..serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 from .actuation import ServingEngine
 from .front import gate_summary, held_arrivals
 from .loadgen import LoadGenerator, read_requests

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .._checks import integer, nonnegative, positive
-from ..handoff.endpoint import HttpStatusError, StreamError
-from ..handoff.errors import HandoffProbeError
+from ..serving.endpoint import HttpStatusError, StreamError
+from ..serving.errors import HandoffProbeError
 
 __all__ = ["Backoff", "EngineUnreturnable", "Quarantined", "retryable"]
 

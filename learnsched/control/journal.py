@@ -1,7 +1,7 @@
 """The scheduler's ledger: every decision, quantum and handoff, and its replay.
 
-Records are :class:`~learnsched.handoff.HandoffRecord` lines in the fsynced handoff
-ledger (:class:`~learnsched.handoff.HandoffLedger`), with the scheduler's fields in
+Records are :class:`~learnsched.serving.HandoffRecord` lines in the fsynced handoff
+ledger (:class:`~learnsched.serving.HandoffLedger`), with the scheduler's fields in
 ``detail`` (``detail["run"]`` numbers the scheduler's runs on one ledger). Kinds:
 
 ======================  ============================================================
@@ -70,7 +70,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..handoff.ledger import HandoffRecord
+from ..serving.ledger import HandoffRecord
 from .front import GATE_KEYS
 
 __all__ = [
@@ -179,7 +179,7 @@ def replay(records: Sequence[HandoffRecord], run: int) -> Totals:
     Parameters
     ----------
     records
-        The ledger, oldest first (:func:`~learnsched.handoff.read_ledger`).
+        The ledger, oldest first (:func:`~learnsched.serving.read_ledger`).
     run
         Which run (see :func:`last_run`).
 

@@ -9,7 +9,7 @@ in the server all counts. A request misses its SLO when it has not completed wit
 latency budget; it failed when it got an error status, an error event or an aborted
 stream (vLLM ends streams it aborts normally, with ``finish_reason: "abort"``), or its
 connection broke. Each stream is read as it arrives
-(:class:`~learnsched.handoff.engines.AnswerScanner`; vLLM's usage-only last event,
+(:class:`~learnsched.serving.engines.AnswerScanner`; vLLM's usage-only last event,
 ``"choices": []``, is an ordinary event). Traces: the Azure format (``TIMESTAMP,ContextTokens,GeneratedTokens``)
 with one budget for every request, or the project's trace CSV, whose budget is each
 row's ``deadline - arrival``.
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from .._checks import integer, nonnegative, positive
 from .._csvfile import csv_header
 from ..capacity import read_trace_csv
-from ..handoff.engines import AnswerScanner
+from ..serving.engines import AnswerScanner
 
 __all__ = ["LoadGenerator", "RequestResult", "TraceRequest", "read_requests"]
 

@@ -46,11 +46,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from .._checks import nonnegative, positive
-from ..handoff.endpoint import HttpStatusError
-from ..handoff.engines import Parked
-from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
-from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts, InitialState, Scenario
+from ..serving.endpoint import HttpStatusError
+from ..serving.engines import Parked
+from ..serving.errors import EngineBusy, HandoffProbeError, ServerConfigError
+from ..serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..solver import Action, ActionKind, Model, Policy
 from .actuation import EngineControl
 from .healing import Backoff, EngineUnreturnable, Quarantined

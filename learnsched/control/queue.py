@@ -28,8 +28,8 @@ from typing import Any
 from .._checks import integer, nonnegative, positive
 from .._json import read_json
 from ..benefit import BenefitRate, benefit_rate
-from ..scenario import InitialState, _exact_keys
 from ..portfolio import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from ..scenario import InitialState, _exact_keys
 
 __all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
 
@@ -203,10 +203,10 @@ class TrainerQueue:
         lookahead: Any = None,
         progress: Callable[[str], None] | None = None,
     ) -> None:
+        from ..serving.ledger import read_ledger
         from .journal import last_durable
         from .lookahead import DEFAULT_LOOKAHEAD
         from .loop import LoopOptions
-        from ..serving.ledger import read_ledger
 
         if not jobs:
             raise ValueError("jobs must hold at least one job")

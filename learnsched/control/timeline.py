@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .._figures import pyplot, save_figure
-from ..handoff.ledger import read_ledger
+from ..serving.ledger import read_ledger
 from .journal import run_of
 
 __all__ = ["plot_timeline"]

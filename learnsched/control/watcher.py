@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 
 from .._checks import positive
-from ..handoff.endpoint import HttpStatusError
+from ..serving.endpoint import HttpStatusError
 from .actuation import EngineControl
 
 __all__ = ["MAX_SAMPLES", "LoadWatcher"]

@@ -10,7 +10,7 @@ does not depend on the engine's gauges, which stand still while the engine is pa
 The door. Before a park the scheduler closes the door (:meth:`Gate.close`): new
 requests are held at the gate, none is failed, and the requests in flight get a bounded
 time to finish. Only an engine that is idle with its door closed is parked
-(:func:`learnsched.handoff.engines.park` checks both). A request that arrives while the
+(:func:`learnsched.serving.engines.park` checks both). A request that arrives while the
 door is closed is held and reported at once (``on_arrival``), so the scheduler returns
 capacity early; when the return is confirmed by a completed request the door opens
 (:meth:`Gate.open`) and the held requests are forwarded, each one's time at the door
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._checks import integer, positive
 from .._extras import require
 from .._url import http_url
-from ..handoff.engines import AnswerScanner, Engine, Load
-from ..handoff.engines import engine as engine_dialect
+from ..serving.engines import AnswerScanner, Engine, Load
+from ..serving.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
 from .stats import GateCounts, GateStats
 

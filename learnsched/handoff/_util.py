@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
-from .errors import missing_extra
+from ..serving.errors import missing_extra
 
 __all__ = ["CPU", "median", "p95", "torch_module"]
 

@@ -18,13 +18,13 @@ from typing import IO
 
 from .._checks import integer, nonnegative
 from ..scenario import Recovery
-from .endpoint import ServingEndpoint
-from .errors import HandoffProbeError
+from ..serving.endpoint import ServingEndpoint
+from ..serving.errors import HandoffProbeError
+from ..serving.polling import poll_until
+from ..serving.readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
 from .host_memory import PhaseSampler
 from .phases import Phases, RecoveryRun
-from .readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
 from .release import MemoryReader
-from .waits import poll_until
 
 __all__ = ["launch_engine"]
 

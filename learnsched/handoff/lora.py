@@ -23,8 +23,8 @@ from typing import Any
 
 from .._atomic import atomic_write
 from .._checks import integer
+from ..serving.errors import HandoffProbeError, NvmlUnavailable, missing_extra
 from ._util import CPU, torch_module
-from .errors import HandoffProbeError, NvmlUnavailable, missing_extra
 from .filesystem import Filesystem, filesystem_of
 from .nvml import NvmlDevice, device_for_torch
 from .timing import Timing, time_device, time_host

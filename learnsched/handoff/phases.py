@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..scenario import Recovery
-from .host_memory import HostMemory, PhaseSampler, process_tree
-from .ledger import HandoffRecord
-from .nvml import DeviceMemory, GpuProcess
+from ..serving.ledger import HandoffRecord
+from ..serving.memory import DeviceMemory, GpuProcess, HostMemory
+from .host_memory import PhaseSampler, process_tree
 from .release import MemoryReader
 
 __all__ = ["Phases", "RecoveryRun"]

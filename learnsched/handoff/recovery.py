@@ -19,14 +19,14 @@ from collections.abc import Sequence
 
 from .._checks import integer, nonnegative, positive
 from ..scenario import Recovery
-from .endpoint import ServingEndpoint
-from .engines import MEMORY_TAGS, VLLM_SLEEP_LEVELS, Parked, park, resume, same_model
-from .errors import HandoffProbeError, RecoveryFailed
+from ..serving.endpoint import ServingEndpoint
+from ..serving.engines import MEMORY_TAGS, VLLM_SLEEP_LEVELS, Parked, park, resume, same_model
+from ..serving.errors import HandoffProbeError, RecoveryFailed
+from ..serving.polling import poll_until
+from ..serving.preflight import check_server_config, wait_until_idle
+from ..serving.readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
 from .phases import Phases, RecoveryRun
-from .preflight import check_server_config, wait_until_idle
-from .readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
 from .release import MemoryReader, wait_for_release
-from .waits import poll_until
 
 __all__ = ["DEFAULT_RELEASE_TIMEOUT_S", "measure_warm_recovery"]
 

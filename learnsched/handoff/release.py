@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from .._checks import integer, positive
-from .nvml import DeviceMemory, GpuProcess
-from .waits import poll_until
+from ..serving.memory import DeviceMemory, GpuProcess
+from ..serving.polling import poll_until
 
 __all__ = ["MemoryReader", "ReleaseResult", "wait_for_release"]
 

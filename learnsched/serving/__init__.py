@@ -46,4 +46,5 @@ __all__ = [
     "ServingEndpoint",
     "TornRecordWarning",
     "poll_until",
+    "read_ledger",
 ]

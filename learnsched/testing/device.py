@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
-    from ..handoff import DeviceMemory, GpuProcess
+    from ..serving import DeviceMemory, GpuProcess
 
 __all__ = ["SimulatedDeviceReader"]
 
@@ -60,7 +60,7 @@ class SimulatedDeviceReader:
 
     def memory(self) -> DeviceMemory:
         """Total, used (the engine's bytes) and free, as NVML's v2 memory info."""
-        from ..handoff import DeviceMemory
+        from ..serving import DeviceMemory
 
         used = self._held()[1]
         total = self.total_bytes
@@ -68,7 +68,7 @@ class SimulatedDeviceReader:
 
     def processes(self) -> list[GpuProcess]:
         """The engine's process with its bytes (none when ``listed`` is false)."""
-        from ..handoff import GpuProcess
+        from ..serving import GpuProcess
 
         pid, used = self._held()
         return [GpuProcess(pid, used)] if self.listed else []

@@ -2,7 +2,7 @@
 
 Each probe is one module here with ``register(probes)``. A handler prints a table (or
 JSON with ``--json``) and returns the exit status; a failed measurement
-(:class:`~learnsched.handoff.HandoffProbeError`) exits 1, NVML or a GPU extra missing
+(:class:`~learnsched.serving.HandoffProbeError`) exits 1, NVML or a GPU extra missing
 exits 3, bad input exits 2 (:mod:`learnsched.cli`). ``--out FILE`` writes the measured
 costs as a cost profile, keeping quantities an existing FILE holds that this run did not
 measure.

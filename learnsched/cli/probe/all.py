@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from ...handoff.errors import HandoffProbeError
 from ...handoff.host_memory import read_host_memory
 from ...handoff.nvml import device_report
 from ...handoff.profile import LORA_QUANTITIES, RECOVERY_QUANTITIES, CostProfile
+from ...serving.errors import HandoffProbeError
 from ..output import EXIT_VIOLATION, Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile
 from .lora import add_lora_arguments, check_lora, lora_benchmark, lora_rows, lora_target

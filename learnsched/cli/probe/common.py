@@ -7,7 +7,6 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...handoff.errors import NvmlUnavailable
 from ...handoff.nvml import NvmlDevice, device_info, open_device
 from ...handoff.profile import (
     GIB,
@@ -17,6 +16,7 @@ from ...handoff.profile import (
     load_cost_profile,
     update_cost_profile,
 )
+from ...serving.errors import NvmlUnavailable
 
 __all__ = ["add_common", "check_out", "gib", "ms", "optional_device", "write_profile"]
 

@@ -13,16 +13,16 @@ from ..._checks import integer, nonnegative, positive
 from ..._checks import number as finite_number
 from ..._progress import Progress
 from ...handoff.cold_start import launch_engine
-from ...handoff.endpoint import ServingEndpoint
-from ...handoff.engines import ENGINES, VLLM_SLEEP_LEVELS
-from ...handoff.errors import RecoveryFailed
-from ...handoff.ledger import HandoffLedger
 from ...handoff.nvml import NvmlDevice
 from ...handoff.phases import RecoveryRun
 from ...handoff.profile import GIB, RECOVERY_QUANTITIES, CostProfile
 from ...handoff.recovery import DEFAULT_RELEASE_TIMEOUT_S, measure_warm_recovery
-from ...handoff.waits import POLL_RANGE_S
 from ...scenario import Recovery
+from ...serving.endpoint import ServingEndpoint
+from ...serving.engines import ENGINES, VLLM_SLEEP_LEVELS
+from ...serving.errors import RecoveryFailed
+from ...serving.ledger import HandoffLedger
+from ...serving.polling import POLL_RANGE_S
 from .._engine import add_connection_arguments, endpoint_from_args
 from ..output import Rows, emit_json, print_rows
 from .common import add_common, check_out, gib, optional_device, write_profile

@@ -2,7 +2,7 @@
 
 A dialect only says which routes to call with which bodies; the HTTP exchange itself
 (connections, status checks, stream reading, error messages) is
-:class:`~learnsched.handoff.endpoint.ServingEndpoint`'s, passed in as ``server``. The
+:class:`~learnsched.serving.endpoint.ServingEndpoint`'s, passed in as ``server``. The
 order of the calls around a park (idleness, pause, release; resume, continue) is the
 engine layer's (:mod:`.actions`), the same for probes, the control loop and the gate.
 """
