@@ -23,6 +23,7 @@ except ImportError as err:  # pragma: no cover - only without a built extension
         "`pip install .` (or `pip install -e .` for development) from the source tree."
     ) from err
 
+from . import _moved
 from .batch import BatchResult, solve_batch
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
 from .plan import COST_FIELDS, CostSplit, Plan, Step
@@ -30,6 +31,8 @@ from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recove
 from .scenario_batch import ScenarioBatch
 from .solver import ALL_POLICIES, Action, ActionKind, Model, Policy, State, solve, solve_all
 from .summary import PAPER_FIGURES, GridSummary, summarize
+
+_moved.install()  # old module paths keep working for one release, with a warning
 
 __all__ = [
     "ALL_POLICIES",

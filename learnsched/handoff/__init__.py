@@ -13,6 +13,7 @@ safetensors, peft and nvidia-ml-py are imported only by the functions that need 
 
 from __future__ import annotations
 
+from .._moved import moved_attribute
 from .cold_start import launch_engine
 from .host_memory import PhaseSample, PhaseSampler, process_tree, read_host_memory
 from .lora import (
@@ -90,7 +91,6 @@ __all__ = [
     "process_tree",
     "read_adapter",
     "read_host_memory",
-    "read_ledger",
     "save_adapter",
     "synthesise_adapter",
     "target_gpu",
@@ -98,3 +98,8 @@ __all__ = [
     "time_host",
     "wait_for_release",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The names that moved to :mod:`learnsched.serving`, for one release (with a warning)."""
+    return moved_attribute(__name__, name)

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from .._checks import integer, positive
+from .._moved import moved_attribute
 from ._util import median, p95
 
 __all__ = [
@@ -186,3 +187,7 @@ def measure_ack_delay(*, step_s: float, slice_s: float, commands: int, seed: int
         thread.join(timeout=step_s + 5.0)
     return AckDelays(step_s, slice_s, tuple(samples))
 
+
+def __getattr__(name: str) -> object:
+    """The polling names that moved to :mod:`learnsched.serving.polling`, for one release."""
+    return moved_attribute(__name__, name)

@@ -58,7 +58,6 @@ class GpuProcess:
     used_bytes: int | None
 
 
-
 @dataclass(frozen=True)
 class HostMemory:
     """PSS of one process or a summed tree, bytes.
