@@ -1,12 +1,14 @@
-"""The package's import structure: no import cycle, and no wing using another's privates.
+"""The package's import structure: no import cycle, no wing using another's privates, and
+no wing importing a wing above it.
 
-Read from the sources with :mod:`ast`, so nothing is imported. A module-level import
-(``if TYPE_CHECKING:`` blocks included: a type-only cycle is still a cycle) is an edge
-from the importing module to the one imported; imports inside functions are the
-package's deliberate lazy loads and are not edges. A wing is a subpackage of
-``learnsched`` (``handoff``, ``control``, ``gate`` ...): it may use another wing's public
-names only, and the package's own top-level modules (``learnsched._checks`` ...) are the
-layer every wing stands on.
+Read from the sources with :mod:`ast`, so nothing is imported. For cycles, a module-level
+import (``if TYPE_CHECKING:`` blocks included: a type-only cycle is still a cycle) is an
+edge from the importing module to the one imported; imports inside functions are the
+package's deliberate lazy loads and are not edges. For layers every import counts, lazy
+ones included: a lazy import still makes the lower wing need the higher one. A wing is a
+subpackage of ``learnsched`` (``handoff``, ``control``, ``gate`` ...): it may use another
+wing's public names only, and the package's own top-level modules (``learnsched._checks``
+...) are the layer every wing stands on.
 """
 
 from __future__ import annotations
@@ -183,3 +185,70 @@ def test_the_lora_profile_circle_is_gone(importer: str, module: str) -> None:
 
 def test_no_wing_imports_another_wings_private_names() -> None:
     assert private_uses() == []
+
+
+FOUNDATION = "learnsched"  # the top-level modules, in the layer order as one wing
+
+# The floor plan, bottom layer first: a wing imports only wings in layers below its own
+# (wings sharing a layer stand alone, so none imports another).
+LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((FOUNDATION,), "the solver, the scenario and the shared helpers every wing uses"),
+    (("capacity", "economics", "sweep"), "models on the solver, each on its own"),
+    (("calendar",), "idle windows from traces, and capacity's return path in them"),
+    (("portfolio",), "many jobs over the calendar's windows: a model, nothing that runs"),
+    (("serving",), "the engines' HTTP client and the ledger: talks to an engine"),
+    (("handoff",), "the probes: measure handoff costs through the serving client"),
+    (("testing",), "the simulated engine: speaks the serving dialects"),
+    (("gate",), "the request gate in front of an engine, on the serving dialects"),
+    (("control",), "the running scheduler: decides and runs with everything below"),
+    (("cli",), "every command: prints, and may use every wing"),
+)
+RANK = {wing: rank for rank, (wings, _) in enumerate(LAYERS) for wing in wings}
+# ``python -m learnsched`` is the CLI's entry point, above everything. The front door's
+# lazy wings and the deprecation table's old paths are loaded by name with importlib, so
+# they are no import statement and no edge here.
+EXEMPT = {"learnsched.__main__"}
+
+
+def wing_graph() -> dict[str, set[str]]:
+    """``wing -> wings it imports`` over every import statement, lazy ones included."""
+    edges: dict[str, set[str]] = {}
+    for name, path in MODULES.items():
+        if name in EXEMPT:
+            continue
+        importer = wing(name) or FOUNDATION
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            for base, imported in imports(name, node):
+                for target in targets(base, imported):
+                    imported_wing = wing(target) or FOUNDATION
+                    if imported_wing != importer:
+                        edges.setdefault(importer, set()).add(imported_wing)
+    return edges
+
+
+def upward(edges: dict[str, set[str]]) -> list[str]:
+    """``importer -> imported`` for every import of a wing not in a layer below."""
+    return sorted(
+        f"{importer} -> {imported}"
+        for importer, imports_ in edges.items()
+        for imported in imports_
+        if RANK[imported] >= RANK[importer]
+    )
+
+
+def test_the_layer_check_sees_an_upward_import() -> None:
+    assert upward({"portfolio": {"calendar", "capacity"}, "control": {"portfolio"}}) == []
+    assert upward({"portfolio": {"control", "calendar"}}) == ["portfolio -> control"]
+    assert upward({"handoff": {"testing"}}) == ["handoff -> testing"]
+    assert upward({"economics": {"sweep"}}) == ["economics -> sweep"]  # a peer
+    assert upward({FOUNDATION: {"capacity"}}) == [f"{FOUNDATION} -> capacity"]
+
+
+def test_every_wing_has_a_layer() -> None:
+    wings = {wing(name) for name in MODULES} - {None}
+    assert wings <= set(RANK), f"add {sorted(wings - set(RANK))} to LAYERS"
+
+
+def test_no_wing_imports_a_wing_above_it() -> None:
+    assert upward(wing_graph()) == []
