@@ -3,13 +3,14 @@
 The release call's answer is not the release: where a device can be watched, the freed
 memory is confirmed before the parked state is read, and the memory seen back after the
 resume. Capacity is ready only when a real generation request completes
-(:mod:`.readiness`), and only if it is the same model: a greedy answer recorded before
-the park must come back word for word, else the recovery is recorded as failed
-("weights not restored": an SGLang server without its weights' CPU backup, a vLLM
-level-2 sleep without a reload). Before the engine is touched the park is checked
-against the engine's semantics and start-up flags, and the engine must be idle
-(:mod:`.preflight`). Cold starts are in :mod:`.cold_start`, the engines' HTTP dialects
-in :mod:`.engines`. Every stamp is ``time.perf_counter_ns()`` of this process.
+(:mod:`learnsched.serving.readiness`), and only if it is the same model: a greedy
+answer recorded before the park must come back word for word, else the recovery is
+recorded as failed ("weights not restored": an SGLang server without its weights' CPU
+backup, a vLLM level-2 sleep without a reload). Before the engine is touched the park
+is checked against the engine's semantics and start-up flags, and the engine must be
+idle (:mod:`learnsched.serving.preflight`). Cold starts are in :mod:`.cold_start`, the
+engines' HTTP dialects in :mod:`learnsched.serving.engines`. Every stamp is
+``time.perf_counter_ns()`` of this process.
 """
 
 from __future__ import annotations
@@ -210,18 +211,18 @@ def measure_warm_recovery(
 
     Before the engine is touched: the park is checked against the engine's semantics
     (vLLM level 2 needs ``reload``) and its start-up flags where it reports them
-    (:func:`~.preflight.check_server_config`), a greedy answer is recorded, and the
-    engine must be idle (waited for up to ``idle_wait_s``). The release call's answer
-    is not the release: with a device to watch, the device memory is polled until what
-    the park frees is seen freed (stamp ``release_confirmed``; a tagged park is held
-    to what its tags hold), and only then is the parked memory read. The resume is
-    timed to its acknowledgment with the memory back (``resume_s``) and to the first
-    completed request (``ready_s``), sent without a ``/health`` wait. That request must
-    repeat the greedy answer. The park and resume are the engine layer's
-    (:func:`~.engines.park`: idleness checked again inside it, SGLang paused around the
-    release; :func:`~.engines.resume`: only what was released). If anything fails
-    after the release and before the resume was sent, the engine is resumed before the
-    error is raised.
+    (:func:`~learnsched.serving.preflight.check_server_config`), a greedy answer is
+    recorded, and the engine must be idle (waited for up to ``idle_wait_s``). The
+    release call's answer is not the release: with a device to watch, the device memory
+    is polled until what the park frees is seen freed (stamp ``release_confirmed``; a
+    tagged park is held to what its tags hold), and only then is the parked memory read.
+    The resume is timed to its acknowledgment with the memory back (``resume_s``) and to
+    the first completed request (``ready_s``), sent without a ``/health`` wait. That
+    request must repeat the greedy answer. The park and resume are the engine layer's
+    (:func:`~learnsched.serving.engines.park`: idleness checked again inside it, SGLang
+    paused around the release; :func:`~learnsched.serving.engines.resume`: only what was
+    released). If anything fails after the release and before the resume was sent, the
+    engine is resumed before the error is raised.
 
     Parameters
     ----------
