@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from .._checks import FloatArray
 from ..solver import Policy
-from ..summary import _ties
+from ..summary import tied
 from .points import Point
 from .rows import Rows
 from .spec import SweepSpec
@@ -100,7 +100,7 @@ def summarize_points(
     if Policy.ROLLOUT in spec.policies and Policy.COSTED_WINDOW in spec.policies:
         rollout = compact[:, spec.policies.index(Policy.ROLLOUT)]
         costed = compact[:, spec.policies.index(Policy.COSTED_WINDOW)]
-        tie = _ties(rollout, costed)
+        tie = tied(rollout, costed)
         counted = [
             np.bincount(solved_point[mask], minlength=n_points).tolist()
             for mask in (~tie & (rollout > costed), tie, ~tie & (rollout < costed))
