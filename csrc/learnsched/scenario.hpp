@@ -12,8 +12,8 @@ namespace learnsched {
 // Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
 // model keeps up to three such tables of doubles (384 MiB at the cap); building V* also
 // takes two scratch rows of work_quanta + 1 entries (12 bytes each, at most 96 MiB), freed
-// before a fresh model allocates its other tables. Measured peak RSS added by building a
-// Model (README, Performance): 384 MiB at K = 1, J = 2^23 - 1; 385 MiB at K = 2^17, J = 126.
+// before a fresh model allocates its other tables (docs/performance.md has the peak RSS
+// that building a Model adds at the cap).
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 
 // A scenario offering two return paths keeps up to seven tables (its reference adds each

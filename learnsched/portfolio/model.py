@@ -62,7 +62,7 @@ class PortfolioPolicy(str, Enum):
     """How the GPUs' windows are shared out among the candidates (docs/portfolio.md)."""
 
     SEQUENTIAL = "sequential"
-    """One by one in list (arrival) order, each planned by today's LearnSched Rollout."""
+    """One by one in list (arrival) order, each planned by the one-candidate Rollout."""
     DENSITY = "density"
     """Greedy: the candidate whose remaining work earns most per second of it first."""
     EARLIEST = "earliest"
@@ -516,7 +516,7 @@ class PortfolioModel:
     """A validated portfolio prepared for its policies.
 
     Building it costs O(sum of K_g * J_c) (every candidate's Window-plan tables on every
-    GPU); ``sequential`` also builds today's Rollout model of each. A ``rollout`` decision
+    GPU); ``sequential`` also builds the one-candidate Rollout model of each. A ``rollout`` decision
     follows the reference from each choice's successor: O(choices x stages x candidates).
 
     Parameters

@@ -84,8 +84,8 @@ def summarize_points(
 ) -> tuple[PointSummary, ...]:
     """One :class:`PointSummary` per point of a finished sweep, in point order.
 
-    O(rows): each aggregate is computed over every point at once (a sweep of 10^6 points
-    summarizes in seconds, where a pass over every row per point took quadratic time).
+    O(rows): each aggregate is computed over every point at once, since a pass over every
+    row per point would take time quadratic in the sweep's size.
     """
     n_points = len(points)
     solved = np.fromiter((not e for e in rows.error), dtype=bool, count=len(rows))
