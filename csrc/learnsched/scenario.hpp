@@ -22,8 +22,8 @@ inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 inline constexpr std::size_t kMaxTwoPathStates = kMaxStates / 2;
 
 // Most windows a scenario may have: this bounds a plan's length (one step per window,
-// ~100 bytes in C++, read from Python as columns: 25 MiB and 49 ms for
-// Model.solve("never") at K = 2^17, J = 1, on a loaded 2-core machine).
+// ~100 bytes in C++, read from Python as columns; docs/performance.md has the cost of
+// Model.solve("never") at K = 2^17, J = 1).
 inline constexpr std::size_t kMaxWindows = std::size_t{1} << 17;
 
 // Plans sum up to one segment per window; every bound on a value they compute is kept
