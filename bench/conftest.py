@@ -2,11 +2,11 @@
 given.
 
 ``time.process_time``, the CPU-time timer these benchmarks are run with, is a system call
-of about 0.23 us. With pytest-benchmark's default round of 5 us, a call of a microsecond or
-two whose first (cold) call took longer runs alone in each round and is charged one timer
-call, while a faster floor gets many calls a round: a causal decision of 1.03 us measured
-1.25 us against its floor's 0.57 (2.2x for 1.8x). Rounds of 0.5 ms put the timer below
-0.1% of every benchmark here.
+costing a fraction of a microsecond. With pytest-benchmark's default round of 5 us, a call
+of a microsecond or two whose first (cold) call took longer runs alone in each round and is
+charged one timer call, while a faster floor gets many calls a round, so the pair's ratio
+comes out too large (docs/performance.md). Rounds of 0.5 ms put the timer below 0.1% of
+every benchmark here.
 """
 
 from __future__ import annotations

@@ -14,13 +14,12 @@ over the fastest round of its floor (the minimum is the least noisy statistic of
 taking turns puts a change of load on both), and a ratio above the case's documented
 ceiling times ``--tolerance`` fails the guard, printing ``SLOWER name: ratio``. The
 ceilings (``CASES``; docs/performance.md lists them) are the largest ratios measured
-when they were set, x 1.3: five runs of one build on the loaded 2-core machine spread by
-up to 1.1x (the grid's and the sweep's memory-bound floors up to 1.3x), so a slowdown of
-a third fails, one of 1.13-1.3x (the smaller regressions issue 22 found) may pass. (A
-fresh cap-size build at 48b1219 measures 5.4x its floor against 4.6: it fails.) Two more
-machines (a Zen 4 and an AMD EPYC, each with a 32 MiB L3) run the memory-bound floors
-relatively faster; where their ratios were larger, the ceiling covers them too. Each
-path's own answer is checked once before timing (a fast wrong answer fails too).
+when they were set, x 1.3: runs of one build spread by up to 1.1x (the memory-bound
+floors by up to 1.3x), so a slowdown of a third fails and a smaller one may pass.
+Machines whose caches hold a memory-bound floor's data run it relatively faster; where
+their ratios were larger, the ceiling covers them too (docs/performance.md says which
+machines and runs set each ceiling). Each path's own answer is checked once before
+timing (a fast wrong answer fails too).
 
 Run it against an installed build from anywhere (``.ci/run``'s bench step runs it in the
 main interpreter's bare environment): it puts only bench/ and tests/ (their helpers) on
@@ -109,8 +108,8 @@ def _decide() -> Pair:
 def _decide_many() -> Pair:
     """decide_many on 200,000 shuffled states at K = 4, J = 360,000 against a random
     gather of one double per state from a table of that model's states. The states are
-    asked again and again, so the rounds read the decision memo (armed by the check below):
-    a batch computed anew is 5-7x slower."""
+    asked again and again, so the rounds read the decision memo (armed by the check below),
+    which a batch computed anew would not."""
     from test_bench_decide import prepared, python_loop, shuffled
 
     model, states = prepared("4x360000")
@@ -207,9 +206,8 @@ def _replay() -> Pair:
 def _windows() -> Pair:
     """idle_windows of a 100,000-row bursty trace against a running sum of its work
     (numpy's cumsum: one chain of dependent float adds, scalar code as the walk's Eq. 6
-    scans are). The floor was a sort of its arrivals, but numpy's sort is SIMD code whose
-    speed against scalar code differs by machine: one build measured 26-33x here and
-    44.8x on the CI machine."""
+    scans are), not a sort of its arrivals: numpy's sort is SIMD code, whose speed against
+    scalar code differs by machine (docs/performance.md)."""
     from test_bench_windows import PATH
     from test_calendar_windows_scale import bursty_trace
 
@@ -266,9 +264,8 @@ def _loop_decision() -> Pair:
     return Pair(lambda: decider.decide(ahead, 0, 0, False), floor, 300)
 
 
-# Ceilings: the largest ratio of five runs on either 2-core development machine (load 5-6;
-# the second, a Zen 4 with THP on madvise, quiet), x 1.3, rounded up (docs/performance.md,
-# "The benchmark guard").
+# Ceilings: the largest ratio of the runs on each development machine, x 1.3, rounded up
+# (docs/performance.md, "The benchmark guard", lists the machines and the ratios).
 CASES = (
     Case("decide", "the same binding doing nothing", 1.7, _decide),
     Case("decide_many, shuffled, 4 x 360,000", "a gather per state", 31.2, _decide_many),

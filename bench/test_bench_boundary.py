@@ -1,7 +1,7 @@
 """The Python boundary: the paper grid in process, long plans and Scenario construction.
 
 Run with ``pytest bench/test_bench_boundary.py``; each benchmark asserts its answer.
-Targets (issue 12): ``paper_grid()`` + ``solve_batch`` + ``summarize`` within 3x the bare
+Targets: ``paper_grid()`` + ``solve_batch`` + ``summarize`` within 3x the bare
 ``solve_batch``; a 1000-step plan's Python conversion about its C++ walk (``Model.solve``
 in the core); a Scenario at the cost of the core's own construction and validation.
 """

@@ -1,4 +1,4 @@
-"""Benchmarks of causal scheduling (issue 20), each beside its floor in one group.
+"""Benchmarks of causal scheduling, each beside its floor in one group.
 
 * One causal decision at N = 64 sampled continuations (rollout, J = 12 and 36), at a gap
   start and 10 s into a gap, beside the **table floor**: the N row lookups and N * (J + 1)

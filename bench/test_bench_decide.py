@@ -1,9 +1,9 @@
-"""Decision benchmarks (issue 12): batched decide_many beside the Python loop of decide, and
+"""Decision benchmarks: batched decide_many beside the Python loop of decide, and
 one decision's cost against the window length and at a huge J.
 
 Run with ``pytest bench/test_bench_decide.py`` (outside the default test run); each benchmark
 asserts its answer. Targets: decide_many >= 5 M decisions/s from Python on the paper scenario,
-on 100 x 3600 and at K = 4, J = 360,000, in the order sampled and shuffled (issue 22); at 1 s
+on 100 x 3600 and at K = 4, J = 360,000, in the order sampled and shuffled; at 1 s
 quanta a decision in a 240 s window within 1.5x of one in a 36 s window; K = 4, J = 360,000
 under 2 us per decision from Python. The lookahead index is built
 per continuation row on first use (O(J)); every benchmark warms it first, so the timings are
@@ -115,7 +115,7 @@ def shuffled(states: States) -> States:
 @pytest.mark.parametrize("policy", ["rollout", "dp"])
 @pytest.mark.parametrize("size", list(SIZES))
 def test_decide_many(benchmark: Benchmark, size: str, policy: str, order: str) -> None:
-    """Issue 22 target: >= 5 M decisions/s on shuffled states at every size."""
+    """Target: >= 5 M decisions/s on shuffled states at every size."""
     model, states = prepared(size)
     if order == "shuffled":
         states = shuffled(states)

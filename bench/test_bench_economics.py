@@ -19,7 +19,7 @@ from scipy.special import ndtr as scipy_ndtr
 from learnsched._special import ndtr
 from learnsched.economics import ALERT_RULES, draw_alerts, lead_time_sweep, simulate_alerts
 from learnsched.economics.alert_experiment import DEFAULT_LEAD_TIMES_S, run_alert_experiment
-from learnsched.economics.alerts import _mean_losses
+from learnsched.economics.alerts import mean_losses
 
 
 def check(means: dict[str, dict[str, float]]) -> None:
@@ -52,7 +52,7 @@ def redrawn_sweep(
     """The sweep as it ran before its terms were shared: every lead time prices all rules
     from scratch on the draws with that lead time fixed."""
     draws = draw_alerts(n_alerts, seed)
-    runs = [_mean_losses(replace(draws, lead_s=np.full(n_alerts, x)), None, None) for x in leads]
+    runs = [mean_losses(replace(draws, lead_s=np.full(n_alerts, x)), None, None) for x in leads]
     return {
         engine: {rule: tuple(run[engine][rule] for run in runs) for rule in ALERT_RULES}
         for engine in runs[0]

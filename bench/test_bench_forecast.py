@@ -1,4 +1,4 @@
-"""Benchmarks of decisions under a forecast (issue 9), C++ beside the pure-Python reference.
+"""Benchmarks of decisions under a forecast, C++ beside the pure-Python reference.
 
 * One expected-value rollout decision at the current window with N sampled calendars of
   20 windows and J = 36 quanta: the ForecastModel build (per-sample V_G and V^pi0 tables)
@@ -6,7 +6,7 @@
   (the parametrized sizes grow 4x a step).
 * ``learnsched online`` over 1000 true calendars x 20 windows x N = 64 fixed samples, on
   1 and 2 threads, beside its C++ part alone (``_core.run_online`` on the parsed cases):
-  the command should cost little more than its core (issue 20: the SPEC is read in C++,
+  the command should cost little more than its core (the SPEC is read in C++,
   equal samples are built once, threads run over calendars). Wall time by default; with
   ``--benchmark-timer time.process_time`` the CPU time of every thread, which should not
   grow with the thread count. Where the kernel shares CPU per session (Linux autogroup,

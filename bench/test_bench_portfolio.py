@@ -1,7 +1,7 @@
-"""Portfolio decision benchmarks (issue 25): one rollout decision for 24 candidates on one
+"""Portfolio decision benchmarks: one rollout decision for 24 candidates on one
 GPU, beside its floor (the portfolio Costed Window's decision, which rollout keeps unless
-another choice scores higher) and the baseline of today's model asked once per candidate;
-and a causal portfolio's decisions over one horizon of the shipped trace beside today's
+another choice scores higher) and the baseline of the one-candidate model asked once per candidate;
+and a causal portfolio's decisions over one horizon of the shipped trace beside the one-candidate
 causal run of each candidate alone.
 
 Run with ``pytest bench/test_bench_portfolio.py`` (CPU time: ``time.process_time``). Target:
@@ -159,7 +159,7 @@ def test_causal_portfolio_horizon(
 def test_baseline_each_candidate_alone(
     benchmark: Benchmark, causal_horizon: tuple[Any, list[Any], list[Any], list[Any]]
 ) -> None:
-    """Baseline: today's causal run of each candidate alone on the horizon (24 runs)."""
+    """Baseline: the one-candidate causal run of each candidate alone on the horizon (24 runs)."""
     from learnsched import _core
 
     trace, core, forecasts, _ = causal_horizon

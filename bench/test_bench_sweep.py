@@ -118,7 +118,7 @@ def test_sweep_ray_2_workers(
     _run(benchmark, tmp_path, name, backend="ray")
 
 
-# ---- issue 22: the README's SPEC against its floor, and sweeps of many points --------
+# ---- the README's SPEC against its floor, and sweeps of many points ------------------
 
 README_SPEC: dict[str, Any] = {**GRID_SPEC, "policies": ["costed_window", "rollout"]}
 
@@ -170,8 +170,8 @@ def many_points_spec(rates: int, horizons: int) -> dict[str, Any]:
     "shape", [(100, 300), pytest.param((1000, 1000), marks=pytest.mark.slow)], ids=str
 )
 def test_sweep_many_points(benchmark: Benchmark, tmp_path: Path, shape: tuple[int, int]) -> None:
-    """30,000 points (58 s before issue 22: a pass over every row per point) and 10^6
-    (slow: 17 s of CPU; it did not finish in 300 s)."""
+    """30,000 points and 10^6 (slow): the summary is O(rows), where a pass over every row
+    per point is quadratic (docs/performance.md)."""
     fresh = _fmt(tmp_path)
     spec = many_points_spec(*shape)
     result = benchmark.pedantic(lambda: sweep(spec, fresh(), progress=False), rounds=1)

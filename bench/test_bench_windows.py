@@ -1,6 +1,6 @@
 """Idle windows of a trace (learnsched.calendar.idle_windows, Eqs. 6-8): the O(n log n) walk
-of issue 22 against the reference that ran return_deadline with a full Eq. 6 scan per
-bisection step (quadratic: 20,000 rows took 1.9 s, 10^6 rows more than 300 s).
+against the reference that runs return_deadline with a full Eq. 6 scan per bisection step
+(quadratic: docs/performance.md has its times).
 
 Run with ``pytest bench/test_bench_windows.py``; each benchmark asserts its answer (the
 reference's windows, bit for bit, where the reference runs). Target: 10^6 rows well under

@@ -30,8 +30,8 @@ from learnsched._checks import float64_vector, integer, real
 
 cdef inline double _real(str name, object value) except? -1.0:
     """real(name, value) without its Python call when ``value`` is a float already: the
-    checks' call per scalar cost replay 3.5 us a call (16 scalars), more than the kernel at
-    100 requests."""
+    checks' call per scalar (16 a replay) cost more than the kernel itself at 100 requests
+    (docs/performance.md)."""
     if type(value) is float:
         return PyFloat_AS_DOUBLE(value)
     return real(name, value)

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._text import decode, read_bytes, source_name
 
-__all__ = ["MAX_DEPTH", "parse", "read_json"]
+__all__ = ["MAX_DEPTH", "exact_keys", "parse", "read_json"]
 
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (a list of scenarios nests 4 levels)."""
@@ -61,6 +62,41 @@ def _value_depth(value: Any) -> int:
 
 def _too_deep(source: str, found: int, max_depth: int) -> ValueError:
     return ValueError(f"{source}: JSON nesting depth {found} exceeds the limit of {max_depth}")
+
+
+def exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
+    """``obj`` as a JSON object holding exactly ``keys``.
+
+    Parameters
+    ----------
+    name
+        What ``obj`` is, for the messages (``"SPEC"``, ``"candidate"`` ...).
+    obj
+        A value read from JSON.
+    keys
+        The keys it must hold, no more and no fewer.
+
+    Returns
+    -------
+    Mapping[str, Any]
+        ``obj`` itself.
+
+    Raises
+    ------
+    TypeError
+        ``obj`` is not an object.
+    ValueError
+        A key is missing or unknown (each named).
+    """
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"{name} must be a JSON object, got {type(obj).__name__}")
+    missing = [k for k in keys if k not in obj]
+    unknown = sorted(set(obj) - set(keys))
+    if missing:
+        raise ValueError(f"{name} is missing key(s) {', '.join(missing)}")
+    if unknown:
+        raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
+    return obj
 
 
 def parse(text: str | bytes, source: str, max_depth: int = MAX_DEPTH) -> Any:

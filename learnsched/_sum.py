@@ -1,9 +1,9 @@
 """Float sums with a defined rounding: left to right, as ``a + b + c`` and the C++ core add.
 
 Python 3.12 made the built-in ``sum()`` of floats compensated (Neumaier summation), so it
-no longer rounds as the core does and its last bit depends on the Python version: a plan's
-total on 3.12 differed from the core's by an ulp (S0083: 30.511444235160006 against
-30.511444235160013). Every float total the package claims exact, or equal across Python
+does not round as the core does and its last bit depends on the Python version: S0083's
+plan total sums to 30.511444235160006 with it on 3.12, against the core's
+30.511444235160013. Every float total the package claims exact, or equal across Python
 versions, is an :func:`ordered_sum`.
 """
 

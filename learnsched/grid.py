@@ -291,13 +291,38 @@ def _dims(config: GridConfig) -> tuple[tuple[Any, ...], ...]:
     )
 
 
-def _labels(config: GridConfig) -> list[Labels]:
-    """Every scenario's labels, in id order."""
+def scenario_labels(config: GridConfig) -> list[Labels]:
+    """Every scenario's labels, in id order.
+
+    Parameters
+    ----------
+    config
+        The grid's dimensions.
+
+    Returns
+    -------
+    list[Labels]
+        ``(calendar, work_s, benefit_rate, tail_s, recovery, initial)`` per scenario;
+        entry ``i`` is ``S{i:04d}``'s.
+    """
     return list(product(*_dims(config)))
 
 
-def _grid_scenario(config: GridConfig, index: int) -> GridScenario:
-    """Grid entry ``index`` (its id's number) alone."""
+def grid_scenario(config: GridConfig, index: int) -> GridScenario:
+    """Grid entry ``index`` (its id's number) alone, without building the others.
+
+    Parameters
+    ----------
+    config
+        The grid's dimensions and costs.
+    index
+        The number of the scenario's id (``S0348`` -> 348).
+
+    Raises
+    ------
+    ValueError
+        The quantum does not divide the scenario's work or windows.
+    """
     return GridScenarios(config, [index])[0]
 
 
@@ -322,7 +347,7 @@ def paper_grid(
     config = GridConfig(quantum_s=quantum_s, fresh_only=fresh_only, warm=warm, cold=cold)
     numbers = [
         index
-        for index, labels in enumerate(_labels(config))
+        for index, labels in enumerate(scenario_labels(config))
         if not fresh_only or labels[-1] == "fresh"
     ]
     return Grid(config, GridScenarios(config, numbers))
@@ -346,8 +371,8 @@ def scenario_by_id(sid: str, quantum_s: float = 5.0) -> GridScenario:
     ones through :meth:`Scenario.with_costs`.
     """
     config = GridConfig(quantum_s=quantum_s)
-    labels = _labels(config)
+    labels = scenario_labels(config)
     match = re.fullmatch(r"S(\d{4})", sid)
     if match is None or int(match.group(1)) >= len(labels):
         raise ValueError(f"scenario id must be one of S0000..S{len(labels) - 1:04d}, got {sid!r}")
-    return _grid_scenario(config, int(match.group(1)))
+    return grid_scenario(config, int(match.group(1)))

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import _core
 from ._checks import integer, nonnegative, real
+from ._json import exact_keys
 from .benefit import BenefitRate, benefit_rate, schedule_of
 
 __all__ = [
@@ -83,8 +84,21 @@ def _window(index: int, pair: object) -> tuple[float, float]:
     return (_seconds(f"windows[{index}] start", start), _seconds(f"windows[{index}] end", end))
 
 
-def _windows(windows: object) -> tuple[tuple[float, float], ...]:
-    """``windows`` as a tuple of ``(start, end)`` float pairs (a tuple of them as it is)."""
+def window_pairs(windows: object) -> tuple[tuple[float, float], ...]:
+    """``windows`` checked, as a tuple of ``(start, end)`` float pairs, seconds.
+
+    Parameters
+    ----------
+    windows
+        A sequence of ``[start, end]`` pairs, seconds (a tuple of float tuples is
+        returned as it is).
+
+    Raises
+    ------
+    TypeError, ValueError
+        Not a list of pairs, more than ``_core.MAX_WINDOWS`` windows, or a bound that is
+        not a finite number of seconds (each named by its index).
+    """
     if type(windows) is tuple and len(windows) <= _core.MAX_WINDOWS and _float_pairs(windows):
         return windows
     if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
@@ -111,18 +125,6 @@ def _float_pairs(windows: tuple[object, ...]) -> bool:
 def _rate_json(rate: BenefitRate) -> float | list[list[float]]:
     """A benefit rate as JSON: the number, or the schedule's ``[start_s, rate]`` pairs."""
     return rate if isinstance(rate, (int, float)) else [list(piece) for piece in rate]
-
-
-def _exact_keys(name: str, obj: object, keys: Sequence[str]) -> Mapping[str, Any]:
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"{name} must be a JSON object, got {type(obj).__name__}")
-    missing = [k for k in keys if k not in obj]
-    unknown = sorted(set(obj) - set(keys))
-    if missing:
-        raise ValueError(f"{name} is missing key(s) {', '.join(missing)}")
-    if unknown:
-        raise ValueError(f"{name} has unknown key(s) {', '.join(map(str, unknown))}")
-    return obj
 
 
 def _init_fields(obj: Any) -> tuple[Any, ...]:
@@ -367,7 +369,7 @@ class Scenario:
         # conversion to C types is Python's (exact types pass as they are); the ranges are
         # the core's validate, run once here.
         put = object.__setattr__
-        windows = _windows(self.windows)
+        windows = window_pairs(self.windows)
         if windows is not self.windows:
             put(self, "windows", windows)
         work_quanta = self.work_quanta
@@ -472,8 +474,8 @@ class Scenario:
         """
         try:
             two_path = isinstance(obj, Mapping) and "cold_recovery_s" in obj
-            data = _exact_keys("scenario", obj, TWO_PATH_JSON_KEYS if two_path else JSON_KEYS)
-            initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
+            data = exact_keys("scenario", obj, TWO_PATH_JSON_KEYS if two_path else JSON_KEYS)
+            initial = exact_keys("initial", data["initial"], INITIAL_KEYS)
             return cls(
                 windows=data["windows"],
                 work_quanta=data["work_quanta"],

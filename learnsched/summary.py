@@ -40,8 +40,19 @@ PAPER_FIGURES: dict[str, dict[str, Any]] = {
 }
 
 
-def _ties(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
-    """The core's tie rule, elementwise (equal up to rounding noise)."""
+def tied(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Which pairs of ``a`` and ``b`` tie by the core's rule (equal up to rounding noise).
+
+    Parameters
+    ----------
+    a, b
+        Values of two policies on the same scenarios, s-eq.
+
+    Returns
+    -------
+    NDArray[np.bool_]
+        ``True`` where ``a[i]`` and ``b[i]`` tie.
+    """
     return np.asarray(_core.ties(a, b), dtype=np.bool_)
 
 
@@ -118,7 +129,7 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
     dp, rollout, costed = (
         result.column(p) for p in (Policy.DP, Policy.ROLLOUT, Policy.COSTED_WINDOW)
     )
-    tie = _ties(rollout, costed)
+    tie = tied(rollout, costed)
     win = ~tie & (rollout > costed)
     # Labels read as columns: no GridScenario is built (summarizing costs ~0.1 of the solve).
     calendars, recoveries = grid.scenarios.column("calendar"), grid.scenarios.column("recovery")
@@ -140,7 +151,7 @@ def summarize(grid: Grid, result: BatchResult) -> GridSummary:
         ties=int(tie.sum()),
         losses=int((~tie & (rollout < costed)).sum()),
         wins_by_calendar=wins_by_calendar,
-        rollout_equals_dp=int(_ties(rollout, dp).sum()),
+        rollout_equals_dp=int(tied(rollout, dp).sum()),
         max_rollout_gap=float((dp - rollout).max()),
         never_negative_initial_states=tuple(
             sorted({initial_states[i] for i in np.flatnonzero(never < 0).tolist()})

@@ -8,7 +8,9 @@ package's deliberate lazy loads and are not edges. For layers every import count
 ones included: a lazy import still makes the lower wing need the higher one. A wing is a
 subpackage of ``learnsched`` (``handoff``, ``control``, ``gate`` ...): it may use another
 wing's public names only, and the package's own top-level modules (``learnsched._checks``
-...) are the layer every wing stands on.
+...) are the layer every wing stands on. Within a wing or the top level too, no module
+imports a name another module marks private (see :func:`private_names` for what is
+exempt).
 """
 
 from __future__ import annotations
@@ -162,6 +164,46 @@ def private_uses() -> list[str]:
     return found
 
 
+def is_private_module(base: str, imported: str) -> bool:
+    """Whether ``from base import imported`` imports a whole module (Python source, or a
+    compiled extension with its stub) rather than a name defined in ``base``."""
+    folder = PACKAGE.parent.joinpath(*base.split("."), imported)
+    return folder.is_dir() or any(folder.with_suffix(s).exists() for s in (".py", ".pyi"))
+
+
+def private_names() -> list[str]:
+    """``importer: what`` for every import (lazy ones too) of a private name defined in
+    another module of the package, wing or not.
+
+    A leading underscore on a name in a module says "this module's own": a name that two
+    modules share is public in the module that defines it (with a docstring; in
+    ``__all__`` where users meet it) or moves down to a module both stand on. Two
+    imports are not of that kind. A private module imported whole (``from learnsched
+    import _core``) is the package's way of saying "not for users", not a name private
+    to a module. A module whose own name is private (``learnsched._checks``,
+    ``learnsched._json``, ``learnsched.testing._state``) exists to hold the shared
+    internals of the package or of its wing, so everything in it is there for its
+    siblings to import; the underscore on the module already keeps it from users.
+    """
+    found = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        for node in ast.walk(tree):
+            for base, imported in imports(name, node):
+                if (
+                    imported is None
+                    or not imported.startswith("_")
+                    or imported.startswith("__")
+                    or base == name
+                    or base.rpartition(".")[2].startswith("_")
+                    or (base != "learnsched" and not base.startswith("learnsched."))
+                    or is_private_module(base, imported)
+                ):
+                    continue
+                found.append(f"{name}: {base} import {imported}")
+    return found
+
+
 def test_the_checks_see_a_cycle_and_a_private_import() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
@@ -252,3 +294,13 @@ def test_every_wing_has_a_layer() -> None:
 
 def test_no_wing_imports_a_wing_above_it() -> None:
     assert upward(wing_graph()) == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert private_names() == []
+
+
+def test_the_private_name_check_tells_a_name_from_a_private_module() -> None:
+    assert is_private_module("learnsched", "_core")  # compiled: its stub is there
+    assert is_private_module("learnsched", "_checks")
+    assert not is_private_module("learnsched.scenario", "_window")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched.solver import Policy
-from learnsched.summary import _ties
+from learnsched.summary import tied
 from learnsched.sweep import parse_spec, points, solve_rows, sweep
 from learnsched.sweep.points import point_count, point_range
 from learnsched.sweep.rows import Rows, rows_of
@@ -62,7 +62,7 @@ def reference_summary(spec: SweepSpec, index: int, point: Any, rows: Rows) -> Po
     if Policy.ROLLOUT in spec.policies and Policy.COSTED_WINDOW in spec.policies:
         rollout = values[:, spec.policies.index(Policy.ROLLOUT)]
         costed = values[:, spec.policies.index(Policy.COSTED_WINDOW)]
-        tie = _ties(rollout, costed)
+        tie = tied(rollout, costed)
         wins = int((~tie & (rollout > costed)).sum())
         ties = int(tie.sum())
         losses = int((~tie & (rollout < costed)).sum())

@@ -1,4 +1,4 @@
-// Causal scheduling on a request trace (issue 20): the scheduler knows the arrivals up to
+// Causal scheduling on a request trace: the scheduler knows the arrivals up to
 // now, never the end of the idle gap it is in.
 //
 // The model (docs/causal-study.md states it for users):

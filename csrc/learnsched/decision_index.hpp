@@ -1,4 +1,4 @@
-// Decisions whose cost does not grow with the window length (issue 12): the one-step
+// Decisions whose cost does not grow with the window length: the one-step
 // lookahead of Rollout and DP (Eq. 11 / D.2) without enumerating every advance.
 //
 // best_action (value_table.hpp) scans every feasible action in canonical order and keeps

@@ -1,4 +1,4 @@
-// Decisions remembered per state (issue 22): a state asked again costs one load instead of
+// Decisions remembered per state: a state asked again costs one load instead of
 // the policy's lookahead (Rollout's and DP's scan over the window's checkpointed advances).
 //
 // A decision depends on the state and the model's tables alone, so each one is computed once

@@ -1,4 +1,4 @@
-// Decisions when the calendar is not known (issue 9): at each true window the scheduler
+// Decisions when the calendar is not known: at each true window the scheduler
 // knows the current window [l_k, d_k] and sees the windows after d_k only through N
 // sampled calendars. Each sample's continuation tables are the exact finite model's
 // (V_G, V^pi0, V*, O(K*J) each); a decision scores the current window's actions by

@@ -1,4 +1,4 @@
-// Online evaluation under fixed sampled calendars (issues 9, 20): at every true window the
+// Online evaluation under fixed sampled calendars: at every true window the
 // scheduler knows the current window and scores its actions against the samples'
 // continuations; the action is taken on the true window, so Eq. 10 holds on the truth.
 #pragma once

@@ -1,4 +1,4 @@
-// A portfolio of self-evolution candidates sharing the idle windows of G GPUs (issue 25).
+// A portfolio of self-evolution candidates sharing the idle windows of G GPUs.
 //
 // Each candidate is a finite-model job (scenario.hpp): J quanta of delta seconds, its own
 // benefit Phi(t_p), save and load costs, progress p and durable progress pbar. Every GPU has
@@ -157,7 +157,8 @@ void validate(const Portfolio& portfolio);
 // The doubles a prepared portfolio's tables hold: per entry (k, pbar) of every candidate on
 // every GPU, sum of (K_g + 1) x (J_c + 1) entries, the Window plan (3), pi0's price and plan
 // GPU-seconds (2) and its segment (4); with two return paths each fixed path's plan and
-// Costed Window values (8 more); with `sequential`, today's models (2, or 6 with two paths).
+// Costed Window values (8 more); with `sequential`, the one-candidate models (2, or 6 with
+// two paths).
 std::size_t table_doubles(const Portfolio& portfolio, bool sequential);
 // StateSpaceError naming the count if table_doubles exceeds kMaxPortfolioDoubles.
 void check_table_size(const Portfolio& portfolio, bool sequential);

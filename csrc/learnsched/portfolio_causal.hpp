@@ -1,4 +1,4 @@
-// Causal portfolios (issue 25, item 6a): several candidates share one GPU that serves a
+// Causal portfolios: several candidates share one GPU that serves a
 // request trace, under the rules of causal scheduling (causal.hpp): the scheduler knows the
 // arrivals up to now only, never the end of the idle gap it is in.
 //

@@ -21,7 +21,7 @@ class PortfolioModel {
   public:
     // Validates the portfolio (std::invalid_argument, StateSpaceError) and prepares what
     // `policies` read: every candidate's accounting and Window-plan tables on every GPU
-    // (O(sum of K_g * J_c)); Sequential also builds today's Rollout model of each.
+    // (O(sum of K_g * J_c)); Sequential also builds the one-candidate Rollout model of each.
     PortfolioModel(Portfolio portfolio, const std::vector<PortfolioPolicy>& policies);
 
     const Portfolio& portfolio() const { return portfolio_; }
@@ -96,7 +96,7 @@ class PortfolioModel {
         SegmentAccounting acc;
         WindowPlan plan;               // Window, each return by its locally cheaper path
         std::vector<FixedPath> paths;  // two paths: warm, cold (today's Costed Window's)
-        // pi0's price of the candidate where today's Costed Window works (publishes or
+        // pi0's price of the candidate where the one-candidate Costed Window works (publishes or
         // advances): V_G of the Window plan it follows, else -inf; that plan's GPU-seconds;
         // and its segment from each service state, [k * (J + 1) + pbar], not taken again.
         ValueTable go;
@@ -110,8 +110,8 @@ class PortfolioModel {
     }
     void fill_window_plan(int c, const SegmentAccounting& acc, WindowPlan& plan) const;
     void fill_lane(int c, Lane& lane) const;
-    // Today's Costed Window action of the lane's candidate in `s` (with two paths: the
-    // better fixed-path Costed Window's), and the Window plan that action follows.
+    // The one-candidate Costed Window action of the lane's candidate in `s` (with two
+    // paths: the better fixed-path Costed Window's), and the Window plan that action follows.
     static Action reference_choice(const Lane& ln, const State& s);
     static const WindowPlan& plan_of(const Lane& ln, const Action& a);
     void index_stages();
@@ -139,7 +139,7 @@ class PortfolioModel {
     PortfolioAction earliest_action(const PortfolioState& x) const;
     PortfolioAction sequential_action(const PortfolioState& x) const;
     PortfolioAction rollout_action(const PortfolioState& x) const;
-    // Whether today's Rollout plan of candidate c from `x` on the stage's GPU publishes
+    // Whether the one-candidate Rollout plan of candidate c from `x` on the stage's GPU publishes
     // within the budget left.
     bool single_plan_publishes(const PortfolioState& x, int c) const;
     // V^pi0 of `x`, which it advances to the end; `rewards` is scratch.

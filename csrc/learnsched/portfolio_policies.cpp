@@ -30,14 +30,15 @@ struct Pick {
 
 }  // namespace
 
-// Portfolio Costed Window (pi0). A forced candidate takes today's Costed Window action. Else
-// every free candidate is priced as Costed Window prices it alone on this GPU: V_G, the value
-// of the Window plan it would follow from here (with two return paths, that of the better
-// fixed-path Costed Window, path_reference.hpp); it qualifies if Costed Window works now
-// (so V_G beats stopping, 0, strictly) and, under a budget, that plan's GPU-seconds fit what
-// is left (a plan that cannot run is not priced by V_G). The window goes to the qualifying
-// candidate of largest V_G and that action; with none it goes to serving. With one candidate
-// and no budget this is today's Costed Window, action for action.
+// Portfolio Costed Window (pi0). A forced candidate takes the one-candidate Costed Window
+// action. Else every free candidate is priced as Costed Window prices it alone on this GPU:
+// V_G, the value of the Window plan it would follow from here (with two return paths, that
+// of the better fixed-path Costed Window, path_reference.hpp); it qualifies if Costed
+// Window works now (so V_G beats stopping, 0, strictly) and, under a budget, that plan's
+// GPU-seconds fit what is left (a plan that cannot run is not priced by V_G). The window
+// goes to the qualifying candidate of largest V_G and that action; with none it goes to
+// serving. With one candidate and no budget this is the one-candidate Costed Window, action
+// for action.
 PortfolioAction PortfolioModel::reference_action(const PortfolioState& x) const {
     const Stage& st = stage(x.stage);
     if (const int c = forced_candidate(x); c >= 0) {
@@ -138,10 +139,11 @@ bool PortfolioModel::single_plan_publishes(const PortfolioState& x, int c) const
     return false;
 }
 
-// One by one in list order, as a user of today's solver runs them: the first candidate not
-// done whose Rollout plan (on this GPU's calendar, from its state) publishes within the
-// budget left holds the GPU and takes that plan's action, a wait included; a busy one holds
-// it too, so the window waits. Candidates whose plan cannot publish are passed over.
+// One by one in list order, as a user of the one-candidate solver runs them: the first
+// candidate not done whose Rollout plan (on this GPU's calendar, from its state) publishes
+// within the budget left holds the GPU and takes that plan's action, a wait included; a
+// busy one holds it too, so the window waits. Candidates whose plan cannot publish are
+// passed over.
 PortfolioAction PortfolioModel::sequential_action(const PortfolioState& x) const {
     const Stage& st = stage(x.stage);
     const auto planned = [&](int c) {

@@ -25,7 +25,8 @@ inline Action cheaper_of_two_paths(const SegmentAccounting& acc, const State& s,
 
 // `a` by the path with the larger reward among those where it fits (warm on ties). With one
 // path (or when only the warm variant fits) `a` itself. Kept this small so that it inlines
-// into the value-table loops: an out-of-line call made one-path tables 2-3x slower.
+// into the value-table loops, where an out-of-line call per entry costs more than the
+// entry's own work (docs/performance.md).
 inline Action cheapest_path(const SegmentAccounting& acc, const State& s, const Action& a) {
     return acc.path_count() == 1 ? a : cheaper_of_two_paths(acc, s, a);
 }

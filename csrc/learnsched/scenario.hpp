@@ -12,8 +12,8 @@ namespace learnsched {
 // Largest value table a model may hold: (windows + 1) x (work_quanta + 1) entries. A
 // model keeps up to three such tables of doubles (384 MiB at the cap); building V* also
 // takes two scratch rows of work_quanta + 1 entries (12 bytes each, at most 96 MiB), freed
-// before a fresh model allocates its other tables. Measured peak RSS added by building a
-// Model (README, Performance): 384 MiB at K = 1, J = 2^23 - 1; 385 MiB at K = 2^17, J = 126.
+// before a fresh model allocates its other tables (docs/performance.md has the peak RSS
+// that building a Model adds at the cap).
 inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 
 // A scenario offering two return paths keeps up to seven tables (its reference adds each
@@ -22,8 +22,8 @@ inline constexpr std::size_t kMaxStates = std::size_t{1} << 24;
 inline constexpr std::size_t kMaxTwoPathStates = kMaxStates / 2;
 
 // Most windows a scenario may have: this bounds a plan's length (one step per window,
-// ~100 bytes in C++, read from Python as columns: 25 MiB and 49 ms for
-// Model.solve("never") at K = 2^17, J = 1, on a loaded 2-core machine).
+// ~100 bytes in C++, read from Python as columns; docs/performance.md has the cost of
+// Model.solve("never") at K = 2^17, J = 1).
 inline constexpr std::size_t kMaxWindows = std::size_t{1} << 17;
 
 // Plans sum up to one segment per window; every bound on a value they compute is kept

@@ -1,4 +1,4 @@
-// The exact stochastic DP of causal scheduling over a small scenario tree (issue 20).
+// The exact stochastic DP of causal scheduling over a small scenario tree.
 //
 // Branch b is a request trace with probability p_b; branches agree request for request up
 // to where they part. A non-anticipative scheduler decides at each decision point of the

@@ -14,9 +14,9 @@ namespace learnsched {
 // quanta, sorted stably by (window, durable or, if active, progress, active) by two 13-bit
 // radix passes over keys below 2 x kMaxStates: O(n). Empty when sorting would not pay:
 // fewer than kOrderFrom states, tables of fewer than kOrderTableStates entries (they stay
-// in the cache whatever the order; measured at J = 36, 200,000 shuffled states: 16 M/s in
-// the order given, 13 M/s sorted), states already nearly in that order (at most one step
-// back in 64), or more than 2^32 of them.
+// in the cache whatever the order, so sorting only adds its own cost: docs/performance.md),
+// states already nearly in that order (at most one step back in 64), or more than 2^32 of
+// them.
 std::vector<std::uint32_t> locality_order(const StateColumns& states, int windows,
                                           int work_quanta);
 

@@ -6,10 +6,9 @@
 // anonymous mappings, which read as zeros untouched: a table's zero row (after the last
 // window) is then never written, so its pages are never faulted in for writing.
 //
-// Why no huge-page advice (MADV_HUGEPAGE, used before issue 22): on the shared VM the
-// kernel's zeroing of fresh 2 MiB pages made a fresh process's cap-size build take
-// 0.20-0.93 s (bimodal, 57% of samples in the kernel) against 0.22 s steady with 4 KiB pages
-// and the zero rows untouched (0.36 s at 48b1219, which zero-filled every table).
+// Why no huge-page advice (MADV_HUGEPAGE): the kernel's zeroing and compaction of fresh
+// 2 MiB pages makes a fresh process's cap-size build slow and bimodal, most of its time in
+// the kernel, where 4 KiB pages with the zero rows untouched are steady (docs/performance.md).
 #pragma once
 
 #include <cstddef>

@@ -73,10 +73,6 @@ class RateProfile:
         cumulative.flags.writeable = False
         return cumulative
 
-    def scaled(self, keep: FloatArray | float) -> RateProfile:
-        """The profile with each rate multiplied by ``keep`` (per segment or one factor)."""
-        return RateProfile(self.starts, self.rates * keep)
-
     def segment_of(self, times: FloatArray) -> npt.NDArray[np.intp]:
         """The index of the segment holding each of ``times`` (0 before ``starts[0]``)."""
         if self.starts.shape[0] == 1:  # one segment: no search (10x a comparison per time)

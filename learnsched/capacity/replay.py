@@ -194,10 +194,10 @@ def replay(
             f"period_s = {period_s!r} gives {periods} control periods over {span:g} s; "
             f"at most {MAX_PERIODS} are allowed"
         )
-    # A static share with no admission rule has a closed form. Measured against the
-    # kernel at 10^6 requests it is 1.6x faster at a constant rate but no faster with 100
-    # rate segments (where the kernel's segment cursors cost it little), and it rounds a
-    # little more: it is used at a constant rate only.
+    # A static share with no admission rule has a closed form. It beats the kernel only
+    # at a constant rate (with many rate segments the kernel's segment cursors cost it
+    # little: docs/performance.md), and it rounds a little more: it is used at a constant
+    # rate only.
     if admission is None and config.min_share == config.max_share and capacity.rates.size == 1:
         finish, shares, progress = _static_replay(
             trace, capacity, config.min_share, start_s, period_s, periods

@@ -189,12 +189,10 @@ class CausalForecastDecider(ModelDecider):
 
         super().__init__(work_quanta, quantum_s, costs, benefit_rate, horizon_s, Policy.ROLLOUT)
         self.rules = CausalRules() if rules is None else rules
-        self.causal_policy = policy
         # The history on the loop's clock: its last arrival at 0, every record closed.
         end = float(history.arrival[-1])
         shifted = Trace(history.arrival - end, history.work, history.deadline - end)
         trace = CausalTrace(shifted, rate)
-        self.fitted_at_s = self.rules.close_s  # every gap of the history has closed here
         candidate = self.scenario([Window(0.0, 1.0)], 0, 0, False)
         self.forecast = CausalForecast(
             trace,

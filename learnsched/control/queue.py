@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .._checks import integer, nonnegative, positive
-from .._json import read_json
+from .._json import exact_keys, read_json
 from ..benefit import BenefitRate, benefit_rate
 from ..portfolio import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
-from ..scenario import InitialState, _exact_keys
+from ..scenario import InitialState
 
 __all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
 
@@ -97,14 +97,14 @@ class QueuedJob:
 def read_queue(path: str | os.PathLike[str]) -> list[QueuedJob]:
     """The jobs of a queue file: ``{"jobs": [{KEY: ...}, ...]}`` with exactly the keys of
     :data:`QUEUE_KEYS` per job (``ValueError`` naming the job and field otherwise)."""
-    data = _exact_keys("queue", read_json(path), ("jobs",))
+    data = exact_keys("queue", read_json(path), ("jobs",))
     jobs = data["jobs"]
     if not isinstance(jobs, list) or not jobs:
         raise ValueError(f"{path}: jobs must be a non-empty list of job objects")
     out = []
     for i, job in enumerate(jobs):
         try:
-            d = _exact_keys("job", job, QUEUE_KEYS)
+            d = exact_keys("job", job, QUEUE_KEYS)
             out.append(
                 QueuedJob(
                     d["name"],

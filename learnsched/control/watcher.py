@@ -49,8 +49,6 @@ class LoadWatcher:
         self.samples: list[tuple[float, float, float]] = []  # (t, running, waiting)
         self.arrivals: list[float] = []  # notified arrivals, loop clock
         self.busy_periods: list[tuple[float, float | None]] = []  # (start, end) of load
-        self.errors = 0
-        self.last_error = ""
         self.cpu_s = 0.0
         self._stop = threading.Event()
         self._lock = threading.Lock()
@@ -82,14 +80,10 @@ class LoadWatcher:
         """Read the load once and update the signal (the thread's body)."""
         try:
             load = self.engine.load()
-        except (ConnectionError, TimeoutError, HttpStatusError) as err:
-            self.errors += 1
-            self.last_error = str(err)
-            return
-        if load is None:  # only notified arrivals can signal load then
-            self.errors += 1
-            self.last_error = "/metrics exports no load gauges (SGLang: --enable-metrics)"
-            return
+        except (ConnectionError, TimeoutError, HttpStatusError):
+            return  # an unreadable poll changes nothing: the next one reads again
+        if load is None:  # /metrics exports no load gauges (SGLang: --enable-metrics):
+            return  # only notified arrivals can signal load then
         now = self.clock()
         busy = not load.idle
         with self._lock:

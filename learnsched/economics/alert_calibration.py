@@ -36,8 +36,8 @@ from .alerts import (
     PAPER_RECOVERY_S,
     AlertDraws,
     AlertModel,
-    _mean_losses,
     draw_alerts,
+    mean_losses,
 )
 
 __all__ = [
@@ -112,7 +112,7 @@ def _parameters(family: str, params: Sequence[float]) -> dict[str, dict[str, flo
 def _seed_means(
     draws: Sequence[AlertDraws], samples: Mapping[str, Sequence[float]], model: AlertModel
 ) -> list[dict[str, dict[str, float]]]:
-    return [_mean_losses(d, samples, model) for d in draws]
+    return [mean_losses(d, samples, model) for d in draws]
 
 
 def calibrated_means(

@@ -19,12 +19,12 @@ from ._checks import array, values
 from .alerts import (
     ALERT_RULES,
     AlertModel,
-    _fixed_lead_means,
-    _samples_by_engine,
-    _seed_means,
-    _SeedTerms,
+    SeedTerms,
     draw_alerts,
+    fixed_lead_means,
     return_boundary,
+    samples_by_engine,
+    seed_means,
     simulate_alerts,
 )
 
@@ -181,7 +181,7 @@ def run_alert_experiment(
         Lead times for the return boundary and the fixed-lead sweep, seconds.
     """
     model = AlertModel() if model is None else model
-    by_engine = _samples_by_engine(recovery_samples)
+    by_engine = samples_by_engine(recovery_samples)
     seed_list = seed_tuple("seeds", seeds)
     bounds = values("percentiles", percentiles, low=0.0, high=100.0)
     if bounds.shape != (2,) or bounds[0] > bounds[1]:
@@ -190,8 +190,8 @@ def run_alert_experiment(
     leads = tuple(float(x) for x in array("lead_times_s", lead_times_s, low=0.0))
 
     # The first seed's terms also serve the sweep, which fixes L on the same draws.
-    first = _SeedTerms(draw_alerts(n_alerts, seed_list[0], model), by_engine, model)
-    per_seed = [_seed_means(first)]
+    first = SeedTerms(draw_alerts(n_alerts, seed_list[0], model), by_engine, model)
+    per_seed = [seed_means(first)]
     per_seed += [simulate_alerts(n_alerts, seed, by_engine, model) for seed in seed_list[1:]]
     stats = {
         engine: {
@@ -204,7 +204,7 @@ def run_alert_experiment(
         engine: tuple(float(p) for p in return_boundary(leads, samples, model))
         for engine, samples in by_engine.items()
     }
-    sweep = _fixed_lead_means(first, np.asarray(leads, dtype=np.float64))
+    sweep = fixed_lead_means(first, np.asarray(leads, dtype=np.float64))
     return AlertExperiment(n_alerts, seed_list, (low_q, high_q), stats, leads, boundary, sweep)
 
 
@@ -223,7 +223,7 @@ def lead_time_sweep(
     model = AlertModel() if model is None else model
     # Fixing L leaves the other draws unchanged (draw_alerts): draw once, then set each L.
     draws = draw_alerts(n_alerts, seed, model)
-    return _fixed_lead_means(_SeedTerms(draws, _samples_by_engine(recovery_samples), model), leads)
+    return fixed_lead_means(SeedTerms(draws, samples_by_engine(recovery_samples), model), leads)
 
 
 def _stats(per_seed: list[float], low_q: float, high_q: float) -> RuleStats:

@@ -282,7 +282,7 @@ def alert_losses(
         ``losses[engine][rule]``, one loss per alert.
     """
     model = AlertModel() if model is None else model
-    return _alert_losses(_SeedTerms(draws, _samples_by_engine(recovery_samples), model), realised)
+    return _alert_losses(SeedTerms(draws, samples_by_engine(recovery_samples), model), realised)
 
 
 @dataclass(frozen=True)
@@ -303,7 +303,7 @@ class _Waiting:
     best_wait: FloatArray
 
 
-class _SeedTerms:
+class SeedTerms:
     """One seed's draws with the terms every rule and lead time shares, computed once.
 
     A lead time enters only early return's loss and the selective rule's threshold, so
@@ -311,6 +311,15 @@ class _SeedTerms:
     the burst alerts alone (``burst`` indexes them) and scattered into full arrays: the
     same values as ``np.where(event, ...)``, at a fraction of the cost of a branch per
     alert on a random mask.
+
+    Parameters
+    ----------
+    draws
+        One seed's alerts (:func:`draw_alerts`).
+    by_engine
+        Recovery samples per engine, seconds (:func:`samples_by_engine`).
+    model
+        The alert model.
     """
 
     def __init__(
@@ -426,7 +435,7 @@ def _choose(where: npt.NDArray[np.intp], chosen: FloatArray, otherwise: FloatArr
     return out
 
 
-def _alert_losses(terms: _SeedTerms, realised: bool) -> dict[str, dict[str, FloatArray]]:
+def _alert_losses(terms: SeedTerms, realised: bool) -> dict[str, dict[str, FloatArray]]:
     """:func:`alert_losses` on the shared terms of a seed's draws."""
     draws, model = terms.draws, terms.model
     grid = _lead_grid(draws.lead_s)
@@ -652,34 +661,48 @@ def simulate_alerts(
 
     ``lead_s`` fixes every lead time (Fig. 10(b)); see :func:`alert_losses` for the rest.
     """
-    return _mean_losses(draw_alerts(n_alerts, seed, model, lead_s), recovery_samples, model)
+    return mean_losses(draw_alerts(n_alerts, seed, model, lead_s), recovery_samples, model)
 
 
-def _mean_losses(
+def mean_losses(
     draws: AlertDraws,
     recovery_samples: Mapping[str, npt.ArrayLike] | None,
     model: AlertModel | None,
 ) -> dict[str, dict[str, float]]:
-    """``mean_losses[engine][rule]`` of :func:`alert_losses` on ``draws``, s-eq./alert."""
+    """Mean loss per alert of every rule per engine on given draws, s-eq./alert.
+
+    Parameters
+    ----------
+    draws
+        One seed's alerts (:func:`draw_alerts`).
+    recovery_samples, model
+        As for :func:`alert_losses` (``None``: :data:`PAPER_RECOVERY_S`, the default model).
+
+    Returns
+    -------
+    dict[str, dict[str, float]]
+        ``means[engine][rule]``: the mean of :func:`alert_losses`' per-alert losses.
+    """
     model = AlertModel() if model is None else model
-    return _seed_means(_SeedTerms(draws, _samples_by_engine(recovery_samples), model))
+    return seed_means(SeedTerms(draws, samples_by_engine(recovery_samples), model))
 
 
-def _seed_means(terms: _SeedTerms) -> dict[str, dict[str, float]]:
-    """:func:`_mean_losses` on the shared terms of a seed's draws."""
+def seed_means(terms: SeedTerms) -> dict[str, dict[str, float]]:
+    """:func:`mean_losses` from the shared terms of a seed's draws (computed once, for
+    callers that also sweep the lead time on them), ``means[engine][rule]``, s-eq./alert."""
     return {
         engine: {rule: float(loss.mean()) for rule, loss in rules.items()}
         for engine, rules in _alert_losses(terms, realised=False).items()
     }
 
 
-def _fixed_lead_means(
-    terms: _SeedTerms, lead_times_s: FloatArray
+def fixed_lead_means(
+    terms: SeedTerms, lead_times_s: FloatArray
 ) -> dict[str, dict[str, tuple[float, ...]]]:
     """Mean loss per alert of every rule with every lead time set to each of
     ``lead_times_s`` (seconds), the other draws kept: ``sweep[engine][rule]``, s-eq./alert.
 
-    The values of :func:`_mean_losses` on the draws with ``lead_s`` replaced, computed
+    The values of :func:`mean_losses` on the draws with ``lead_s`` replaced, computed
     from the lead-independent ``terms``: reactive return and no scaling do not depend on
     the lead time, and with one lead time for all the selective rule's threshold is one
     number (Eq. C.2). A lead time at or past every recovery sample finds capacity ready
@@ -736,8 +759,20 @@ def return_boundary(
     return return_threshold(model.benefit(lead_s, recovery_samples), model.false_alarm_cost)
 
 
-def _samples_by_engine(samples: object) -> dict[str, FloatArray]:
-    """Checked recovery samples per engine; :data:`PAPER_RECOVERY_S` when ``samples`` is None."""
+def samples_by_engine(samples: object) -> dict[str, FloatArray]:
+    """Checked recovery samples per engine, seconds.
+
+    Parameters
+    ----------
+    samples
+        A mapping of engine name to recovery samples, seconds (each ``>= 0``);
+        :data:`PAPER_RECOVERY_S` when ``None``.
+
+    Raises
+    ------
+    ValueError
+        Not a non-empty mapping, or a sample that is not a number ``>= 0`` (named).
+    """
     samples = PAPER_RECOVERY_S if samples is None else samples
     if not isinstance(samples, Mapping) or not samples:
         raise ValueError(f"recovery_samples must map engine names to samples, got {samples!r}")

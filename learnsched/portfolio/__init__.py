@@ -1,11 +1,11 @@
 """Several candidates at once: a portfolio of self-evolution jobs across windows and GPUs.
 
 Each :class:`Candidate` is a finite-model job (its work, benefit, horizon, save and load
-costs and progress); a :class:`Portfolio` shares the idle windows of one or more GPUs
-among them, optionally under a total GPU-second budget (App. C.2), with benefits read as
-Eq. C.7 does (docs/portfolio.md). :func:`solve_portfolio` plans it under the portfolio's
-policies: two greedy baselines, one-by-one as today, the portfolio Costed Window
-reference, one-step rollout over it (never below the reference) and the exact DP for
+costs and progress); a :class:`Portfolio` shares the idle windows of one or more GPUs among
+them, optionally under a total GPU-second budget (App. C.2), with benefits read as Eq. C.7
+does (docs/portfolio.md). :func:`solve_portfolio` plans it under the portfolio's policies:
+two greedy baselines, one-by-one as the one-candidate solver runs them, the portfolio Costed
+Window reference, one-step rollout over it (never below the reference) and the exact DP for
 small portfolios.
 """
 

@@ -51,7 +51,7 @@ __all__ = [
 
 CAUSAL_PORTFOLIO_POLICIES: tuple[str, ...] = tuple(_core.causal_portfolio_policies())
 """How an idle quantum boundary is shared out: ``sequential`` (one candidate at a time in
-list order, until it publishes or abandons: today's one-candidate tool run job by job),
+list order, until it publishes or abandons: the one-candidate scheduler run job by job),
 ``density`` (among the candidates whose own decision lends now, the one whose remaining
 work earns most per second of it), ``gain`` (among them, the largest expected gain of
 lending now over waiting, from its forecast)."""

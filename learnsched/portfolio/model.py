@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _core
 from .._checks import indexed, integer, real
+from .._json import exact_keys
 from ..benefit import BenefitRate, benefit_rate, schedule_of
 from ..plan import ACTION_NAMES, CostSplit
 from ..scenario import (
@@ -23,8 +24,7 @@ from ..scenario import (
     INITIAL_KEYS,
     HandoffCosts,
     InitialState,
-    _exact_keys,
-    _windows,
+    window_pairs,
 )
 
 __all__ = [
@@ -62,7 +62,7 @@ class PortfolioPolicy(str, Enum):
     """How the GPUs' windows are shared out among the candidates (docs/portfolio.md)."""
 
     SEQUENTIAL = "sequential"
-    """One by one in list (arrival) order, each planned by today's LearnSched Rollout."""
+    """One by one in list (arrival) order, each planned by the one-candidate Rollout."""
     DENSITY = "density"
     """Greedy: the candidate whose remaining work earns most per second of it first."""
     EARLIEST = "earliest"
@@ -207,8 +207,8 @@ class Candidate:
             if not isinstance(obj, Mapping):
                 raise TypeError(f"a candidate must be a JSON object, got {type(obj).__name__}")
             keys = CANDIDATE_KEYS + tuple(k for k in OPTIONAL_CANDIDATE_KEYS if k in obj)
-            data = _exact_keys("candidate", obj, keys)
-            initial = _exact_keys("initial", data["initial"], INITIAL_KEYS)
+            data = exact_keys("candidate", obj, keys)
+            initial = exact_keys("initial", data["initial"], INITIAL_KEYS)
             return cls(
                 name=data["name"],
                 work_quanta=data["work_quanta"],
@@ -295,7 +295,7 @@ class Portfolio:
     ) -> Portfolio:
         """``gpus`` GPUs sharing one calendar, returning by ``costs``' path(s) (its save and
         load costs are not used: each candidate has its own)."""
-        calendar = _windows(windows)
+        calendar = window_pairs(windows)
         count = integer("gpus", gpus, low=1)
         return cls(
             gpus=(calendar,) * count,
@@ -352,7 +352,7 @@ def _indexed_windows(gpus: Sequence[object]) -> list[Windows]:
     out = []
     for g, windows in enumerate(gpus):
         try:
-            out.append(_windows(windows))
+            out.append(window_pairs(windows))
         except (TypeError, ValueError) as err:
             raise type(err)(f"gpus[{g}]: {err}") from None
     return out
@@ -364,13 +364,13 @@ def _from_json(obj: object) -> tuple[Portfolio, tuple[PortfolioPolicy, ...]]:
     calendar = ("windows",) if "windows" in obj else ("gpus",)
     path = TWO_PATH_RETURN_KEYS if "cold_recovery_s" in obj else RETURN_KEYS
     optional = tuple(k for k in OPTIONAL_SPEC_KEYS if k in obj)
-    data = _exact_keys("SPEC", obj, (*calendar, *path, "candidates", *optional))
+    data = exact_keys("SPEC", obj, (*calendar, *path, "candidates", *optional))
     if "gpus" in data:
         gpus = data["gpus"]
         if not isinstance(gpus, list) or not gpus:
             raise TypeError('gpus must be a non-empty list of {"windows": [...]} objects')
         calendars = [
-            _exact_keys(f"gpus[{g}]", gpu, ("windows",))["windows"] for g, gpu in enumerate(gpus)
+            exact_keys(f"gpus[{g}]", gpu, ("windows",))["windows"] for g, gpu in enumerate(gpus)
         ]
     else:
         calendars = [data["windows"]]
@@ -516,7 +516,7 @@ class PortfolioModel:
     """A validated portfolio prepared for its policies.
 
     Building it costs O(sum of K_g * J_c) (every candidate's Window-plan tables on every
-    GPU); ``sequential`` also builds today's Rollout model of each. A ``rollout`` decision
+    GPU); ``sequential`` also builds the one-candidate Rollout model of each. A ``rollout`` decision
     follows the reference from each choice's successor: O(choices x stages x candidates).
 
     Parameters

@@ -16,7 +16,7 @@ from functools import cache
 from itertools import product
 
 from .. import _core
-from ..grid import GridConfig, GridScenario, GridScenarios, _grid_scenario, _labels
+from ..grid import GridConfig, GridScenario, GridScenarios, grid_scenario, scenario_labels
 from ..scenario import HandoffCosts, Recovery, Scenario
 from .spec import SweepSpec
 
@@ -61,7 +61,7 @@ def point_range(spec: SweepSpec, first: int, stop: int) -> list[Point]:
 
 @cache
 def _grid_labels() -> tuple[tuple[str, float, float, float, Recovery, str], ...]:
-    return tuple(_labels(GridConfig()))
+    return tuple(scenario_labels(GridConfig()))
 
 
 @cache
@@ -78,7 +78,7 @@ def base_ids(spec: SweepSpec) -> tuple[str, ...]:
 
 def _grid_item(config: GridConfig, index: int) -> tuple[GridScenario | None, str]:
     try:
-        return _grid_scenario(config, index), ""
+        return grid_scenario(config, index), ""
     except ValueError as err:  # the quantum does not divide this work size
         return None, str(err)
 

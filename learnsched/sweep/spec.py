@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import bounded, indexed, number
-from .._json import read_json
-from ..scenario import Scenario, _exact_keys
+from .._json import exact_keys, read_json
+from ..scenario import Scenario
 from ..solver import Policy
 
 __all__ = [
@@ -153,7 +153,7 @@ def parse_spec(data: object) -> SweepSpec:
 
 
 def _spec(obj: object) -> SweepSpec:
-    data = _exact_keys("SPEC", obj, SPEC_KEYS)
+    data = exact_keys("SPEC", obj, SPEC_KEYS)
     base = _base(data["base"])
     vary = _vary(data["vary"], base == PAPER_GRID)
     _bound_rows(base, vary)

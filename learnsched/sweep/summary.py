@@ -10,7 +10,7 @@ from numpy.typing import NDArray
 
 from .._checks import FloatArray
 from ..solver import Policy
-from ..summary import _ties
+from ..summary import tied
 from .points import Point
 from .rows import Rows
 from .spec import SweepSpec
@@ -84,8 +84,8 @@ def summarize_points(
 ) -> tuple[PointSummary, ...]:
     """One :class:`PointSummary` per point of a finished sweep, in point order.
 
-    O(rows): each aggregate is computed over every point at once (a sweep of 10^6 points
-    summarizes in seconds, where a pass over every row per point took quadratic time).
+    O(rows): each aggregate is computed over every point at once, since a pass over every
+    row per point would take time quadratic in the sweep's size.
     """
     n_points = len(points)
     solved = np.fromiter((not e for e in rows.error), dtype=bool, count=len(rows))
@@ -100,7 +100,7 @@ def summarize_points(
     if Policy.ROLLOUT in spec.policies and Policy.COSTED_WINDOW in spec.policies:
         rollout = compact[:, spec.policies.index(Policy.ROLLOUT)]
         costed = compact[:, spec.policies.index(Policy.COSTED_WINDOW)]
-        tie = _ties(rollout, costed)
+        tie = tied(rollout, costed)
         counted = [
             np.bincount(solved_point[mask], minlength=n_points).tolist()
             for mask in (~tie & (rollout > costed), tie, ~tie & (rollout < costed))

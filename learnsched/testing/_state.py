@@ -137,10 +137,6 @@ class EngineState:
         """Past the start-up delay."""
         return time.monotonic() - self.started >= self.config.ready_delay_s
 
-    def serving(self) -> bool:
-        """Ready and nothing parked: generation is possible."""
-        return self.ready() and not self.sleeping
-
     def is_sleeping(self) -> bool:
         """vLLM's ``is_sleeping``: a tag asleep, or the scheduler paused by a sleep."""
         return bool(self.sleeping) or self.paused == "sleep"
