@@ -26,6 +26,8 @@ import numpy.typing as npt
 
 from .. import _core
 from .._checks import FloatArray, integer, nonnegative, positive
+from .._renamed import module_aliases
+from ..job import Job
 from ..scenario import HandoffCosts, Scenario
 from .causal import (
     CAUSAL_MOVES,
@@ -46,7 +48,7 @@ from .windows import IdleWindows
 __all__ = [
     "FORECASTERS",
     "MAX_HORIZONS",
-    "Candidate",
+    "StudyCandidate",
     "StudyResult",
     "StudySettings",
     "TraceStudy",
@@ -64,7 +66,7 @@ Sink = Callable[[list[dict[str, Any]]], None]
 
 
 @dataclass(frozen=True)
-class Candidate:
+class StudyCandidate:
     """The work planned in every horizon (the paper's LoRA-like defaults).
 
     Attributes
@@ -77,6 +79,9 @@ class Candidate:
         The benefit horizon ends this long after the horizon, s.
     costs
         Handoff costs (its recovery is the return path).
+    job
+        The job of these fields, its ``horizon_s`` counted from each horizon's end (the
+        tail), its save and load those of ``costs``.
     """
 
     work_quanta: int
@@ -84,12 +89,22 @@ class Candidate:
     benefit_rate: float
     tail_s: float
     costs: HandoffCosts
+    job: Job = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         integer("work_quanta", self.work_quanta, low=1)
         positive("quantum_s", self.quantum_s)
         nonnegative("benefit_rate", self.benefit_rate)
         nonnegative("tail_s", self.tail_s)
+        job = Job(
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            self.tail_s,
+            self.costs.save_s,
+            self.costs.load_s,
+        )
+        object.__setattr__(self, "job", job)
 
     def scenario(self, end_s: float, windows: Sequence[tuple[float, float]] = ()) -> Scenario:
         """The candidate over a horizon ending at ``end_s`` (benefit until ``end_s +
@@ -274,7 +289,7 @@ def _empty(names: Sequence[str], seeds: int, cases: int) -> dict[str, dict[str, 
     return {n: {f: np.zeros((seeds, cases)) for f in _FIELDS} for n in names}
 
 
-def _settings_json(settings: StudySettings, candidate: Candidate) -> dict[str, Any]:
+def _settings_json(settings: StudySettings, candidate: StudyCandidate) -> dict[str, Any]:
     rules = settings.rules
     return {
         "horizon_s": settings.horizon_s,
@@ -360,7 +375,7 @@ def _plan_steps(
 
 def causal_study(
     trace: CausalTrace,
-    candidate: Candidate,
+    candidate: StudyCandidate,
     settings: StudySettings,
     steps: Sink | None = None,
     calibrate: bool = True,
@@ -461,7 +476,7 @@ def causal_study(
 
 
 def gap_calibration(
-    trace: CausalTrace, candidate: Candidate, settings: StudySettings, starts: Sequence[float]
+    trace: CausalTrace, candidate: StudyCandidate, settings: StudySettings, starts: Sequence[float]
 ) -> dict[str, dict[str, Any]]:
     """How well each gap model forecasts the current gap's remaining length.
 
@@ -524,7 +539,7 @@ def gap_calibration(
 
 def known_window_study(
     windows: IdleWindows,
-    candidate: Candidate,
+    candidate: StudyCandidate,
     settings: StudySettings,
     steps: Sink | None = None,
 ) -> TraceStudy:
@@ -577,3 +592,6 @@ def known_window_study(
         trace_info,
         _settings_json(settings, candidate),
     )
+
+
+__getattr__ = module_aliases(__name__, globals(), {"Candidate": "StudyCandidate"})

@@ -312,7 +312,7 @@ def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
 
 
 def _candidate(args: argparse.Namespace) -> Any:
-    from ..calendar.study import Candidate
+    from ..calendar.study import StudyCandidate
 
     quanta = args.work_s / positive("--quantum-s", args.quantum_s)
     if not float(quanta).is_integer() or quanta < 1:
@@ -320,7 +320,7 @@ def _candidate(args: argparse.Namespace) -> Any:
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"
         )
     costs = HandoffCosts.paper(args.recovery)
-    return Candidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
+    return StudyCandidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
 
 
 def _settings(args: argparse.Namespace) -> Any:

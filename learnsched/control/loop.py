@@ -43,13 +43,14 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._checks import nonnegative, positive
 from ..handoff.endpoint import HttpStatusError
 from ..handoff.engines import Parked
 from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
+from ..job import Job
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..solver import Action, ActionKind, Model, Policy
 from .actuation import EngineControl
@@ -69,6 +70,9 @@ from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
+
+if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
+    from typing_extensions import Self
 
 __all__ = [
     "MOVES",
@@ -172,6 +176,15 @@ class ModelDecider:
         self.policy = Policy.parse(policy)
         self.lookahead = lookahead
         self._model: Model | None = None
+
+    @classmethod
+    def from_job(cls, job: Job, path: HandoffCosts, *args: Any, **options: Any) -> Self:
+        """The decider planning ``job`` (its work, benefit, horizon, save and load; its
+        initial state is each decision's) returning by ``path``'s return path; ``args`` and
+        ``options`` are the class's own, after the job's fields."""
+        costs = job.costs(path.recovery_s, path.residency_rate, path.cold_recovery_s)
+        rate = nonnegative("benefit_rate", job.benefit_rate)
+        return cls(job.work_quanta, job.quantum_s, costs, rate, job.horizon_s, *args, **options)
 
     def scenario(
         self, windows: Sequence[Window], progress: int, durable: int, active: bool

@@ -31,7 +31,7 @@ from ..calendar.causal import (
 )
 from ..calendar.forecast import Forecaster
 from ..scenario import HandoffCosts, Scenario
-from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from .study import PolicyStats, StudyResult
 
 __all__ = [
@@ -160,7 +160,7 @@ def _check_causal(portfolio: Portfolio) -> None:
             )
 
 
-def candidate_scenario(candidate: Candidate, portfolio: Portfolio) -> Scenario:
+def candidate_scenario(candidate: PortfolioCandidate, portfolio: Portfolio) -> Scenario:
     """The candidate as a finite-model scenario with the portfolio's return path (its
     calendar, one placeholder window at the horizon, is not used)."""
     costs = HandoffCosts(
@@ -404,11 +404,11 @@ class CausalStudyResult(StudyResult):
 
 def study_candidates(
     rng: np.random.Generator, end_s: float, costs: HandoffCosts
-) -> list[Candidate]:
+) -> list[PortfolioCandidate]:
     """24 candidates drawn like the paper grid's (6, 12, 24 or 36 quanta of 5 s; rates 0.1,
     0.25, 0.5, 1 or 2 s-eq./s), their benefit until ``TAIL_S`` after ``end_s``."""
     return [
-        Candidate(
+        PortfolioCandidate(
             name=f"c{i:02d}",
             work_quanta=int(rng.choice([6, 12, 24, 36])),
             quantum_s=5.0,

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._checks import FloatArray, integer
 from ..scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
-from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 
 __all__ = [
     "DEMANDS",
@@ -101,7 +101,7 @@ def idle_calendars(
     )
 
 
-def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Candidate]:
+def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[PortfolioCandidate]:
     """24 candidates whose benefit follows demand: a candidate of base rate ``u`` earns
     ``u * d_k / mean(d)`` per second in slot ``k`` (its users come with the demand)."""
     shape = load / max(float(np.mean(load)), 1e-9)
@@ -114,7 +114,7 @@ def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Ca
         half_life_h = float(rng.uniform(4.0, 16.0))
         schedule = tuple((k * SLOT_S, rate * float(shape[k])) for k in range(len(load)))
         out.append(
-            Candidate(
+            PortfolioCandidate(
                 name=f"{kind}-{i:02d}",
                 work_quanta=work_min,
                 quantum_s=QUANTUM_S,
@@ -158,7 +158,7 @@ def trace_portfolio(seed: int, tail_s: float = 480.0) -> Portfolio:
     rng = np.random.default_rng([integer("seed", seed), 7])
     horizon_s = windows.span_s + tail_s
     candidates = [
-        Candidate(
+        PortfolioCandidate(
             name=f"c{i:02d}",
             work_quanta=int(rng.choice([6, 12, 24, 36])),
             quantum_s=5.0,
