@@ -54,5 +54,5 @@ def test_a_decider_plans_a_job_as_its_fields() -> None:
     fields = ModelDecider(10, 1.0, job.costs(2.0), 0.5, 400.0)
     built = ModelDecider.from_job(job, ls.HandoffCosts(recovery_s=2.0))
     windows = [Window(0.0, 30.0), Window(60.0, 90.0)]
-    assert built.scenario(windows, 3, 2, False) == fields.scenario(windows, 3, 2, False)
-    assert built.decide(windows, 3, 2, False) == fields.decide(windows, 3, 2, False)
+    assert built.scenario(windows, 2, 2, False) == fields.scenario(windows, 2, 2, False)
+    assert built.decide(windows, 2, 2, False) == fields.decide(windows, 2, 2, False)
