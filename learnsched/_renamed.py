@@ -1,17 +1,23 @@
 """Renamed names that still work for one release, with a ``DeprecationWarning``.
 
 A module lists its old names in a mapping (old name -> new name) and hands it to
-:func:`module_aliases` for its ``__getattr__``; readers of keyword arguments, JSON keys
-and command-line flags call :func:`warn_renamed` when they meet an old spelling.
+:func:`module_aliases` for its ``__getattr__``; an old keyword argument is read by
+:func:`renamed_kwargs`, an old command-line flag by :func:`renamed_flag`, and other
+readers (JSON keys) call :func:`warn_renamed` when they meet an old spelling.
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import warnings
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["module_aliases", "renamed_key", "warn_renamed"]
+__all__ = ["module_aliases", "renamed_flag", "renamed_kwargs", "warn_renamed"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def warn_renamed(what: str, old: str, new: str, stacklevel: int = 3) -> None:
@@ -39,12 +45,39 @@ def module_aliases(
     return __getattr__
 
 
-def renamed_key(data: Mapping[str, Any], old: str, new: str, what: str = "key") -> dict[str, Any]:
-    """``data`` with its deprecated key ``old`` read as ``new`` (a warning when present;
-    ``ValueError`` when both are given)."""
-    if old not in data:
-        return dict(data)
-    if new in data:
-        raise ValueError(f"give {new!r} only, not also its deprecated spelling {old!r}")
-    warn_renamed(what, old, new, stacklevel=4)
-    return {new if k == old else k: v for k, v in data.items()}
+def renamed_kwargs(**aliases: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator reading each old keyword argument of ``aliases`` (old=new) as its new
+    name, with a ``DeprecationWarning`` (``TypeError`` when both are given)."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            for old, new in aliases.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise TypeError(f"give {new!r} only, not also its deprecated {old!r}")
+                    warn_renamed("keyword argument", old, new)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def renamed_flag(new: str) -> type[argparse.Action]:
+    """An ``argparse`` action for a deprecated flag: it stores its value as the flag
+    ``new`` does (give it ``dest`` and ``type``) and warns that ``new`` replaces it."""
+
+    class Renamed(argparse.Action):
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: str | Sequence[Any] | None,
+            option_string: str | None = None,
+        ) -> None:
+            warn_renamed("flag", option_string or self.option_strings[0], new, stacklevel=2)
+            setattr(namespace, self.dest, values)
+
+    return Renamed

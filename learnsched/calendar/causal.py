@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from .. import _core
 from .._checks import SEED_MAX, fraction, integer, nonnegative, positive
+from .._renamed import renamed_kwargs
 from ..capacity import Trace
 from ..scenario import HandoffCosts, Scenario
 from ..solver import Model, Policy
@@ -123,15 +124,23 @@ class CausalTrace:
         start, arrival, deadline = self.schedule.gaps()
         return start, arrival, deadline
 
+    @renamed_kwargs(return_s="recovery_s")
     def windows(
-        self, from_s: float, to_s: float, quantum_s: float, return_s: float, overlap: bool = False
+        self,
+        from_s: float,
+        to_s: float,
+        quantum_s: float,
+        recovery_s: float,
+        overlap: bool = False,
     ) -> Calendar:
         """The gaps starting in ``[from_s, to_s)`` as a finite-model calendar, each long
         enough to publish one quantum, seconds: ``[g, A]`` (capacity back by the arrival:
         a plan on it is causally feasible, never late and delays nothing), or with
         ``overlap`` ``[g, min(D, A + t_ret, the next gap's start)]`` (the return may run
-        into the arrival while every deadline holds; the delay it causes is not priced)."""
-        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, return_s, overlap)
+        into the arrival while every deadline holds; the delay it causes is not priced).
+        ``recovery_s`` is the return path ``t_ret``, seconds (``return_s``: its deprecated
+        spelling)."""
+        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, recovery_s, overlap)
         return tuple((float(a), float(b)) for a, b in pairs)
 
     def to_json(self) -> dict[str, Any]:

@@ -303,7 +303,7 @@ def _settings_json(settings: StudySettings, candidate: StudyCandidate) -> dict[s
         "quantum_s": candidate.quantum_s,
         "benefit_rate": candidate.benefit_rate,
         "tail_s": candidate.tail_s,
-        "return_s": candidate.costs.recovery_s,
+        "recovery_s": candidate.costs.recovery_s,
     }
 
 

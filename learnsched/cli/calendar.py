@@ -10,6 +10,7 @@ from typing import IO, Any
 
 from .._atomic import atomic_write, atomic_write_text
 from .._checks import SEED_MAX, integer, positive
+from .._renamed import renamed_flag
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
@@ -182,11 +183,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="TRACE.csv: Azure (TIMESTAMP,ContextTokens,GeneratedTokens) or arrival,work,deadline",
     )
     windows.add_argument(
-        "--return-s",
+        "--recovery-s",
         type=nonnegative_float,
         default=HandoffCosts.paper("warm").recovery_s,
         metavar="S",
         help="return path tau_r: capacity ready S seconds after the reclaim (default %(default)g, warm)",
+    )
+    windows.add_argument(
+        "--return-s",
+        dest="recovery_s",
+        type=nonnegative_float,
+        action=renamed_flag("--recovery-s"),
+        help=argparse.SUPPRESS,
     )
     _add_trace_options(windows)
     windows.add_argument("--json", action="store_true", help="print the windows as JSON")
@@ -200,9 +208,9 @@ def _service(args: argparse.Namespace) -> ServiceModel:
     return ServiceModel(args.prefill_rate, args.decode_rate, args.request_s, args.slo_s)
 
 
-def _windows(args: argparse.Namespace, return_s: float) -> IdleWindows:
+def _windows(args: argparse.Namespace, recovery_s: float) -> IdleWindows:
     trace = load_trace(args.trace, _service(args), args.sort)
-    return idle_windows(trace, args.rate, ReturnPath(ready_s=return_s), args.min_useful_s)
+    return idle_windows(trace, args.rate, ReturnPath(ready_s=recovery_s), args.min_useful_s)
 
 
 def _label(path: str) -> str:
@@ -220,7 +228,7 @@ def _write(args: argparse.Namespace, obj: Any) -> None:
 
 def run_windows(args: argparse.Namespace) -> int:
     """``learnsched windows TRACE.csv``: the lendable windows of a trace."""
-    found = _windows(args, args.return_s)
+    found = _windows(args, args.recovery_s)
     out = found.to_json()
     out["synthetic"] = bool(_label(args.trace))
     _write(args, out)

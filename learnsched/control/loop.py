@@ -355,7 +355,7 @@ class ControlLoop:
         self.work_quanta = 0
         self.quantum_s = 0.0
         self.save_s = 0.0
-        self.return_s = self.recovery_s
+        self.worst_recovery_s = self.recovery_s  # the longest return path seen, s
         self._stop = threading.Event()
         self._handled_end = -math.inf
         self._decider: Decider | None = None
@@ -874,7 +874,7 @@ class ControlLoop:
     def _fits(self, window: Window, quanta: int, save: bool, at_s: float | None = None) -> bool:
         """Eq. 10 on what is left of the window from now (or ``at_s``), with the slowest
         timings seen so far."""
-        need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.return_s
+        need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.worst_recovery_s
         return (self.now() if at_s is None else at_s) + need <= window.end_s + _EPS_S
 
     def _interrupt(self) -> None:
@@ -989,7 +989,7 @@ class ControlLoop:
         if self.progress <= self.durable:
             return
         now = self.now()
-        budget = Window(now, now + self.save_s + self.return_s + _EPS_S)
+        budget = Window(now, now + self.save_s + self.worst_recovery_s + _EPS_S)
         ahead = [budget, *(w for w in windows[1:] if w.start_s >= budget.end_s)]
         action = self._decide(ahead, self.progress, self.durable, True)
         self._decision("early-return", budget, action, "model", reason=reason)
@@ -1050,7 +1050,7 @@ class ControlLoop:
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
         self.lent = False
         self.held_latency_s.extend(self.engine.last_held_s)
-        self.return_s = max(self.return_s, readiness)
+        self.worst_recovery_s = max(self.worst_recovery_s, readiness)
         self.totals.handoffs += 1
         self.totals.late_returns += late
         self.totals.early_returns += early
