@@ -45,6 +45,7 @@ __all__ = [
     "CAUSAL_POLICIES",
     "CLAIRVOYANT",
     "DEFAULT_CLOSE_S",
+    "DEFAULT_GAP_MODEL",
     "DEFAULT_LATENESS_PRICE",
     "DEFAULT_RETURN_LEVEL",
     "GAP_MODELS",
@@ -70,8 +71,11 @@ CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal_moves())
 """The step a decision takes now: wait, work, save, checkpoint_return, discard_return,
 abandon."""
 GAP_MODELS = ("empirical", "repeat", "mean")
-"""How the current gap is forecast: past gaps longer than its age; the last gaps again;
-their mean."""
+"""How the current gap is forecast, and the forecasters a study or a causal decision can
+use (``learnsched online --forecaster``, ``portfolio causal --forecaster``): past gaps
+longer than its age (the renewal model, the default); the last gaps again; their mean."""
+DEFAULT_GAP_MODEL = GAP_MODELS[0]
+"""The renewal model."""
 
 DEFAULT_LATENESS_PRICE = 1.0
 """s-eq. per late request-second: one second of one request's lateness costs one second of

@@ -34,6 +34,8 @@ from .causal import (
     CAUSAL_PLANS,
     CAUSAL_POLICIES,
     CLAIRVOYANT,
+    DEFAULT_GAP_MODEL,
+    GAP_MODELS,
     CausalForecast,
     CausalRules,
     CausalTrace,
@@ -46,7 +48,6 @@ from .summary import Difference, PolicySummary, differences
 from .windows import IdleWindows
 
 __all__ = [
-    "FORECASTERS",
     "MAX_HORIZONS",
     "StudyCandidate",
     "StudyResult",
@@ -57,9 +58,6 @@ __all__ = [
     "known_window_study",
     "make_forecaster",
 ]
-
-FORECASTERS = ("empirical", "repeat", "mean")
-"""Forecasters a study can give its policies: the renewal model and the two baselines."""
 
 Sink = Callable[[list[dict[str, Any]]], None]
 """Receives every decision of one horizon as ``--steps`` objects."""
@@ -132,7 +130,7 @@ class StudySettings:
     seeds
         Forecast seeds (``K`` of them).
     forecaster
-        ``empirical``, ``repeat`` or ``mean`` (:data:`FORECASTERS`).
+        ``empirical``, ``repeat`` or ``mean`` (:data:`~learnsched.calendar.causal.GAP_MODELS`).
     rules
         Lateness price, risk level and the gap forecast's history (causal mode).
     history_s
@@ -145,7 +143,7 @@ class StudySettings:
     warmup_s: float = 600.0
     samples: tuple[int, ...] = (64,)
     seeds: tuple[int, ...] = (0,)
-    forecaster: str = "empirical"
+    forecaster: str = DEFAULT_GAP_MODEL
     rules: CausalRules = field(default_factory=CausalRules)
     history_s: float | None = None
     threads: int = 1
@@ -161,22 +159,23 @@ class StudySettings:
             raise ValueError("seeds must list at least one seed")
         for s in self.seeds:
             integer("seeds", s, low=0)
-        if self.forecaster not in FORECASTERS:
+        if self.forecaster not in GAP_MODELS:
             raise ValueError(
-                f"forecaster must be one of {', '.join(FORECASTERS)}, got {self.forecaster!r}"
+                f"forecaster must be one of {', '.join(GAP_MODELS)}, got {self.forecaster!r}"
             )
         integer("threads", self.threads, low=1)
 
 
 def make_forecaster(name: str, history_s: float | None = None) -> Forecaster:
-    """The forecaster called ``name`` (:data:`FORECASTERS`)."""
+    """The forecaster called ``name`` (one of :data:`~learnsched.calendar.causal.GAP_MODELS`:
+    its ``gap_model``)."""
     if name == "empirical":
         return EmpiricalForecaster(history_s)
     if name == "repeat":
         return RepeatForecaster()
     if name == "mean":
         return MeanForecaster(history_s)
-    raise ValueError(f"forecaster must be one of {', '.join(FORECASTERS)}, got {name!r}")
+    raise ValueError(f"forecaster must be one of {', '.join(GAP_MODELS)}, got {name!r}")
 
 
 MAX_HORIZONS = 100_000
@@ -495,7 +494,7 @@ def gap_calibration(
     start, arrival, _ = trace.gaps()
     history = math.inf if rules.history_s is None else rules.history_s
     out: dict[str, dict[str, Any]] = {}
-    for k, model in enumerate(FORECASTERS):
+    for k, model in enumerate(GAP_MODELS):
         make = make_forecaster(model)
         assert make.gap_model == model
         pits: list[FloatArray] = []
@@ -594,4 +593,6 @@ def known_window_study(
     )
 
 
-__getattr__ = module_aliases(__name__, globals(), {"Candidate": "StudyCandidate"})
+__getattr__ = module_aliases(
+    __name__, globals(), {"Candidate": "StudyCandidate", "FORECASTERS": "GAP_MODELS"}
+)

@@ -12,9 +12,10 @@ from .._atomic import atomic_write, atomic_write_text
 from .._checks import SEED_MAX, integer, positive
 from .._renamed import renamed_flag
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
+from ..calendar.causal import DEFAULT_GAP_MODEL, GAP_MODELS
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
-from ..scenario import HandoffCosts
+from ..scenario import HandoffCosts, Recovery
 from .output import emit_json, flag_names, nonnegative_float
 
 __all__ = ["register"]
@@ -107,14 +108,14 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     study.add_argument(
         "--recovery",
-        choices=("cold", "warm"),
+        choices=tuple(sorted(r.value for r in Recovery)),
         default="cold",
         help="the paper's recovery path (the windows' return path too; default cold)",
     )
     study.add_argument(
         "--forecaster",
-        choices=("empirical", "repeat", "mean"),
-        default="empirical",
+        choices=GAP_MODELS,
+        default=DEFAULT_GAP_MODEL,
         help="the policies' forecast: the renewal model (default), or a baseline: the last "
         "cycles repeated, or their mean",
     )

@@ -22,8 +22,10 @@ import numpy as np
 
 from .. import _core
 from .._checks import SEED_MAX, integer
+from .._renamed import module_aliases
 from ..calendar.causal import (
     CAUSAL_POLICIES,
+    DEFAULT_GAP_MODEL,
     CausalForecast,
     CausalRules,
     CausalTrace,
@@ -337,7 +339,8 @@ CAUSAL_SETTINGS = ("azure_causal", "azure_causal_warm")
 """The causal study's settings: the shipped trace with the paper's cold or warm return path."""
 STUDY_CANDIDATE_POLICY = "risk_rollout"
 """Each candidate's own decision in the study (see the docs for rollout's numbers)."""
-STUDY_POLICIES: tuple[str, ...] = (*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR)
+CAUSAL_STUDY_POLICIES: tuple[str, ...] = (*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR)
+"""The causal study's portfolio policies, and the rollout on the known calendar."""
 HORIZON_S = 600.0
 WARMUP_S = 600.0
 TAIL_S = 480.0
@@ -426,7 +429,7 @@ def causal_draw(
     costs: HandoffCosts,
     seed: int,
     candidate_policy: str = STUDY_CANDIDATE_POLICY,
-    policies: Sequence[str] = STUDY_POLICIES,
+    policies: Sequence[str] = CAUSAL_STUDY_POLICIES,
 ) -> dict[str, list[CausalPortfolioOutcome]]:
     """One draw of the causal study: every horizon of ``HORIZON_S`` after ``WARMUP_S``, each
     with 24 fresh candidates (drawn from ``seed``), every policy, forecasts seeded by
@@ -434,7 +437,7 @@ def causal_draw(
     from ..calendar.study import horizon_starts, make_forecaster
 
     rng = np.random.default_rng([integer("seed", seed, low=0), 11])
-    forecaster = make_forecaster("empirical")
+    forecaster = make_forecaster(DEFAULT_GAP_MODEL)
     out: dict[str, list[CausalPortfolioOutcome]] = {p: [] for p in policies}
     for h, start in enumerate(horizon_starts(trace.span_s, WARMUP_S, HORIZON_S)):
         end = start + HORIZON_S
@@ -498,6 +501,9 @@ def run_causal_study(
                 lateness_s=tuple(total(d[p], "lateness_s") for d in draws),
                 requests=tuple(_served(d[p]) for d in draws),
             )
-            for p in STUDY_POLICIES
+            for p in CAUSAL_STUDY_POLICIES
         }
     return CausalStudyResult(count, result)
+
+
+__getattr__ = module_aliases(__name__, globals(), {"STUDY_POLICIES": "CAUSAL_STUDY_POLICIES"})

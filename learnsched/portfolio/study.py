@@ -23,12 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._checks import FloatArray, integer
+from .._renamed import module_aliases
 from ..scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
 from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 
 __all__ = [
     "DEMANDS",
-    "STUDY_POLICIES",
+    "PORTFOLIO_STUDY_POLICIES",
     "PolicyStats",
     "Setting",
     "StudyResult",
@@ -43,13 +44,14 @@ __all__ = [
 DEMANDS = ("stable", "single_burst", "recurrent", "decaying")
 """App. C.2's demand shapes."""
 
-STUDY_POLICIES: tuple[PortfolioPolicy, ...] = (
+PORTFOLIO_STUDY_POLICIES: tuple[PortfolioPolicy, ...] = (
     PortfolioPolicy.SEQUENTIAL,
     PortfolioPolicy.DENSITY,
     PortfolioPolicy.EARLIEST,
     PortfolioPolicy.COSTED_WINDOW,
     PortfolioPolicy.ROLLOUT,
 )
+"""The policies App. C.2's portfolio study compares (all but the exact ``dp``)."""
 BASELINE = PortfolioPolicy.SEQUENTIAL
 
 HOUR_S = 3600.0
@@ -308,7 +310,7 @@ def study_settings(trace: bool = True, synthetic: bool = True) -> list[Setting]:
 def run_study(
     seeds: int = 10,
     chosen_settings: Sequence[Setting] | None = None,
-    policies: Sequence[PortfolioPolicy] = STUDY_POLICIES,
+    policies: Sequence[PortfolioPolicy] = PORTFOLIO_STUDY_POLICIES,
 ) -> StudyResult:
     """Every policy on every setting for seeds ``0 .. seeds-1``.
 
@@ -344,3 +346,6 @@ def run_study(
             for p in chosen
         }
     return StudyResult(count, out)
+
+
+__getattr__ = module_aliases(__name__, globals(), {"STUDY_POLICIES": "PORTFOLIO_STUDY_POLICIES"})
