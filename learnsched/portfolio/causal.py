@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -32,7 +32,7 @@ from ..calendar.causal import (
     core_candidate,
 )
 from ..calendar.forecast import Forecaster
-from ..scenario import HandoffCosts, Scenario
+from ..scenario import HandoffCosts, InitialState, Scenario
 from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from .study import PolicyStats, StudyResult
 
@@ -164,19 +164,10 @@ def _check_causal(portfolio: Portfolio) -> None:
 
 def candidate_scenario(candidate: PortfolioCandidate, portfolio: Portfolio) -> Scenario:
     """The candidate as a finite-model scenario with the portfolio's return path (its
-    calendar, one placeholder window at the horizon, is not used)."""
-    costs = HandoffCosts(
-        portfolio.recovery_s, portfolio.residency_rate, candidate.save_s, candidate.load_s
-    )
+    calendar, one placeholder window at the horizon, and its initial state are not used)."""
     end = candidate.horizon_s
-    return Scenario(
-        ((end, end + 1.0),),
-        candidate.work_quanta,
-        candidate.quantum_s,
-        candidate.benefit_rate,
-        candidate.horizon_s,
-        costs,
-    )
+    path = HandoffCosts(portfolio.recovery_s, portfolio.residency_rate)
+    return replace(candidate.job, initial=InitialState()).scenario(((end, end + 1.0),), path)
 
 
 def known_calendar(
