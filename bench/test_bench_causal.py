@@ -34,7 +34,7 @@ from learnsched.calendar.causal import (
     core_candidate,
     run_causal,
 )
-from learnsched.calendar.study import Candidate
+from learnsched.calendar.study import StudyCandidate
 
 Benchmark = Callable[..., Any]
 TRACE = CausalTrace(load_trace())
@@ -42,7 +42,7 @@ START, END = 1200.0, 1800.0
 
 
 def forecast(work_quanta: int, n: int = 64) -> tuple[ls.Scenario, CausalForecast]:
-    scenario = Candidate(work_quanta, 5.0, 0.25, 480.0, ls.PAPER_COLD).scenario(END)
+    scenario = StudyCandidate(work_quanta, 5.0, 0.25, 480.0, ls.PAPER_COLD).scenario(END)
     rng = np.random.default_rng(0)
     return scenario, CausalForecast(TRACE, scenario, START, EmpiricalForecaster(), n, rng)
 

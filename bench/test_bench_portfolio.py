@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import learnsched as ls
-from learnsched.portfolio import Candidate, Portfolio, PortfolioModel
+from learnsched.portfolio import Portfolio, PortfolioCandidate, PortfolioModel
 
 Benchmark = Callable[..., Any]
 WINDOWS = (16, 32, 64)
@@ -37,7 +37,7 @@ def portfolio(windows: int, seed: int = 1) -> Portfolio:
         calendar.append((t, t + length))
         t += length + float(rng.uniform(20, 200))
     jobs = [
-        Candidate(
+        PortfolioCandidate(
             f"c{i:02d}",
             int(rng.integers(6, 37)),
             5.0,

@@ -26,6 +26,7 @@ except ImportError as err:  # pragma: no cover - only without a built extension
 from . import _moved
 from .batch import BatchResult, solve_batch
 from .grid import CALENDARS, Grid, GridConfig, GridScenario, paper_grid, scenario_by_id
+from .job import Job
 from .plan import COST_FIELDS, CostSplit, Plan, Step
 from .scenario import PAPER_COLD, PAPER_WARM, HandoffCosts, InitialState, Recovery, Scenario
 from .scenario_batch import ScenarioBatch
@@ -51,6 +52,7 @@ __all__ = [
     "GridSummary",
     "HandoffCosts",
     "InitialState",
+    "Job",
     "Model",
     "Plan",
     "Policy",

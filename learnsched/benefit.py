@@ -16,7 +16,7 @@ import numpy as np
 
 from ._checks import real
 
-__all__ = ["BenefitRate", "BenefitSchedule", "benefit_rate", "benefit_text", "schedule_of"]
+__all__ = ["BenefitRate", "BenefitSchedule", "benefit_rate", "benefit_text", "rate_json", "schedule_of"]
 
 BenefitSchedule = tuple[tuple[float, float], ...]
 """``((start_s, rate), ...)``: rate ``g_i`` in s-eq./s from ``start_s`` on."""
@@ -72,3 +72,9 @@ def benefit_text(rate: BenefitRate) -> str:
     if isinstance(rate, (int, float)):
         return f"{rate:g}"
     return ", ".join(f"{g:g} from {t:g} s" for t, g in rate)
+
+
+def rate_json(rate: BenefitRate) -> float | list[list[float]]:
+    """A benefit rate as JSON: the number (s-eq./s), or the schedule's ``[start_s, rate]``
+    pairs."""
+    return rate if isinstance(rate, (int, float)) else [list(piece) for piece in rate]

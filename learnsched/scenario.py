@@ -18,7 +18,7 @@ import numpy as np
 from . import _core
 from ._checks import integer, nonnegative, real
 from ._json import exact_keys
-from .benefit import BenefitRate, benefit_rate, schedule_of
+from .benefit import BenefitRate, benefit_rate, rate_json, schedule_of
 
 __all__ = [
     "PAPER_COLD",
@@ -120,11 +120,6 @@ def _float_pairs(windows: tuple[object, ...]) -> bool:
         if type(w[1]) is not float:
             return False
     return True
-
-
-def _rate_json(rate: BenefitRate) -> float | list[list[float]]:
-    """A benefit rate as JSON: the number, or the schedule's ``[start_s, rate]`` pairs."""
-    return rate if isinstance(rate, (int, float)) else [list(piece) for piece in rate]
 
 
 def _init_fields(obj: Any) -> tuple[Any, ...]:
@@ -450,7 +445,7 @@ class Scenario:
             "windows": [list(w) for w in self.windows],
             "work_quanta": self.work_quanta,
             "quantum_s": self.quantum_s,
-            "benefit_rate": _rate_json(self.benefit_rate),
+            "benefit_rate": rate_json(self.benefit_rate),
             "horizon_s": self.horizon_s,
             **self.costs.to_json(),
             "initial": {

@@ -207,9 +207,7 @@ def test_online_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_online_known_window_mode(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out, _ = run(
-        capsys, "online", "--trace", "--known-window", "--samples", "2", "--json"
-    )
+    status, out, _ = run(capsys, "online", "--trace", "--known-window", "--samples", "2", "--json")
     assert status == 0
     data = json.loads(out)
     assert data["mode"] == "known_window"
@@ -226,7 +224,7 @@ def test_windows_json_drops_into_a_scenario(
         capsys,
         "windows",
         str(AZURE_TRACE),
-        "--return-s",
+        "--recovery-s",
         "69.988",
         "--json",
         "--out",
@@ -287,3 +285,23 @@ def test_windows_sort_flag(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     status, out, _ = run(capsys, "windows", str(path), "--sort", "--json", "--slo-s", "5")
     assert status == 0
     assert len(json.loads(out)["windows"]) == 1
+
+
+def test_windows_reads_the_deprecated_return_s_flag_as_recovery_s(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    new = run(capsys, "windows", str(AZURE_TRACE), "--recovery-s", "69.988", "--json")
+    with pytest.warns(DeprecationWarning, match="'--return-s' is deprecated.*'--recovery-s'"):
+        old = run(capsys, "windows", str(AZURE_TRACE), "--return-s", "69.988", "--json")
+    assert old == new
+
+
+def test_causal_windows_read_the_deprecated_return_s_keyword() -> None:
+    from learnsched.calendar.causal import CausalTrace
+
+    trace = CausalTrace(ls.calendar.load_trace(AZURE_TRACE), 1.0)
+    new = trace.windows(0.0, 3600.0, 5.0, recovery_s=69.988)
+    with pytest.warns(DeprecationWarning, match="'return_s' is deprecated.*'recovery_s'"):
+        assert trace.windows(0.0, 3600.0, 5.0, return_s=69.988) == new
+    with pytest.raises(TypeError, match="give 'recovery_s' only"):
+        trace.windows(0.0, 3600.0, 5.0, recovery_s=1.0, return_s=1.0)

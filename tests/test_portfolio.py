@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _core
 from learnsched.portfolio import (
-    Candidate,
     Portfolio,
+    PortfolioCandidate,
     PortfolioModel,
     PortfolioPolicy,
     StateSpaceError,
@@ -36,7 +36,7 @@ def close(a: float, b: float) -> bool:
 def one_candidate(scenario: ls.Scenario) -> Portfolio:
     """The scenario as a portfolio of one candidate on one GPU, without a budget."""
     i = scenario.initial
-    candidate = Candidate(
+    candidate = PortfolioCandidate(
         "only",
         scenario.work_quanta,
         scenario.quantum_s,
@@ -190,7 +190,10 @@ def test_rollout_scores_every_choice_by_the_reference_value(
 def test_rollout_improves_on_the_reference_where_waiting_pays() -> None:
     # Two candidates on the worked example's back-loaded cold calendar: the reference
     # starts the more valuable one in the first 80 s window, rollout waits for the 240 s one.
-    jobs = [Candidate("tool", 6, 5.0, 0.25, 1020.0), Candidate("lora", 12, 5.0, 0.5, 1020.0)]
+    jobs = [
+        PortfolioCandidate("tool", 6, 5.0, 0.25, 1020.0),
+        PortfolioCandidate("lora", 12, 5.0, 0.5, 1020.0),
+    ]
     portfolio = Portfolio.on_windows(
         [(0, 80), (100, 180), (200, 280), (300, 540)], ls.PAPER_COLD, jobs
     )
@@ -205,7 +208,7 @@ def test_rollout_improves_on_the_reference_where_waiting_pays() -> None:
 
 def test_a_candidate_works_on_one_gpu_at_a_time() -> None:
     # Two GPUs share one long window; one candidate cannot run on both at once.
-    job = Candidate("solo", 4, 10.0, 1.0, 1000.0)
+    job = PortfolioCandidate("solo", 4, 10.0, 1.0, 1000.0)
     portfolio = Portfolio.on_windows([(0, 100)], ls.HandoffCosts(recovery_s=1.0), [job], gpus=2)
     plan = solve_portfolio(portfolio, ["dp"])["dp"]
     assert sorted(s.candidate or "" for s in plan.steps) == ["", "solo"]
@@ -219,7 +222,7 @@ def test_a_candidate_works_on_one_gpu_at_a_time() -> None:
 
 
 def test_the_budget_bounds_working_segments() -> None:
-    jobs = [Candidate(f"j{i}", 2, 10.0, 1.0, 1000.0) for i in range(3)]
+    jobs = [PortfolioCandidate(f"j{i}", 2, 10.0, 1.0, 1000.0) for i in range(3)]
     costs = ls.HandoffCosts(recovery_s=5.0)
     free = Portfolio.on_windows([(0, 30), (40, 70), (80, 110)], costs, jobs)
     bounded = Portfolio.on_windows([(0, 30), (40, 70), (80, 110)], costs, jobs, budget_gpu_s=50.0)
@@ -232,8 +235,8 @@ def test_the_budget_bounds_working_segments() -> None:
 
 
 def test_an_active_candidate_is_its_gpus_alone_in_the_first_window() -> None:
-    running = Candidate("running", 4, 5.0, 0.0, 100.0, initial=ls.InitialState(2, 0, True))
-    other = Candidate("other", 1, 5.0, 10.0, 1000.0)
+    running = PortfolioCandidate("running", 4, 5.0, 0.0, 100.0, initial=ls.InitialState(2, 0, True))
+    other = PortfolioCandidate("other", 1, 5.0, 10.0, 1000.0)
     portfolio = Portfolio.on_windows(
         [(0, 10), (20, 40)], ls.HandoffCosts(recovery_s=1.0), [running, other]
     )
@@ -254,8 +257,8 @@ def test_an_active_candidate_is_its_gpus_alone_in_the_first_window() -> None:
 
 
 def test_age_decay_lowers_the_benefit_as_eq_c7_reads() -> None:
-    plain = Candidate("a", 1, 10.0, 1.0, 110.0)
-    aged = Candidate("a", 1, 10.0, 1.0, 110.0, half_life_s=50.0)
+    plain = PortfolioCandidate("a", 1, 10.0, 1.0, 110.0)
+    aged = PortfolioCandidate("a", 1, 10.0, 1.0, 110.0, half_life_s=50.0)
     costs = ls.HandoffCosts(recovery_s=0.0)
     t = {
         n: solve_portfolio(Portfolio.on_windows([(0, 10)], costs, [c]), ["dp"])["dp"]
@@ -277,7 +280,7 @@ def test_benefit_with_a_schedule_and_age_decay(
 ) -> None:
     starts = sorted({round(s, 3) for s, _ in pieces})
     schedule = [[s, g] for s, (_, g) in zip(starts, pieces, strict=False)]
-    job = Candidate("a", 1, 1.0, schedule, 600.0, half_life_s=half_life)
+    job = PortfolioCandidate("a", 1, 1.0, schedule, 600.0, half_life_s=half_life)
     model = PortfolioModel(
         Portfolio.on_windows([(0, 10)], ls.HandoffCosts(recovery_s=1.0), [job]), ["rollout"]
     )
@@ -295,7 +298,7 @@ def test_benefit_with_a_schedule_and_age_decay(
 
 
 def test_state_space_bounds_are_named_errors() -> None:
-    jobs = [Candidate(f"j{i}", 60, 1.0, 1.0, 1e4) for i in range(6)]
+    jobs = [PortfolioCandidate(f"j{i}", 60, 1.0, 1.0, 1e4) for i in range(6)]
     windows = [(100.0 * k, 100.0 * k + 80) for k in range(20)]
     portfolio = Portfolio.on_windows(windows, ls.PAPER_WARM, jobs)
     with pytest.raises(
@@ -306,41 +309,45 @@ def test_state_space_bounds_are_named_errors() -> None:
     assert issubclass(StateSpaceError, ValueError)
     # The other policies solve it.
     assert solve_portfolio(portfolio, ["rollout"])["rollout"].value > 0
-    huge = [Candidate("huge", 2**22, 1e-3, 1.0, 1e4)]
+    huge = [PortfolioCandidate("huge", 2**22, 1e-3, 1.0, 1e4)]
     with pytest.raises(
         StateSpaceError,
         match=r"12582915 entries .* x 9 doubles, above the limit of 33554432 doubles",
     ):
         Portfolio.on_windows([(0, 10), (20, 30)], ls.PAPER_WARM, huge)
     small = Portfolio.on_windows(
-        [(0, 10), (20, 30)], ls.PAPER_WARM, [Candidate("a", 2**20, 1e-3, 1.0, 1e4)]
+        [(0, 10), (20, 30)], ls.PAPER_WARM, [PortfolioCandidate("a", 2**20, 1e-3, 1.0, 1e4)]
     )
     with pytest.raises(StateSpaceError, match=r"x 11 doubles"):  # sequential's models too
         PortfolioModel(small, ["sequential"])
-    many = [Candidate(f"j{i}", 1, 1.0, 1.0, 10.0) for i in range(_core.MAX_CANDIDATES + 1)]
+    many = [PortfolioCandidate(f"j{i}", 1, 1.0, 1.0, 10.0) for i in range(_core.MAX_CANDIDATES + 1)]
     with pytest.raises(StateSpaceError, match="candidates must number at most 4096, got 4097"):
         Portfolio.on_windows([(0, 10)], ls.PAPER_WARM, many)
 
 
 def test_bad_portfolios_name_the_field() -> None:
     warm = ls.PAPER_WARM
-    job = Candidate("a", 2, 5.0, 1.0, 100.0)
+    job = PortfolioCandidate("a", 2, 5.0, 1.0, 100.0)
     cases: list[tuple[Any, str]] = [
         (
             lambda: Portfolio.on_windows([(0, 10)], warm, [job, job]),
             r"candidates\[1\] \(a\): name must be unique",
         ),
         (
-            lambda: Portfolio.on_windows([(0, 10)], warm, [Candidate("", 2, 5.0, 1.0, 100.0)]),
+            lambda: Portfolio.on_windows(
+                [(0, 10)], warm, [PortfolioCandidate("", 2, 5.0, 1.0, 100.0)]
+            ),
             r"candidates\[0\]: name must not be empty",
         ),
         (
-            lambda: Portfolio.on_windows([(0, 10)], warm, [Candidate("a", 2, -5.0, 1.0, 100.0)]),
+            lambda: Portfolio.on_windows(
+                [(0, 10)], warm, [PortfolioCandidate("a", 2, -5.0, 1.0, 100.0)]
+            ),
             r"candidates\[0\] \(a\): quantum_s must be > 0, got -5",
         ),
         (
             lambda: Portfolio.on_windows(
-                [(0, 10)], warm, [Candidate("a", 2, 5.0, 1.0, 100.0, half_life_s=0.0)]
+                [(0, 10)], warm, [PortfolioCandidate("a", 2, 5.0, 1.0, 100.0, half_life_s=0.0)]
             ),
             r"half_life_s must be finite and > 0, got 0",
         ),
@@ -356,8 +363,11 @@ def test_bad_portfolios_name_the_field() -> None:
             lambda: Portfolio.on_windows(
                 [(0, 10)],
                 warm,
-                [Candidate("a", 2, 5.0, 1.0, 100.0, initial=ls.InitialState(1, 0, True))] * 1
-                + [Candidate("b", 2, 5.0, 1.0, 100.0, initial=ls.InitialState(1, 0, True))],
+                [PortfolioCandidate("a", 2, 5.0, 1.0, 100.0, initial=ls.InitialState(1, 0, True))]
+                * 1
+                + [
+                    PortfolioCandidate("b", 2, 5.0, 1.0, 100.0, initial=ls.InitialState(1, 0, True))
+                ],
             ),
             r"candidates\[1\] \(b\): more candidates are active than there are GPUs \(1\)",
         ),
@@ -368,7 +378,7 @@ def test_bad_portfolios_name_the_field() -> None:
 
 
 def test_the_core_guards_states_and_actions() -> None:
-    job = Candidate("a", 2, 5.0, 1.0, 100.0)
+    job = PortfolioCandidate("a", 2, 5.0, 1.0, 100.0)
     model = PortfolioModel(Portfolio.on_windows([(0, 30)], ls.PAPER_WARM, [job]), POLICIES)
     bad = _core.PortfolioState(0, 0.0, [_core.CandidateState(3, 0, False, False, -math.inf)])
     with pytest.raises(

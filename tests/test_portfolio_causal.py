@@ -26,7 +26,7 @@ from learnsched.calendar.causal import (
 )
 from learnsched.calendar.study import make_forecaster
 from learnsched.cli import main
-from learnsched.portfolio import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from learnsched.portfolio import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from learnsched.portfolio.causal import (
     CAUSAL_PORTFOLIO_POLICIES,
     CAUSAL_SETTINGS,
@@ -49,10 +49,10 @@ def shipped() -> CausalTrace:
     return CausalTrace(load_trace(AZURE_TRACE))
 
 
-def jobs(count: int, seed: int, costs: ls.HandoffCosts = ls.PAPER_WARM) -> list[Candidate]:
+def jobs(count: int, seed: int, costs: ls.HandoffCosts = ls.PAPER_WARM) -> list[PortfolioCandidate]:
     rng = np.random.default_rng(seed)
     return [
-        Candidate(
+        PortfolioCandidate(
             f"c{i}",
             int(rng.choice([6, 12, 24])),
             5.0,
@@ -65,7 +65,9 @@ def jobs(count: int, seed: int, costs: ls.HandoffCosts = ls.PAPER_WARM) -> list[
     ]
 
 
-def portfolio(candidates: list[Candidate], costs: ls.HandoffCosts = ls.PAPER_WARM) -> Portfolio:
+def portfolio(
+    candidates: list[PortfolioCandidate], costs: ls.HandoffCosts = ls.PAPER_WARM
+) -> Portfolio:
     return Portfolio.on_windows([(0.0, 1.0)], costs, candidates)
 
 
@@ -223,18 +225,18 @@ def test_same_seed_same_result_and_names_in_order() -> None:
             "budget_gpu_s",
         ),
         (
-            lambda p: portfolio([Candidate("a", 6, 5.0, 1.0, 2000.0, half_life_s=60.0)]),
+            lambda p: portfolio([PortfolioCandidate("a", 6, 5.0, 1.0, 2000.0, half_life_s=60.0)]),
             r"candidates\[0\] \(a\): .*half_life_s",
         ),
         (
             lambda p: portfolio(
-                [Candidate("a", 6, 5.0, 1.0, 2000.0, initial=InitialState(2, 1, True))]
+                [PortfolioCandidate("a", 6, 5.0, 1.0, 2000.0, initial=InitialState(2, 1, True))]
             ),
             "active",
         ),
         (
             lambda p: portfolio(
-                [Candidate("a", 6, 5.0, 1.0, 2000.0, initial=InitialState(2, 1, False))]
+                [PortfolioCandidate("a", 6, 5.0, 1.0, 2000.0, initial=InitialState(2, 1, False))]
             ),
             "initial.progress = 2 must equal initial.durable = 1",
         ),
@@ -266,7 +268,7 @@ def test_gain_ranks_costed_window_candidates_by_their_gate() -> None:
     GPU first, not the first in list order."""
     costs = ls.PAPER_WARM
     poor, rich = (
-        Candidate(name, 6, 5.0, rate, TO_S + 480.0, costs.save_s, costs.load_s)
+        PortfolioCandidate(name, 6, 5.0, rate, TO_S + 480.0, costs.save_s, costs.load_s)
         for name, rate in (("poor", 0.1), ("rich", 2.0))
     )
     run = one_policy(portfolio([poor, rich], costs), "gain", "costed_window", seed=3)

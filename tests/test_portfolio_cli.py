@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched.cli import main
-from learnsched.portfolio import Candidate, Portfolio, solve_portfolio
+from learnsched.portfolio import Portfolio, PortfolioCandidate, solve_portfolio
 from learnsched.portfolio.study import DEMANDS, idle_calendars, run_study, study_settings
 
 from conftest import run_python
@@ -23,8 +23,8 @@ GOLDEN = Path(__file__).parent / "golden"
 
 def two_jobs() -> Portfolio:
     jobs = [
-        Candidate("tool", 6, 5.0, 0.25, 1020.0),
-        Candidate("lora", 12, 5.0, 0.5, 1020.0, save_s=0.068075, load_s=0.047748),
+        PortfolioCandidate("tool", 6, 5.0, 0.25, 1020.0),
+        PortfolioCandidate("lora", 12, 5.0, 0.5, 1020.0, save_s=0.068075, load_s=0.047748),
     ]
     return Portfolio.on_windows([(0, 80), (100, 180), (200, 280), (300, 540)], ls.PAPER_COLD, jobs)
 
@@ -123,7 +123,7 @@ def test_bad_spec_is_one_line_and_exit_2(
 def test_a_dp_too_large_is_a_named_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    jobs = [Candidate(f"j{i}", 60, 1.0, 1.0, 1e4) for i in range(6)]
+    jobs = [PortfolioCandidate(f"j{i}", 60, 1.0, 1.0, 1e4) for i in range(6)]
     spec = Portfolio.on_windows(
         [(100.0 * k, 100.0 * k + 80) for k in range(20)], ls.PAPER_WARM, jobs
     ).to_json(["dp"])
@@ -194,7 +194,7 @@ def test_the_wing_loads_on_first_use(tmp_path: Path) -> None:
         "finally:\n"
         "    assert 'learnsched.portfolio' not in sys.modules\n"
         "    assert 'learnsched.cli.portfolio' not in sys.modules\n"
-        "assert learnsched.portfolio.Candidate\n"
+        "assert learnsched.portfolio.PortfolioCandidate\n"
     )
     run_python(["-c", code], cwd=tmp_path, check=True)
 

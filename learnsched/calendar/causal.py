@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from .. import _core
 from .._checks import SEED_MAX, fraction, integer, nonnegative, positive
+from .._renamed import renamed_kwargs
 from ..capacity import Trace
 from ..scenario import HandoffCosts, Scenario
 from ..solver import Model, Policy
@@ -44,6 +45,7 @@ __all__ = [
     "CAUSAL_POLICIES",
     "CLAIRVOYANT",
     "DEFAULT_CLOSE_S",
+    "DEFAULT_GAP_MODEL",
     "DEFAULT_LATENESS_PRICE",
     "DEFAULT_RETURN_LEVEL",
     "GAP_MODELS",
@@ -69,8 +71,11 @@ CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal_moves())
 """The step a decision takes now: wait, work, save, checkpoint_return, discard_return,
 abandon."""
 GAP_MODELS = ("empirical", "repeat", "mean")
-"""How the current gap is forecast: past gaps longer than its age; the last gaps again;
-their mean."""
+"""How the current gap is forecast, and the forecasters a study or a causal decision can
+use (``learnsched online --forecaster``, ``portfolio causal --forecaster``): past gaps
+longer than its age (the renewal model, the default); the last gaps again; their mean."""
+DEFAULT_GAP_MODEL = GAP_MODELS[0]
+"""The renewal model."""
 
 DEFAULT_LATENESS_PRICE = 1.0
 """s-eq. per late request-second: one second of one request's lateness costs one second of
@@ -123,15 +128,23 @@ class CausalTrace:
         start, arrival, deadline = self.schedule.gaps()
         return start, arrival, deadline
 
+    @renamed_kwargs(return_s="recovery_s")
     def windows(
-        self, from_s: float, to_s: float, quantum_s: float, return_s: float, overlap: bool = False
+        self,
+        from_s: float,
+        to_s: float,
+        quantum_s: float,
+        recovery_s: float,
+        overlap: bool = False,
     ) -> Calendar:
         """The gaps starting in ``[from_s, to_s)`` as a finite-model calendar, each long
         enough to publish one quantum, seconds: ``[g, A]`` (capacity back by the arrival:
         a plan on it is causally feasible, never late and delays nothing), or with
         ``overlap`` ``[g, min(D, A + t_ret, the next gap's start)]`` (the return may run
-        into the arrival while every deadline holds; the delay it causes is not priced)."""
-        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, return_s, overlap)
+        into the arrival while every deadline holds; the delay it causes is not priced).
+        ``recovery_s`` is the return path ``t_ret``, seconds (``return_s``: its deprecated
+        spelling)."""
+        pairs = self.schedule.causal_windows(from_s, to_s, quantum_s, recovery_s, overlap)
         return tuple((float(a), float(b)) for a, b in pairs)
 
     def to_json(self) -> dict[str, Any]:

@@ -26,12 +26,16 @@ import numpy.typing as npt
 
 from .. import _core
 from .._checks import FloatArray, integer, nonnegative, positive
+from .._renamed import module_aliases
+from ..job import Job
 from ..scenario import HandoffCosts, Scenario
 from .causal import (
     CAUSAL_MOVES,
     CAUSAL_PLANS,
     CAUSAL_POLICIES,
     CLAIRVOYANT,
+    DEFAULT_GAP_MODEL,
+    GAP_MODELS,
     CausalForecast,
     CausalRules,
     CausalTrace,
@@ -44,9 +48,8 @@ from .summary import Difference, PolicySummary, differences
 from .windows import IdleWindows
 
 __all__ = [
-    "FORECASTERS",
     "MAX_HORIZONS",
-    "Candidate",
+    "StudyCandidate",
     "StudyResult",
     "StudySettings",
     "TraceStudy",
@@ -56,15 +59,12 @@ __all__ = [
     "make_forecaster",
 ]
 
-FORECASTERS = ("empirical", "repeat", "mean")
-"""Forecasters a study can give its policies: the renewal model and the two baselines."""
-
 Sink = Callable[[list[dict[str, Any]]], None]
 """Receives every decision of one horizon as ``--steps`` objects."""
 
 
 @dataclass(frozen=True)
-class Candidate:
+class StudyCandidate:
     """The work planned in every horizon (the paper's LoRA-like defaults).
 
     Attributes
@@ -77,6 +77,9 @@ class Candidate:
         The benefit horizon ends this long after the horizon, s.
     costs
         Handoff costs (its recovery is the return path).
+    job
+        The job of these fields, its ``horizon_s`` counted from each horizon's end (the
+        tail), its save and load those of ``costs``.
     """
 
     work_quanta: int
@@ -84,12 +87,22 @@ class Candidate:
     benefit_rate: float
     tail_s: float
     costs: HandoffCosts
+    job: Job = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         integer("work_quanta", self.work_quanta, low=1)
         positive("quantum_s", self.quantum_s)
         nonnegative("benefit_rate", self.benefit_rate)
         nonnegative("tail_s", self.tail_s)
+        job = Job(
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            self.tail_s,
+            self.costs.save_s,
+            self.costs.load_s,
+        )
+        object.__setattr__(self, "job", job)
 
     def scenario(self, end_s: float, windows: Sequence[tuple[float, float]] = ()) -> Scenario:
         """The candidate over a horizon ending at ``end_s`` (benefit until ``end_s +
@@ -117,7 +130,7 @@ class StudySettings:
     seeds
         Forecast seeds (``K`` of them).
     forecaster
-        ``empirical``, ``repeat`` or ``mean`` (:data:`FORECASTERS`).
+        ``empirical``, ``repeat`` or ``mean`` (:data:`~learnsched.calendar.causal.GAP_MODELS`).
     rules
         Lateness price, risk level and the gap forecast's history (causal mode).
     history_s
@@ -130,7 +143,7 @@ class StudySettings:
     warmup_s: float = 600.0
     samples: tuple[int, ...] = (64,)
     seeds: tuple[int, ...] = (0,)
-    forecaster: str = "empirical"
+    forecaster: str = DEFAULT_GAP_MODEL
     rules: CausalRules = field(default_factory=CausalRules)
     history_s: float | None = None
     threads: int = 1
@@ -146,22 +159,23 @@ class StudySettings:
             raise ValueError("seeds must list at least one seed")
         for s in self.seeds:
             integer("seeds", s, low=0)
-        if self.forecaster not in FORECASTERS:
+        if self.forecaster not in GAP_MODELS:
             raise ValueError(
-                f"forecaster must be one of {', '.join(FORECASTERS)}, got {self.forecaster!r}"
+                f"forecaster must be one of {', '.join(GAP_MODELS)}, got {self.forecaster!r}"
             )
         integer("threads", self.threads, low=1)
 
 
 def make_forecaster(name: str, history_s: float | None = None) -> Forecaster:
-    """The forecaster called ``name`` (:data:`FORECASTERS`)."""
+    """The forecaster called ``name`` (one of :data:`~learnsched.calendar.causal.GAP_MODELS`:
+    its ``gap_model``)."""
     if name == "empirical":
         return EmpiricalForecaster(history_s)
     if name == "repeat":
         return RepeatForecaster()
     if name == "mean":
         return MeanForecaster(history_s)
-    raise ValueError(f"forecaster must be one of {', '.join(FORECASTERS)}, got {name!r}")
+    raise ValueError(f"forecaster must be one of {', '.join(GAP_MODELS)}, got {name!r}")
 
 
 MAX_HORIZONS = 100_000
@@ -274,7 +288,7 @@ def _empty(names: Sequence[str], seeds: int, cases: int) -> dict[str, dict[str, 
     return {n: {f: np.zeros((seeds, cases)) for f in _FIELDS} for n in names}
 
 
-def _settings_json(settings: StudySettings, candidate: Candidate) -> dict[str, Any]:
+def _settings_json(settings: StudySettings, candidate: StudyCandidate) -> dict[str, Any]:
     rules = settings.rules
     return {
         "horizon_s": settings.horizon_s,
@@ -288,7 +302,7 @@ def _settings_json(settings: StudySettings, candidate: Candidate) -> dict[str, A
         "quantum_s": candidate.quantum_s,
         "benefit_rate": candidate.benefit_rate,
         "tail_s": candidate.tail_s,
-        "return_s": candidate.costs.recovery_s,
+        "recovery_s": candidate.costs.recovery_s,
     }
 
 
@@ -360,7 +374,7 @@ def _plan_steps(
 
 def causal_study(
     trace: CausalTrace,
-    candidate: Candidate,
+    candidate: StudyCandidate,
     settings: StudySettings,
     steps: Sink | None = None,
     calibrate: bool = True,
@@ -461,7 +475,7 @@ def causal_study(
 
 
 def gap_calibration(
-    trace: CausalTrace, candidate: Candidate, settings: StudySettings, starts: Sequence[float]
+    trace: CausalTrace, candidate: StudyCandidate, settings: StudySettings, starts: Sequence[float]
 ) -> dict[str, dict[str, Any]]:
     """How well each gap model forecasts the current gap's remaining length.
 
@@ -480,7 +494,7 @@ def gap_calibration(
     start, arrival, _ = trace.gaps()
     history = math.inf if rules.history_s is None else rules.history_s
     out: dict[str, dict[str, Any]] = {}
-    for k, model in enumerate(FORECASTERS):
+    for k, model in enumerate(GAP_MODELS):
         make = make_forecaster(model)
         assert make.gap_model == model
         pits: list[FloatArray] = []
@@ -524,7 +538,7 @@ def gap_calibration(
 
 def known_window_study(
     windows: IdleWindows,
-    candidate: Candidate,
+    candidate: StudyCandidate,
     settings: StudySettings,
     steps: Sink | None = None,
 ) -> TraceStudy:
@@ -577,3 +591,8 @@ def known_window_study(
         trace_info,
         _settings_json(settings, candidate),
     )
+
+
+__getattr__ = module_aliases(
+    __name__, globals(), {"Candidate": "StudyCandidate", "FORECASTERS": "GAP_MODELS"}
+)

@@ -10,10 +10,12 @@ from typing import IO, Any
 
 from .._atomic import atomic_write, atomic_write_text
 from .._checks import SEED_MAX, integer, positive
+from .._renamed import renamed_flag
 from ..calendar import AZURE_TRACE, DEFAULT_MIN_USEFUL_S, ServiceModel, idle_windows, load_trace
+from ..calendar.causal import DEFAULT_GAP_MODEL, GAP_MODELS
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
-from ..scenario import HandoffCosts
+from ..scenario import HandoffCosts, Recovery
 from .output import emit_json, flag_names, nonnegative_float
 
 __all__ = ["register"]
@@ -106,14 +108,14 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
     )
     study.add_argument(
         "--recovery",
-        choices=("cold", "warm"),
+        choices=tuple(sorted(r.value for r in Recovery)),
         default="cold",
         help="the paper's recovery path (the windows' return path too; default cold)",
     )
     study.add_argument(
         "--forecaster",
-        choices=("empirical", "repeat", "mean"),
-        default="empirical",
+        choices=GAP_MODELS,
+        default=DEFAULT_GAP_MODEL,
         help="the policies' forecast: the renewal model (default), or a baseline: the last "
         "cycles repeated, or their mean",
     )
@@ -182,11 +184,18 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="TRACE.csv: Azure (TIMESTAMP,ContextTokens,GeneratedTokens) or arrival,work,deadline",
     )
     windows.add_argument(
-        "--return-s",
+        "--recovery-s",
         type=nonnegative_float,
         default=HandoffCosts.paper("warm").recovery_s,
         metavar="S",
         help="return path tau_r: capacity ready S seconds after the reclaim (default %(default)g, warm)",
+    )
+    windows.add_argument(
+        "--return-s",
+        dest="recovery_s",
+        type=nonnegative_float,
+        action=renamed_flag("--recovery-s"),
+        help=argparse.SUPPRESS,
     )
     _add_trace_options(windows)
     windows.add_argument("--json", action="store_true", help="print the windows as JSON")
@@ -200,9 +209,9 @@ def _service(args: argparse.Namespace) -> ServiceModel:
     return ServiceModel(args.prefill_rate, args.decode_rate, args.request_s, args.slo_s)
 
 
-def _windows(args: argparse.Namespace, return_s: float) -> IdleWindows:
+def _windows(args: argparse.Namespace, recovery_s: float) -> IdleWindows:
     trace = load_trace(args.trace, _service(args), args.sort)
-    return idle_windows(trace, args.rate, ReturnPath(ready_s=return_s), args.min_useful_s)
+    return idle_windows(trace, args.rate, ReturnPath(ready_s=recovery_s), args.min_useful_s)
 
 
 def _label(path: str) -> str:
@@ -220,7 +229,7 @@ def _write(args: argparse.Namespace, obj: Any) -> None:
 
 def run_windows(args: argparse.Namespace) -> int:
     """``learnsched windows TRACE.csv``: the lendable windows of a trace."""
-    found = _windows(args, args.return_s)
+    found = _windows(args, args.recovery_s)
     out = found.to_json()
     out["synthetic"] = bool(_label(args.trace))
     _write(args, out)
@@ -312,7 +321,7 @@ def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
 
 
 def _candidate(args: argparse.Namespace) -> Any:
-    from ..calendar.study import Candidate
+    from ..calendar.study import StudyCandidate
 
     quanta = args.work_s / positive("--quantum-s", args.quantum_s)
     if not float(quanta).is_integer() or quanta < 1:
@@ -320,7 +329,7 @@ def _candidate(args: argparse.Namespace) -> Any:
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"
         )
     costs = HandoffCosts.paper(args.recovery)
-    return Candidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
+    return StudyCandidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
 
 
 def _settings(args: argparse.Namespace) -> Any:

@@ -56,11 +56,14 @@ class _ProgressLine:
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``run`` and ``demo``."""
+    from ..control.forecast import RUN_FORECASTS
+    from ..serving.engines import ENGINES
+
     run = commands.add_parser(
         "run", help="run the scheduler next to a vLLM or SGLang server and a trainer"
     )
     add = run.add_argument
-    add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
+    add("--engine", choices=ENGINES, required=True, help="the serving engine")
     add("--url", required=True, help="the engine's http(s)://HOST:PORT")
     add_connection_arguments(run)
     add(
@@ -81,7 +84,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         '(seconds after the loop is ready) or "unix"}',
     )  # fmt: skip
     add(
-        "--forecast", choices=("empirical", "exact", "causal"),
+        "--forecast", choices=RUN_FORECASTS,
         help="decide under a forecast; causal: the policy of `learnsched online --trace` "
         "(the idle gap's end unknown), fitted on --history TRACE.csv",
     )  # fmt: skip
@@ -150,7 +153,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--speedup", type=float, default=10.0, help="trace time compression (default 10)")
     add("--ledger", type=Path, help="ledger file (default: STATE_DIR/ledger.jsonl)")
     add("--state-dir", type=Path, help="the trainer's folder (default: beside the ledger)")
-    add("--engine", choices=("vllm", "sglang"), default="vllm", help="simulated dialect")
+    add("--engine", choices=ENGINES, default="vllm", help="simulated dialect")
     add(
         "--trace", type=Path, metavar="FILE",
         help="the request trace to replay (Azure or the project's CSV; default: the "

@@ -57,6 +57,8 @@ def is_loopback(host: str) -> bool:
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``gate``."""
+    from ..serving.engines import ENGINES
+
     gate = commands.add_parser(
         "gate",
         help="an OpenAI-compatible proxy in front of an engine that counts its requests",
@@ -68,7 +70,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         ),
     )
     add = gate.add_argument
-    add("--engine", choices=("vllm", "sglang"), required=True, help="the serving engine")
+    add("--engine", choices=ENGINES, required=True, help="the serving engine")
     add("--url", required=True, type=url_argument, help="the engine's http://HOST:PORT")
     add(
         "--listen", type=address, default=(LOOPBACK, DEFAULT_GATE_PORT), metavar="[HOST:]PORT",

@@ -16,6 +16,9 @@ __all__ = ["register"]
 
 def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``portfolio`` command."""
+    from ..calendar.causal import CAUSAL_POLICIES, DEFAULT_GAP_MODEL, GAP_MODELS
+    from ..portfolio.causal import STUDY_CANDIDATE_POLICY
+
     parser = commands.add_parser(
         "portfolio",
         help="plan a portfolio of candidates on the idle windows of GPUs, under every policy",
@@ -60,8 +63,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     causal.add_argument(
         "--candidate-policy",
-        default="risk_rollout",
-        choices=("window", "costed_window", "rollout", "mean_dp", "risk_rollout"),
+        default=STUDY_CANDIDATE_POLICY,
+        choices=CAUSAL_POLICIES,
         help="each candidate's own causal decision (default %(default)s)",
     )
     causal.add_argument(
@@ -70,8 +73,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     causal.add_argument("--seed", type=int, default=0, help="forecast seed (default 0)")
     causal.add_argument(
         "--forecaster",
-        choices=("empirical", "repeat", "mean"),
-        default="empirical",
+        choices=GAP_MODELS,
+        default=DEFAULT_GAP_MODEL,
         help="the gap and calendar forecast (default empirical)",
     )
     causal.add_argument(

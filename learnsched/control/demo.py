@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._checks import integer, positive
 from ..capacity import ReturnPath
+from ..job import Job
 from ..scenario import HandoffCosts
 from ..serving.endpoint import ServingEndpoint
 from ..serving.ledger import HandoffLedger, HandoffRecord, read_ledger
@@ -223,9 +224,9 @@ def run_demo(
         loadgen = LoadGenerator(front, requests, speedup=options.speedup)
 
         def decider(work_quanta: int, costs: TrainerCosts) -> ModelDecider:
-            handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
             horizon = options.seconds + 3600.0  # the adapter is useful for an hour after
-            return ModelDecider(work_quanta, 1.5 * costs.quantum_s, handoff, 1.0, horizon)
+            job = Job(work_quanta, 1.5 * costs.quantum_s, 1.0, horizon, costs.save_s, costs.load_s)
+            return ModelDecider.from_job(job, HandoffCosts(recovery_s=recovery_s))
 
         trainer = TrainerProcess(TRAINER, state_dir, {"work_quanta": options.work_quanta})
         loop = ControlLoop(

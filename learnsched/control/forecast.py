@@ -19,18 +19,21 @@ from dataclasses import replace
 import numpy as np
 
 from .._checks import integer
-from ..calendar.causal import CausalRules
+from .._renamed import module_aliases
+from ..calendar.causal import DEFAULT_GAP_MODEL, CausalRules
 from ..capacity import Trace
 from ..scenario import HandoffCosts
 from ..solver import Action, ActionKind, Policy
 from .loop import ModelDecider
 from .windows import Window
 
-__all__ = ["FORECASTERS", "CausalForecastDecider", "ForecastDecider"]
+__all__ = ["RUN_FORECASTS", "CausalForecastDecider", "ForecastDecider"]
 
-FORECASTERS = ("empirical", "exact", "causal")
-"""``empirical``: a renewal model fitted on the windows seen; ``exact``: the calendar;
-``causal``: the causal policy, fitted on a request history (:class:`CausalForecastDecider`)."""
+RUN_FORECASTS = ("empirical", "exact", "causal")
+"""What ``learnsched run --forecast`` decides under. ``empirical``: a renewal model fitted
+on the windows seen; ``exact``: the calendar (both :class:`ForecastDecider`); ``causal``:
+the causal policy, fitted on a request history (:class:`CausalForecastDecider`)."""
+EMPIRICAL, EXACT, CAUSAL = RUN_FORECASTS
 
 
 class ForecastDecider(ModelDecider):
@@ -65,7 +68,7 @@ class ForecastDecider(ModelDecider):
         benefit_rate: float,
         horizon_s: float,
         *,
-        forecaster: str = "empirical",
+        forecaster: str = EMPIRICAL,
         samples: int = 64,
         history: Sequence[Window] = (),
         truth: Sequence[Window] = (),
@@ -76,7 +79,7 @@ class ForecastDecider(ModelDecider):
         from ..calendar.decision import FORECAST_POLICIES
         from ..calendar.forecast import EmpiricalForecaster, ExactForecaster, Forecaster
 
-        if forecaster not in FORECASTERS[:2]:
+        if forecaster not in (EMPIRICAL, EXACT):
             raise ValueError(
                 f"forecast must be empirical or exact here (causal: CausalForecastDecider), "
                 f"got {forecaster!r}"
@@ -90,7 +93,7 @@ class ForecastDecider(ModelDecider):
         self.observed: list[tuple[float, float]] = [(w.start_s, w.end_s) for w in history]
         pairs = tuple((w.start_s, w.end_s) for w in truth)
         self.forecaster: Forecaster = (
-            ExactForecaster(pairs) if forecaster == "exact" else EmpiricalForecaster()
+            ExactForecaster(pairs) if forecaster == EXACT else EmpiricalForecaster()
         )
         self.rng = np.random.default_rng(seed)
 
@@ -179,7 +182,7 @@ class CausalForecastDecider(ModelDecider):
         history: Trace,
         policy: str = "rollout",
         samples: int = 64,
-        forecaster: str = "empirical",
+        forecaster: str = DEFAULT_GAP_MODEL,
         rules: CausalRules | None = None,
         rate: float = 1.0,
         seed: int = 0,
@@ -234,3 +237,6 @@ class CausalForecastDecider(ModelDecider):
         if plan == "advance":
             return Action(ActionKind.ADVANCE, quanta, checkpoint=True)
         return Action(ActionKind.PUBLISH, rest)
+
+
+__getattr__ = module_aliases(__name__, globals(), {"FORECASTERS": "RUN_FORECASTS"})

@@ -43,9 +43,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._checks import nonnegative, positive
+from ..job import Job
 from ..scenario import HandoffCosts, InitialState, Scenario
 from ..serving.endpoint import HttpStatusError
 from ..serving.engines import Parked
@@ -69,6 +70,9 @@ from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
+
+if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
+    from typing_extensions import Self
 
 __all__ = [
     "MOVES",
@@ -172,6 +176,15 @@ class ModelDecider:
         self.policy = Policy.parse(policy)
         self.lookahead = lookahead
         self._model: Model | None = None
+
+    @classmethod
+    def from_job(cls, job: Job, path: HandoffCosts, *args: Any, **options: Any) -> Self:
+        """The decider planning ``job`` (its work, benefit, horizon, save and load; its
+        initial state is each decision's) returning by ``path``'s return path; ``args`` and
+        ``options`` are the class's own, after the job's fields."""
+        costs = job.costs(path.recovery_s, path.residency_rate, path.cold_recovery_s)
+        rate = nonnegative("benefit_rate", job.benefit_rate)
+        return cls(job.work_quanta, job.quantum_s, costs, rate, job.horizon_s, *args, **options)
 
     def scenario(
         self, windows: Sequence[Window], progress: int, durable: int, active: bool
@@ -342,7 +355,7 @@ class ControlLoop:
         self.work_quanta = 0
         self.quantum_s = 0.0
         self.save_s = 0.0
-        self.return_s = self.recovery_s
+        self.worst_recovery_s = self.recovery_s  # the longest return path seen, s
         self._stop = threading.Event()
         self._handled_end = -math.inf
         self._decider: Decider | None = None
@@ -861,7 +874,7 @@ class ControlLoop:
     def _fits(self, window: Window, quanta: int, save: bool, at_s: float | None = None) -> bool:
         """Eq. 10 on what is left of the window from now (or ``at_s``), with the slowest
         timings seen so far."""
-        need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.return_s
+        need = quanta * self.quantum_s + (self.save_s if save else 0.0) + self.worst_recovery_s
         return (self.now() if at_s is None else at_s) + need <= window.end_s + _EPS_S
 
     def _interrupt(self) -> None:
@@ -976,7 +989,7 @@ class ControlLoop:
         if self.progress <= self.durable:
             return
         now = self.now()
-        budget = Window(now, now + self.save_s + self.return_s + _EPS_S)
+        budget = Window(now, now + self.save_s + self.worst_recovery_s + _EPS_S)
         ahead = [budget, *(w for w in windows[1:] if w.start_s >= budget.end_s)]
         action = self._decide(ahead, self.progress, self.durable, True)
         self._decision("early-return", budget, action, "model", reason=reason)
@@ -1037,7 +1050,7 @@ class ControlLoop:
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
         self.lent = False
         self.held_latency_s.extend(self.engine.last_held_s)
-        self.return_s = max(self.return_s, readiness)
+        self.worst_recovery_s = max(self.worst_recovery_s, readiness)
         self.totals.handoffs += 1
         self.totals.late_returns += late
         self.totals.early_returns += early

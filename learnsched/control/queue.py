@@ -21,14 +21,15 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .._checks import integer, nonnegative, positive
 from .._json import exact_keys, read_json
 from ..benefit import BenefitRate, benefit_rate
-from ..portfolio import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from ..job import Job
+from ..portfolio import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from ..scenario import InitialState
 
 __all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
@@ -65,6 +66,11 @@ class QueuedJob:
         ``g`` after publishing, s-eq./s (or a schedule), on the loop's clock.
     horizon_s
         ``H`` on the loop's clock, seconds.
+
+    Attributes
+    ----------
+    job
+        The job of these fields, from no progress.
     """
 
     name: str
@@ -76,6 +82,7 @@ class QueuedJob:
     horizon_s: float
     save_s: float = 0.0
     load_s: float = 0.0
+    job: Job = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         name: object = self.name  # read from JSON: anything
@@ -92,6 +99,15 @@ class QueuedJob:
         object.__setattr__(self, "benefit_rate", benefit_rate(self.benefit_rate))
         for name in ("save_s", "load_s"):
             nonnegative(name, getattr(self, name))
+        job = Job(
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            self.horizon_s,
+            self.save_s,
+            self.load_s,
+        )
+        object.__setattr__(self, "job", job)
 
 
 def read_queue(path: str | os.PathLike[str]) -> list[QueuedJob]:
@@ -252,18 +268,12 @@ class TrainerQueue:
         for i in open_jobs:
             job, s = self.jobs[i], self.states[i]
             p, d, active = state if i == running else (s.durable, s.durable, False)
-            candidates.append(
-                Candidate(
-                    job.name,
-                    job.work_quanta,
-                    self.quantum_margin * job.quantum_s,
-                    job.benefit_rate,
-                    job.horizon_s,
-                    job.save_s,
-                    job.load_s,
-                    InitialState(p, d, active),
-                )
+            planned = replace(
+                job.job,
+                quantum_s=self.quantum_margin * job.quantum_s,
+                initial=InitialState(p, d, active),
             )
+            candidates.append(PortfolioCandidate.from_job(job.name, planned))
         pairs = [(w.start_s, w.end_s) for w in windows[: self.lookahead.max_windows]]
         left_s = sum((c.work_quanta - c.initial.durable) * c.quantum_s for c in candidates)
         handoff_s = max(c.load_s + c.save_s for c in candidates) + self.recovery_s

@@ -15,23 +15,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 
 from .. import _core
 from .._checks import SEED_MAX, integer
+from .._renamed import module_aliases
 from ..calendar.causal import (
     CAUSAL_POLICIES,
+    DEFAULT_GAP_MODEL,
     CausalForecast,
     CausalRules,
     CausalTrace,
     core_candidate,
 )
 from ..calendar.forecast import Forecaster
-from ..scenario import HandoffCosts, Scenario
-from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from ..scenario import HandoffCosts, InitialState, Scenario
+from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from .study import PolicyStats, StudyResult
 
 __all__ = [
@@ -160,21 +162,12 @@ def _check_causal(portfolio: Portfolio) -> None:
             )
 
 
-def candidate_scenario(candidate: Candidate, portfolio: Portfolio) -> Scenario:
+def candidate_scenario(candidate: PortfolioCandidate, portfolio: Portfolio) -> Scenario:
     """The candidate as a finite-model scenario with the portfolio's return path (its
-    calendar, one placeholder window at the horizon, is not used)."""
-    costs = HandoffCosts(
-        portfolio.recovery_s, portfolio.residency_rate, candidate.save_s, candidate.load_s
-    )
+    calendar, one placeholder window at the horizon, and its initial state are not used)."""
     end = candidate.horizon_s
-    return Scenario(
-        ((end, end + 1.0),),
-        candidate.work_quanta,
-        candidate.quantum_s,
-        candidate.benefit_rate,
-        candidate.horizon_s,
-        costs,
-    )
+    path = HandoffCosts(portfolio.recovery_s, portfolio.residency_rate)
+    return replace(candidate.job, initial=InitialState()).scenario(((end, end + 1.0),), path)
 
 
 def known_calendar(
@@ -337,7 +330,8 @@ CAUSAL_SETTINGS = ("azure_causal", "azure_causal_warm")
 """The causal study's settings: the shipped trace with the paper's cold or warm return path."""
 STUDY_CANDIDATE_POLICY = "risk_rollout"
 """Each candidate's own decision in the study (see the docs for rollout's numbers)."""
-STUDY_POLICIES: tuple[str, ...] = (*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR)
+CAUSAL_STUDY_POLICIES: tuple[str, ...] = (*CAUSAL_PORTFOLIO_POLICIES, KNOWN_CALENDAR)
+"""The causal study's portfolio policies, and the rollout on the known calendar."""
 HORIZON_S = 600.0
 WARMUP_S = 600.0
 TAIL_S = 480.0
@@ -404,11 +398,11 @@ class CausalStudyResult(StudyResult):
 
 def study_candidates(
     rng: np.random.Generator, end_s: float, costs: HandoffCosts
-) -> list[Candidate]:
+) -> list[PortfolioCandidate]:
     """24 candidates drawn like the paper grid's (6, 12, 24 or 36 quanta of 5 s; rates 0.1,
     0.25, 0.5, 1 or 2 s-eq./s), their benefit until ``TAIL_S`` after ``end_s``."""
     return [
-        Candidate(
+        PortfolioCandidate(
             name=f"c{i:02d}",
             work_quanta=int(rng.choice([6, 12, 24, 36])),
             quantum_s=5.0,
@@ -426,7 +420,7 @@ def causal_draw(
     costs: HandoffCosts,
     seed: int,
     candidate_policy: str = STUDY_CANDIDATE_POLICY,
-    policies: Sequence[str] = STUDY_POLICIES,
+    policies: Sequence[str] = CAUSAL_STUDY_POLICIES,
 ) -> dict[str, list[CausalPortfolioOutcome]]:
     """One draw of the causal study: every horizon of ``HORIZON_S`` after ``WARMUP_S``, each
     with 24 fresh candidates (drawn from ``seed``), every policy, forecasts seeded by
@@ -434,7 +428,7 @@ def causal_draw(
     from ..calendar.study import horizon_starts, make_forecaster
 
     rng = np.random.default_rng([integer("seed", seed, low=0), 11])
-    forecaster = make_forecaster("empirical")
+    forecaster = make_forecaster(DEFAULT_GAP_MODEL)
     out: dict[str, list[CausalPortfolioOutcome]] = {p: [] for p in policies}
     for h, start in enumerate(horizon_starts(trace.span_s, WARMUP_S, HORIZON_S)):
         end = start + HORIZON_S
@@ -498,6 +492,9 @@ def run_causal_study(
                 lateness_s=tuple(total(d[p], "lateness_s") for d in draws),
                 requests=tuple(_served(d[p]) for d in draws),
             )
-            for p in STUDY_POLICIES
+            for p in CAUSAL_STUDY_POLICIES
         }
     return CausalStudyResult(count, result)
+
+
+__getattr__ = module_aliases(__name__, globals(), {"STUDY_POLICIES": "CAUSAL_STUDY_POLICIES"})

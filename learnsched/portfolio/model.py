@@ -17,20 +17,16 @@ from typing import Any
 from .. import _core
 from .._checks import indexed, integer, real
 from .._json import exact_keys
-from ..benefit import BenefitRate, benefit_rate, schedule_of
+from .._renamed import module_aliases
+from ..benefit import BenefitRate, schedule_of
+from ..job import JOB_FIELDS, Job
 from ..plan import ACTION_NAMES, CostSplit
-from ..scenario import (
-    C_INT_MAX,
-    INITIAL_KEYS,
-    HandoffCosts,
-    InitialState,
-    window_pairs,
-)
+from ..scenario import HandoffCosts, InitialState, window_pairs
 
 __all__ = [
     "DEFAULT_POLICIES",
-    "Candidate",
     "Portfolio",
+    "PortfolioCandidate",
     "PortfolioModel",
     "PortfolioPlan",
     "PortfolioPolicy",
@@ -42,16 +38,7 @@ __all__ = [
 StateSpaceError = _core.StateSpaceError
 """A portfolio, or its DP, larger than the core's limits (a ``ValueError``)."""
 
-CANDIDATE_KEYS = (
-    "name",
-    "work_quanta",
-    "quantum_s",
-    "benefit_rate",
-    "horizon_s",
-    "save_s",
-    "load_s",
-    "initial",
-)
+CANDIDATE_KEYS = ("name", *JOB_FIELDS)
 OPTIONAL_CANDIDATE_KEYS = ("half_life_s",)
 RETURN_KEYS = ("recovery_s", "residency_rate")
 TWO_PATH_RETURN_KEYS = ("warm_recovery_s", "cold_recovery_s", "residency_rate")
@@ -109,8 +96,9 @@ def parse_policies(
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """One self-evolution job: a finite-model candidate (the fields of a ``solve`` scenario).
+class PortfolioCandidate:
+    """One self-evolution job of a portfolio: a :class:`~learnsched.job.Job` with a name
+    and an optional age decay (the fields of a ``solve`` scenario, save and load included).
 
     Parameters
     ----------
@@ -134,6 +122,11 @@ class Candidate:
         Age decay of its benefit (Eq. C.7): an artifact ``a`` seconds old earns
         ``g * 2**(-a / half_life_s)`` per second, seconds; ``None`` (default): no decay, the
         finite model's ``g * (H - t_p)^+``.
+
+    Attributes
+    ----------
+    job
+        The job of these fields (:meth:`from_job` builds a candidate from one).
     """
 
     name: str
@@ -145,20 +138,43 @@ class Candidate:
     load_s: float = 0.0
     initial: InitialState = field(default_factory=InitialState)
     half_life_s: float | None = None
+    job: Job = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Types only: every range is the core's check, with the candidate's name.
+        # Types only (the job's conversions): every range is the core's check, with the
+        # candidate's name.
         put = object.__setattr__
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {self.name!r}")
-        put(self, "work_quanta", integer("work_quanta", self.work_quanta, -C_INT_MAX, C_INT_MAX))
-        put(self, "benefit_rate", benefit_rate(self.benefit_rate))
-        for name in ("quantum_s", "horizon_s", "save_s", "load_s"):
-            put(self, name, real(name, getattr(self, name)))
+        job = Job(
+            self.work_quanta,
+            self.quantum_s,
+            self.benefit_rate,
+            self.horizon_s,
+            self.save_s,
+            self.load_s,
+            self.initial,
+        )
+        for name in JOB_FIELDS:
+            put(self, name, getattr(job, name))
+        put(self, "job", job)
         if self.half_life_s is not None:
             put(self, "half_life_s", real("half_life_s", self.half_life_s))
-        if not isinstance(self.initial, InitialState):
-            raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
+
+    @classmethod
+    def from_job(cls, name: str, job: Job, half_life_s: float | None = None) -> PortfolioCandidate:
+        """The candidate ``name`` planning ``job`` (``half_life_s``: see the class)."""
+        return cls(
+            name,
+            job.work_quanta,
+            job.quantum_s,
+            job.benefit_rate,
+            job.horizon_s,
+            job.save_s,
+            job.load_s,
+            job.initial,
+            half_life_s,
+        )
 
     def to_core(self) -> _core.PortfolioCandidate:
         """The core's candidate."""
@@ -178,48 +194,20 @@ class Candidate:
 
     def to_json(self) -> dict[str, Any]:
         """The SPEC's candidate object (``half_life_s`` only when set)."""
-        out: dict[str, Any] = {
-            "name": self.name,
-            "work_quanta": self.work_quanta,
-            "quantum_s": self.quantum_s,
-            "benefit_rate": (
-                self.benefit_rate
-                if isinstance(self.benefit_rate, float)
-                else [list(piece) for piece in self.benefit_rate]
-            ),
-            "horizon_s": self.horizon_s,
-            "save_s": self.save_s,
-            "load_s": self.load_s,
-            "initial": {
-                "progress": self.initial.progress,
-                "durable": self.initial.durable,
-                "active": self.initial.active,
-            },
-        }
+        out: dict[str, Any] = {"name": self.name, **self.job.to_json()}
         if self.half_life_s is not None:
             out["half_life_s"] = self.half_life_s
         return out
 
     @classmethod
-    def from_json(cls, obj: object) -> Candidate:
+    def from_json(cls, obj: object) -> PortfolioCandidate:
         """The candidate of a SPEC's ``candidates`` entry (every key of :meth:`to_json`)."""
         try:
             if not isinstance(obj, Mapping):
                 raise TypeError(f"a candidate must be a JSON object, got {type(obj).__name__}")
             keys = CANDIDATE_KEYS + tuple(k for k in OPTIONAL_CANDIDATE_KEYS if k in obj)
             data = exact_keys("candidate", obj, keys)
-            initial = exact_keys("initial", data["initial"], INITIAL_KEYS)
-            return cls(
-                name=data["name"],
-                work_quanta=data["work_quanta"],
-                quantum_s=data["quantum_s"],
-                benefit_rate=data["benefit_rate"],
-                horizon_s=data["horizon_s"],
-                save_s=data["save_s"],
-                load_s=data["load_s"],
-                initial=InitialState(initial["progress"], initial["durable"], initial["active"]),
-                half_life_s=data.get("half_life_s"),
-            )
+            return cls.from_job(data["name"], Job.from_json(data), data.get("half_life_s"))
         except TypeError as err:  # JSON input: a wrong type is a bad value
             raise ValueError(str(err)) from err
 
@@ -252,7 +240,7 @@ class Portfolio:
     gpus: tuple[Windows, ...]
     recovery_s: float
     residency_rate: float
-    candidates: tuple[Candidate, ...]
+    candidates: tuple[PortfolioCandidate, ...]
     cold_recovery_s: float | None = None
     budget_gpu_s: float | None = None
     _core_portfolio: _core.Portfolio = field(init=False, repr=False, compare=False)
@@ -270,11 +258,13 @@ class Portfolio:
                 put(self, name, real(name, getattr(self, name)))
         candidates: object = self.candidates
         if isinstance(candidates, (str, bytes)) or not isinstance(candidates, Sequence):
-            raise TypeError(f"candidates must be a list of Candidate, got {candidates!r}")
+            raise TypeError(f"candidates must be a list of PortfolioCandidate, got {candidates!r}")
         put(self, "candidates", tuple(candidates))
         for i, c in enumerate(self.candidates):
-            if not isinstance(c, Candidate):
-                raise TypeError(f"candidates[{i}] must be a Candidate, got {type(c).__name__}")
+            if not isinstance(c, PortfolioCandidate):
+                raise TypeError(
+                    f"candidates[{i}] must be a PortfolioCandidate, got {type(c).__name__}"
+                )
         core = _core.Portfolio(
             [list(w) for w in self.gpus],
             _core.SharedReturn(self.recovery_s, self.residency_rate, self.cold_recovery_s),
@@ -289,7 +279,7 @@ class Portfolio:
         cls,
         windows: object,
         costs: HandoffCosts,
-        candidates: Sequence[Candidate],
+        candidates: Sequence[PortfolioCandidate],
         budget_gpu_s: float | None = None,
         gpus: int = 1,
     ) -> Portfolio:
@@ -383,7 +373,7 @@ def _from_json(obj: object) -> tuple[Portfolio, tuple[PortfolioPolicy, ...]]:
         gpus=tuple(_indexed_windows(calendars)),
         recovery_s=data["warm_recovery_s" if two_path else "recovery_s"],
         residency_rate=data["residency_rate"],
-        candidates=tuple(indexed("candidates", candidates, Candidate.from_json)),
+        candidates=tuple(indexed("candidates", candidates, PortfolioCandidate.from_json)),
         cold_recovery_s=data["cold_recovery_s"] if two_path else None,
         budget_gpu_s=data.get("budget_gpu_s"),
     )
@@ -608,11 +598,15 @@ def solve_portfolio(
     Examples
     --------
     >>> import learnsched as ls
-    >>> from learnsched.portfolio import Candidate, Portfolio, solve_portfolio
-    >>> jobs = [Candidate("tool", 6, 5.0, 0.25, 1020.0), Candidate("lora", 12, 5.0, 0.5, 1020.0)]
+    >>> from learnsched.portfolio import PortfolioCandidate, Portfolio, solve_portfolio
+    >>> jobs = [PortfolioCandidate("tool", 6, 5.0, 0.25, 1020.0),
+    ...         PortfolioCandidate("lora", 12, 5.0, 0.5, 1020.0)]
     >>> p = Portfolio.on_windows([(0, 80), (100, 180), (200, 280), (300, 540)], ls.PAPER_WARM, jobs)
     >>> plans = solve_portfolio(p, ["costed_window", "rollout"])
     >>> plans["rollout"].value >= plans["costed_window"].value
     True
     """
     return PortfolioModel(portfolio, policies).solve_all()
+
+
+__getattr__ = module_aliases(__name__, globals(), {"Candidate": "PortfolioCandidate"})

@@ -23,12 +23,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._checks import FloatArray, integer
+from .._renamed import module_aliases
 from ..scenario import PAPER_COLD, PAPER_WARM, HandoffCosts
-from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
+from .model import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 
 __all__ = [
     "DEMANDS",
-    "STUDY_POLICIES",
+    "PORTFOLIO_STUDY_POLICIES",
     "PolicyStats",
     "Setting",
     "StudyResult",
@@ -43,13 +44,14 @@ __all__ = [
 DEMANDS = ("stable", "single_burst", "recurrent", "decaying")
 """App. C.2's demand shapes."""
 
-STUDY_POLICIES: tuple[PortfolioPolicy, ...] = (
+PORTFOLIO_STUDY_POLICIES: tuple[PortfolioPolicy, ...] = (
     PortfolioPolicy.SEQUENTIAL,
     PortfolioPolicy.DENSITY,
     PortfolioPolicy.EARLIEST,
     PortfolioPolicy.COSTED_WINDOW,
     PortfolioPolicy.ROLLOUT,
 )
+"""The policies App. C.2's portfolio study compares (all but the exact ``dp``)."""
 BASELINE = PortfolioPolicy.SEQUENTIAL
 
 HOUR_S = 3600.0
@@ -101,7 +103,7 @@ def idle_calendars(
     )
 
 
-def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Candidate]:
+def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[PortfolioCandidate]:
     """24 candidates whose benefit follows demand: a candidate of base rate ``u`` earns
     ``u * d_k / mean(d)`` per second in slot ``k`` (its users come with the demand)."""
     shape = load / max(float(np.mean(load)), 1e-9)
@@ -114,7 +116,7 @@ def _synthetic_candidates(rng: np.random.Generator, load: FloatArray) -> list[Ca
         half_life_h = float(rng.uniform(4.0, 16.0))
         schedule = tuple((k * SLOT_S, rate * float(shape[k])) for k in range(len(load)))
         out.append(
-            Candidate(
+            PortfolioCandidate(
                 name=f"{kind}-{i:02d}",
                 work_quanta=work_min,
                 quantum_s=QUANTUM_S,
@@ -158,7 +160,7 @@ def trace_portfolio(seed: int, tail_s: float = 480.0) -> Portfolio:
     rng = np.random.default_rng([integer("seed", seed), 7])
     horizon_s = windows.span_s + tail_s
     candidates = [
-        Candidate(
+        PortfolioCandidate(
             name=f"c{i:02d}",
             work_quanta=int(rng.choice([6, 12, 24, 36])),
             quantum_s=5.0,
@@ -308,7 +310,7 @@ def study_settings(trace: bool = True, synthetic: bool = True) -> list[Setting]:
 def run_study(
     seeds: int = 10,
     chosen_settings: Sequence[Setting] | None = None,
-    policies: Sequence[PortfolioPolicy] = STUDY_POLICIES,
+    policies: Sequence[PortfolioPolicy] = PORTFOLIO_STUDY_POLICIES,
 ) -> StudyResult:
     """Every policy on every setting for seeds ``0 .. seeds-1``.
 
@@ -344,3 +346,6 @@ def run_study(
             for p in chosen
         }
     return StudyResult(count, out)
+
+
+__getattr__ = module_aliases(__name__, globals(), {"STUDY_POLICIES": "PORTFOLIO_STUDY_POLICIES"})
