@@ -214,10 +214,11 @@ def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
     args = args.config_flags.resolve(args)
     from ..control.actuation import ServingEngine
+    from ..control.deciders import ModelDecider
     from ..control.front import gate_summary
     from ..control.healing import Backoff
     from ..control.lookahead import DEFAULT_LOOKAHEAD, Lookahead
-    from ..control.loop import ControlLoop, LoopOptions, ModelDecider
+    from ..control.loop import ControlLoop, LoopOptions
     from ..control.trainer import TrainerCosts, TrainerProcess
     from ..control.windows import read_calendar
     from ..scenario import HandoffCosts
@@ -277,13 +278,13 @@ def run_run(args: argparse.Namespace) -> int:
             )  # fmt: skip
         if causal:
             from ..calendar import load_trace
-            from ..control.forecast import CausalForecastDecider
+            from ..control.deciders import CausalForecastDecider
 
             return CausalForecastDecider(
                 work_quanta, quantum_s, handoff, args.benefit_rate, horizon,
                 history=load_trace(args.history), policy=args.policy, samples=args.samples,
             )  # fmt: skip
-        from ..control.forecast import ForecastDecider
+        from ..control.deciders import ForecastDecider
 
         return ForecastDecider(
             work_quanta, quantum_s, handoff, args.benefit_rate, horizon,

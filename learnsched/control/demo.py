@@ -35,9 +35,10 @@ from ..handoff.endpoint import ServingEndpoint
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
 from ..scenario import HandoffCosts
 from .actuation import ServingEngine
+from .deciders import ModelDecider
 from .front import gate_summary, held_arrivals
 from .loadgen import LoadGenerator, read_requests
-from .loop import ControlLoop, LoopOptions, ModelDecider
+from .loop import ControlLoop, LoopOptions
 from .trainer import TrainerCosts, TrainerProcess
 from .windows import KnownCalendar, Window
 

@@ -41,18 +41,18 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
-from .._checks import nonnegative, positive
+from .._checks import nonnegative
 from ..handoff.endpoint import HttpStatusError
 from ..handoff.engines import Parked
 from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
-from ..scenario import HandoffCosts, InitialState, Scenario
-from ..solver import Action, ActionKind, Model, Policy
+from ..solver import Action, ActionKind
 from .actuation import EngineControl
+from .deciders import MOVES, Decider, MoveDecider
 from .healing import Backoff, EngineUnreturnable, Quarantined
 from .journal import (
     Totals,
@@ -65,20 +65,11 @@ from .journal import (
     quarantine_of,
 )
 from .locks import RunLocks
-from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
 
-__all__ = [
-    "MOVES",
-    "ControlLoop",
-    "Decider",
-    "LoopOptions",
-    "ModelDecider",
-    "MoveDecider",
-    "Overhead",
-]
+__all__ = ["ControlLoop", "LoopOptions", "Overhead"]
 
 # Slack for Eq. 10 on a window trimmed to "now": a decision is taken a moment after it.
 _EPS_S = 1e-6
@@ -91,115 +82,6 @@ def _last_boundary(gap_s: float, next_s: float, step_s: float, now_s: float) -> 
     if now_s < next_s + step_s:
         return next_s
     return max(next_s, gap_s + step_s * math.floor((now_s - gap_s) / step_s))
-
-
-class Decider(Protocol):
-    """Chooses a window's action from the windows ahead and the state."""
-
-    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
-        """The action for ``windows[0]`` (the current window) in state ``(p, pbar)``."""
-        ...
-
-
-MOVES = ("work", "save", "checkpoint_return", "discard_return", "abandon", "wait")
-"""What a :class:`MoveDecider` may answer between quanta."""
-
-
-@runtime_checkable
-class MoveDecider(Decider, Protocol):
-    """A :class:`Decider` that re-decides at every quantum boundary of a window, idle or
-    lent (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
-
-    While the window is idle the loop asks :meth:`next_move` (``lent=False``) at its
-    first boundary and then every quantum (``quantum_s`` of the job) after the window's
-    planned start, the engine serving meanwhile: ``wait`` (ask again at the next
-    boundary) or ``work`` (park the engine and lend now); an arrival ends the idle
-    window. Between two quanta of the loan it asks again (``lent=True``) and obeys the
-    ``move``: ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
-    ``checkpoint_return`` (checkpoint and return now), ``discard_return`` or ``abandon``
-    (return now, the unsaved work dropped); ``wait`` while lent returns as a discard
-    does (an idle parked engine serves nobody). :meth:`Decider.decide` is asked only at
-    an early return.
-    """
-
-    def next_move(
-        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
-    ) -> tuple[str, int, str]:
-        """``(plan, quanta, move)`` at ``now_s`` in the gap that began at ``gap_start_s``
-        (loop clock, seconds), in state ``(p, pbar)``."""
-        ...
-
-
-class ModelDecider:
-    """``Model.decide`` on a scenario built from the windows ahead, look-ahead capped.
-
-    The scenario's first window is what is left of the current one, so a window
-    entered late, a calendar that changed and a restarted loop are all planned exactly;
-    it holds at most ``lookahead`` windows (:mod:`.lookahead`: 64 by default), so a
-    decision costs the same whatever the calendar's length. One model is kept and
-    rebuilt in place for each decision (:meth:`~learnsched.Model.rebuild`), with only
-    the policy's own tables.
-
-    Parameters
-    ----------
-    work_quanta, quantum_s
-        ``J`` and ``delta`` (seconds).
-    costs
-        Handoff costs (``t_ret``, ``rho``, ``t_ck``, ``t_ld``).
-    benefit_rate, horizon_s
-        ``g`` (s-eq./s) and ``H`` on the loop's clock (seconds).
-    policy
-        The model's policy (LearnSched's rollout by default).
-    lookahead
-        How many windows (and seconds) a decision plans over.
-    """
-
-    def __init__(
-        self,
-        work_quanta: int,
-        quantum_s: float,
-        costs: HandoffCosts,
-        benefit_rate: float,
-        horizon_s: float,
-        policy: str | Policy = Policy.ROLLOUT,
-        lookahead: Lookahead = DEFAULT_LOOKAHEAD,
-    ) -> None:
-        self.work_quanta = work_quanta
-        self.quantum_s = positive("quantum_s", quantum_s)
-        self.costs = costs
-        self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
-        self.horizon_s = horizon_s
-        self.policy = Policy.parse(policy)
-        self.lookahead = lookahead
-        self._model: Model | None = None
-
-    def scenario(
-        self, windows: Sequence[Window], progress: int, durable: int, active: bool
-    ) -> Scenario:
-        """The scenario of the capped ``windows`` with the state ``(p, pbar, active)``
-        at the first."""
-        # Slice first: the calendar may hold thousands of windows, the plan only the cap.
-        pairs = [(w.start_s, w.end_s) for w in windows[: self.lookahead.max_windows]]
-        left_s = (self.work_quanta - durable) * self.quantum_s
-        handoff_s = self.costs.load_s + self.costs.save_s + self.costs.recovery_s
-        return Scenario(
-            windows=pairs[: self.lookahead.cut(pairs, left_s, handoff_s)],
-            work_quanta=self.work_quanta,
-            quantum_s=self.quantum_s,
-            benefit_rate=self.benefit_rate,
-            horizon_s=self.horizon_s,
-            costs=self.costs,
-            initial=InitialState(progress, durable, active),
-        )
-
-    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
-        """See :class:`Decider`."""
-        scenario = self.scenario(windows, progress, durable, active)
-        if self._model is None:
-            self._model = Model(scenario, [self.policy])
-        else:
-            self._model.rebuild(scenario)
-        return self._model.decide(0, progress, durable, active, self.policy)
 
 
 @dataclass(frozen=True)

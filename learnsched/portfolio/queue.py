@@ -31,7 +31,7 @@ from ..benefit import BenefitRate, benefit_rate
 from ..scenario import InitialState, _exact_keys
 from .model import Candidate, Portfolio, PortfolioModel, PortfolioPolicy
 
-__all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
+__all__ = ["QUEUE_KEYS", "QueuedJob", "TrainerQueue", "read_queue"]
 
 QUEUE_KEYS = (
     "name",
@@ -131,29 +131,6 @@ class _JobState:
     durable: int = 0
     published: bool = False
     turns: list[Any] = field(default_factory=list)  # each turn's Totals
-
-
-class QueueDecider:
-    """The :class:`learnsched.control.Decider` of job ``index`` in a :class:`TrainerQueue`:
-    the portfolio's rollout decision on the windows ahead, that job's action when the
-    window is its own; a wait (and the loop stopped, for the job named) otherwise."""
-
-    def __init__(self, queue: TrainerQueue, index: int) -> None:
-        self.queue = queue
-        self.index = index
-
-    def decide(self, windows: list[Any], progress: int, durable: int, active: bool) -> Any:
-        """See :class:`learnsched.control.Decider`."""
-        from ..solver import Action, ActionKind
-
-        choice, action = self.queue.decide(windows, self.index, progress, durable, active)
-        if choice == self.index:
-            return action
-        # A window is handed over once: the job it went to keeps it (its trainer's start-up
-        # took some of it, which may tip the portfolio back), so no window ping-pongs.
-        if choice is not None and self.queue.handover_end != windows[0].end_s:
-            self.queue.hand_over(choice, windows[0].end_s)
-        return Action(ActionKind.WAIT)
 
 
 class TrainerQueue:
@@ -333,6 +310,7 @@ class TrainerQueue:
             loop.watcher.notify_arrival(*args, **kwargs)
 
     def _loop_for(self, index: int) -> Any:
+        from ..control.deciders import QueueDecider
         from ..control.loop import ControlLoop
         from ..control.trainer import TrainerProcess
 
