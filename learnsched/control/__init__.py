@@ -1,6 +1,7 @@
 """The running scheduler: LearnSched's online control loop over a serving engine and a trainer.
 
-- :mod:`.loop`: :class:`ControlLoop` (the event loop);
+- :mod:`.loop`: :class:`ControlLoop` (the event loop); :mod:`.restart`: what a restarted
+  loop reads from its ledger and how it heals an engine a killed run left parked;
 - :mod:`.deciders`: every decider (:class:`ModelDecider`, :class:`ForecastDecider`
   under sampled calendars, :class:`CausalForecastDecider`, :class:`QueueDecider`);
 - :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);

@@ -14,8 +14,9 @@ A run holds the ledger lock and the engine's lease (:mod:`.locks`: one loop per 
 and per ledger). A restarted loop reads the ledger and asks the engine first, returns an
 engine a killed run left parked before it starts the trainer (which may take minutes),
 honours a quarantine (:mod:`.healing`: no lending after a failed or impossible return
-until an operator clears it), and resumes the trainer from its last durable checkpoint,
-counting the unsaved work as lost, as the model does. A failed return is retried with
+until an operator clears it; :mod:`.restart` reads the ledger and plans the heal), and
+resumes the trainer from its last durable checkpoint, counting the unsaved work as
+lost, as the model does. A failed return is retried with
 bounded backoff; if the engine still cannot be returned the run quarantines it and stops
 (``learnsched run`` exits 3 naming it). :meth:`ControlLoop.stop` (SIGTERM or SIGINT, to the
 loop or its process group: the trainer leads its own session) ends the current quantum,
@@ -47,24 +48,15 @@ from typing import Any
 
 from .._checks import nonnegative
 from ..handoff.endpoint import HttpStatusError
-from ..handoff.engines import Parked
 from ..handoff.errors import EngineBusy, HandoffProbeError, ServerConfigError
-from ..handoff.ledger import HandoffLedger, HandoffRecord, read_ledger
+from ..handoff.ledger import HandoffLedger, HandoffRecord
 from ..solver import Action, ActionKind
 from .actuation import EngineControl
 from .deciders import MOVES, Decider, MoveDecider
 from .healing import Backoff, EngineUnreturnable, Quarantined
-from .journal import (
-    Totals,
-    last_durable,
-    last_reference,
-    last_run,
-    open_park,
-    park_progress,
-    progress_seen,
-    quarantine_of,
-)
+from .journal import Totals
 from .locks import RunLocks
+from .restart import plan_heal, quarantined, read_start
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
@@ -268,15 +260,14 @@ class ControlLoop:
     def _start(self) -> None:
         """Read the ledger and the engine first; return a parked engine before anything
         else starts (a trainer may take minutes); honour a quarantine; then the trainer."""
-        records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
-        self.run_id = last_run(records) + 1
-        published = any(r.kind == "publish" for r in records)
-        quarantine = quarantine_of(records)
+        start = read_start(self.ledger.path)
+        self.run_id = start.run_id
+        published, quarantine = start.published, start.quarantine
         cleared = False
         if quarantine is not None and self.options.clear_quarantine:
             self._record("quarantine-cleared", detail={"reason": quarantine.reason})
             quarantine, cleared = None, True
-        self.durable = self.progress = last_durable(records)
+        self.durable = self.progress = start.durable
         self._record(
             "run-start",
             durable_progress=self.durable,
@@ -287,13 +278,9 @@ class ControlLoop:
                 "quarantine": None if quarantine is None else quarantine.reason,
             },
         )
-        self._heal(records, cleared)
+        self._heal(start.records, cleared)
         if quarantine is not None:
-            raise Quarantined(
-                f"{self._engine_name()} is quarantined since "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(quarantine.since_unix))} "
-                f"({quarantine.reason}): check it, then run again with --clear-quarantine"
-            )
+            raise quarantined(self._engine_name(), quarantine)
         notes = self.engine.preflight()
         if self.engine.reference is not None:
             self._record("reference", detail={"text": self.engine.reference})
@@ -352,40 +339,21 @@ class ControlLoop:
 
     def _heal(self, records: list[HandoffRecord], cleared: bool) -> None:
         """Return an engine a killed run left parked (the ledger says so, or the engine
-        does), as far as that run's park got, counting its unsaved work as lost. A park
-        SGLang cannot settle (see _unknowable) is quarantined, unless the operator has
-        just cleared that quarantine (``cleared``): then they have seen to the engine,
-        and the return is a completed request only."""
-        parked = open_park(records)
-        asleep = self.engine.is_parked()
-        if parked is None and not asleep:
+        does), as :func:`~.restart.plan_heal` says, counting its unsaved work as lost; or
+        quarantine it where SGLang cannot say whether it is parked."""
+        heal = plan_heal(records, self.engine.is_parked(), cleared)
+        if heal is None:
             return
-        call = self.engine.unpark
-        acked, steps = (None, set()) if parked is None else park_progress(records, parked)
-        if acked is not None and isinstance(acked.detail.get("parked"), dict):
-            self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
-        if parked is not None and not asleep:
-            unknowable = _unknowable(acked, steps)
-            # vLLM awake, or an operator who has seen to SGLang: readiness only.
-            if asleep is False or (unknowable is not None and cleared):
-                call = self.engine.ready
-            elif unknowable is not None:
-                reason = (
-                    f"a killed run sent a {unknowable} whose answer it never recorded: SGLang "
-                    "may be parked or not and cannot say; restart the server (or confirm its "
-                    "state), then run again with --clear-quarantine"
-                )
-                self._quarantine(reason)
-                raise Quarantined(f"{self._engine_name()}: {reason}")
-            elif acked is None:  # the release never went out: at most a pause to undo
-                call = self.engine.unpause if "paused" in steps else self.engine.ready
-        self.engine.reference = last_reference(records)
-        lost = max(progress_seen(records) - last_durable(records), 0)
-        deadline = math.inf if parked is None else parked.detail.get("deadline_unix", math.inf)
-        stamps = self._give_back(call)
-        late = time.time() > float(deadline)
-        self.totals.unsaved_lost += lost
-        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
+        if heal.parked is not None:
+            self.engine.parked = heal.parked  # what to undo
+        if heal.quarantine is not None:
+            self._quarantine(heal.quarantine)
+            raise Quarantined(f"{self._engine_name()}: {heal.quarantine}")
+        self.engine.reference = heal.reference
+        stamps = self._give_back(getattr(self.engine, heal.call))  # one of HEAL_CALLS
+        late = time.time() > float(heal.deadline_unix)
+        self.totals.unsaved_lost += heal.lost
+        self._returned(stamps, late=late, early=False, lost=heal.lost, window=None, recovered=True)
 
     def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
         """Return the engine (``call``: resume, then a completed request), retried with
@@ -946,15 +914,3 @@ class ControlLoop:
         if self.engine.failure is not None:  # serving is not what it was: lend no more
             self._quarantine(self.engine.failure)
             raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")
-
-
-def _unknowable(acked: HandoffRecord | None, steps: set[str]) -> str | None:
-    """The call a killed park or return sent to SGLang without recording its answer
-    (``"release"``, ``"resume"``), which leaves the engine parked or not and unable to
-    say; None if the ledger settles it. Guessing kills SGLang's scheduler either way: a
-    resume of memory never released, or a request on released memory."""
-    if acked is None and "release_sent" in steps:
-        return "release"
-    if acked is not None and "resume_sent" in steps:
-        return "resume"
-    return None
