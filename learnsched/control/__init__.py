@@ -4,6 +4,8 @@
   loop reads from its ledger and how it heals an engine a killed run left parked;
 - :mod:`.deciders`: every decider (:class:`ModelDecider`, :class:`ForecastDecider`
   under sampled calendars, :class:`CausalForecastDecider`, :class:`QueueDecider`);
+- :mod:`.config`: :class:`RunConfig` and :func:`build_run`, the scheduler as
+  ``learnsched run`` assembles it, for the command line and Python programs alike;
 - :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);
 - :mod:`.watcher`: the load signal from ``/metrics`` and notified arrivals;
 - :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .actuation import EngineControl, ServingEngine
+    from .config import RunConfig, SchedulerRun, build_run
     from .deciders import (
         CausalForecastDecider,
         Decider,
@@ -37,6 +40,9 @@ if TYPE_CHECKING:
     from .windows import KnownCalendar, Window, read_calendar
 
 _NAMES = {
+    "RunConfig": "config",
+    "SchedulerRun": "config",
+    "build_run": "config",
     "EngineControl": "actuation",
     "ServingEngine": "actuation",
     "SUMMARY_KEYS": "journal",
@@ -80,6 +86,8 @@ __all__ = [
     "MoveDecider",
     "QueueDecider",
     "RequestResult",
+    "RunConfig",
+    "SchedulerRun",
     "ServingEngine",
     "Totals",
     "TraceRequest",
@@ -89,6 +97,7 @@ __all__ = [
     "TrainerLost",
     "TrainerProcess",
     "Window",
+    "build_run",
     "read_calendar",
     "read_requests",
     "replay",
