@@ -184,9 +184,11 @@ class RunConfig:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunConfig:
         """The configuration of ``learnsched run``'s parsed flags (``--config`` already
-        resolved): each field from the flag of its name (or the one :data:`_RENAMED`
-        names), ``--trainer-options`` parsed from its JSON (``ValueError``/``TypeError``
-        naming the flag)."""
+        resolved): each field from the flag of its name, or of the name without the unit
+        (``--horizon`` gives ``horizon_s``; ``--trainer``, ``trainers``; ``--lookahead``,
+        ``lookahead_windows``; ``--level``, ``sleep_level``; ``--seconds``, ``until_s``),
+        ``--trainer-options`` parsed from its JSON (``ValueError``/``TypeError`` naming
+        the flag)."""
         trainers = tuple(args.trainer or ())
         _check_job_source(trainers, args.queue)
         options = parse_json(args.trainer_options, "--trainer-options")
