@@ -10,7 +10,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ..control.config import RunConfig
+from ..control.config import RunConfig, build_run
 from ..gate import DEFAULT_MAX_HELD
 from ._config import ConfigFlags
 from ._engine import add_connection_arguments
@@ -235,8 +235,6 @@ def _failed(prog: str, err: Exception) -> int:
 
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
-    from ..control.config import RunConfig, build_run
-
     config = RunConfig.from_args(args.config_flags.resolve(args))
     line = _ProgressLine()
     run = build_run(config, progress=line)
