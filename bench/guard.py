@@ -245,7 +245,7 @@ def _loop_decision() -> Pair:
     against rebuilding that model for the same plan and deciding on it in C++ alone."""
     from test_bench_control import COSTS, QUANTUM_S, WORK_QUANTA, calendar
 
-    from learnsched.control.loop import ModelDecider
+    from learnsched.control.deciders import ModelDecider
 
     ahead = calendar(600)
     decider = ModelDecider(WORK_QUANTA, QUANTUM_S, COSTS, 1.0, 10.0 * 600 + 3600.0)

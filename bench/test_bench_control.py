@@ -4,7 +4,7 @@ The loop plans each decision over a capped look-ahead (:mod:`learnsched.control.
 64 windows, more while they cover less than twice the work left) and rebuilds one kept
 model in place (:class:`learnsched.control.ModelDecider`); the baseline plans over the
 whole calendar with a new model each time, as the loop did before. A forecast decision
-samples N calendars first (:class:`learnsched.control.forecast.ForecastDecider`). Sizes:
+samples N calendars first (:class:`learnsched.control.deciders.ForecastDecider`). Sizes:
 K windows ahead, J quanta. Each benchmark checks its action against the solver.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import learnsched as ls
-from learnsched.control.loop import ModelDecider
+from learnsched.control.deciders import ModelDecider
 from learnsched.control.windows import Window
 
 Benchmark = Callable[..., Any]
@@ -74,7 +74,7 @@ def _decision(benchmark: Benchmark, windows: int, work_quanta: int, plan: str) -
 @pytest.mark.benchmark(group="control: one forecast decision, 20 windows ahead, J = 240")
 @pytest.mark.parametrize("samples", [16, 64])
 def test_forecast_decision(benchmark: Benchmark, samples: int) -> None:
-    from learnsched.control.forecast import ForecastDecider
+    from learnsched.control.deciders import ForecastDecider
 
     # Every sample is the truth (the exact forecaster): the decision must be the model's.
     ahead = calendar(21)

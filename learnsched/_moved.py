@@ -29,6 +29,7 @@ MODULES: dict[str, str] = {
     "learnsched.handoff.preflight": "learnsched.serving.preflight",
     "learnsched.handoff.readiness": "learnsched.serving.readiness",
     "learnsched.portfolio.queue": "learnsched.control.queue",
+    "learnsched.control.forecast": "learnsched.control.deciders",
 }
 """Old module path -> new module path; the modules below an old path follow it."""
 
@@ -62,6 +63,9 @@ NAMES: dict[str, dict[str, str]] = {
             _SERVING,
         ),
     },
+    # MOVES, Decider and MoveDecider are still imported by the loop, so still there.
+    "learnsched.control.loop": {"ModelDecider": "learnsched.control.deciders"},
+    "learnsched.control.queue": {"QueueDecider": "learnsched.control.deciders"},
     "learnsched.handoff.waits": dict.fromkeys(
         ("DEFAULT_POLL_S", "POLL_RANGE_S", "Polled", "check_poll", "poll_until"),
         "learnsched.serving.polling",

@@ -11,8 +11,8 @@ from typing import Any
 
 from learnsched._atomic import atomic_write_text
 from learnsched.control.actuation import ServingEngine
-from learnsched.control.forecast import ForecastDecider
-from learnsched.control.loop import ControlLoop, LoopOptions, ModelDecider
+from learnsched.control.deciders import ForecastDecider, ModelDecider
+from learnsched.control.loop import ControlLoop, LoopOptions
 from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerProcess
 from learnsched.control.windows import KnownCalendar, Window
 from learnsched.scenario import HandoffCosts

@@ -629,7 +629,7 @@ def test_run_forecast_causal_decides_as_online_and_reads_no_window_end() -> None
     from dataclasses import replace
 
     from learnsched.calendar.study import make_forecaster
-    from learnsched.control.forecast import CausalForecastDecider
+    from learnsched.control.deciders import CausalForecastDecider
     from learnsched.control.windows import Window
     from learnsched.solver import ActionKind
 

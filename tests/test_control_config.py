@@ -1,17 +1,22 @@
-"""``learnsched run --config FILE.toml``: the long flag list from a file (issue 26, 6)."""
+"""``learnsched run``'s configuration: ``--config FILE.toml`` (the long flag list from a
+file), and the typed :class:`learnsched.control.RunConfig` that the command line, the file
+and Python programs share (:func:`learnsched.control.build_run`)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from learnsched.cli import build_parser, main
+from learnsched.control import RunConfig, build_run
 from learnsched.serving.ledger import read_ledger
-from learnsched.testing import EngineConfig, SimulatedEngine
+from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
 
 from control_support import COUNTING
+from engine_support import strict_config
 
 
 def write_config(folder: Path, url: str, **extra: object) -> Path:
@@ -101,3 +106,98 @@ def test_a_repeatable_flag_from_the_file(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="required"):
         given.config_flags.resolve(given)  # --url etc. missing, but the flag won:
     assert given.trainer == ["c:C"]
+
+
+def config_from(argv: list[str]) -> RunConfig:
+    """The :class:`RunConfig` of ``learnsched run ARGV``."""
+    args = build_parser(["run"]).parse_args(["run", *argv])
+    return RunConfig.from_args(args.config_flags.resolve(args))
+
+
+def test_the_command_line_and_the_file_make_one_config(tmp_path: Path) -> None:
+    path = write_config(
+        tmp_path, "http://127.0.0.1:9", policy="dp", lookahead=8, timeout=5, gate="7000"
+    )
+    flags = [
+        "--engine", "vllm", "--url", "http://127.0.0.1:9", "--trainer", COUNTING,
+        "--calendar", str(tmp_path / "calendar.json"), "--ledger", str(tmp_path / "ledger.jsonl"),
+        "--state-dir", str(tmp_path / "state"), "--recovery-s", "0.2", "--seconds", "1.2",
+        "--trainer-options", json.dumps({"work_quanta": 1000, "quantum_s": 0.02}),
+        "--policy", "dp", "--lookahead", "8", "--timeout", "5", "--gate", "7000",
+    ]  # fmt: skip
+    from_file = config_from(["--config", str(path)])
+    assert config_from(flags) == from_file
+    assert from_file == RunConfig(
+        engine="vllm",
+        url="http://127.0.0.1:9",
+        calendar=str(tmp_path / "calendar.json"),
+        ledger=tmp_path / "ledger.jsonl",
+        state_dir=tmp_path / "state",
+        trainers=(COUNTING,),
+        trainer_options={"work_quanta": 1000, "quantum_s": 0.02},
+        policy="dp",
+        recovery_s=0.2,
+        until_s=1.2,
+        lookahead_windows=8,
+        timeout_s=5.0,
+        gate=("127.0.0.1", 7000),
+    )
+
+
+def test_from_args_refuses_as_learnsched_run_does(tmp_path: Path) -> None:
+    base = ["--engine", "vllm", "--url", "http://127.0.0.1:9", "--calendar", "c.json",
+            "--ledger", str(tmp_path / "l.jsonl"), "--state-dir", str(tmp_path)]  # fmt: skip
+    with pytest.raises(ValueError, match="give --trainer MODULE:CLASS"):
+        config_from(base)
+    with pytest.raises(TypeError, match="--trainer-options must be a JSON object"):
+        config_from([*base, "--trainer", COUNTING, "--trainer-options", "[1]"])
+
+
+def test_build_run_runs_the_scheduler_from_python(tmp_path: Path) -> None:
+    """The scheduler as ``learnsched run`` assembles it, from Python, next to a strict
+    simulated engine: it lends the windows and returns the engine."""
+    (tmp_path / "calendar.json").write_text(json.dumps({"windows": [[0.2, 2.0], [3.0, 60.0]]}))
+    with EngineProcess(strict_config("vllm"), lifetime_s=120.0) as engine:
+        config = RunConfig(
+            engine="vllm",
+            url=engine.url,
+            calendar=tmp_path / "calendar.json",
+            ledger=tmp_path / "ledger.jsonl",
+            state_dir=tmp_path / "state",
+            trainers=(COUNTING,),
+            trainer_options={"work_quanta": 1000, "quantum_s": 0.02},
+            recovery_s=0.2,
+            until_s=1.2,
+        )
+        run = build_run(config)
+        assert run.loop is not None
+        assert run.queue is None
+        lines: list[str] = []
+        summary = run.run(lines.append)
+        assert engine.alive(), engine.stderr_text()
+    assert lines == []  # no gate, arrival server or metrics asked for
+    assert summary["ledger"] == str(tmp_path / "ledger.jsonl")
+    assert summary["handoffs"] >= 1
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert [r.kind for r in records].count("park") == [r.kind for r in records].count("return")
+    start = next(r for r in records if r.kind == "trainer-ready")
+    assert start.detail["work_quanta"] == 1000
+
+
+def test_build_run_refuses_what_learnsched_run_refuses(tmp_path: Path) -> None:
+    (tmp_path / "calendar.json").write_text(json.dumps({"windows": [[0.2, 2.0]]}))
+    good = RunConfig(
+        engine="vllm", url="http://127.0.0.1:9", calendar=tmp_path / "calendar.json",
+        ledger=tmp_path / "ledger.jsonl", state_dir=tmp_path / "state", trainers=(COUNTING,),
+    )  # fmt: skip
+    for change, message in [
+        ({"trainers": ()}, "give --trainer MODULE:CLASS"),
+        ({"ledger": tmp_path / "none" / "l.jsonl"}, "folder .* does not exist"),
+        ({"forecast": "causal"}, "give --history TRACE.csv"),
+        ({"drain_s": 0.0}, "--drain-s must be positive, got 0.0"),
+        ({"max_held": -1}, "--max-held must be at least 0, got -1"),
+        ({"lookahead_windows": 0}, "--lookahead/--lookahead-cover"),
+        ({"trainers": (COUNTING, COUNTING), "metrics_port": ("127.0.0.1", 0)}, "--metrics-port"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            build_run(replace(good, **change))  # type: ignore[arg-type]

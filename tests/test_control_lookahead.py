@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import learnsched as ls
+from learnsched.control.deciders import ModelDecider
 from learnsched.control.lookahead import Lookahead, capped_value, full_value
-from learnsched.control.loop import ModelDecider
 from learnsched.control.windows import Window
 
 COSTS = ls.HandoffCosts(recovery_s=0.3, save_s=0.05, load_s=0.03)

@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from learnsched.cli import main
-from learnsched.control.forecast import ForecastDecider
+from learnsched.control.deciders import ForecastDecider, ModelDecider
 from learnsched.control.journal import replay
 from learnsched.control.loadgen import LoadGenerator, TraceRequest
-from learnsched.control.loop import ModelDecider
 from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
 from learnsched.scenario import HandoffCosts

@@ -24,9 +24,9 @@ from learnsched.calendar.causal import (
     run_causal,
 )
 from learnsched.capacity import Trace
-from learnsched.control.forecast import CausalForecastDecider
+from learnsched.control.deciders import MOVES, CausalForecastDecider, ModelDecider, MoveDecider
 from learnsched.control.journal import replay
-from learnsched.control.loop import MOVES, ControlLoop, ModelDecider, MoveDecider, _last_boundary
+from learnsched.control.loop import ControlLoop, _last_boundary
 from learnsched.control.trainer import TrainerCosts
 from learnsched.control.windows import Window
 from learnsched.scenario import HandoffCosts

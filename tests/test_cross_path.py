@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched.calendar import OnlineCase, evaluate_online
 from learnsched.calendar.decision import FORECAST_NAMES
-from learnsched.control.loop import ModelDecider
+from learnsched.control.deciders import ModelDecider
 from learnsched.control.windows import Window
 from learnsched.sweep import sweep
 

@@ -47,7 +47,7 @@ def test_the_old_candidate_names_warn_for_one_release(module: str, old: str, new
 
 
 def test_a_decider_plans_a_job_as_its_fields() -> None:
-    from learnsched.control.loop import ModelDecider
+    from learnsched.control.deciders import ModelDecider
     from learnsched.control.windows import Window
 
     job = ls.Job(10, 1.0, 0.5, 400.0, save_s=0.25, load_s=0.5)

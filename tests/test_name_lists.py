@@ -10,7 +10,7 @@ import pytest
 
 from learnsched.calendar.causal import CAUSAL_POLICIES, GAP_MODELS
 from learnsched.cli import build_parser
-from learnsched.control.forecast import RUN_FORECASTS
+from learnsched.control.deciders import RUN_FORECASTS
 from learnsched.serving.engines import ENGINES
 
 
@@ -46,7 +46,7 @@ def test_the_parsers_offer_the_listed_names(
 @pytest.mark.parametrize(
     ("module", "old", "new"),
     [
-        ("learnsched.control.forecast", "FORECASTERS", "RUN_FORECASTS"),
+        ("learnsched.control.deciders", "FORECASTERS", "RUN_FORECASTS"),
         ("learnsched.calendar.study", "FORECASTERS", "GAP_MODELS"),
         ("learnsched.portfolio.causal", "STUDY_POLICIES", "CAUSAL_STUDY_POLICIES"),
         ("learnsched.portfolio.study", "STUDY_POLICIES", "PORTFOLIO_STUDY_POLICIES"),

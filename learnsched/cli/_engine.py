@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 from typing import TYPE_CHECKING
+
+from ..control.config import API_KEY_ENV
 
 if TYPE_CHECKING:  # the handoff wing loads only when a command runs
     from ..serving.endpoint import ServingEndpoint
 
-__all__ = ["API_KEY_ENV", "add_connection_arguments", "endpoint_from_args"]
-
-API_KEY_ENV = "LEARNSCHED_API_KEY"
-"""The environment variable ``--api-key`` defaults to (keeps the key off the command line)."""
+__all__ = ["add_connection_arguments", "endpoint_from_args"]
 
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +28,6 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
 
 def endpoint_from_args(args: argparse.Namespace) -> ServingEndpoint:
     """The engine at ``args.url`` speaking ``args.engine``, with its key and CAs."""
-    from ..serving.endpoint import ServingEndpoint
+    from ..control.config import serving_endpoint
 
-    key = args.api_key if args.api_key is not None else os.environ.get(API_KEY_ENV) or None
-    return ServingEndpoint(args.url, args.engine, api_key=key, ca_file=args.ca_file)
+    return serving_endpoint(args.url, args.engine, args.api_key, args.ca_file)

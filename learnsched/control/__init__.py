@@ -1,7 +1,11 @@
 """The running scheduler: LearnSched's online control loop over a serving engine and a trainer.
 
-- :mod:`.loop`: :class:`ControlLoop` (the event loop), :class:`ModelDecider`;
-- :mod:`.forecast`: :class:`.forecast.ForecastDecider` (decisions under sampled calendars);
+- :mod:`.loop`: :class:`ControlLoop` (the event loop); :mod:`.restart`: what a restarted
+  loop reads from its ledger and how it heals an engine a killed run left parked;
+- :mod:`.deciders`: every decider (:class:`ModelDecider`, :class:`ForecastDecider`
+  under sampled calendars, :class:`CausalForecastDecider`, :class:`QueueDecider`);
+- :mod:`.config`: :class:`RunConfig` and :func:`build_run`, the scheduler as
+  ``learnsched run`` assembles it, for the command line and Python programs alike;
 - :mod:`.windows`: calendar sources (:class:`KnownCalendar`, :func:`read_calendar`);
 - :mod:`.watcher`: the load signal from ``/metrics`` and notified arrivals;
 - :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);
@@ -20,13 +24,25 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .actuation import EngineControl, ServingEngine
+    from .config import RunConfig, SchedulerRun, build_run
+    from .deciders import (
+        CausalForecastDecider,
+        Decider,
+        ForecastDecider,
+        ModelDecider,
+        MoveDecider,
+        QueueDecider,
+    )
     from .journal import SUMMARY_KEYS, Totals, replay
     from .loadgen import LoadGenerator, RequestResult, TraceRequest, read_requests
-    from .loop import ControlLoop, Decider, LoopOptions, ModelDecider
+    from .loop import ControlLoop, LoopOptions
     from .trainer import Advanced, Trainer, TrainerCosts, TrainerError, TrainerLost, TrainerProcess
     from .windows import KnownCalendar, Window, read_calendar
 
 _NAMES = {
+    "RunConfig": "config",
+    "SchedulerRun": "config",
+    "build_run": "config",
     "EngineControl": "actuation",
     "ServingEngine": "actuation",
     "SUMMARY_KEYS": "journal",
@@ -36,10 +52,14 @@ _NAMES = {
     "RequestResult": "loadgen",
     "TraceRequest": "loadgen",
     "read_requests": "loadgen",
+    "CausalForecastDecider": "deciders",
+    "Decider": "deciders",
+    "ForecastDecider": "deciders",
+    "ModelDecider": "deciders",
+    "MoveDecider": "deciders",
+    "QueueDecider": "deciders",
     "ControlLoop": "loop",
-    "Decider": "loop",
     "LoopOptions": "loop",
-    "ModelDecider": "loop",
     "Advanced": "trainer",
     "Trainer": "trainer",
     "TrainerCosts": "trainer",
@@ -54,14 +74,20 @@ _NAMES = {
 __all__ = [
     "SUMMARY_KEYS",
     "Advanced",
+    "CausalForecastDecider",
     "ControlLoop",
     "Decider",
     "EngineControl",
+    "ForecastDecider",
     "KnownCalendar",
     "LoadGenerator",
     "LoopOptions",
     "ModelDecider",
+    "MoveDecider",
+    "QueueDecider",
     "RequestResult",
+    "RunConfig",
+    "SchedulerRun",
     "ServingEngine",
     "Totals",
     "TraceRequest",
@@ -71,6 +97,7 @@ __all__ = [
     "TrainerLost",
     "TrainerProcess",
     "Window",
+    "build_run",
     "read_calendar",
     "read_requests",
     "replay",

@@ -36,9 +36,10 @@ from ..scenario import HandoffCosts
 from ..serving.endpoint import ServingEndpoint
 from ..serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 from .actuation import ServingEngine
+from .deciders import ModelDecider
 from .front import gate_summary, held_arrivals
 from .loadgen import LoadGenerator, read_requests
-from .loop import ControlLoop, LoopOptions, ModelDecider
+from .loop import ControlLoop, LoopOptions
 from .trainer import TrainerCosts, TrainerProcess
 from .windows import KnownCalendar, Window
 

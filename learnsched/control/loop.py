@@ -14,8 +14,9 @@ A run holds the ledger lock and the engine's lease (:mod:`.locks`: one loop per 
 and per ledger). A restarted loop reads the ledger and asks the engine first, returns an
 engine a killed run left parked before it starts the trainer (which may take minutes),
 honours a quarantine (:mod:`.healing`: no lending after a failed or impossible return
-until an operator clears it), and resumes the trainer from its last durable checkpoint,
-counting the unsaved work as lost, as the model does. A failed return is retried with
+until an operator clears it; :mod:`.restart` reads the ledger and plans the heal), and
+resumes the trainer from its last durable checkpoint, counting the unsaved work as
+lost, as the model does. A failed return is retried with
 bounded backoff; if the engine still cannot be returned the run quarantines it and stops
 (``learnsched run`` exits 3 naming it). :meth:`ControlLoop.stop` (SIGTERM or SIGINT, to the
 loop or its process group: the trainer leads its own session) ends the current quantum,
@@ -41,48 +42,27 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any
 
-from .._checks import nonnegative, positive
-from ..job import Job
-from ..scenario import HandoffCosts, InitialState, Scenario
+from .._checks import nonnegative
+from .._moved import moved_attribute
 from ..serving.endpoint import HttpStatusError
-from ..serving.engines import Parked
 from ..serving.errors import EngineBusy, HandoffProbeError, ServerConfigError
-from ..serving.ledger import HandoffLedger, HandoffRecord, read_ledger
-from ..solver import Action, ActionKind, Model, Policy
+from ..serving.ledger import HandoffLedger, HandoffRecord
+from ..solver import Action, ActionKind
 from .actuation import EngineControl
+from .deciders import MOVES, Decider, MoveDecider
 from .healing import Backoff, EngineUnreturnable, Quarantined
-from .journal import (
-    Totals,
-    last_durable,
-    last_reference,
-    last_run,
-    open_park,
-    park_progress,
-    progress_seen,
-    quarantine_of,
-)
+from .journal import Totals
 from .locks import RunLocks
-from .lookahead import DEFAULT_LOOKAHEAD, Lookahead
+from .restart import plan_heal, quarantined, read_start
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
 
-if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
-    from typing_extensions import Self
-
-__all__ = [
-    "MOVES",
-    "ControlLoop",
-    "Decider",
-    "LoopOptions",
-    "ModelDecider",
-    "MoveDecider",
-    "Overhead",
-]
+__all__ = ["ControlLoop", "LoopOptions", "Overhead"]
 
 # Slack for Eq. 10 on a window trimmed to "now": a decision is taken a moment after it.
 _EPS_S = 1e-6
@@ -95,124 +75,6 @@ def _last_boundary(gap_s: float, next_s: float, step_s: float, now_s: float) -> 
     if now_s < next_s + step_s:
         return next_s
     return max(next_s, gap_s + step_s * math.floor((now_s - gap_s) / step_s))
-
-
-class Decider(Protocol):
-    """Chooses a window's action from the windows ahead and the state."""
-
-    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
-        """The action for ``windows[0]`` (the current window) in state ``(p, pbar)``."""
-        ...
-
-
-MOVES = ("work", "save", "checkpoint_return", "discard_return", "abandon", "wait")
-"""What a :class:`MoveDecider` may answer between quanta."""
-
-
-@runtime_checkable
-class MoveDecider(Decider, Protocol):
-    """A :class:`Decider` that re-decides at every quantum boundary of a window, idle or
-    lent (the causal policy, :class:`~learnsched.control.forecast.CausalForecastDecider`).
-
-    While the window is idle the loop asks :meth:`next_move` (``lent=False``) at its
-    first boundary and then every quantum (``quantum_s`` of the job) after the window's
-    planned start, the engine serving meanwhile: ``wait`` (ask again at the next
-    boundary) or ``work`` (park the engine and lend now); an arrival ends the idle
-    window. Between two quanta of the loan it asks again (``lent=True``) and obeys the
-    ``move``: ``work`` (the next quantum), ``save`` (checkpoint, then the next quantum),
-    ``checkpoint_return`` (checkpoint and return now), ``discard_return`` or ``abandon``
-    (return now, the unsaved work dropped); ``wait`` while lent returns as a discard
-    does (an idle parked engine serves nobody). :meth:`Decider.decide` is asked only at
-    an early return.
-    """
-
-    def next_move(
-        self, now_s: float, gap_start_s: float, progress: int, durable: int, lent: bool
-    ) -> tuple[str, int, str]:
-        """``(plan, quanta, move)`` at ``now_s`` in the gap that began at ``gap_start_s``
-        (loop clock, seconds), in state ``(p, pbar)``."""
-        ...
-
-
-class ModelDecider:
-    """``Model.decide`` on a scenario built from the windows ahead, look-ahead capped.
-
-    The scenario's first window is what is left of the current one, so a window
-    entered late, a calendar that changed and a restarted loop are all planned exactly;
-    it holds at most ``lookahead`` windows (:mod:`.lookahead`: 64 by default), so a
-    decision costs the same whatever the calendar's length. One model is kept and
-    rebuilt in place for each decision (:meth:`~learnsched.Model.rebuild`), with only
-    the policy's own tables.
-
-    Parameters
-    ----------
-    work_quanta, quantum_s
-        ``J`` and ``delta`` (seconds).
-    costs
-        Handoff costs (``t_ret``, ``rho``, ``t_ck``, ``t_ld``).
-    benefit_rate, horizon_s
-        ``g`` (s-eq./s) and ``H`` on the loop's clock (seconds).
-    policy
-        The model's policy (LearnSched's rollout by default).
-    lookahead
-        How many windows (and seconds) a decision plans over.
-    """
-
-    def __init__(
-        self,
-        work_quanta: int,
-        quantum_s: float,
-        costs: HandoffCosts,
-        benefit_rate: float,
-        horizon_s: float,
-        policy: str | Policy = Policy.ROLLOUT,
-        lookahead: Lookahead = DEFAULT_LOOKAHEAD,
-    ) -> None:
-        self.work_quanta = work_quanta
-        self.quantum_s = positive("quantum_s", quantum_s)
-        self.costs = costs
-        self.benefit_rate = nonnegative("benefit_rate", benefit_rate)
-        self.horizon_s = horizon_s
-        self.policy = Policy.parse(policy)
-        self.lookahead = lookahead
-        self._model: Model | None = None
-
-    @classmethod
-    def from_job(cls, job: Job, path: HandoffCosts, *args: Any, **options: Any) -> Self:
-        """The decider planning ``job`` (its work, benefit, horizon, save and load; its
-        initial state is each decision's) returning by ``path``'s return path; ``args`` and
-        ``options`` are the class's own, after the job's fields."""
-        costs = job.costs(path.recovery_s, path.residency_rate, path.cold_recovery_s)
-        rate = nonnegative("benefit_rate", job.benefit_rate)
-        return cls(job.work_quanta, job.quantum_s, costs, rate, job.horizon_s, *args, **options)
-
-    def scenario(
-        self, windows: Sequence[Window], progress: int, durable: int, active: bool
-    ) -> Scenario:
-        """The scenario of the capped ``windows`` with the state ``(p, pbar, active)``
-        at the first."""
-        # Slice first: the calendar may hold thousands of windows, the plan only the cap.
-        pairs = [(w.start_s, w.end_s) for w in windows[: self.lookahead.max_windows]]
-        left_s = (self.work_quanta - durable) * self.quantum_s
-        handoff_s = self.costs.load_s + self.costs.save_s + self.costs.recovery_s
-        return Scenario(
-            windows=pairs[: self.lookahead.cut(pairs, left_s, handoff_s)],
-            work_quanta=self.work_quanta,
-            quantum_s=self.quantum_s,
-            benefit_rate=self.benefit_rate,
-            horizon_s=self.horizon_s,
-            costs=self.costs,
-            initial=InitialState(progress, durable, active),
-        )
-
-    def decide(self, windows: list[Window], progress: int, durable: int, active: bool) -> Action:
-        """See :class:`Decider`."""
-        scenario = self.scenario(windows, progress, durable, active)
-        if self._model is None:
-            self._model = Model(scenario, [self.policy])
-        else:
-            self._model.rebuild(scenario)
-        return self._model.decide(0, progress, durable, active, self.policy)
 
 
 @dataclass(frozen=True)
@@ -399,15 +261,14 @@ class ControlLoop:
     def _start(self) -> None:
         """Read the ledger and the engine first; return a parked engine before anything
         else starts (a trainer may take minutes); honour a quarantine; then the trainer."""
-        records = read_ledger(self.ledger.path) if self.ledger.path.exists() else []
-        self.run_id = last_run(records) + 1
-        published = any(r.kind == "publish" for r in records)
-        quarantine = quarantine_of(records)
+        start = read_start(self.ledger.path)
+        self.run_id = start.run_id
+        published, quarantine = start.published, start.quarantine
         cleared = False
         if quarantine is not None and self.options.clear_quarantine:
             self._record("quarantine-cleared", detail={"reason": quarantine.reason})
             quarantine, cleared = None, True
-        self.durable = self.progress = last_durable(records)
+        self.durable = self.progress = start.durable
         self._record(
             "run-start",
             durable_progress=self.durable,
@@ -418,13 +279,9 @@ class ControlLoop:
                 "quarantine": None if quarantine is None else quarantine.reason,
             },
         )
-        self._heal(records, cleared)
+        self._heal(start.records, cleared)
         if quarantine is not None:
-            raise Quarantined(
-                f"{self._engine_name()} is quarantined since "
-                f"{time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(quarantine.since_unix))} "
-                f"({quarantine.reason}): check it, then run again with --clear-quarantine"
-            )
+            raise quarantined(self._engine_name(), quarantine)
         notes = self.engine.preflight()
         if self.engine.reference is not None:
             self._record("reference", detail={"text": self.engine.reference})
@@ -483,40 +340,21 @@ class ControlLoop:
 
     def _heal(self, records: list[HandoffRecord], cleared: bool) -> None:
         """Return an engine a killed run left parked (the ledger says so, or the engine
-        does), as far as that run's park got, counting its unsaved work as lost. A park
-        SGLang cannot settle (see _unknowable) is quarantined, unless the operator has
-        just cleared that quarantine (``cleared``): then they have seen to the engine,
-        and the return is a completed request only."""
-        parked = open_park(records)
-        asleep = self.engine.is_parked()
-        if parked is None and not asleep:
+        does), as :func:`~.restart.plan_heal` says, counting its unsaved work as lost; or
+        quarantine it where SGLang cannot say whether it is parked."""
+        heal = plan_heal(records, self.engine.is_parked(), cleared)
+        if heal is None:
             return
-        call = self.engine.unpark
-        acked, steps = (None, set()) if parked is None else park_progress(records, parked)
-        if acked is not None and isinstance(acked.detail.get("parked"), dict):
-            self.engine.parked = Parked.from_json(acked.detail["parked"])  # what to undo
-        if parked is not None and not asleep:
-            unknowable = _unknowable(acked, steps)
-            # vLLM awake, or an operator who has seen to SGLang: readiness only.
-            if asleep is False or (unknowable is not None and cleared):
-                call = self.engine.ready
-            elif unknowable is not None:
-                reason = (
-                    f"a killed run sent a {unknowable} whose answer it never recorded: SGLang "
-                    "may be parked or not and cannot say; restart the server (or confirm its "
-                    "state), then run again with --clear-quarantine"
-                )
-                self._quarantine(reason)
-                raise Quarantined(f"{self._engine_name()}: {reason}")
-            elif acked is None:  # the release never went out: at most a pause to undo
-                call = self.engine.unpause if "paused" in steps else self.engine.ready
-        self.engine.reference = last_reference(records)
-        lost = max(progress_seen(records) - last_durable(records), 0)
-        deadline = math.inf if parked is None else parked.detail.get("deadline_unix", math.inf)
-        stamps = self._give_back(call)
-        late = time.time() > float(deadline)
-        self.totals.unsaved_lost += lost
-        self._returned(stamps, late=late, early=False, lost=lost, window=None, recovered=True)
+        if heal.parked is not None:
+            self.engine.parked = heal.parked  # what to undo
+        if heal.quarantine is not None:
+            self._quarantine(heal.quarantine)
+            raise Quarantined(f"{self._engine_name()}: {heal.quarantine}")
+        self.engine.reference = heal.reference
+        stamps = self._give_back(getattr(self.engine, heal.call))  # one of HEAL_CALLS
+        late = time.time() > float(heal.deadline_unix)
+        self.totals.unsaved_lost += heal.lost
+        self._returned(stamps, late=late, early=False, lost=heal.lost, window=None, recovered=True)
 
     def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
         """Return the engine (``call``: resume, then a completed request), retried with
@@ -1079,13 +917,6 @@ class ControlLoop:
             raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")
 
 
-def _unknowable(acked: HandoffRecord | None, steps: set[str]) -> str | None:
-    """The call a killed park or return sent to SGLang without recording its answer
-    (``"release"``, ``"resume"``), which leaves the engine parked or not and unable to
-    say; None if the ledger settles it. Guessing kills SGLang's scheduler either way: a
-    resume of memory never released, or a request on released memory."""
-    if acked is None and "release_sent" in steps:
-        return "release"
-    if acked is not None and "resume_sent" in steps:
-        return "resume"
-    return None
+def __getattr__(name: str) -> object:
+    """The deciders that moved to :mod:`learnsched.control.deciders`, for one release."""
+    return moved_attribute(__name__, name)

@@ -27,12 +27,13 @@ from typing import Any
 
 from .._checks import integer, nonnegative, positive
 from .._json import exact_keys, read_json
+from .._moved import moved_attribute
 from ..benefit import BenefitRate, benefit_rate
 from ..job import Job
 from ..portfolio import Portfolio, PortfolioCandidate, PortfolioModel, PortfolioPolicy
 from ..scenario import InitialState
 
-__all__ = ["QUEUE_KEYS", "QueueDecider", "QueuedJob", "TrainerQueue", "read_queue"]
+__all__ = ["QUEUE_KEYS", "QueuedJob", "TrainerQueue", "read_queue"]
 
 QUEUE_KEYS = (
     "name",
@@ -147,29 +148,6 @@ class _JobState:
     durable: int = 0
     published: bool = False
     turns: list[Any] = field(default_factory=list)  # each turn's Totals
-
-
-class QueueDecider:
-    """The :class:`learnsched.control.Decider` of job ``index`` in a :class:`TrainerQueue`:
-    the portfolio's rollout decision on the windows ahead, that job's action when the
-    window is its own; a wait (and the loop stopped, for the job named) otherwise."""
-
-    def __init__(self, queue: TrainerQueue, index: int) -> None:
-        self.queue = queue
-        self.index = index
-
-    def decide(self, windows: list[Any], progress: int, durable: int, active: bool) -> Any:
-        """See :class:`learnsched.control.Decider`."""
-        from ..solver import Action, ActionKind
-
-        choice, action = self.queue.decide(windows, self.index, progress, durable, active)
-        if choice == self.index:
-            return action
-        # A window is handed over once: the job it went to keeps it (its trainer's start-up
-        # took some of it, which may tip the portfolio back), so no window ping-pongs.
-        if choice is not None and self.queue.handover_end != windows[0].end_s:
-            self.queue.hand_over(choice, windows[0].end_s)
-        return Action(ActionKind.WAIT)
 
 
 class TrainerQueue:
@@ -343,6 +321,7 @@ class TrainerQueue:
             loop.watcher.notify_arrival(*args, **kwargs)
 
     def _loop_for(self, index: int) -> Any:
+        from .deciders import QueueDecider
         from .loop import ControlLoop
         from .trainer import TrainerProcess
 
@@ -397,3 +376,8 @@ class TrainerQueue:
                 "early_returns": sum(t.early_returns for t in s.turns),
             }
         return out
+
+
+def __getattr__(name: str) -> object:
+    """The deciders that moved to :mod:`learnsched.control.deciders`, for one release."""
+    return moved_attribute(__name__, name)
