@@ -54,7 +54,7 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
     online.add_argument(
         "spec",
         nargs="?",
-        help="SPEC.json: scenario object(s) with \"forecast\", its samples inline or in a .npz "
+        help='SPEC.json: scenario object(s) with "forecast", its samples inline or in a .npz '
         "file beside it ('-': stdin)",
     )
     online.add_argument(
