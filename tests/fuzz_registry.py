@@ -2,7 +2,7 @@
 
 A new command (``learnsched gate``) or binding (``_core.Portfolio``) is covered by adding
 one entry to :data:`COMMANDS` or :data:`BINDINGS`; ``test_fuzz_registry.py`` fails until
-every registered command and every callable of ``_core``, ``_capacity`` and ``_special``
+every registered command and every callable of ``_core`` and ``_capacity``
 has one.
 
 * A **command** entry says how to draw its required arguments (structure-aware input
@@ -56,7 +56,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import learnsched as ls
-from learnsched import _capacity, _core, _special
+from learnsched import _capacity, _core
 
 from strategies import scenarios
 
@@ -1975,9 +1975,6 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda a: Call(_capacity.tail_counts, a)),
         TAIL_NAMES,
     ),
-    "_special.ndtr": Binding(
-        st.one_of(kernel_arrays, floats).map(lambda x: Call(_special.ndtr, (x,))), ("x",)
-    ),
     "_core.Model.feasible_actions": Binding(
         _method("feasible_actions", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
@@ -2238,10 +2235,10 @@ def pytest_fail(call: Call) -> None:
 
 
 def compiled_callables() -> set[str]:
-    """Every public callable of ``_core``, ``_capacity`` and ``_special``: functions,
+    """Every public callable of ``_core`` and ``_capacity``: functions,
     classes (their constructors) and methods (not properties, enum members or dunders)."""
     found: set[str] = set()
-    for module in (_core, _capacity, _special):
+    for module in (_core, _capacity):
         prefix = module.__name__.rsplit(".", 1)[1]
         for name, obj in vars(module).items():
             if name.startswith("_") or not callable(obj):
