@@ -223,3 +223,9 @@ def test_a_header_larger_than_its_data_is_refused_before_reading(tmp_path: Path)
         match=r"big.npz is not a samples file: windows.npy declares 16000000000000 bytes of data in a member of \d+ bytes",
     ):
         read_calendars(tmp_path / "big.npz")
+
+
+def test_a_spec_is_not_written_over_its_samples(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"the SPEC's path must not end in .npz"):
+        write_online_spec(tmp_path / "spec.npz", SPEC)
+    assert list(tmp_path.iterdir()) == []

@@ -51,8 +51,8 @@ SAMPLE_ARRAYS = ("windows", "offsets")
 _FILE_KEYS = frozenset({"file", "first", "count"})
 
 
-def _array_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[np.dtype[Any], int]:
-    """The dtype and byte count a ``.npy`` member's header declares."""
+def _declared_bytes(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> int:
+    """The bytes of data a ``.npy`` member's header declares."""
     with archive.open(member) as file:
         version = np.lib.format.read_magic(file)
         if version == (1, 0):
@@ -61,7 +61,7 @@ def _array_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> tuple[np
             shape, _, dtype = np.lib.format.read_array_header_2_0(file)
         else:
             raise ValueError(f"unsupported .npy format version {version}")
-        return dtype, math.prod(shape) * dtype.itemsize
+        return math.prod(shape) * dtype.itemsize
 
 
 def read_calendars(path: str | os.PathLike[str]) -> PackedCalendars:
@@ -89,7 +89,7 @@ def read_calendars(path: str | os.PathLike[str]) -> PackedCalendars:
                 raise ValueError(f"must hold the arrays windows and offsets, got {found}")
             for member in members.values():
                 # Checked before numpy allocates what a header declares.
-                _, size = _array_header(archive, member)
+                size = _declared_bytes(archive, member)
                 if size > min(member.file_size, MAX_INPUT_BYTES):
                     raise ValueError(
                         f"{member.filename} declares {size} bytes of data in a member of "
@@ -229,11 +229,14 @@ def write_online_spec(path: str | os.PathLike[str], data: object) -> Path:
     Raises
     ------
     ValueError
-        What :func:`parse_online_spec` refuses in ``data``: nothing is written then.
+        What :func:`parse_online_spec` refuses in ``data``, or a ``path`` ending in
+        ``.npz``: nothing is written then.
     """
+    samples_path = Path(path).with_suffix(".npz")
+    if samples_path == Path(path):
+        raise ValueError(f"the SPEC's path must not end in .npz (its samples go there), got {path}")
     cases = parse_online_spec(data)
     entries = copy.copy(data) if isinstance(data, list) else [data]
-    samples_path = Path(path).with_suffix(".npz")
     windows: list[npt.NDArray[np.float64]] = []
     offsets = [np.zeros(1, dtype=np.int64)]
     first = total = 0
@@ -253,8 +256,8 @@ def write_online_spec(path: str | os.PathLike[str], data: object) -> Path:
         }
         first += case.samples
     if windows:
-        arrays = {"windows": np.concatenate(windows), "offsets": np.concatenate(offsets)}
-        atomic_write(samples_path, lambda file: np.savez(file, **arrays))
+        every, starts = np.concatenate(windows), np.concatenate(offsets)
+        atomic_write(samples_path, lambda file: np.savez(file, windows=every, offsets=starts))
     out = entries if isinstance(data, list) else entries[0]
     atomic_write_text(path, json.dumps(out, indent=1, allow_nan=False) + "\n")
     return samples_path
