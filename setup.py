@@ -1,5 +1,4 @@
-"""Build the C++ core, learnsched._core, and the Cython kernels, learnsched._capacity and
-learnsched._special.
+"""Build the C++ core, learnsched._core, and the Cython kernel, learnsched._capacity.
 
 Metadata lives in pyproject.toml.
 """
@@ -38,13 +37,4 @@ capacity = Extension(
     extra_compile_args=extra_compile_args,
 )
 
-# Bit-for-bit scipy.special.ndtr: no contraction of a*b + c into an FMA, which would round
-# once where Cephes (and scipy's x86-64 build) rounds twice.
-special = Extension(
-    "learnsched._special",
-    ["learnsched/_special.pyx"],
-    language="c++",
-    extra_compile_args=[*extra_compile_args, "-ffp-contract=off"],
-)
-
-setup(ext_modules=[core, *cythonize([capacity, special])], cmdclass={"build_ext": build_ext})
+setup(ext_modules=[core, *cythonize([capacity])], cmdclass={"build_ext": build_ext})

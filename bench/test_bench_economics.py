@@ -1,7 +1,6 @@
 """Benchmarks: the Fig. 10 alert experiment, one seed, every rule, growing alerts and
 samples; the whole one-seed experiment; its lead-time sweep against pricing every lead
-time from scratch (how it ran before); and Phi, learnsched._special.ndtr beside the
-scipy.special.ndtr it replaces in Lognormal.expected_min.
+time from scratch (how it ran before).
 
 Run with ``pytest bench/test_bench_economics.py`` (outside the default test run).
 """
@@ -14,9 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy.special import ndtr as scipy_ndtr
 
-from learnsched._special import ndtr
 from learnsched.economics import ALERT_RULES, draw_alerts, lead_time_sweep, simulate_alerts
 from learnsched.economics.alert_experiment import DEFAULT_LEAD_TIMES_S, run_alert_experiment
 from learnsched.economics.alerts import mean_losses
@@ -88,14 +85,3 @@ def test_alert_experiment_with_measured_recovery_samples(
     benchmark: Callable[..., Any], n_samples: int
 ) -> None:
     check(benchmark(simulate_alerts, 10**6, 0, recovery_samples(n_samples)))
-
-
-# The arguments Lognormal.expected_min gives Phi for the alert durations (Table C.1).
-PHI_ARGS = np.random.default_rng(0).standard_normal(10**6) * 1.5
-
-
-@pytest.mark.benchmark(group="Phi: standard normal CDF, 10^6 values")
-@pytest.mark.parametrize("phi", [ndtr, scipy_ndtr], ids=["learnsched._special", "scipy.special"])
-def test_ndtr(benchmark: Callable[..., Any], phi: Callable[[np.ndarray], np.ndarray]) -> None:
-    out = benchmark(phi, PHI_ARGS)
-    assert np.array_equal(out.view(np.uint64), scipy_ndtr(PHI_ARGS).view(np.uint64))

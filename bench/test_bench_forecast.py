@@ -6,8 +6,10 @@
   (the parametrized sizes grow 4x a step).
 * ``learnsched online`` over 1000 true calendars x 20 windows x N = 64 fixed samples, on
   1 and 2 threads, beside its C++ part alone (``_core.run_online`` on the parsed cases):
-  the command should cost little more than its core (the SPEC is read in C++,
-  equal samples are built once, threads run over calendars). Wall time by default; with
+  the command should cost little more than its core (the samples are read by numpy from
+  a ``.npz`` beside the SPEC, equal samples are built once, threads run over calendars);
+  and the same SPEC with its samples written inline, the form for small SPECs, as the
+  reference the ``.npz`` form is measured against. Wall time by default; with
   ``--benchmark-timer time.process_time`` the CPU time of every thread, which should not
   grow with the thread count. Where the kernel shares CPU per session (Linux autogroup,
   ``/proc/sys/kernel/sched_autogroup_enabled``), a second thread shortens the wall time
@@ -32,6 +34,7 @@ import pytest
 import learnsched as ls
 from learnsched import _core
 from learnsched.calendar import ForecastDecision
+from learnsched.calendar.spec import read_online_spec, write_online_spec
 from learnsched.cli import main
 
 import forecast_reference
@@ -105,23 +108,32 @@ def online_spec(calendars: int, n: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def spec_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("online") / "spec.json"
-    path.write_text(json.dumps(online_spec(1000, 64)), encoding="utf-8")
-    return path
+def spec_paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The same SPEC with its samples in a ``.npz`` beside it and inline."""
+    folder = tmp_path_factory.mktemp("online")
+    spec = online_spec(1000, 64)
+    write_online_spec(folder / "spec.json", spec)
+    (folder / "inline.json").write_text(json.dumps(spec), encoding="utf-8")
+    return {"npz": folder / "spec.json", "inline": folder / "inline.json"}
+
+
+@pytest.fixture(scope="module")
+def spec_path(spec_paths: dict[str, Path]) -> Path:
+    return spec_paths["npz"]
+
+
+def run_online(path: Path, threads: int) -> dict[str, Any]:
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):  # the command itself, as a user runs it
+        status = main(["online", str(path), "--json", "--threads", str(threads)])
+    assert status == 0
+    return dict(json.loads(text.getvalue()))
 
 
 @pytest.mark.benchmark(group="learnsched online, 1000 calendars x 20 windows x N = 64")
 @pytest.mark.parametrize("threads", [1, 2])
 def test_online_1000_calendars(benchmark: Benchmark, spec_path: Path, threads: int) -> None:
-    def run() -> dict[str, Any]:
-        text = io.StringIO()
-        with contextlib.redirect_stdout(text):  # the command itself, as a user runs it
-            status = main(["online", str(spec_path), "--json", "--threads", str(threads)])
-        assert status == 0
-        return dict(json.loads(text.getvalue()))
-
-    out = benchmark.pedantic(run, rounds=1, iterations=1)
+    out = benchmark.pedantic(run_online, args=(spec_path, threads), rounds=1, iterations=1)
     policies = out["policies"]
     assert len(policies["rollout"]["values"]) == 1000
     best = np.array(policies["clairvoyant"]["values"])
@@ -134,9 +146,7 @@ def test_online_1000_calendars(benchmark: Benchmark, spec_path: Path, threads: i
 def test_online_1000_calendars_core_only(
     benchmark: Benchmark, spec_path: Path, threads: int
 ) -> None:
-    from learnsched.calendar.spec import parse_online_spec, read_online_spec
-
-    cases = parse_online_spec(read_online_spec(spec_path.read_bytes(), str(spec_path)))
+    cases = read_online_spec(spec_path)
     jobs = []
     for case in cases:
         fixed = case.forecaster.fixed_packed(case.samples)
@@ -151,3 +161,11 @@ def test_online_1000_calendars_core_only(
     plans = benchmark.pedantic(_core.run_online, args=(jobs, policies, threads), rounds=1)
     assert len(plans) == 1000
     assert all(p[2].value <= p[4].value + 1e-9 for p in plans)  # rollout <= clairvoyant
+
+
+@pytest.mark.benchmark(group="learnsched online SPEC forms, 1000 calendars x 20 windows x N = 64")
+@pytest.mark.parametrize("form", ["npz", "inline"])
+def test_online_spec_forms(benchmark: Benchmark, spec_paths: dict[str, Path], form: str) -> None:
+    """The whole command on each form of the same SPEC (inline: the reference)."""
+    out = benchmark.pedantic(run_online, args=(spec_paths[form], 1), rounds=1, iterations=1)
+    assert out == run_online(spec_paths["npz" if form == "inline" else "inline"], 1)

@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_portfolio_policies', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'read_online_spec', 'run_causal', 'run_online', 'run_portfolio_causal', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate', 'validate_portfolio']
+__all__: list[str] = ['Action', 'ActionKind', 'CandidateState', 'CausalCandidate', 'CausalDecider', 'CausalSim', 'CostSplit', 'ForecastModel', 'GapPool', 'HandoffCosts', 'MAX_CANDIDATES', 'MAX_DP_STAGES', 'MAX_DP_STATES', 'MAX_GPUS', 'MAX_SAMPLES', 'MAX_SAMPLE_STATES', 'MAX_STATES', 'MAX_THREADS', 'MAX_TWO_PATH_STATES', 'MAX_WINDOWS', 'Model', 'Plan', 'Policy', 'Portfolio', 'PortfolioAction', 'PortfolioCandidate', 'PortfolioModel', 'PortfolioPlan', 'PortfolioPolicy', 'PortfolioState', 'PortfolioStep', 'RELATIVE_TIE_TOLERANCE', 'Reach', 'SampleTables', 'Scenario', 'ScoreErrorReport', 'Segment', 'SharedReturn', 'State', 'StateSpaceError', 'TIE_TOLERANCE', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_portfolio_policies', 'cost_fields', 'exact_schedule', 'measure_score_error', 'pack_calendars', 'policy_name', 'run_causal', 'run_online', 'run_portfolio_causal', 'scenario_rows', 'solve_batch', 'stochastic_dp', 'stream_seed', 'ties', 'validate', 'validate_portfolio']
 class ActionKind:
     """
     Window macro-action kinds, in canonical order.
@@ -963,10 +963,6 @@ def pack_calendars(name: str, samples: list[typing.Any], check: collections.abc.
 def policy_name(policy: Policy) -> str:
     """
     The policy's name in the Python API (e.g. 'costed_window').
-    """
-def read_online_spec(data: bytes, max_depth: typing.SupportsInt | typing.SupportsIndex, packed_type: typing.Any) -> typing.Any:
-    """
-    Standard JSON (UTF-8 bytes) as Python's json module reads it, except each forecast's plain "samples" array: packed_type(windows (M, 2), offsets (N + 1)).
     """
 def run_causal(schedule: UnlentSchedule, jobs: list[tuple[typing.Any, ...]], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[dict[str, typing.Any]]:
     """

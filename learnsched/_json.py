@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from ._text import decode, read_bytes, source_name
@@ -48,16 +49,23 @@ def _text_depth(text: str) -> int:
 
 
 def _value_depth(value: Any) -> int:
-    """The nesting depth of a parsed value, walked with a stack (no recursion)."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        if isinstance(item, (dict, list)):
-            deepest = max(deepest, level)
-            stack.extend((child, level + 1) for child in children)
-    return deepest
+    """The nesting depth of a value ``json.loads`` made (only plain dicts and lists nest),
+    walked a level at a time (no recursion). A level of numbers, or of lists only, is
+    taken in by C loops (``map``, ``chain``): a SPEC's millions of inline numbers would
+    otherwise cost more than parsing them."""
+    depth, level = 0, [value]
+    while True:
+        kinds = set(map(type, level))
+        if dict not in kinds and list not in kinds:
+            return depth
+        depth += 1
+        if kinds != {list}:
+            level = [
+                item.values() if type(item) is dict else item
+                for item in level
+                if type(item) is dict or type(item) is list
+            ]
+        level = list(chain.from_iterable(level))
 
 
 def _too_deep(source: str, found: int, max_depth: int) -> ValueError:

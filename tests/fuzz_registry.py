@@ -2,7 +2,7 @@
 
 A new command (``learnsched gate``) or binding (``_core.Portfolio``) is covered by adding
 one entry to :data:`COMMANDS` or :data:`BINDINGS`; ``test_fuzz_registry.py`` fails until
-every registered command and every callable of ``_core``, ``_capacity`` and ``_special``
+every registered command and every callable of ``_core`` and ``_capacity``
 has one.
 
 * A **command** entry says how to draw its required arguments (structure-aware input
@@ -27,6 +27,7 @@ import argparse
 import atexit
 import contextlib
 import copy
+import io
 import json
 import math
 import os
@@ -55,7 +56,7 @@ from hypothesis import assume
 from hypothesis import strategies as st
 
 import learnsched as ls
-from learnsched import _capacity, _core, _special
+from learnsched import _capacity, _core
 
 from strategies import scenarios
 
@@ -199,6 +200,57 @@ def online_specs(draw: st.DrawFn) -> Any:
         after = obj["windows"][-1][1]
         obj["forecast"] = {"samples": draw(st.lists(calendars(after), min_size=1, max_size=3))}
     return obj if draw(st.booleans()) else [obj]
+
+
+BAD_SAMPLE_ARRAYS = [
+    {"windows": np.array([[0, 5], [9, 20]]), "offsets": np.array([0, 2])},
+    {"windows": np.zeros((2, 3)), "offsets": np.array([0, 2])},
+    {"windows": np.array([[0.0, 5.0], [4.0, 9.0]]), "offsets": np.array([0, 2])},
+    {"windows": np.array([[0.0, np.nan]]), "offsets": np.array([0, 1])},
+    {"windows": np.array([[0.0, 5.0]]), "offsets": np.array([0, 1, 1])},
+    {"windows": np.array([[0.0, 5.0]]), "offsets": np.array([1, 0])},
+    {"windows": np.array([[0.0, 5.0]]), "offsets": np.array([0, 1], dtype=np.int32)},
+    {"windows": np.array([[0.0, 5.0]])},
+    {"windows": np.array([[0.0, 5.0]]), "offsets": np.array([0, 1]), "extra": np.zeros(1)},
+    {"windows": np.array([[0.0, 5.0]]), "offsets": np.array([None, 1])},
+]
+
+
+def _npz(arrays: Mapping[str, Any]) -> bytes:
+    out = io.BytesIO()
+    np.savez(out, **arrays)  # type: ignore[arg-type]
+    return out.getvalue()
+
+
+@st.composite
+def npz_spec_files(draw: st.DrawFn) -> list[Arg]:
+    """A SPEC with its samples in ``o.npz`` beside it (as write_online_spec writes one),
+    sometimes with the file's bytes or arrays damaged or its reference made wrong."""
+    from learnsched.calendar.spec import write_online_spec
+
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "o.json"
+        write_online_spec(spec, draw(online_specs()))
+        text, npz = spec.read_text(encoding="utf-8"), Path(folder) / "o.npz"
+        data = npz.read_bytes() if npz.exists() else b""
+    kind = draw(st.integers(0, 9))
+    if kind == 5:
+        data = _mutate_bytes(data, draw)
+    elif kind == 6:
+        data = _npz(draw(st.sampled_from(BAD_SAMPLE_ARRAYS)))
+    elif kind == 7:
+        text = json.dumps(_mutate_value(json.loads(text), draw))
+    elif kind == 8:
+        text = re.sub(
+            r'"(first|count)": \d+',
+            lambda m: f'"{m[1]}": {draw(st.sampled_from(["-1", "99", "1.5", "null", "[]"]))}',
+            text,
+        )
+    elif kind == 9:
+        text = text.replace(
+            '"o.npz"', draw(st.sampled_from(['"missing.npz"', '"o.json"', '"x"', '""', "5"]))
+        )
+    return [File("o.json", text.encode()), File("o.npz", data, named=False)]
 
 
 SWEEP_FIELDS = ("benefit_rate", "quantum_s", "horizon_s", "residency_rate", "save_s", "load_s")
@@ -681,6 +733,7 @@ COMMANDS: dict[str, Command] = {
     "online": Command(
         required=st.one_of(
             files(json_files(online_specs(), "o.json")),
+            npz_spec_files(),
             st.one_of(trace_files(), azure_files()).map(
                 lambda f: [
                     "--trace",
@@ -703,6 +756,8 @@ COMMANDS: dict[str, Command] = {
             *SCENARIO_NAMES,
             "forecast",
             "samples",
+            "calendars",
+            ".npz",
             "spec",
             "arrival",
             "TIMESTAMP",
@@ -1695,16 +1750,6 @@ def _named_check(name: str, value: Any) -> Any:
 
 
 @st.composite
-def online_spec_calls(draw: st.DrawFn) -> Call:
-    data = draw(online_specs())
-    text = json.dumps(data).encode()
-    text = draw(st.sampled_from([text, _mutate_bytes(text, draw), b"[" * 5000, b"\xff"]))
-    depth = draw(maybe(st.integers(0, 64), st.sampled_from([-1, 1001, 10**6, 2**31])))
-    packed = draw(maybe(st.just(lambda w, o: (w, o)), junk))
-    return Call(_core.read_online_spec, (text, depth, packed))
-
-
-@st.composite
 def run_online_calls(draw: st.DrawFn) -> Call:
     current, end = draw(current_scenarios())
     windows, offsets = draw(packed_samples(end))
@@ -1930,9 +1975,6 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda a: Call(_capacity.tail_counts, a)),
         TAIL_NAMES,
     ),
-    "_special.ndtr": Binding(
-        st.one_of(kernel_arrays, floats).map(lambda x: Call(_special.ndtr, (x,))), ("x",)
-    ),
     "_core.Model.feasible_actions": Binding(
         _method("feasible_actions", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
@@ -2136,10 +2178,6 @@ BINDINGS: dict[str, Binding] = {
     "_core.causal_portfolio_policies": Binding(st.just(Call(_core.causal_portfolio_policies)), ()),
     "_core.causal_moves": Binding(st.just(Call(_core.causal_moves)), ()),
     "_core.causal_plans": Binding(st.just(Call(_core.causal_plans)), ()),
-    "_core.read_online_spec": Binding(
-        online_spec_calls(),
-        ("JSON", "max_depth", "depth", "samples", "not callable", "calendar", "forecast"),
-    ),
     "_core.pack_calendars": Binding(
         st.tuples(
             st.just("samples"),
@@ -2197,10 +2235,10 @@ def pytest_fail(call: Call) -> None:
 
 
 def compiled_callables() -> set[str]:
-    """Every public callable of ``_core``, ``_capacity`` and ``_special``: functions,
+    """Every public callable of ``_core`` and ``_capacity``: functions,
     classes (their constructors) and methods (not properties, enum members or dunders)."""
     found: set[str] = set()
-    for module in (_core, _capacity, _special):
+    for module in (_core, _capacity):
         prefix = module.__name__.rsplit(".", 1)[1]
         for name, obj in vars(module).items():
             if name.startswith("_") or not callable(obj):

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from learnsched._json import parse as parse_json
 from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster
-from learnsched.calendar.spec import read_online_spec
 from learnsched.calendar.summary import PolicySummary, differences, t_interval
 from learnsched.calendar.synth import DAY_S, fit_synthesizer
 from learnsched.calendar.traces import SYNTHETIC_COLUMN, is_synthetic, read_azure_trace
@@ -192,7 +192,7 @@ json_values = st.recursive(
 @given(value=json_values, indent=st.sampled_from([None, 1]))
 def test_the_spec_reader_reads_json_as_python_does(value: Any, indent: int | None) -> None:
     text = json.dumps(value, indent=indent)
-    assert read_online_spec(text, "x") == json.loads(text)
+    assert parse_json(text, "x") == json.loads(text)
 
 
 @settings(max_examples=100, deadline=None)
@@ -202,8 +202,8 @@ def test_the_spec_reader_refuses_what_json_refuses(text: str) -> None:
         want = json.loads(text)
     except ValueError:
         with pytest.raises(ValueError, match="x is not valid JSON"):
-            read_online_spec(text, "x")
+            parse_json(text, "x")
         return
     if any(c in text for c in ("NaN", "Infinity")):
         return  # Python's json reads them; standard JSON (and learnsched) does not
-    assert read_online_spec(text, "x") == want
+    assert parse_json(text, "x") == want

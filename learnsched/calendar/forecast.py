@@ -49,6 +49,7 @@ __all__ = [
     "calendar",
     "frontier",
     "packed",
+    "packed_calendars",
 ]
 
 Calendar = tuple[tuple[float, float], ...]
@@ -227,10 +228,16 @@ class ExactForecaster(Forecaster):
 
 
 class PackedCalendars:
-    """Calendars read straight into arrays (a SPEC's samples, by the core's reader):
-    calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``, already checked (plain
-    numbers, finite, each window ending after it starts, sorted, non-overlapping, none
-    empty)."""
+    """Calendars as two arrays, already checked (build them with :func:`packed_calendars`):
+    calendar ``i`` is ``windows[offsets[i]:offsets[i + 1]]``.
+
+    Attributes
+    ----------
+    windows
+        Every window's ``(start, return deadline)``, float64 of shape ``(M, 2)``, seconds.
+    offsets
+        Where each calendar starts in ``windows``, int64 of shape ``(N + 1,)``.
+    """
 
     __slots__ = ("offsets", "windows")
 
@@ -245,6 +252,88 @@ class PackedCalendars:
         first = self.windows[: self.offsets[1]].tolist() if len(self) else []
         more = ", ..." if len(self) > 1 else ""
         return f"[{first!r}{more}]"
+
+    def select(self, first: int, count: int) -> PackedCalendars:
+        """Calendars ``first`` to ``first + count - 1`` (the windows are a view), for
+        ``0 <= first`` and ``first + count <= len(self)``."""
+        begin, end = self.offsets[first], self.offsets[first + count]
+        return PackedCalendars(
+            self.windows[begin:end], self.offsets[first : first + count + 1] - begin
+        )
+
+
+def _array_shown(value: object) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} of shape {value.shape}"
+    return type(value).__name__
+
+
+def packed_calendars(name: str, windows: object, offsets: object) -> PackedCalendars:
+    """``windows`` and ``offsets`` checked as :class:`PackedCalendars`: at least one
+    calendar, each holding at least one window, every calendar one that :func:`calendar`
+    accepts (finite, each window ending after it starts, sorted, non-overlapping).
+
+    Parameters
+    ----------
+    name
+        How messages name the calendars, e.g. ``"forecast.samples"``.
+    windows
+        float64 array of shape ``(M, 2)``: every window's start and end, seconds.
+    offsets
+        int64 array of shape ``(N + 1,)``: ``0``, then where each calendar ends.
+
+    Raises
+    ------
+    ValueError
+        Naming the array and what it holds (wrong dtype or shape, offsets that do not run
+        from 0 up to ``M``), or a window as :func:`calendar` names it
+        (``name[i][j] starts at ...``).
+    """
+    if not (
+        isinstance(windows, np.ndarray)
+        and windows.dtype == np.float64
+        and windows.ndim == 2
+        and windows.shape[1] == 2
+    ):
+        raise ValueError(
+            f"{name} windows must be float64 of shape (M, 2), got {_array_shown(windows)}"
+        )
+    if not (
+        isinstance(offsets, np.ndarray)
+        and offsets.dtype == np.int64
+        and offsets.ndim == 1
+        and offsets.size >= 2
+    ):
+        raise ValueError(
+            f"{name} offsets must be int64 of shape (N + 1,) with N >= 1, got {_array_shown(offsets)}"
+        )
+    windows = np.ascontiguousarray(windows)
+    offsets = np.ascontiguousarray(offsets)
+    if offsets[0] != 0 or offsets[-1] != windows.shape[0]:
+        raise ValueError(
+            f"{name} offsets must run from 0 to the {windows.shape[0]} windows, got "
+            f"{int(offsets[0])} to {int(offsets[-1])}"
+        )
+    counts = np.diff(offsets)
+    if not counts.all() or (counts < 0).any():
+        i = int(np.argmax(counts <= 0))
+        if counts[i] == 0:
+            raise ValueError(f"{name}[{i}] must hold at least one [start, end] window, got []")
+        raise ValueError(
+            f"{name} offsets must not decrease, got offsets[{i}] = {int(offsets[i])} > "
+            f"offsets[{i + 1}] = {int(offsets[i + 1])}"
+        )
+    start, end = windows[:, 0], windows[:, 1]
+    bad = ~(np.isfinite(start) & np.isfinite(end) & (end > start))
+    overlap = np.zeros_like(bad)
+    overlap[1:] = ~(start[1:] >= end[:-1])
+    overlap[offsets[:-1]] = False  # a calendar's first window follows no window of its own
+    bad |= overlap
+    if bad.any():
+        i = int(np.searchsorted(offsets, np.argmax(bad), side="right")) - 1
+        # The same message as the same calendar written inline (the first rule it breaks).
+        calendar(f"{name}[{i}]", windows[offsets[i] : offsets[i + 1]].tolist())
+    return PackedCalendars(windows, offsets)
 
 
 class SampleForecaster(Forecaster):

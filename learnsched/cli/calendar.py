@@ -54,7 +54,10 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "causally (the idle gap's end unknown)",
     )
     online.add_argument(
-        "spec", nargs="?", help="SPEC.json: scenario object(s) with \"forecast\" ('-': stdin)"
+        "spec",
+        nargs="?",
+        help='SPEC.json: scenario object(s) with "forecast", its samples inline or in a .npz '
+        "file beside it ('-': stdin)",
     )
     online.add_argument(
         "--trace",
@@ -247,14 +250,6 @@ def run_windows(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_spec(path: str) -> Any:
-    from .._text import decode, read_bytes, source_name
-    from ..calendar.spec import read_online_spec
-
-    source = source_name(path)
-    return read_online_spec(decode(read_bytes(path), source), source)
-
-
 def _sample_counts(text: str) -> list[int]:
     try:
         counts = [int(part) for part in text.split(",")]
@@ -429,12 +424,12 @@ def run_online(args: argparse.Namespace) -> int:
         raise ValueError("give either SPEC.json or --trace [TRACE.csv], not both or neither")
     if args.trace is None:
         from ..calendar.online import evaluate_online
-        from ..calendar.spec import parse_online_spec
+        from ..calendar.spec import read_online_spec
 
         for flag in ("plot", "steps"):
             if getattr(args, flag):
                 raise ValueError(f"--{flag} works over a trace: use it with --trace")
-        cases = parse_online_spec(_read_spec(args.spec))
+        cases = read_online_spec(args.spec)
         result = evaluate_online(cases, threads=args.threads, seeds=_seeds(args))
         out = result.to_json()
         _write(args, out)
