@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "casts.hpp"
-#include "learnsched/batch.hpp"
-#include "learnsched/causal.hpp"
+#include "learnsched/finite/batch.hpp"
+#include "learnsched/causal/sim.hpp"
 #include "learnsched/parallel.hpp"
-#include "learnsched/scenario_tree.hpp"
+#include "learnsched/causal/scenario_tree.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "casts.hpp"
-#include "learnsched/batch.hpp"
-#include "learnsched/forecast.hpp"
-#include "learnsched/online.hpp"
+#include "learnsched/finite/batch.hpp"
+#include "learnsched/forecast/sample_tables.hpp"
+#include "learnsched/forecast/online.hpp"
 #include "learnsched/parallel.hpp"
 
 namespace py = pybind11;

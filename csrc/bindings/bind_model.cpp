@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "learnsched/action.hpp"
-#include "learnsched/policy.hpp"
-#include "learnsched/scenario.hpp"
+#include "learnsched/finite/action.hpp"
+#include "learnsched/finite/policy.hpp"
+#include "learnsched/finite/scenario.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;

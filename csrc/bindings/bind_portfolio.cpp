@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "learnsched/portfolio.hpp"
-#include "learnsched/portfolio_causal.hpp"
-#include "learnsched/portfolio_dp.hpp"
-#include "learnsched/portfolio_model.hpp"
+#include "learnsched/portfolio/portfolio.hpp"
+#include "learnsched/portfolio/causal.hpp"
+#include "learnsched/portfolio/dp.hpp"
+#include "learnsched/portfolio/model.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;

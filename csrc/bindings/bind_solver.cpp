@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "learnsched/batch.hpp"
-#include "learnsched/guard_check.hpp"
-#include "learnsched/model.hpp"
-#include "learnsched/tolerance.hpp"
+#include "learnsched/finite/batch.hpp"
+#include "learnsched/finite/guard_check.hpp"
+#include "learnsched/finite/model.hpp"
+#include "learnsched/finite/tolerance.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
