@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "learnsched/causal/sim.hpp"
+#include "learnsched/causal/run.hpp"
 
 namespace learnsched {
 

@@ -8,17 +8,10 @@
 #include <string>
 
 #include "learnsched/finite/tolerance.hpp"
+#include "learnsched/check.hpp"
 
 namespace learnsched {
 namespace {
-
-template <class... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-    std::ostringstream out;
-    out.precision(12);
-    (out << ... << parts);
-    throw std::invalid_argument(out.str());
-}
 
 void require_finite(const char* field, double value) {
     if (!std::isfinite(value)) fail(field, " must be finite, got ", value);

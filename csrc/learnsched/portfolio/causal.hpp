@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "learnsched/causal/sim.hpp"
+#include "learnsched/causal/run.hpp"
 
 namespace learnsched {
 

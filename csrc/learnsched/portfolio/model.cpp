@@ -8,20 +8,12 @@
 #include <utility>
 
 #include "learnsched/portfolio/dp.hpp"
+#include "learnsched/check.hpp"
 
 namespace learnsched {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <class... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-    std::ostringstream out;
-    out.precision(12);
-    (out << ... << parts);
-    throw std::invalid_argument(out.str());
-}
 
 Portfolio validated(Portfolio portfolio) {
     validate(portfolio);

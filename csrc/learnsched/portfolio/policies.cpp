@@ -5,11 +5,11 @@
 #include <limits>
 
 #include "learnsched/portfolio/model.hpp"
+#include "learnsched/check.hpp"
 
 namespace learnsched {
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 // The best of candidates scored one by one: a later one wins only if strictly better.

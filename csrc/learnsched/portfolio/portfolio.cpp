@@ -7,21 +7,10 @@
 #include <string>
 #include <utility>
 
+#include "learnsched/check.hpp"
+
 namespace learnsched {
 namespace {
-
-template <class... Parts>
-std::string joined(const Parts&... parts) {
-    std::ostringstream out;
-    out.precision(12);
-    (out << ... << parts);
-    return out.str();
-}
-
-template <class... Parts>
-[[noreturn]] void fail(const Parts&... parts) {
-    throw std::invalid_argument(joined(parts...));
-}
 
 std::string candidate_label(const Portfolio& p, std::size_t c) {
     return joined("candidates[", c, "] (", p.candidates[c].name, ")");

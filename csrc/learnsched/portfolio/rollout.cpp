@@ -13,13 +13,9 @@
 #include <limits>
 
 #include "learnsched/portfolio/model.hpp"
+#include "learnsched/check.hpp"
 
 namespace learnsched {
-namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-}  // namespace
 
 void PortfolioModel::load(const PortfolioState& x, Follow& f) const {
     f.stage = x.stage;
