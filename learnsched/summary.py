@@ -42,7 +42,7 @@ PAPER_FIGURES: dict[str, dict[str, Any]] = {
 
 def _ties(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
     """The core's tie rule, elementwise (equal up to rounding noise)."""
-    return np.asarray(_core.ties(a, b), dtype=np.bool_)
+    return np.asarray(_core.finite.ties(a, b), dtype=np.bool_)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-// Causal scheduling on request traces (learnsched._core: UnlentSchedule, GapPool,
+// learnsched._core.causal: causal scheduling on request traces (UnlentSchedule, GapPool,
 // CausalCandidate, causal decisions and runs, the scenario-tree DP).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -237,7 +237,9 @@ OutcomeDict outcome_dict(const CausalOutcome& o) {
 
 }  // namespace
 
-void bind_causal(py::module_& m) {
+void bind_causal(py::module_& core) {
+    py::module_ m = core.def_submodule(
+        "causal", "Causal scheduling on a request trace: gaps, their forecast, decisions, runs.");
     py::class_<UnlentSchedule>(m, "UnlentSchedule",
                                "A request trace served FIFO with nothing lent, and its idle gaps.")
         .def(py::init([](const Doubles& arrival, const Doubles& service, const Doubles& deadline) {

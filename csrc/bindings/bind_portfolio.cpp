@@ -1,4 +1,4 @@
-// Portfolios of candidates on several GPUs (portfolio*.hpp) in learnsched._core.
+// learnsched._core.portfolio: portfolios of candidates on several GPUs (portfolio/).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -85,7 +85,9 @@ py::typing::Dict<py::str, py::object> causal_outcome_dict(const CausalPortfolioO
 
 }  // namespace
 
-void bind_portfolio(py::module_& m) {
+void bind_portfolio(py::module_& core) {
+    py::module_ m = core.def_submodule(
+        "portfolio", "Portfolios: candidates sharing the idle windows of several GPUs.");
     py::register_exception<StateSpaceError>(m, "StateSpaceError", PyExc_ValueError);
 
     py::enum_<PortfolioPolicy>(m, "PortfolioPolicy", "The portfolio's policies.")

@@ -3,7 +3,7 @@
 A :class:`Portfolio` is validated when it is built (``ValueError`` naming the field and
 value; :class:`StateSpaceError`, also a ``ValueError``, when it is too large) and
 round-trips through the SPEC of ``learnsched portfolio``. The rules are those of the C++
-core (``csrc/learnsched/portfolio.hpp``) and of ``docs/portfolio.md``.
+core (``csrc/learnsched/portfolio/portfolio.hpp``) and of ``docs/portfolio.md``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = [
     "solve_portfolio",
 ]
 
-StateSpaceError = _core.StateSpaceError
+StateSpaceError = _core.portfolio.StateSpaceError
 """A portfolio, or its DP, larger than the core's limits (a ``ValueError``)."""
 
 CANDIDATE_KEYS = (
@@ -89,7 +89,7 @@ DEFAULT_POLICIES: tuple[PortfolioPolicy, ...] = tuple(
 )
 """Every policy but ``dp``, which is exact but only for small portfolios: ask for it by name."""
 
-_CORE_POLICY = {p: getattr(_core.PortfolioPolicy, p.value) for p in PortfolioPolicy}
+_CORE_POLICY = {p: getattr(_core.portfolio.PortfolioPolicy, p.value) for p in PortfolioPolicy}
 
 
 def parse_policies(
@@ -160,10 +160,10 @@ class Candidate:
         if not isinstance(self.initial, InitialState):
             raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
 
-    def to_core(self) -> _core.PortfolioCandidate:
+    def to_core(self) -> _core.portfolio.PortfolioCandidate:
         """The core's candidate."""
         rate, pieces = schedule_of(self.benefit_rate)
-        return _core.PortfolioCandidate(
+        return _core.portfolio.PortfolioCandidate(
             self.name,
             self.work_quanta,
             self.quantum_s,
@@ -255,7 +255,7 @@ class Portfolio:
     candidates: tuple[Candidate, ...]
     cold_recovery_s: float | None = None
     budget_gpu_s: float | None = None
-    _core_portfolio: _core.Portfolio = field(init=False, repr=False, compare=False)
+    _core_portfolio: _core.portfolio.Portfolio = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -275,13 +275,13 @@ class Portfolio:
         for i, c in enumerate(self.candidates):
             if not isinstance(c, Candidate):
                 raise TypeError(f"candidates[{i}] must be a Candidate, got {type(c).__name__}")
-        core = _core.Portfolio(
+        core = _core.portfolio.Portfolio(
             [list(w) for w in self.gpus],
-            _core.SharedReturn(self.recovery_s, self.residency_rate, self.cold_recovery_s),
+            _core.portfolio.SharedReturn(self.recovery_s, self.residency_rate, self.cold_recovery_s),
             self.budget_gpu_s,
             [c.to_core() for c in self.candidates],
         )
-        _core.validate_portfolio(core)  # names the field and value (StateSpaceError if too big)
+        _core.portfolio.validate_portfolio(core)  # names the field and value (StateSpaceError if too big)
         put(self, "_core_portfolio", core)
 
     @classmethod
@@ -306,7 +306,7 @@ class Portfolio:
             budget_gpu_s=budget_gpu_s,
         )
 
-    def to_core(self) -> _core.Portfolio:
+    def to_core(self) -> _core.portfolio.Portfolio:
         """The core's validated portfolio."""
         return self._core_portfolio
 
@@ -473,7 +473,7 @@ class PortfolioPlan:
     steps: tuple[PortfolioStep, ...]
 
     @classmethod
-    def from_core(cls, plan: _core.PortfolioPlan, portfolio: Portfolio) -> PortfolioPlan:
+    def from_core(cls, plan: _core.portfolio.PortfolioPlan, portfolio: Portfolio) -> PortfolioPlan:
         """Copy the core's plan of ``portfolio``."""
         names = [c.name for c in portfolio.candidates]
         steps = []
@@ -538,7 +538,7 @@ class PortfolioModel:
             raise TypeError(f"portfolio must be a Portfolio, got {type(portfolio).__name__}")
         self._portfolio = portfolio
         self._policies = parse_policies(policies)
-        self._model = _core.PortfolioModel(
+        self._model = _core.portfolio.PortfolioModel(
             portfolio.to_core(), [_CORE_POLICY[p] for p in self._policies]
         )
 
@@ -573,29 +573,29 @@ class PortfolioModel:
         """Every prepared policy's plan, by name."""
         return {p.value: self.solve(p) for p in self._policies}
 
-    def initial_state(self) -> _core.PortfolioState:
+    def initial_state(self) -> _core.portfolio.PortfolioState:
         """The state at the first stage."""
         return self._model.initial_state()
 
     def decide(
-        self, state: _core.PortfolioState, policy: str | PortfolioPolicy = PortfolioPolicy.ROLLOUT
-    ) -> _core.PortfolioAction:
+        self, state: _core.portfolio.PortfolioState, policy: str | PortfolioPolicy = PortfolioPolicy.ROLLOUT
+    ) -> _core.portfolio.PortfolioAction:
         """The policy's action in ``state``: ``candidate`` (its index; -1 gives the window to
         serving) and the finite-model ``action`` it takes in the stage's window."""
         return self._model.decide(state, _CORE_POLICY[PortfolioPolicy.parse(policy)])
 
     def step(
-        self, state: _core.PortfolioState, action: _core.PortfolioAction
-    ) -> tuple[_core.PortfolioStep, _core.PortfolioState]:
+        self, state: _core.portfolio.PortfolioState, action: _core.portfolio.PortfolioAction
+    ) -> tuple[_core.portfolio.PortfolioStep, _core.portfolio.PortfolioState]:
         """What a feasible ``action`` does from ``state``, and the next state."""
         step, state = self._model.step(state, action)
         return step, state
 
-    def reference_value(self, state: _core.PortfolioState) -> float:
+    def reference_value(self, state: _core.portfolio.PortfolioState) -> float:
         """V^pi0: the value of following the portfolio Costed Window from ``state``, s-eq."""
         return float(self._model.reference_value(state))
 
-    def optimal_value(self, state: _core.PortfolioState) -> float:
+    def optimal_value(self, state: _core.portfolio.PortfolioState) -> float:
         """V*: the DP's value of ``state`` (Eq. D.2), s-eq.; :class:`StateSpaceError` if too large."""
         return float(self._model.optimal_value(state))
 
