@@ -198,6 +198,12 @@ def _guard(
     return eps, checked_callback("score_noise", score_noise), checked_callback("scores", scores)
 
 
+# The core's decide falls back on these checks for every call it does not take as is (numpy
+# integers, the guarded policy, a bad argument), read from its Model class: the extension
+# never imports this package.
+_core.finite.Model.check_arguments = staticmethod(decide_arguments)  # type: ignore[attr-defined]
+
+
 class Decisions(NamedTuple):
     """The actions of :meth:`Model.decide_many`, one entry per state (numpy arrays).
 

@@ -445,11 +445,18 @@ decide_args::Result decide(const Model& model, const decide_args::Int& window,
         unguarded_policy(policy, p) && no_guard(epsilon, score_noise, scores)) {
         return decide_args::Result(action_cache().get(model.decide(s, p)));
     }
-    // Anything else (numpy integers, the guarded policy, a bad argument): learnsched's
+    // Anything else (numpy integers, the guarded policy, a bad argument): the Python layer's
     // checks convert it or raise naming the field, with the messages of every other call.
-    const auto args = py::module_::import("learnsched.solver")
-                          .attr("decide_arguments")(window, progress, durable, active, policy,
-                                                    epsilon, score_noise, scores)
+    // They come with the model's class (learnsched.solver sets Model.check_arguments at
+    // import), so that the extension never imports the package.
+    const py::object self = py::cast(&model, py::return_value_policy::reference);
+    if (!py::hasattr(self, "check_arguments")) {
+        throw py::type_error(
+            "decide takes a plain int window, progress and durable, a bool active, an unguarded "
+            "policy and no guard, unless the model's class defines check_arguments");
+    }
+    const auto args = self.attr("check_arguments")(window, progress, durable, active, policy,
+                                                   epsilon, score_noise, scores)
                           .cast<py::tuple>();
     const State checked{args[0].cast<int>(), args[1].cast<int>(), args[2].cast<int>(),
                         args[3].cast<bool>()};
