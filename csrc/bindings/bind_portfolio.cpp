@@ -91,12 +91,12 @@ void bind_portfolio(py::module_& core) {
     py::register_exception<StateSpaceError>(m, "StateSpaceError", PyExc_ValueError);
 
     py::enum_<PortfolioPolicy>(m, "PortfolioPolicy", "The portfolio's policies.")
-        .value("sequential", PortfolioPolicy::Sequential)
-        .value("density", PortfolioPolicy::Density)
-        .value("earliest", PortfolioPolicy::Earliest)
-        .value("costed_window", PortfolioPolicy::CostedWindow)
-        .value("rollout", PortfolioPolicy::Rollout)
-        .value("dp", PortfolioPolicy::Dp);
+        .value("SEQUENTIAL", PortfolioPolicy::Sequential)
+        .value("DENSITY", PortfolioPolicy::Density)
+        .value("EARLIEST", PortfolioPolicy::Earliest)
+        .value("COSTED_WINDOW", PortfolioPolicy::CostedWindow)
+        .value("ROLLOUT", PortfolioPolicy::Rollout)
+        .value("DP", PortfolioPolicy::Dp);
 
     py::class_<PortfolioCandidate>(m, "PortfolioCandidate", "One finite-model job of a portfolio.")
         .def(py::init([](std::string name, int work_quanta, double quantum_s, double benefit_rate,

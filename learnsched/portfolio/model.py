@@ -89,7 +89,8 @@ DEFAULT_POLICIES: tuple[PortfolioPolicy, ...] = tuple(
 )
 """Every policy but ``dp``, which is exact but only for small portfolios: ask for it by name."""
 
-_CORE_POLICY = {p: getattr(_core.portfolio.PortfolioPolicy, p.value) for p in PortfolioPolicy}
+_CORE_POLICY = {p: getattr(_core.portfolio.PortfolioPolicy, p.name) for p in PortfolioPolicy}
+_POLICY_OF_CORE = {core: p for p, core in _CORE_POLICY.items()}
 
 
 def parse_policies(
@@ -498,7 +499,7 @@ class PortfolioPlan:
                 )
             )
         return cls(
-            policy=plan.policy.name,
+            policy=_POLICY_OF_CORE[plan.policy].value,
             value=plan.value,
             benefit=plan.benefit,
             gpu_s=plan.gpu_s,
