@@ -1565,7 +1565,7 @@ def causal_jobs(draw: st.DrawFn, schedule: Any) -> Any:
         draw(maybe(st.integers(0, 2**64 - 1), st.integers(-5, -1))),
         draw(maybe(st.booleans())),
     )
-    return draw(maybe(st.just(job), st.one_of(junk, st.just(job[:3]), st.just(list(job)))))
+    return draw(maybe(st.just(_core.causal.CausalJob(*job)), st.one_of(junk, st.just(job))))
 
 
 @st.composite
@@ -2124,6 +2124,11 @@ BINDINGS: dict[str, Binding] = {
     ),
     "_core.causal.CausalDecider": Binding(causal_decider_calls(), CAUSAL_NAMES),
     "_core.causal.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
+    # Fields are kept as given (run_causal checks them): any nine objects build one.
+    "_core.causal.CausalJob": Binding(
+        st.lists(junk, min_size=8, max_size=9).map(lambda a: Call(_core.causal.CausalJob, tuple(a))),
+        CAUSAL_NAMES,
+    ),
     "_core.causal.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
     # OverflowError past max_nodes: documented (learnsched.calendar.causal.clairvoyant).
     "_core.causal.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)),

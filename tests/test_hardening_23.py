@@ -713,7 +713,8 @@ def test_causal_bindings_guard_their_arguments() -> None:
         _core.causal.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
     with pytest.raises(TypeError, match="tables must be SampleTables or None, got 3"):
         _core.causal.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
-    job = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    fields = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    job = _core.causal.CausalJob(*fields)
     for at, bad, message in (
         (0, "x", r"jobs\[0\].candidate must be a CausalCandidate, got 'x'"),
         (5, "p", r"jobs\[0\].pool must be a GapPool or None, got 'p'"),
@@ -721,7 +722,9 @@ def test_causal_bindings_guard_their_arguments() -> None:
         (1, "0", r"jobs\[0\].from_s must be a number, got '0'"),
     ):
         with pytest.raises(TypeError, match=message):
-            _core.causal.run_causal(schedule, [(*job[:at], bad, *job[at + 1 :])])
+            _core.causal.run_causal(
+                schedule, [_core.causal.CausalJob(*fields[:at], bad, *fields[at + 1 :])]
+            )
     with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
         _core.causal.run_causal(schedule, [job], 1025)
     both, one = _core.causal.run_causal(schedule, [job, job], 2)[0], _core.causal.run_causal(schedule, [job])[0]

@@ -375,7 +375,9 @@ def run_causal(
     tables = None if forecast is None else forecast.tables
     stream = _core.causal.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0)
     jobs = [
-        (candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps)
+        _core.causal.CausalJob(
+            candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps
+        )
         for p in policies
     ]
     outs = _core.causal.run_causal(trace.schedule, jobs, integer("threads", threads, low=1))

@@ -406,7 +406,7 @@ def causal_study(
                 stream = _core.causal.stream_seed(seed, h, 0)
                 for policy in CAUSAL_POLICIES:
                     jobs.append(
-                        (
+                        _core.causal.CausalJob(
                             core,
                             start,
                             end,
