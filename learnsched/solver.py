@@ -139,8 +139,8 @@ def decide_arguments(
     """:meth:`Model.decide`'s arguments checked and converted, in the order the core takes
     them, or a ``TypeError``/``ValueError`` naming the field.
 
-    The core's ``decide`` checks plain arguments itself (ints, a bool, an unguarded policy,
-    no guard) and calls this for every other call: numpy integers, the guarded policy, or
+    The core's ``decide`` checks plain arguments itself (ints, a bool, a policy, no guard
+    arguments) and calls this for every other call: numpy integers, guard arguments, or
     a bad argument, which then fails with the message every other function gives it.
     """
     state = _state_args(window, progress, durable, active)
@@ -198,10 +198,12 @@ def _guard(
     return eps, checked_callback("score_noise", score_noise), checked_callback("scores", scores)
 
 
-# The core's decide falls back on these checks for every call it does not take as is (numpy
-# integers, the guarded policy, a bad argument), read from its Model class: the extension
-# never imports this package.
-_core.finite.Model.check_arguments = staticmethod(decide_arguments)  # type: ignore[attr-defined]
+class _CheckedModel(_core.finite.Model):
+    """The core's model with the checks its ``decide`` falls back on for every call it does
+    not take as is (numpy integers, guard arguments, a bad argument): the extension reads
+    them from the model's class and never imports this package."""
+
+    check_arguments = staticmethod(decide_arguments)
 
 
 class Decisions(NamedTuple):
@@ -253,7 +255,7 @@ class Model:
         )
         self._scenario = scenario
         self._tables_for = tables_for
-        self._model = _core.finite.Model(scenario.to_core(), tables_for)
+        self._model = _CheckedModel(scenario.to_core(), tables_for)
         # decide's hot path is the core's binding itself, which checks every argument as
         # decide() below does: bound per instance, it skips that Python frame (30% of a call).
         object.__setattr__(self, "decide", self._model.decide)

@@ -395,9 +395,10 @@ LastPolicy& last_policy() {
     return *last;
 }
 
-// A policy that takes no guard, by name (a str or learnsched.Policy member) or core value
-// (any: decide refuses values outside the enum).
-bool unguarded_policy(const py::handle& h, Policy& out) {
+// A policy by name (a str or learnsched.Policy member) or core value (any: decide refuses
+// values outside the enum). The guarded policy comes here too: no_guard() below holds for
+// the call, which is then exactly what the checked path gives it (epsilon 0, exact scores).
+bool plain_policy(const py::handle& h, Policy& out) {
     LastPolicy& last = last_policy();
     if (h.ptr() == last.object) {
         out = last.value;
@@ -412,7 +413,7 @@ bool unguarded_policy(const py::handle& h, Policy& out) {
         }
         const std::string_view given(text, static_cast<std::size_t>(size));
         for (const Policy p : {Policy::Rollout, Policy::Dp, Policy::CostedWindow, Policy::Window,
-                               Policy::Never, Policy::StaticRoi}) {
+                               Policy::Never, Policy::StaticRoi, Policy::Guarded}) {
             if (given == name(p)) {
                 Py_XDECREF(last.object);
                 last.object = h.inc_ref().ptr();
@@ -424,7 +425,7 @@ bool unguarded_policy(const py::handle& h, Policy& out) {
     }
     if (!py::isinstance<Policy>(h)) return false;
     out = h.cast<Policy>();
-    return out != Policy::Guarded;
+    return true;
 }
 
 bool no_guard(const py::handle& epsilon, const py::handle& noise, const py::handle& scores) {
@@ -442,18 +443,18 @@ decide_args::Result decide(const Model& model, const decide_args::Int& window,
     Policy p = Policy::Rollout;
     if (plain_int(window, s.window) && plain_int(progress, s.progress) &&
         plain_int(durable, s.durable) && plain_flag(active, s.active) &&
-        unguarded_policy(policy, p) && no_guard(epsilon, score_noise, scores)) {
+        plain_policy(policy, p) && no_guard(epsilon, score_noise, scores)) {
         return decide_args::Result(action_cache().get(model.decide(s, p)));
     }
     // Anything else (numpy integers, the guarded policy, a bad argument): the Python layer's
     // checks convert it or raise naming the field, with the messages of every other call.
-    // They come with the model's class (learnsched.solver sets Model.check_arguments at
-    // import), so that the extension never imports the package.
+    // They come with the model's class (learnsched.Model builds a subclass defining
+    // check_arguments), so that the extension never imports the package.
     const py::object self = py::cast(&model, py::return_value_policy::reference);
     if (!py::hasattr(self, "check_arguments")) {
         throw py::type_error(
-            "decide takes a plain int window, progress and durable, a bool active, an unguarded "
-            "policy and no guard, unless the model's class defines check_arguments");
+            "decide takes a plain int window, progress and durable, a bool active, a policy and "
+            "no guard arguments, unless the model's class defines check_arguments");
     }
     const auto args = self.attr("check_arguments")(window, progress, durable, active, policy,
                                                    epsilon, score_noise, scores)
