@@ -2,7 +2,7 @@
 //
 // Branch b is a request trace with probability p_b; branches agree request for request up
 // to where they part. A non-anticipative scheduler decides at each decision point of the
-// causal model (causal.hpp) from the requests arrived so far only, so branches it cannot
+// causal model (sim.hpp) from the requests arrived so far only, so branches it cannot
 // yet tell apart share its decision. The optimum over such schedulers, in expectation over
 // the branches, is computed by recursion over the observation tree with memoisation: no
 // causal policy does better on the tree, and with one branch it is the best schedule of

@@ -93,7 +93,8 @@ class SampleTables {
         ValueTable window{0, 0};
         ValueTable reference{0, 0};
         ValueTable optimal{0, 0};
-        // Two return paths: each fixed path's V_G^p and V^{CW_p} (pi0's, path_reference.hpp).
+        // Two return paths: each fixed path's V_G^p and V^{CW_p} (pi0's,
+        // finite/path_reference.hpp).
         std::array<ValueTable, 2> path_window{ValueTable{0, 0}, ValueTable{0, 0}};
         std::array<ValueTable, 2> path_reference{ValueTable{0, 0}, ValueTable{0, 0}};
     };

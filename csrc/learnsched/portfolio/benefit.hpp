@@ -1,7 +1,7 @@
 // Eq. C.7's benefit with age decay, read with the finite model: an artifact published at t_p
 // earns g(v) * 2^(-(v - t_p)/h) at time v until the horizon H, so that
 //   Phi(t_p) = integral_{t_p}^{H} g(v) 2^(-(v - t_p)/h) dv,
-// g constant or piecewise constant (benefit.hpp). Without a half-life the portfolio uses
+// g constant or piecewise constant (finite/benefit.hpp). Without a half-life the portfolio uses
 // BenefitCurve itself (the finite model's Phi, bit for bit).
 #pragma once
 

@@ -1,6 +1,6 @@
 // Causal portfolios (issue 25, item 6a): several candidates share one GPU that serves a
-// request trace, under the rules of causal scheduling (causal.hpp): the scheduler knows the
-// arrivals up to now only, never the end of the idle gap it is in.
+// request trace, under the rules of causal scheduling (causal/sim.hpp): the scheduler knows
+// the arrivals up to now only, never the end of the idle gap it is in.
 //
 // One causal run (CausalSim) carries the trace, the loans and their lateness; the candidates
 // take turns in it. At every quantum boundary of an idle gap the portfolio asks each

@@ -84,7 +84,7 @@ class PortfolioModel {
         ValueTable gpu_s;
         ValueTable publish_s;
     };
-    // One return path of a candidate offered two (path_reference.hpp): its accounting, its
+    // One return path of a candidate offered two (finite/path_reference.hpp): its accounting, its
     // Window plan and its Costed Window's values V^{CW_p}.
     struct FixedPath {
         SegmentAccounting acc;

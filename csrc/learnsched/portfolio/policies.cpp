@@ -1,6 +1,7 @@
 // The portfolio's policies (docs/portfolio.md). Each stage's GPU works on at most one
 // candidate; candidates are compared in list order and a later one replaces an earlier one
-// only by a margin beyond the tie tolerance (tolerance.hpp), as actions are in the finite model.
+// only by a margin beyond the tie tolerance (finite/tolerance.hpp), as actions are in the
+// finite model.
 #include <cmath>
 #include <limits>
 
@@ -33,7 +34,7 @@ struct Pick {
 // Portfolio Costed Window (pi0). A forced candidate takes today's Costed Window action. Else
 // every free candidate is priced as Costed Window prices it alone on this GPU: V_G, the value
 // of the Window plan it would follow from here (with two return paths, that of the better
-// fixed-path Costed Window, path_reference.hpp); it qualifies if Costed Window works now
+// fixed-path Costed Window, finite/path_reference.hpp); it qualifies if Costed Window works now
 // (so V_G beats stopping, 0, strictly) and, under a budget, that plan's GPU-seconds fit what
 // is left (a plan that cannot run is not priced by V_G). The window goes to the qualifying
 // candidate of largest V_G and that action; with none it goes to serving. With one candidate

@@ -1,6 +1,6 @@
 // A portfolio of self-evolution candidates sharing the idle windows of G GPUs (issue 25).
 //
-// Each candidate is a finite-model job (scenario.hpp): J quanta of delta seconds, its own
+// Each candidate is a finite-model job (finite/scenario.hpp): J quanta of delta seconds, its own
 // benefit Phi(t_p), save and load costs, progress p and durable progress pbar. Every GPU has
 // its own calendar of idle windows; the return path (t_ret, rho; optionally the cold
 // alternative) is the serving engine's, shared by every candidate. The rules:
