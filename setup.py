@@ -20,11 +20,11 @@ if os.environ.get("LEARNSCHED_WERROR"):
 
 core = Pybind11Extension(
     "learnsched._core",
-    sorted(glob("csrc/learnsched/*.cpp") + glob("csrc/bindings/*.cpp")),
+    sorted(glob("csrc/learnsched/**/*.cpp", recursive=True) + glob("csrc/bindings/*.cpp")),
     include_dirs=["csrc"],
     # Headers too: build_ext rebuilds only when a listed file is newer than the built
     # module, so without them a header edit would leave a stale core in build/.
-    depends=sorted(glob("csrc/*/*.hpp")),
+    depends=sorted(glob("csrc/**/*.hpp", recursive=True)),
     cxx_std=17,
     extra_compile_args=extra_compile_args,
 )

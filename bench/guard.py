@@ -168,9 +168,9 @@ def _fresh_build() -> Pair:
 
     scenario = BUILDS["MAX_STATES"]
     core = scenario.to_core()
-    assert_built(_core.Model(core), scenario)
+    assert_built(_core.finite.Model(core), scenario)
     doubles = 384 * 2**20 // 8  # the tables' 384 MiB (test_bench_solver's cap build)
-    return Pair(lambda: _core.Model(core), partial(_first_touch, doubles), 1)
+    return Pair(lambda: _core.finite.Model(core), partial(_first_touch, doubles), 1)
 
 
 def _request_floor(n: int) -> Call:
@@ -255,7 +255,7 @@ def _loop_decision() -> Pair:
     action = decider.decide(ahead, 0, 0, False)
     assert (action.name, action.quanta) == (expected.action, expected.quanta)
     core_scenario = planned.to_core()
-    kept = _core.Model(core_scenario)
+    kept = _core.finite.Model(core_scenario)
 
     def floor() -> object:
         kept.rebuild(core_scenario)

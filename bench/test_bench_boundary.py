@@ -71,10 +71,10 @@ def long_plan_model(windows: int = 1000) -> ls.Model:
 MODEL = long_plan_model()
 
 
-def stepwise_plan(plan: _core.Plan) -> Plan:
+def stepwise_plan(plan: _core.finite.Plan) -> Plan:
     """The conversion before the columns: one Step per segment, read field by field."""
     return Plan(
-        policy=_core.policy_name(plan.policy),
+        policy=_core.finite.policy_name(plan.policy),
         value=plan.value,
         benefit=plan.benefit,
         publish_s=None if math.isnan(plan.publish_s) else plan.publish_s,
@@ -85,7 +85,7 @@ def stepwise_plan(plan: _core.Plan) -> Plan:
 
 @pytest.mark.benchmark(group="1000-step plan: C++ walk vs Python conversion")
 def test_long_plan_cpp_walk(benchmark: Benchmark) -> None:
-    plan = benchmark(MODEL._model.solve, _core.Policy.NEVER, 0.0, None)
+    plan = benchmark(MODEL._model.solve, _core.finite.Policy.NEVER, 0.0, None)
     assert len(plan.steps) == 1000
 
 
@@ -98,7 +98,7 @@ def test_long_plan_python(benchmark: Benchmark) -> None:
 
 @pytest.mark.benchmark(group="1000-step plan: C++ walk vs Python conversion")
 def test_long_plan_stepwise_conversion(benchmark: Benchmark) -> None:
-    plan = benchmark(lambda: stepwise_plan(MODEL._model.solve(_core.Policy.NEVER, 0.0, None)))
+    plan = benchmark(lambda: stepwise_plan(MODEL._model.solve(_core.finite.Policy.NEVER, 0.0, None)))
     assert plan == MODEL.solve("never")
 
 
@@ -107,7 +107,7 @@ def test_long_plan_to_json(benchmark: Benchmark) -> None:
     plan = MODEL.solve("never")
     steps = benchmark(lambda: plan.to_json()["steps"])
     assert steps == [step.to_json() for step in stepwise_plan(MODEL._model.solve(
-        _core.Policy.NEVER, 0.0, None
+        _core.finite.Policy.NEVER, 0.0, None
     )).steps]
 
 
@@ -130,12 +130,12 @@ def test_scenario_python_converted(benchmark: Benchmark) -> None:
     assert built == S0348
 
 
-def core_scenario() -> _core.Scenario:
+def core_scenario() -> _core.finite.Scenario:
     s = S0348
-    core = _core.Scenario(
+    core = _core.finite.Scenario(
         list(s.windows), 6, 5.0, 0.25, 1020.0, s.costs.to_core(), s.initial.to_core()
     )
-    _core.validate(core)
+    _core.finite.validate(core)
     return core
 
 

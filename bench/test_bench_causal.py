@@ -52,7 +52,7 @@ def forecast(work_quanta: int, n: int = 64) -> tuple[ls.Scenario, CausalForecast
 @pytest.mark.parametrize("age", [0.0, 10.0])
 def test_causal_decision(benchmark: Benchmark, work_quanta: int, age: float) -> None:
     scenario, f = forecast(work_quanta)
-    decider = _core.CausalDecider(
+    decider = _core.causal.CausalDecider(
         core_candidate(scenario, 1.0), "rollout", 0.95, f.pool, f.tables, 1
     )
     plan, quanta, move = benchmark(decider.decide, 1300.0 + age, 1300.0, 0, 0, False)

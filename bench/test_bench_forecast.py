@@ -5,7 +5,7 @@
   plus the decision. Targets: N = 64 under 1 ms, N = 256 under 5 ms, cost linear in N
   (the parametrized sizes grow 4x a step).
 * ``learnsched online`` over 1000 true calendars x 20 windows x N = 64 fixed samples, on
-  1 and 2 threads, beside its C++ part alone (``_core.run_online`` on the parsed cases):
+  1 and 2 threads, beside its C++ part alone (``_core.forecast.run_online`` on the parsed cases):
   the command should cost little more than its core (the samples are read by numpy from
   a ``.npz`` beside the SPEC, equal samples are built once, threads run over calendars);
   and the same SPEC with its samples written inline, the form for small SPECs, as the
@@ -153,12 +153,12 @@ def test_online_1000_calendars_core_only(
         assert fixed is not None
         jobs.append((case.scenario.to_core(), *fixed))
     policies = [
-        _core.Policy.WINDOW,
-        _core.Policy.COSTED_WINDOW,
-        _core.Policy.ROLLOUT,
-        _core.Policy.DP,
+        _core.finite.Policy.WINDOW,
+        _core.finite.Policy.COSTED_WINDOW,
+        _core.finite.Policy.ROLLOUT,
+        _core.finite.Policy.DP,
     ]
-    plans = benchmark.pedantic(_core.run_online, args=(jobs, policies, threads), rounds=1)
+    plans = benchmark.pedantic(_core.forecast.run_online, args=(jobs, policies, threads), rounds=1)
     assert len(plans) == 1000
     assert all(p[2].value <= p[4].value + 1e-9 for p in plans)  # rollout <= clairvoyant
 

@@ -135,7 +135,7 @@ def test_causal_portfolio_horizon(
     trace, core, forecasts, _ = causal_horizon
 
     def run() -> dict[str, Any]:
-        return _core.run_portfolio_causal(
+        return _core.portfolio.run_portfolio_causal(
             trace.schedule,
             core,
             [0] * len(core),
@@ -167,5 +167,5 @@ def test_baseline_each_candidate_alone(
         (c, 600.0, 1200.0, "risk_rollout", 0.95, f.pool, f.tables, 7, False)
         for c, f in zip(core, forecasts, strict=True)
     ]
-    outs = benchmark(_core.run_causal, trace.schedule, jobs)
+    outs = benchmark(_core.causal.run_causal, trace.schedule, jobs)
     assert len(outs) == CANDIDATES

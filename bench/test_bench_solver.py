@@ -183,7 +183,7 @@ def test_table_memory_is_proportional_to_states(
     assert 0.8 * predicted <= measured <= 1.5 * predicted, (measured, predicted)
 
 
-def assert_built(model: _core.Model, scenario: ls.Scenario) -> None:
+def assert_built(model: _core.finite.Model, scenario: ls.Scenario) -> None:
     """The model answers for `scenario` with all three tables."""
     init = model.scenario.initial
     assert model.scenario.work_quanta == scenario.work_quanta
@@ -204,16 +204,16 @@ def test_model_build(benchmark: Benchmark, size: str, path: str) -> None:
     benchmark.group = f"Model build, {size}, repeated"
     scenario = BUILDS[size]
     core = scenario.to_core()
-    build: Callable[[], _core.Model] = lambda: _core.Model(core)
+    build: Callable[[], _core.finite.Model] = lambda: _core.finite.Model(core)
     if path == "rebuild":
         model = build()
 
-        def build() -> _core.Model:
+        def build() -> _core.finite.Model:
             model.rebuild(core)
             return model
 
     if size == "MAX_STATES":  # 0.2-1 s a build; the first in a process (cold pages) apart
-        assert (len(scenario.windows) + 1) * (scenario.work_quanta + 1) == _core.MAX_STATES
+        assert (len(scenario.windows) + 1) * (scenario.work_quanta + 1) == _core.finite.MAX_STATES
         built = benchmark.pedantic(build, rounds=5, iterations=1, warmup_rounds=1)
     else:
         built = benchmark(build)
@@ -229,7 +229,7 @@ import learnsched as ls
 from learnsched import _core
 scenario = ls.Scenario.from_json(json.load(sys.stdin)).to_core()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-model = _core.Model(scenario, [_core.Policy(p) for p in json.loads(sys.argv[1])])
+model = _core.finite.Model(scenario, [_core.finite.Policy(p) for p in json.loads(sys.argv[1])])
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"peak_kib": peak - before}))
 """
@@ -238,7 +238,7 @@ print(json.dumps({"peak_kib": peak - before}))
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ru_maxrss in KiB (Linux)")
 @pytest.mark.parametrize(
     ("policies", "predicted_mib"),
-    [(list(range(7)), 3 * 128), ([int(_core.Policy.DP)], 128 + 96), ([0, 1, 2], 0)],
+    [(list(range(7)), 3 * 128), ([int(_core.finite.Policy.DP)], 128 + 96), ([0, 1, 2], 0)],
     ids=["all tables", "dp", "table-free"],
 )
 def test_cap_build_peak_memory(

@@ -149,7 +149,7 @@ def test_sweep_readme_spec_floor(benchmark: Benchmark) -> None:
             except ValueError:
                 continue  # the 160 invalid rows at 120 s
     policies = [core_policy(p) for p in spec.policies]
-    values = benchmark(ls._core.solve_batch, scenarios, policies)["value"]
+    values = benchmark(ls._core.finite.solve_batch, scenarios, policies)["value"]
     assert values.shape == (9600 - 160, 2)
 
 

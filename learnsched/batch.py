@@ -18,11 +18,11 @@ __all__ = ["MAX_THREADS", "BatchResult", "solve_batch"]
 
 PROGRESS_CHUNK = 256
 FIELDS = ("value", "benefit", "publish_s", "cost")
-MAX_THREADS: int = _core.MAX_THREADS
+MAX_THREADS: int = _core.finite.MAX_THREADS
 """Most worker threads a batch may use (1024): each holds one model's tables at a time."""
 
 
-def _core_scenarios(scenarios: Iterable[Scenario]) -> list[_core.Scenario]:
+def _core_scenarios(scenarios: Iterable[Scenario]) -> list[_core.finite.Scenario]:
     """The core scenarios of a :class:`ScenarioBatch` as they are, or of a sequence of
     :class:`Scenario` (naming the first item that is not one)."""
     if isinstance(scenarios, ScenarioBatch):
@@ -110,7 +110,7 @@ def solve_batch(
     step = PROGRESS_CHUNK if progress is not None else max(len(core_scenarios), 1)
     chunks = []
     for start in range(0, max(len(core_scenarios), 1), step):
-        chunk = _core.solve_batch(
+        chunk = _core.finite.solve_batch(
             core_scenarios[start : start + step], core_policies, threads, epsilon
         )
         if progress is not None:

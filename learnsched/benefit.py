@@ -5,7 +5,7 @@ Publishing at ``t_p`` earns ``Phi(t_p)``, the integral of the benefit rate ``g(v
 finite model's ``g*(H - t_p)^+``; a schedule ``[[t_0, g_0], [t_1, g_1], ...]`` (seconds,
 s-eq./s) holds ``g_i`` from ``t_i`` until the next piece starts (the last one until
 ``H``), and 0 before ``t_0``. The core computes ``Phi`` (``BenefitCurve`` in
-``csrc/learnsched/benefit.hpp``); Python only converts the value.
+``csrc/learnsched/finite/benefit.hpp``); Python only converts the value.
 """
 
 from __future__ import annotations

@@ -138,10 +138,10 @@ class _Pieces:
     def work_quanta(self, work_s: float) -> int:
         quantum_s = self.config.quantum_s
         ratio = work_s / quantum_s
-        if not ratio <= _core.MAX_STATES:  # inf too: before round() or the core's int32
+        if not ratio <= _core.finite.MAX_STATES:  # inf too: before round() or the core's int32
             raise ValueError(
                 f"quantum_s={quantum_s} makes work_quanta = {work_s} s / quantum_s = {ratio:g} "
-                f"quanta, more than the limit of {_core.MAX_STATES}"
+                f"quanta, more than the limit of {_core.finite.MAX_STATES}"
             )
         work_quanta = round(ratio)
         if abs(work_quanta * quantum_s - work_s) > 1e-9:
@@ -154,7 +154,7 @@ class _Pieces:
             self.initial[key] = _initial(name, work_quanta)
         return self.initial[key]
 
-    def core(self, index: tuple[list[int], ...]) -> list[_core.Scenario]:
+    def core(self, index: tuple[list[int], ...]) -> list[_core.finite.Scenario]:
         """The validated core scenarios of grid entries, built in one call: ``index`` holds
         one list per label (calendar, work, rate, tail, recovery, initial state) of each
         entry's position in that label's values."""
@@ -169,7 +169,7 @@ class _Pieces:
         calendars = list(CALENDARS)
         ends = np.array([self.windows[name][-1][1] for name in calendars])
         horizon_s = ends[cal] + np.asarray(c.tails_s, dtype=np.float64)[tail]  # last end + tail
-        cores = _core.scenario_rows(
+        cores = _core.finite.scenario_rows(
             [list(self.windows[name]) for name in calendars],
             [c.costs(r).to_core() for r in c.recoveries],
             [state.to_core() for state in states.values()],
@@ -182,7 +182,7 @@ class _Pieces:
             [state_set[key] for key in zip(work, initial, strict=True)],
         )
         for core in cores:
-            _core.validate(core)  # the one check of each scenario (it names the field)
+            _core.finite.validate(core)  # the one check of each scenario (it names the field)
         return cores
 
 

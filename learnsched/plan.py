@@ -17,10 +17,10 @@ from .scenario import Recovery
 __all__ = ["COST_FIELDS", "CostSplit", "Plan", "Step", "Steps"]
 
 # The cost causes in the core's column order (solve_batch's cost[..., i]).
-COST_FIELDS: tuple[str, ...] = tuple(_core.cost_fields())
+COST_FIELDS: tuple[str, ...] = tuple(_core.finite.cost_fields())
 # Action names by the core's ActionKind value (the plan columns' "kind": 0, 1, ...).
-_KINDS = sorted(_core.ActionKind.__members__.values(), key=int)
-ACTION_NAMES: tuple[str, ...] = tuple(_core.Action(kind).name for kind in _KINDS)
+_KINDS = sorted(_core.finite.ActionKind.__members__.values(), key=int)
+ACTION_NAMES: tuple[str, ...] = tuple(_core.finite.Action(kind).name for kind in _KINDS)
 if [int(kind) for kind in _KINDS] != list(range(len(_KINDS))):  # pragma: no cover - build mismatch
     raise ImportError("the core's ActionKind values are not 0, 1, ...: rebuild the extension")
 
@@ -45,7 +45,7 @@ class CostSplit:
         return ordered_sum(getattr(self, name) for name in COST_FIELDS)  # as the core adds
 
     @classmethod
-    def from_core(cls, cost: _core.CostSplit) -> CostSplit:
+    def from_core(cls, cost: _core.finite.CostSplit) -> CostSplit:
         """Copy the core's split."""
         return cls(**{name: getattr(cost, name) for name in COST_FIELDS})
 
@@ -110,9 +110,9 @@ class Step:
         return self.benefit - self.cost.total
 
     @classmethod
-    def from_core(cls, seg: _core.Segment, two_path: bool = False) -> Step:
+    def from_core(cls, seg: _core.finite.Segment, two_path: bool = False) -> Step:
         """Copy one of the core's segments (``two_path``: its scenario offers both paths)."""
-        returned = two_path and seg.action.kind != _core.ActionKind.WAIT
+        returned = two_path and seg.action.kind != _core.finite.ActionKind.WAIT
         return cls(
             window=seg.window,
             action=seg.action.name,
@@ -140,7 +140,7 @@ _WAIT = ACTION_NAMES.index("wait")
 
 
 Columns = dict[str, NDArray[Any]]
-"""``_core.Plan.columns()``: one array per segment field."""
+"""``_core.finite.Plan.columns()``: one array per segment field."""
 
 
 class Steps(LazyTuple[Step]):
@@ -161,14 +161,14 @@ class Steps(LazyTuple[Step]):
 
     __slots__ = ("_rows", "_source", "_two_path")
 
-    def __init__(self, source: _core.Plan | Columns, two_path: bool = False) -> None:
+    def __init__(self, source: _core.finite.Plan | Columns, two_path: bool = False) -> None:
         super().__init__(len(source["window"]) if isinstance(source, dict) else source.step_count)
         self._source = source
         self._two_path = two_path
         self._rows: list[tuple[Any, ...]] | None = None
 
     def columns(self) -> Columns:
-        """The steps as arrays (``_core.Plan.columns()``), converted once."""
+        """The steps as arrays (``_core.finite.Plan.columns()``), converted once."""
         if not isinstance(self._source, dict):
             self._source = self._source.columns()  # the core's plan is no longer needed
         return self._source
@@ -267,10 +267,10 @@ class Plan:
     steps: Sequence[Step]
 
     @classmethod
-    def from_core(cls, plan: _core.Plan, two_path: bool = False) -> Plan:
+    def from_core(cls, plan: _core.finite.Plan, two_path: bool = False) -> Plan:
         """Copy the core's plan (``two_path``: its scenario offers both recovery paths)."""
         return cls(
-            policy=_core.policy_name(plan.policy),
+            policy=_core.finite.policy_name(plan.policy),
             value=plan.value,
             benefit=plan.benefit,
             publish_s=_optional(plan.publish_s),

@@ -96,15 +96,15 @@ def window_pairs(windows: object) -> tuple[tuple[float, float], ...]:
     Raises
     ------
     TypeError, ValueError
-        Not a list of pairs, more than ``_core.MAX_WINDOWS`` windows, or a bound that is
+        Not a list of pairs, more than ``_core.finite.MAX_WINDOWS`` windows, or a bound that is
         not a finite number of seconds (each named by its index).
     """
-    if type(windows) is tuple and len(windows) <= _core.MAX_WINDOWS and _float_pairs(windows):
+    if type(windows) is tuple and len(windows) <= _core.finite.MAX_WINDOWS and _float_pairs(windows):
         return windows
-    if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.MAX_WINDOWS:
+    if isinstance(windows, (Sequence, np.ndarray)) and len(windows) > _core.finite.MAX_WINDOWS:
         # Before converting them: 2^23 windows would take seconds and a GiB to refuse.
         raise ValueError(
-            f"windows must hold at most {_core.MAX_WINDOWS} windows, got {len(windows)}"
+            f"windows must hold at most {_core.finite.MAX_WINDOWS} windows, got {len(windows)}"
         )
     windows = _listed(windows)
     if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
@@ -180,7 +180,7 @@ class HandoffCosts:
     save_s: float = 0.0
     load_s: float = 0.0
     cold_recovery_s: float | None = None
-    _core_costs: _core.HandoffCosts = field(init=False, repr=False, compare=False)
+    _core_costs: _core.finite.HandoffCosts = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Checked here, not only by the core's scenario checks: costs are a value of their
@@ -190,7 +190,7 @@ class HandoffCosts:
         if self.cold_recovery_s is not None:
             cold = nonnegative("cold_recovery_s", self.cold_recovery_s)
             object.__setattr__(self, "cold_recovery_s", cold)
-        core = _core.HandoffCosts(
+        core = _core.finite.HandoffCosts(
             self.recovery_s, self.residency_rate, self.save_s, self.load_s, self.cold_recovery_s
         )
         object.__setattr__(self, "_core_costs", core)
@@ -239,7 +239,7 @@ class HandoffCosts:
         """The paper's A100/SGLang costs for ``"cold"`` or ``"warm"`` recovery."""
         return PAPER_COLD if Recovery.parse(recovery) is Recovery.COLD else PAPER_WARM
 
-    def to_core(self) -> _core.HandoffCosts:
+    def to_core(self) -> _core.finite.HandoffCosts:
         """The C++ core's value type (immutable: built once)."""
         return self._core_costs
 
@@ -298,7 +298,7 @@ class InitialState:
     progress: int = 0
     durable: int = 0
     active: bool = False
-    _core_state: _core.State = field(init=False, repr=False, compare=False)
+    _core_state: _core.finite.State = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Range checks are the core's (they name work_quanta); these keep a C int.
@@ -311,13 +311,13 @@ class InitialState:
         active: object = self.active  # callers may pass anything
         if type(active) is not bool:
             object.__setattr__(self, "active", flag("initial.active", active))
-        core = _core.State(0, self.progress, self.durable, self.active)
+        core = _core.finite.State(0, self.progress, self.durable, self.active)
         object.__setattr__(self, "_core_state", core)
 
     def __reduce__(self) -> tuple[type[InitialState], tuple[Any, ...]]:
         return (type(self), _init_fields(self))
 
-    def to_core(self) -> _core.State:
+    def to_core(self) -> _core.finite.State:
         """The C++ core's state at window 0 (immutable: built once)."""
         return self._core_state
 
@@ -357,7 +357,7 @@ class Scenario:
     horizon_s: float
     costs: HandoffCosts
     initial: InitialState = field(default_factory=InitialState)
-    _core_scenario: _core.Scenario = field(init=False, repr=False, compare=False)
+    _core_scenario: _core.finite.Scenario = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Checked at run time: callers may pass anything, numpy arrays included. Only the
@@ -368,8 +368,8 @@ class Scenario:
         if windows is not self.windows:
             put(self, "windows", windows)
         work_quanta = self.work_quanta
-        if type(work_quanta) is not int or not 1 <= work_quanta <= _core.MAX_STATES:
-            put(self, "work_quanta", integer("work_quanta", work_quanta, 1, _core.MAX_STATES))
+        if type(work_quanta) is not int or not 1 <= work_quanta <= _core.finite.MAX_STATES:
+            put(self, "work_quanta", integer("work_quanta", work_quanta, 1, _core.finite.MAX_STATES))
         for name in ("quantum_s", "horizon_s"):
             value = getattr(self, name)
             if type(value) is not float:  # inf and NaN pass: their check is the core's
@@ -381,7 +381,7 @@ class Scenario:
             raise TypeError(f"costs must be HandoffCosts, got {type(self.costs).__name__}")
         if not isinstance(self.initial, InitialState):
             raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
-        core = _core.Scenario(
+        core = _core.finite.Scenario(
             list(self.windows),
             self.work_quanta,
             self.quantum_s,
@@ -391,14 +391,14 @@ class Scenario:
             self.initial.to_core(),
             schedule,
         )
-        _core.validate(core)  # the core's own checks name the field and value
+        _core.finite.validate(core)  # the core's own checks name the field and value
         # Built once: the core object is immutable, and batches reuse it.
         put(self, "_core_scenario", core)
 
     @classmethod
     def _validated(
         cls,
-        core: _core.Scenario,
+        core: _core.finite.Scenario,
         windows: tuple[tuple[float, float], ...],
         costs: HandoffCosts,
         initial: InitialState,
@@ -423,7 +423,7 @@ class Scenario:
         # constructor's fields, so pickle, copy.deepcopy and multiprocessing work.
         return (type(self), _init_fields(self))
 
-    def to_core(self) -> _core.Scenario:
+    def to_core(self) -> _core.finite.Scenario:
         """The C++ core's (validated, immutable) scenario."""
         return self._core_scenario
 

@@ -31,7 +31,7 @@ class ScenarioBatch(LazyTuple[Scenario]):
 
     __slots__ = ("_core", "_make_scenario")
 
-    def __init__(self, core: list[_core.Scenario], make: Callable[[int], Scenario]) -> None:
+    def __init__(self, core: list[_core.finite.Scenario], make: Callable[[int], Scenario]) -> None:
         super().__init__(len(core))
         self._core = core
         self._make_scenario = make
@@ -58,7 +58,7 @@ class ScenarioBatch(LazyTuple[Scenario]):
     def _make(self, index: int) -> Scenario:
         return self._make_scenario(index)
 
-    def to_core(self) -> list[_core.Scenario]:
+    def to_core(self) -> list[_core.finite.Scenario]:
         """The core's (validated, immutable) scenarios, in order."""
         return self._core
 

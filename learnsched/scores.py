@@ -46,7 +46,7 @@ class Reach(str, Enum):
             raise ValueError(f"reach must be 'guarded' or 'all', got {value!r}") from None
 
 
-_CORE_REACH = {Reach.GUARDED: _core.Reach.GUARDED, Reach.ALL: _core.Reach.ALL}
+_CORE_REACH = {Reach.GUARDED: _core.finite.Reach.GUARDED, Reach.ALL: _core.finite.Reach.ALL}
 
 
 @dataclass(frozen=True)
@@ -77,8 +77,8 @@ class ScoreCheck:
     states: int
     actions: int
     worst_error: float
-    worst_state: _core.State
-    worst_action: _core.Action
+    worst_state: _core.finite.State
+    worst_action: _core.finite.Action
     worst_estimate: float
     worst_exact: float
     guarded_value: float
@@ -163,7 +163,7 @@ def check_scores(
     checked = checked_callback("scores", scores)
     assert checked is not None  # scores is required
     model = Model(scenario, (Policy.GUARDED, Policy.COSTED_WINDOW))
-    report = _core.measure_score_error(model._model, checked, eps, _CORE_REACH[where])
+    report = _core.finite.measure_score_error(model._model, checked, eps, _CORE_REACH[where])
     return ScoreCheck(
         epsilon=eps,
         reach=where,

@@ -30,14 +30,14 @@ __all__ = [
     "solve_all",
 ]
 
-Action = _core.Action
-ActionKind = _core.ActionKind
-State = _core.State
+Action = _core.finite.Action
+ActionKind = _core.finite.ActionKind
+State = _core.finite.State
 """A decision state ``(window, progress, durable, active)``, as score callbacks get it."""
 # Error of an estimated score, s-eq., as a deterministic function of (state, action).
-ScoreNoise = Callable[[_core.State, _core.Action], float]
+ScoreNoise = Callable[[_core.finite.State, _core.finite.Action], float]
 # A user's own score estimate Qhat(s, a) of Q^pi0(s, a) = R(s, a) + V^pi0(s'), s-eq.
-ScoreEstimate = Callable[[_core.State, _core.Action], float]
+ScoreEstimate = Callable[[_core.finite.State, _core.finite.Action], float]
 
 
 class Policy(str, Enum):
@@ -91,8 +91,8 @@ def parse_policies(policies: str | Iterable[str | Policy]) -> tuple[Policy, ...]
 # Keyed by the enum members, which hash and compare like their strings, so a plain
 # "rollout" finds its entry too without a conversion on the decide() hot path. The core
 # names its policies; the Python enum must list the same ones in the same order.
-_CORE_POLICY: dict[str, _core.Policy] = {
-    _core.policy_name(p): p for p in _core.Policy.__members__.values()
+_CORE_POLICY: dict[str, _core.finite.Policy] = {
+    _core.finite.policy_name(p): p for p in _core.finite.Policy.__members__.values()
 }
 if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a build mismatch
     raise ImportError(
@@ -101,7 +101,7 @@ if list(_CORE_POLICY) != [p.value for p in Policy]:  # pragma: no cover - a buil
     )
 
 
-def core_policy(policy: str | Policy) -> _core.Policy:
+def core_policy(policy: str | Policy) -> _core.finite.Policy:
     """The core's enum value for a policy name or member."""
     try:
         return _CORE_POLICY[policy]
@@ -122,8 +122,8 @@ def _state_args(
     )
 
 
-def _core_state(window: object, progress: object, durable: object, active: object) -> _core.State:
-    return _core.State(*_state_args(window, progress, durable, active))
+def _core_state(window: object, progress: object, durable: object, active: object) -> _core.finite.State:
+    return _core.finite.State(*_state_args(window, progress, durable, active))
 
 
 def decide_arguments(
@@ -131,20 +131,20 @@ def decide_arguments(
     progress: object,
     durable: object,
     active: object,
-    policy: str | Policy | _core.Policy,
+    policy: str | Policy | _core.finite.Policy,
     epsilon: object,
     score_noise: object,
     scores: object,
-) -> tuple[int, int, int, bool, _core.Policy, float, ScoreNoise | None, ScoreEstimate | None]:
+) -> tuple[int, int, int, bool, _core.finite.Policy, float, ScoreNoise | None, ScoreEstimate | None]:
     """:meth:`Model.decide`'s arguments checked and converted, in the order the core takes
     them, or a ``TypeError``/``ValueError`` naming the field.
 
-    The core's ``decide`` checks plain arguments itself (ints, a bool, an unguarded policy,
-    no guard) and calls this for every other call: numpy integers, the guarded policy, or
+    The core's ``decide`` checks plain arguments itself (ints, a bool, a policy, no guard
+    arguments) and calls this for every other call: numpy integers, guard arguments, or
     a bad argument, which then fails with the message every other function gives it.
     """
     state = _state_args(window, progress, durable, active)
-    core = policy if isinstance(policy, _core.Policy) else core_policy(policy)
+    core = policy if isinstance(policy, _core.finite.Policy) else core_policy(policy)
     return (*state, core, *_guard(policy, epsilon, score_noise, scores))
 
 
@@ -160,7 +160,7 @@ def guard_epsilon(epsilon: object) -> float:
 
 def checked_callback(
     name: str, f: object
-) -> Callable[[_core.State, _core.Action], float] | None:
+) -> Callable[[_core.finite.State, _core.finite.Action], float] | None:
     """``f`` wrapped so that each answer is checked as a finite number naming ``name``."""
     if f is None:
         return None
@@ -168,14 +168,14 @@ def checked_callback(
         raise TypeError(f"{name} must be callable (state, action) -> s-eq., got {f!r}")
     call = f
 
-    def checked(state: _core.State, action: _core.Action) -> float:
+    def checked(state: _core.finite.State, action: _core.finite.Action) -> float:
         return number(f"{name}(state, action)", call(state, action))
 
     return checked
 
 
 def _guard(
-    policy: str | Policy | _core.Policy,
+    policy: str | Policy | _core.finite.Policy,
     epsilon: object,
     score_noise: object,
     scores: object = None,
@@ -185,8 +185,8 @@ def _guard(
     eps = guard_epsilon(epsilon)
     given = eps != 0.0 or score_noise is not None or scores is not None
     guarded = (
-        policy == _core.Policy.GUARDED
-        if isinstance(policy, _core.Policy)
+        policy == _core.finite.Policy.GUARDED
+        if isinstance(policy, _core.finite.Policy)
         else Policy.parse(policy) is Policy.GUARDED
     )
     if not guarded and given:
@@ -196,6 +196,14 @@ def _guard(
     if score_noise is not None and scores is not None:
         raise ValueError("give score_noise or scores, not both")
     return eps, checked_callback("score_noise", score_noise), checked_callback("scores", scores)
+
+
+class _CheckedModel(_core.finite.Model):
+    """The core's model with the checks its ``decide`` falls back on for every call it does
+    not take as is (numpy integers, guard arguments, a bad argument): the extension reads
+    them from the model's class and never imports this package."""
+
+    check_arguments = staticmethod(decide_arguments)
 
 
 class Decisions(NamedTuple):
@@ -247,7 +255,7 @@ class Model:
         )
         self._scenario = scenario
         self._tables_for = tables_for
-        self._model = _core.Model(scenario.to_core(), tables_for)
+        self._model = _CheckedModel(scenario.to_core(), tables_for)
         # decide's hot path is the core's binding itself, which checks every argument as
         # decide() below does: bound per instance, it skips that Python frame (30% of a call).
         object.__setattr__(self, "decide", self._model.decide)
@@ -293,7 +301,7 @@ class Model:
         epsilon: float = 0.0,
         score_noise: ScoreNoise | None = None,
         scores: ScoreEstimate | None = None,
-    ) -> _core.Action:
+    ) -> _core.finite.Action:
         """The policy's action for an observed state at the start of ``window``.
 
         Parameters

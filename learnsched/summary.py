@@ -53,7 +53,7 @@ def tied(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.bool_]:
     NDArray[np.bool_]
         ``True`` where ``a[i]`` and ``b[i]`` tie.
     """
-    return np.asarray(_core.ties(a, b), dtype=np.bool_)
+    return np.asarray(_core.finite.ties(a, b), dtype=np.bool_)
 
 
 @dataclass(frozen=True)

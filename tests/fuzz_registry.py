@@ -1,6 +1,6 @@
 """The fuzz registry: one entry per command and per binding, and the rule each run obeys.
 
-A new command (``learnsched gate``) or binding (``_core.Portfolio``) is covered by adding
+A new command (``learnsched gate``) or binding (``_core.portfolio.Portfolio``) is covered by adding
 one entry to :data:`COMMANDS` or :data:`BINDINGS`; ``test_fuzz_registry.py`` fails until
 every registered command and every callable of ``_core`` and ``_capacity``
 has one.
@@ -1143,12 +1143,12 @@ def run_call(name: str, call: Call) -> None:
 core_scenarios = st.one_of(
     scenarios(max_windows=3, max_quanta=6), scenarios(max_windows=3, max_quanta=6, two_path=True)
 ).map(lambda s: s.to_core())
-policies = st.sampled_from(list(_core.Policy.__members__.values()))
+policies = st.sampled_from(list(_core.finite.Policy.__members__.values()))
 FORECAST_POLICIES = [
-    _core.Policy.WINDOW,
-    _core.Policy.COSTED_WINDOW,
-    _core.Policy.ROLLOUT,
-    _core.Policy.DP,
+    _core.finite.Policy.WINDOW,
+    _core.finite.Policy.COSTED_WINDOW,
+    _core.finite.Policy.ROLLOUT,
+    _core.finite.Policy.DP,
 ]
 forecast_policies = st.sampled_from(FORECAST_POLICIES)
 small_ints = st.integers(-2, 9)
@@ -1178,8 +1178,8 @@ SCENARIO_FIELD_NAMES = (
 )
 
 
-def models(scenario: _core.Scenario) -> _core.Model:
-    return _core.Model(scenario)
+def models(scenario: _core.finite.Scenario) -> _core.finite.Model:
+    return _core.finite.Model(scenario)
 
 
 def _finite_plan(call: Call, plan: Any) -> None:
@@ -1213,7 +1213,7 @@ def int32_columns(draw: st.DrawFn, n: int, high: int) -> Any:
 
 @st.composite
 def decide_many_calls(draw: st.DrawFn) -> Call:
-    model = _core.Model(draw(core_scenarios))
+    model = _core.finite.Model(draw(core_scenarios))
     n = draw(st.integers(0, 5))
     active = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool)
     return Call(
@@ -1273,7 +1273,7 @@ def packed_samples(draw: st.DrawFn, after: float) -> tuple[Any, Any]:
 
 
 @st.composite
-def current_scenarios(draw: st.DrawFn) -> tuple[_core.Scenario, float]:
+def current_scenarios(draw: st.DrawFn) -> tuple[_core.finite.Scenario, float]:
     base = draw(scenarios(max_windows=1, max_quanta=6, two_path=draw(st.booleans()))).to_core()
     end = base.windows[0][1]
     return base, end
@@ -1285,19 +1285,19 @@ def sample_tables_calls(draw: st.DrawFn) -> Call:
     windows, offsets = draw(packed_samples(end))
     threads = draw(maybe(st.integers(1, 3), st.one_of(junk, st.integers(-2, 0))))
     return Call(
-        _core.SampleTables,
+        _core.forecast.SampleTables,
         (current, windows, offsets, draw(st.lists(forecast_policies, max_size=3)), threads),
     )
 
 
 @st.composite
-def forecast_models(draw: st.DrawFn) -> _core.ForecastModel:
+def forecast_models(draw: st.DrawFn) -> _core.forecast.ForecastModel:
     current, end = draw(current_scenarios())
     windows, offsets = draw(
         packed_samples(end).filter(lambda p: p[1].ndim == 1 and p[1].dtype == np.int64)
     )
     try:
-        return _core.ForecastModel(current, windows, offsets, FORECAST_POLICIES)
+        return _core.forecast.ForecastModel(current, windows, offsets, FORECAST_POLICIES)
     except ValueError:  # a drawn sample the model refuses: draw another
         assume(False)
         raise
@@ -1309,7 +1309,7 @@ def forecast_model_calls(draw: st.DrawFn) -> Call:
     if draw(st.booleans()):
         windows, offsets = draw(packed_samples(end))
         return Call(
-            _core.ForecastModel,
+            _core.forecast.ForecastModel,
             (
                 current,
                 windows,
@@ -1320,10 +1320,10 @@ def forecast_model_calls(draw: st.DrawFn) -> Call:
         )
     windows, offsets = draw(packed_samples(0.0))
     try:
-        tables = _core.SampleTables(current, windows, offsets, [_core.Policy.DP])
+        tables = _core.forecast.SampleTables(current, windows, offsets, [_core.finite.Policy.DP])
     except ValueError:
         tables = draw(junk)
-    return Call(_core.ForecastModel, (draw(maybe(st.just(current), junk)), tables))
+    return Call(_core.forecast.ForecastModel, (draw(maybe(st.just(current), junk)), tables))
 
 
 def _method(
@@ -1338,10 +1338,10 @@ forecast_states = st.tuples(
     maybe(st.integers(0, 6), st.one_of(junk, small_ints)),
     maybe(st.booleans()),
 )
-action_kinds = st.sampled_from(list(_core.ActionKind.__members__.values()))
-actions = st.builds(_core.Action, action_kinds, st.integers(0, 6), st.booleans(), st.booleans())
+action_kinds = st.sampled_from(list(_core.finite.ActionKind.__members__.values()))
+actions = st.builds(_core.finite.Action, action_kinds, st.integers(0, 6), st.booleans(), st.booleans())
 states = st.builds(
-    _core.State, st.integers(-1, 4), st.integers(-1, 7), st.integers(-1, 7), st.booleans()
+    _core.finite.State, st.integers(-1, 4), st.integers(-1, 7), st.integers(-1, 7), st.booleans()
 )
 
 
@@ -1366,24 +1366,24 @@ raw_windows = st.lists(st.tuples(floats, floats), max_size=3)
 
 @st.composite
 def raw_scenarios(draw: st.DrawFn) -> Call:
-    """``_core.Scenario`` with any field values, then validated by the core."""
-    costs = _core.HandoffCosts(
+    """``_core.finite.Scenario`` with any field values, then validated by the core."""
+    costs = _core.finite.HandoffCosts(
         draw(floats), draw(floats), draw(floats), draw(floats), draw(st.none() | floats)
     )
-    scenario = _core.Scenario(
+    scenario = _core.finite.Scenario(
         draw(maybe(st.just([(0.0, 80.0), (100.0, 180.0)]), raw_windows)),
         draw(maybe(st.integers(1, 8), st.sampled_from([0, -1, 2**24, 2**31 - 1]))),
         draw(maybe(st.just(5.0), floats)),
         draw(maybe(st.just(0.25), floats)),
         draw(maybe(st.just(1000.0), floats)),
         costs,
-        _core.State(
+        _core.finite.State(
             0,
             *draw(maybe(st.just((0, 0, False)), st.tuples(small_ints, small_ints, st.booleans()))),
         ),
         draw(maybe(st.just([]), st.lists(st.tuples(floats, floats), max_size=3))),
     )
-    return Call(draw(st.sampled_from([_core.validate, _core.Model])), (scenario,))
+    return Call(draw(st.sampled_from([_core.finite.validate, _core.finite.Model])), (scenario,))
 
 
 @st.composite
@@ -1391,11 +1391,11 @@ def rows_calls(draw: st.DrawFn) -> Call:
     n = draw(st.integers(0, 3))
     index = st.lists(maybe(st.integers(0, 1), st.integers(-2, 5)), min_size=n, max_size=n)
     return Call(
-        _core.scenario_rows,
+        _core.finite.scenario_rows,
         (
             [[(0.0, 80.0)], [(0.0, 40.0), (50.0, 90.0)]],
-            [_core.HandoffCosts(1.0, 0.0, 0.1, 0.1)],
-            [_core.State(0, 0, 0, False)],
+            [_core.finite.HandoffCosts(1.0, 0.0, 0.1, 0.1)],
+            [_core.finite.State(0, 0, 0, False)],
             draw(index),
             draw(
                 st.lists(
@@ -1451,7 +1451,7 @@ PORTFOLIO_STATE_NAMES = (
     "state", "stage", "candidates", "candidate", "progress", "durable", "active", "done",
     "busy_until_s", "gpu_s", "action", "policy", "incompatible", "feasible", "reads", "built",
 )  # fmt: skip
-portfolio_policies = st.sampled_from(list(_core.PortfolioPolicy.__members__.values()))
+portfolio_policies = st.sampled_from(list(_core.portfolio.PortfolioPolicy.__members__.values()))
 
 
 def _core_portfolio(spec: dict[str, Any]) -> Any:
@@ -1468,9 +1468,9 @@ def _portfolios(draw: st.DrawFn) -> Any:
 core_portfolios = _portfolios()
 portfolio_models = st.tuples(
     core_portfolios, st.lists(portfolio_policies, min_size=1, max_size=3)
-).map(lambda t: _core.PortfolioModel(*t))
+).map(lambda t: _core.portfolio.PortfolioModel(*t))
 candidate_states = st.builds(
-    _core.CandidateState,
+    _core.portfolio.CandidateState,
     st.integers(0, 3),
     st.integers(0, 3),
     st.booleans(),
@@ -1481,7 +1481,7 @@ candidate_states = st.builds(
 
 @st.composite
 def raw_portfolios(draw: st.DrawFn, validate: bool = False) -> Call:
-    """``_core.Portfolio`` from any pieces (then validated when asked)."""
+    """``_core.portfolio.Portfolio`` from any pieces (then validated when asked)."""
     valid = draw(core_portfolios)
     gpus = draw(
         maybe(
@@ -1492,7 +1492,7 @@ def raw_portfolios(draw: st.DrawFn, validate: bool = False) -> Call:
     returns = draw(
         maybe(
             st.just(valid.returns),
-            st.builds(_core.SharedReturn, floats, floats, st.none() | floats),
+            st.builds(_core.portfolio.SharedReturn, floats, floats, st.none() | floats),
         )
     )
     budget = draw(st.none() | floats)
@@ -1504,11 +1504,11 @@ def raw_portfolios(draw: st.DrawFn, validate: bool = False) -> Call:
     )
     if validate:
         try:
-            portfolio = _core.Portfolio(gpus, returns, budget, candidates)
+            portfolio = _core.portfolio.Portfolio(gpus, returns, budget, candidates)
         except NAMED_ERRORS:
             portfolio = valid
-        return Call(_core.validate_portfolio, (portfolio,))
-    return Call(_core.Portfolio, (gpus, returns, budget, candidates))
+        return Call(_core.portfolio.validate_portfolio, (portfolio,))
+    return Call(_core.portfolio.Portfolio, (gpus, returns, budget, candidates))
 
 
 @st.composite
@@ -1518,7 +1518,7 @@ def portfolio_state_calls(
     model = draw(portfolio_models)
     state = model.initial_state()
     if draw(st.integers(0, 3)) == 0:  # another state: any stage, time and candidates
-        state = _core.PortfolioState(
+        state = _core.portfolio.PortfolioState(
             draw(st.integers(-1, model.stage_count + 1)),
             draw(floats),
             draw(st.lists(candidate_states, max_size=3)),
@@ -1528,13 +1528,13 @@ def portfolio_state_calls(
         args += (draw(maybe(portfolio_policies, junk)),)
     if action:
         choices: list[Any] = []
-        if isinstance(args[0], _core.PortfolioState) and draw(st.booleans()):
+        if isinstance(args[0], _core.portfolio.PortfolioState) and draw(st.booleans()):
             with contextlib.suppress(*NAMED_ERRORS):  # an invalid state has no choices
                 choices = model.choices(args[0])
         pick = (
             st.sampled_from(choices)
             if choices
-            else st.builds(_core.PortfolioAction, st.integers(0, 2), actions)
+            else st.builds(_core.portfolio.PortfolioAction, st.integers(0, 2), actions)
         )
         args += (draw(maybe(pick, junk)),)
     return Call(getattr(model, method), args)
@@ -1542,12 +1542,12 @@ def portfolio_state_calls(
 
 @st.composite
 def unlent_schedules(draw: st.DrawFn) -> Any:
-    """A valid ``_core.UnlentSchedule`` of 1-6 requests (deadlines met unlent)."""
+    """A valid ``_core.causal.UnlentSchedule`` of 1-6 requests (deadlines met unlent)."""
     n = draw(st.integers(1, 6))
     arrival = np.cumsum(draw(st.lists(st.floats(0, 20), min_size=n, max_size=n)))
     service = np.array(draw(st.lists(st.floats(0.1, 3), min_size=n, max_size=n)))
     deadline = arrival + service + draw(st.floats(0, 5)) + service.sum()
-    return _core.UnlentSchedule(arrival, service, deadline)
+    return _core.causal.UnlentSchedule(arrival, service, deadline)
 
 
 def _end(schedule: Any) -> float:
@@ -1556,7 +1556,7 @@ def _end(schedule: Any) -> float:
 
 @st.composite
 def causal_candidates(draw: st.DrawFn) -> Any:
-    return _core.CausalCandidate(
+    return _core.causal.CausalCandidate(
         draw(st.integers(1, 3)),
         draw(st.floats(0.5, 5)),
         draw(st.floats(0, 2)),
@@ -1572,7 +1572,7 @@ def causal_candidates(draw: st.DrawFn) -> Any:
 @st.composite
 def gap_pools(draw: st.DrawFn, schedule: Any | None = None) -> Any:
     schedule = draw(unlent_schedules()) if schedule is None else schedule
-    return _core.GapPool(
+    return _core.causal.GapPool(
         schedule,
         _end(schedule) + draw(st.floats(0, 10)),
         draw(st.floats(1, 1000)),
@@ -1620,7 +1620,7 @@ def causal_jobs(draw: st.DrawFn, schedule: Any) -> Any:
         draw(maybe(st.integers(0, 2**64 - 1), st.integers(-5, -1))),
         draw(maybe(st.booleans())),
     )
-    return draw(maybe(st.just(job), st.one_of(junk, st.just(job[:3]), st.just(list(job)))))
+    return draw(maybe(st.just(_core.causal.CausalJob(*job)), st.one_of(junk, st.just(job))))
 
 
 @st.composite
@@ -1628,7 +1628,7 @@ def run_causal_calls(draw: st.DrawFn) -> Call:
     schedule = draw(unlent_schedules())
     jobs = draw(st.lists(causal_jobs(schedule), max_size=3))
     threads = draw(maybe(st.integers(1, 3), st.sampled_from([0, -1, 1025, 2**31])))
-    return Call(_core.run_causal, (draw(maybe(st.just(schedule))), jobs, threads))
+    return Call(_core.causal.run_causal, (draw(maybe(st.just(schedule))), jobs, threads))
 
 
 @st.composite
@@ -1638,7 +1638,7 @@ def schedule_calls(draw: st.DrawFn) -> Call:
         draw(maybe(st.lists(st.floats(0, 50), min_size=n, max_size=n).map(sorted), kernel_arrays))
         for _ in range(3)
     ]
-    return Call(_core.UnlentSchedule, tuple(columns))
+    return Call(_core.causal.UnlentSchedule, tuple(columns))
 
 
 @st.composite
@@ -1646,13 +1646,13 @@ def causal_sims(draw: st.DrawFn) -> Any:
     schedule = draw(unlent_schedules())
     from_s, to_s = draw(causal_horizon(schedule))
     try:
-        return _core.CausalSim(schedule, draw(causal_candidates()), from_s, to_s)
+        return _core.causal.CausalSim(schedule, draw(causal_candidates()), from_s, to_s)
     except ValueError:  # an empty horizon: draw another
         assume(False)
         raise
 
 
-causal_move_args = st.one_of(st.sampled_from(_core.causal_moves()), junk)
+causal_move_args = st.one_of(st.sampled_from(_core.causal.causal_moves()), junk)
 
 
 @st.composite
@@ -1668,9 +1668,9 @@ def causal_decider_calls(draw: st.DrawFn, decide: bool = False) -> Call:
         draw(maybe(st.integers(0, 2**64 - 1), st.integers(-5, -1))),
     )
     if not decide:
-        return Call(_core.CausalDecider, args)
+        return Call(_core.causal.CausalDecider, args)
     try:
-        decider = _core.CausalDecider(candidate, draw(st.sampled_from(CAUSAL_POLICIES)), 0.5,
+        decider = _core.causal.CausalDecider(candidate, draw(st.sampled_from(CAUSAL_POLICIES)), 0.5,
                                       draw(gap_pools(schedule)), None, 0)  # fmt: skip
     except ValueError:
         assume(False)
@@ -1694,10 +1694,10 @@ def tree_calls(draw: st.DrawFn, exact: bool = False) -> Call:
     candidate = draw(maybe(causal_candidates()))
     nodes = draw(maybe(st.integers(1, 20_000), st.integers(-1, 0)))
     if exact:
-        return Call(_core.exact_schedule, (branches[0], candidate, from_s, to_s, nodes))
+        return Call(_core.causal.exact_schedule, (branches[0], candidate, from_s, to_s, nodes))
     weights = [1.0 / len(branches)] * len(branches)
     return Call(
-        _core.stochastic_dp,
+        _core.causal.stochastic_dp,
         (
             draw(maybe(st.just(branches), st.lists(st.none() | junk, max_size=2))),
             draw(maybe(st.just(weights), st.lists(floats, max_size=3))),
@@ -1717,7 +1717,7 @@ def portfolio_causal_calls(draw: st.DrawFn) -> Call:
     n = draw(st.integers(0, 3))
     # The return path and the lateness price are shared: the others differ in the rest.
     others = [
-        _core.CausalCandidate(
+        _core.causal.CausalCandidate(
             draw(st.integers(1, 3)), draw(st.floats(0.5, 5)), draw(st.floats(0, 2)),
             draw(st.floats(1, 200)), first.return_s, first.residency_rate, first.save_s,
             first.load_s, first.lateness_price,
@@ -1735,12 +1735,12 @@ def portfolio_causal_calls(draw: st.DrawFn) -> Call:
         draw(maybe(st.just([None] * n), st.lists(junk, max_size=2))),
         from_s,
         to_s,
-        draw(maybe(st.sampled_from(_core.causal_portfolio_policies()))),
+        draw(maybe(st.sampled_from(_core.portfolio.causal_portfolio_policies()))),
         draw(maybe(st.sampled_from(CAUSAL_POLICIES))),
         draw(maybe(st.floats(0, 1), floats)),
         draw(maybe(st.integers(0, 2**64 - 1), st.integers(-3, -1))),
     )
-    return Call(_core.run_portfolio_causal, args)
+    return Call(_core.portfolio.run_portfolio_causal, args)
 
 
 def _named_check(name: str, value: Any) -> Any:
@@ -1756,7 +1756,7 @@ def run_online_calls(draw: st.DrawFn) -> Call:
     case = (draw(maybe(st.just(current))), windows, offsets)
     cases = draw(maybe(st.just([case]), st.one_of(junk, st.just([case[:2]]))))
     threads = draw(maybe(st.integers(1, 3), st.sampled_from([0, -1, 1025, 2**31])))
-    return Call(_core.run_online, (cases, draw(st.lists(forecast_policies, max_size=2)), threads))
+    return Call(_core.forecast.run_online, (cases, draw(st.lists(forecast_policies, max_size=2)), threads))
 
 
 @st.composite
@@ -1764,16 +1764,16 @@ def built_tables(draw: st.DrawFn) -> Any:
     current, end = draw(current_scenarios())
     windows, offsets = draw(packed_samples(end))
     try:
-        return _core.SampleTables(current, windows, offsets, FORECAST_POLICIES)
+        return _core.forecast.SampleTables(current, windows, offsets, FORECAST_POLICIES)
     except ValueError:
         assume(False)
         raise
 
 
 BINDINGS: dict[str, Binding] = {
-    "_core.Action": Binding(
+    "_core.finite.Action": Binding(
         st.builds(
-            lambda *a: Call(_core.Action, a),
+            lambda *a: Call(_core.finite.Action, a),
             maybe(action_kinds),
             maybe(st.integers(0, 9), st.one_of(junk, st.integers(-3, -1), st.just(2**31))),
             maybe(st.booleans()),
@@ -1781,74 +1781,74 @@ BINDINGS: dict[str, Binding] = {
         ),
         ("kind", "quanta", "checkpoint", "cold", "incompatible"),
     ),
-    "_core.ActionKind": Binding(
-        st.one_of(junk, st.integers(-2, 8)).map(lambda v: Call(_core.ActionKind, (v,))),
+    "_core.finite.ActionKind": Binding(
+        st.one_of(junk, st.integers(-2, 8)).map(lambda v: Call(_core.finite.ActionKind, (v,))),
         ("incompatible", "value"),
     ),
-    "_core.Policy": Binding(
-        st.one_of(junk, st.integers(-2, 9)).map(lambda v: Call(_core.Policy, (v,))),
+    "_core.finite.Policy": Binding(
+        st.one_of(junk, st.integers(-2, 9)).map(lambda v: Call(_core.finite.Policy, (v,))),
         ("incompatible", "value"),
     ),
-    "_core.CostSplit": Binding(st.just(Call(_core.CostSplit)), ("constructor",)),
-    "_core.Segment": Binding(st.just(Call(_core.Segment)), ("constructor",)),
-    "_core.Plan": Binding(st.just(Call(_core.Plan)), ("constructor",)),
-    "_core.HandoffCosts": Binding(
+    "_core.finite.CostSplit": Binding(st.just(Call(_core.finite.CostSplit)), ("constructor",)),
+    "_core.finite.Segment": Binding(st.just(Call(_core.finite.Segment)), ("constructor",)),
+    "_core.finite.Plan": Binding(st.just(Call(_core.finite.Plan)), ("constructor",)),
+    "_core.finite.HandoffCosts": Binding(
         st.tuples(floats, floats, floats, floats, st.none() | floats | junk).map(
-            lambda a: Call(_core.HandoffCosts, a)
+            lambda a: Call(_core.finite.HandoffCosts, a)
         ),
         ("recovery_s", "incompatible"),
     ),
-    "_core.State": Binding(state_args().map(lambda a: Call(_core.State, a)), ("incompatible",)),
-    "_core.Scenario": Binding(raw_scenarios(), SCENARIO_FIELD_NAMES),
-    "_core.Scenario.benefit": Binding(
+    "_core.finite.State": Binding(state_args().map(lambda a: Call(_core.finite.State, a)), ("incompatible",)),
+    "_core.finite.Scenario": Binding(raw_scenarios(), SCENARIO_FIELD_NAMES),
+    "_core.finite.Scenario.benefit": Binding(
         _method("benefit", core_scenarios, st.tuples(maybe(floats, junk))),
         ("publish_s", "incompatible"),
         _finite_or_nan,
     ),
-    "_core.validate": Binding(raw_scenarios(), SCENARIO_FIELD_NAMES),
-    "_core.Model": Binding(
+    "_core.finite.validate": Binding(raw_scenarios(), SCENARIO_FIELD_NAMES),
+    "_core.finite.Model": Binding(
         st.one_of(
             raw_scenarios(),
             st.tuples(core_scenarios, maybe(st.none(), st.lists(policies, max_size=3) | junk)).map(
-                lambda a: Call(_core.Model, a)
+                lambda a: Call(_core.finite.Model, a)
             ),
         ),
         (*SCENARIO_FIELD_NAMES, "policies"),
     ),
-    "_core.Model.rebuild": Binding(
+    "_core.finite.Model.rebuild": Binding(
         st.tuples(model_objects, raw_scenarios()).map(lambda t: Call(t[0].rebuild, t[1].args)),
         SCENARIO_FIELD_NAMES,
     ),
-    "_core.Model.decide": Binding(
+    "_core.finite.Model.decide": Binding(
         st.tuples(model_objects, state_args(), maybe(policies)).map(
             lambda t: Call(t[0].decide, (*t[1], t[2]))
         ),
         (*STATE_NAMES, "reads", "policy"),
     ),
-    "_core.Model.decide_many": Binding(
+    "_core.finite.Model.decide_many": Binding(
         decide_many_calls(), (*STATE_NAMES, "states", "epsilon", "length"), _decisions
     ),
-    "_core.Model.solve": Binding(
+    "_core.finite.Model.solve": Binding(
         st.tuples(model_objects, maybe(policies), maybe(st.floats(0, 10), floats), _noise()).map(
             lambda t: Call(t[0].solve, t[1:])
         ),
         ("policy", "epsilon", "score_noise", "score noise", "incompatible"),
         _finite_plan,
     ),
-    "_core.Model.optimal_value": Binding(
+    "_core.finite.Model.optimal_value": Binding(
         _method("optimal_value", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
     ),
-    "_core.Model.reference_value": Binding(
+    "_core.finite.Model.reference_value": Binding(
         _method("reference_value", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
     ),
-    "_core.Model.window_plan_value": Binding(
+    "_core.finite.Model.window_plan_value": Binding(
         _method("window_plan_value", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
     ),
-    "_core.Plan.columns": Binding(
-        st.tuples(model_objects, policies.filter(lambda p: p != _core.Policy.GUARDED)).map(
+    "_core.finite.Plan.columns": Binding(
+        st.tuples(model_objects, policies.filter(lambda p: p != _core.finite.Policy.GUARDED)).map(
             lambda t: Call(t[0].solve(t[1]).columns)
         ),
         (),
@@ -1856,7 +1856,7 @@ BINDINGS: dict[str, Binding] = {
             None if set(result) >= {"window", "kind", "cost"} else pytest_fail(call)
         ),
     ),
-    "_core.SampleTables": Binding(
+    "_core.forecast.SampleTables": Binding(
         sample_tables_calls(),
         (
             "offsets",
@@ -1869,7 +1869,7 @@ BINDINGS: dict[str, Binding] = {
             "candidate",
         ),
     ),
-    "_core.ForecastModel": Binding(
+    "_core.forecast.ForecastModel": Binding(
         forecast_model_calls(),
         (
             "offsets",
@@ -1884,46 +1884,46 @@ BINDINGS: dict[str, Binding] = {
             "window",
         ),
     ),
-    "_core.ForecastModel.decide": Binding(
+    "_core.forecast.ForecastModel.decide": Binding(
         st.tuples(forecast_models(), forecast_states, maybe(forecast_policies, policies)).map(
             lambda t: Call(t[0].decide, (*t[1], t[2]))
         ),
         (*STATE_NAMES, "policies under a forecast", "reads"),
     ),
-    "_core.ForecastModel.take": Binding(
+    "_core.forecast.ForecastModel.take": Binding(
         st.tuples(forecast_models(), forecast_states, maybe(actions)).map(
             lambda t: Call(t[0].take, (*t[1], t[2]))
         ),
         (*STATE_NAMES, "action", "feasible", "fit"),
     ),
-    "_core.ForecastModel.mean_window_plan_values": Binding(
+    "_core.forecast.ForecastModel.mean_window_plan_values": Binding(
         forecast_models().map(lambda m: Call(m.mean_window_plan_values)),
         ("needed", "table", "built"),
     ),
-    "_core.ForecastModel.mean_reference_values": Binding(
+    "_core.forecast.ForecastModel.mean_reference_values": Binding(
         forecast_models().map(lambda m: Call(m.mean_reference_values)), ("needed", "table", "built")
     ),
-    "_core.ForecastModel.mean_optimal_values": Binding(
+    "_core.forecast.ForecastModel.mean_optimal_values": Binding(
         forecast_models().map(lambda m: Call(m.mean_optimal_values)), ("needed", "table", "built")
     ),
-    "_core.solve_batch": Binding(
+    "_core.finite.solve_batch": Binding(
         st.tuples(
             st.lists(maybe(core_scenarios), max_size=3),
             maybe(st.lists(policies, max_size=3)),
             maybe(st.integers(1, 3), st.one_of(junk, st.integers(-2, 0), st.just(2**20))),
             maybe(st.just(0.0), floats),
-        ).map(lambda a: Call(_core.solve_batch, a)),
+        ).map(lambda a: Call(_core.finite.solve_batch, a)),
         ("scenarios", "policies", "threads", "epsilon", "incompatible", "scenarios["),
         lambda call, result: None if np.all(np.isfinite(result["value"])) else pytest_fail(call),
     ),
-    "_core.scenario_rows": Binding(
+    "_core.finite.scenario_rows": Binding(
         rows_calls(), ("window_set", "cost_set", "initial_set", "row column", "entries")
     ),
-    "_core.policy_name": Binding(
-        st.one_of(policies, junk).map(lambda p: Call(_core.policy_name, (p,))), ("incompatible",)
+    "_core.finite.policy_name": Binding(
+        st.one_of(policies, junk).map(lambda p: Call(_core.finite.policy_name, (p,))), ("incompatible",)
     ),
-    "_core.cost_fields": Binding(
-        st.just(Call(_core.cost_fields)),
+    "_core.finite.cost_fields": Binding(
+        st.just(Call(_core.finite.cost_fields)),
         (),
         lambda call, result: (
             None
@@ -1931,9 +1931,9 @@ BINDINGS: dict[str, Binding] = {
             else pytest_fail(call)
         ),
     ),
-    "_core.ties": Binding(
+    "_core.finite.ties": Binding(
         st.tuples(st.one_of(floats, kernel_arrays), st.one_of(floats, kernel_arrays)).map(
-            lambda a: Call(_core.ties, a)
+            lambda a: Call(_core.finite.ties, a)
         ),
         ("incompatible", "broadcast", "could not"),
     ),
@@ -1975,37 +1975,37 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda a: Call(_capacity.tail_counts, a)),
         TAIL_NAMES,
     ),
-    "_core.Model.feasible_actions": Binding(
+    "_core.finite.Model.feasible_actions": Binding(
         _method("feasible_actions", model_objects, st.tuples(maybe(states, junk))),
         (*STATE_NAMES, "must"),
     ),
-    "_core.Model.reference_score": Binding(
+    "_core.finite.Model.reference_score": Binding(
         _method(
             "reference_score", model_objects, st.tuples(maybe(states, junk), maybe(actions, junk))
         ),
         (*STATE_NAMES, "action", "feasible", "must"),
     ),
-    "_core.Reach": Binding(
-        st.one_of(junk, st.integers(-2, 4)).map(lambda v: Call(_core.Reach, (v,))),
+    "_core.finite.Reach": Binding(
+        st.one_of(junk, st.integers(-2, 4)).map(lambda v: Call(_core.finite.Reach, (v,))),
         ("incompatible", "value"),
     ),
-    "_core.ScoreErrorReport": Binding(st.just(Call(_core.ScoreErrorReport)), ("constructor",)),
-    "_core.measure_score_error": Binding(
+    "_core.finite.ScoreErrorReport": Binding(st.just(Call(_core.finite.ScoreErrorReport)), ("constructor",)),
+    "_core.finite.measure_score_error": Binding(
         st.tuples(
             maybe(model_objects, junk),
             _noise(),
             maybe(st.floats(0, 10), floats),
-            maybe(st.sampled_from(list(_core.Reach.__members__.values())), junk),
-        ).map(lambda a: Call(_core.measure_score_error, a)),
+            maybe(st.sampled_from(list(_core.finite.Reach.__members__.values())), junk),
+        ).map(lambda a: Call(_core.finite.measure_score_error, a)),
         ("model", "scores", "epsilon", "reach", "score", "incompatible", "finite"),
     ),
-    "_core.SharedReturn": Binding(
+    "_core.portfolio.SharedReturn": Binding(
         st.tuples(floats, floats, st.none() | floats | junk).map(
-            lambda a: Call(_core.SharedReturn, a)
+            lambda a: Call(_core.portfolio.SharedReturn, a)
         ),
         ("recovery_s", "residency_rate", "incompatible"),
     ),
-    "_core.PortfolioCandidate": Binding(
+    "_core.portfolio.PortfolioCandidate": Binding(
         st.tuples(
             maybe(st.just("a"), junk),
             maybe(st.integers(1, 4), st.integers(-2, 0)),
@@ -2015,89 +2015,89 @@ BINDINGS: dict[str, Binding] = {
             floats,
             floats,
             st.none() | floats,
-            maybe(st.just(_core.State(0, 0, 0, False)), junk),
-        ).map(lambda a: Call(_core.PortfolioCandidate, a)),
+            maybe(st.just(_core.finite.State(0, 0, 0, False)), junk),
+        ).map(lambda a: Call(_core.portfolio.PortfolioCandidate, a)),
         ("incompatible", "name", "work_quanta"),
     ),
-    "_core.Portfolio": Binding(raw_portfolios(), PORTFOLIO_NAMES),
-    "_core.validate_portfolio": Binding(raw_portfolios(validate=True), PORTFOLIO_NAMES),
-    "_core.PortfolioModel": Binding(
+    "_core.portfolio.Portfolio": Binding(raw_portfolios(), PORTFOLIO_NAMES),
+    "_core.portfolio.validate_portfolio": Binding(raw_portfolios(validate=True), PORTFOLIO_NAMES),
+    "_core.portfolio.PortfolioModel": Binding(
         st.tuples(core_portfolios, maybe(st.lists(portfolio_policies, max_size=3), junk)).map(
-            lambda a: Call(_core.PortfolioModel, a)
+            lambda a: Call(_core.portfolio.PortfolioModel, a)
         ),
         (*PORTFOLIO_NAMES, "policies"),
     ),
-    "_core.PortfolioModel.benefit": Binding(
+    "_core.portfolio.PortfolioModel.benefit": Binding(
         st.tuples(
             portfolio_models, maybe(st.integers(0, 1), st.integers(-2, 5)), maybe(floats, junk)
         ).map(lambda t: Call(t[0].benefit, t[1:])),
         ("candidate", "publish_s", "incompatible"),
     ),
-    "_core.PortfolioModel.initial_state": Binding(
+    "_core.portfolio.PortfolioModel.initial_state": Binding(
         portfolio_models.map(lambda m: Call(m.initial_state)), ()
     ),
-    "_core.PortfolioModel.stage": Binding(
+    "_core.portfolio.PortfolioModel.stage": Binding(
         st.tuples(portfolio_models, st.integers(-2, 8)).map(lambda t: Call(t[0].stage, (t[1],))),
         ("stage", "i", "incompatible"),
     ),
-    "_core.PortfolioModel.choices": Binding(
+    "_core.portfolio.PortfolioModel.choices": Binding(
         portfolio_state_calls("choices"), PORTFOLIO_STATE_NAMES
     ),
-    "_core.PortfolioModel.decide": Binding(
+    "_core.portfolio.PortfolioModel.decide": Binding(
         portfolio_state_calls("decide", policy=True), PORTFOLIO_STATE_NAMES
     ),
-    "_core.PortfolioModel.optimal_value": Binding(
+    "_core.portfolio.PortfolioModel.optimal_value": Binding(
         portfolio_state_calls("optimal_value"), PORTFOLIO_STATE_NAMES
     ),
-    "_core.PortfolioModel.reference_value": Binding(
+    "_core.portfolio.PortfolioModel.reference_value": Binding(
         portfolio_state_calls("reference_value"), PORTFOLIO_STATE_NAMES
     ),
-    "_core.PortfolioModel.step": Binding(
+    "_core.portfolio.PortfolioModel.step": Binding(
         portfolio_state_calls("step", action=True), PORTFOLIO_STATE_NAMES
     ),
-    "_core.PortfolioModel.solve": Binding(
+    "_core.portfolio.PortfolioModel.solve": Binding(
         st.tuples(portfolio_models, maybe(portfolio_policies, junk)).map(
             lambda t: Call(t[0].solve, (t[1],))
         ),
         ("policy", "incompatible", "reads", "built"),
         lambda call, plan: None if math.isfinite(plan.value) else pytest_fail(call),
     ),
-    "_core.PortfolioAction": Binding(
+    "_core.portfolio.PortfolioAction": Binding(
         st.tuples(
             maybe(st.integers(0, 2), st.one_of(junk, st.integers(-2, -1))), maybe(actions, junk)
-        ).map(lambda a: Call(_core.PortfolioAction, a)),
+        ).map(lambda a: Call(_core.portfolio.PortfolioAction, a)),
         ("candidate", "incompatible"),
     ),
-    "_core.CandidateState": Binding(
+    "_core.portfolio.CandidateState": Binding(
         st.tuples(small_ints, small_ints, st.booleans(), st.booleans(), floats).map(
-            lambda a: Call(_core.CandidateState, a)
+            lambda a: Call(_core.portfolio.CandidateState, a)
         ),
         ("incompatible",),
     ),
-    "_core.PortfolioState": Binding(
+    "_core.portfolio.PortfolioState": Binding(
         st.tuples(small_ints, floats, st.lists(candidate_states, max_size=3) | junk).map(
-            lambda a: Call(_core.PortfolioState, a)
+            lambda a: Call(_core.portfolio.PortfolioState, a)
         ),
         ("incompatible",),
     ),
-    "_core.PortfolioPolicy": Binding(
-        st.one_of(junk, st.integers(-2, 9)).map(lambda v: Call(_core.PortfolioPolicy, (v,))),
+    "_core.portfolio.PortfolioPolicy": Binding(
+        st.one_of(junk, st.integers(-2, 9)).map(lambda v: Call(_core.portfolio.PortfolioPolicy, (v,))),
         ("incompatible", "value"),
     ),
-    "_core.PortfolioPlan": Binding(st.just(Call(_core.PortfolioPlan)), ("constructor",)),
-    "_core.PortfolioStep": Binding(st.just(Call(_core.PortfolioStep)), ("constructor",)),
-    "_core.StateSpaceError": Binding(
-        st.text(max_size=5).map(lambda t: Call(_core.StateSpaceError, (t,))), ()
+    "_core.portfolio.PortfolioPlan": Binding(st.just(Call(_core.portfolio.PortfolioPlan)), ("constructor",)),
+    "_core.portfolio.PortfolioStep": Binding(st.just(Call(_core.portfolio.PortfolioStep)), ("constructor",)),
+    "_core.portfolio.StateSpaceError": Binding(
+        st.text(max_size=5).map(lambda t: Call(_core.portfolio.StateSpaceError, (t,))), ()
     ),
-    "_core.UnlentSchedule": Binding(schedule_calls(), CAUSAL_NAMES),
-    "_core.UnlentSchedule.gaps": Binding(unlent_schedules().map(lambda s: Call(s.gaps)), ()),
-    "_core.UnlentSchedule.causal_windows": Binding(
+    "_core.causal.UnlentSchedule": Binding(schedule_calls(), CAUSAL_NAMES),
+    "_core.causal.UnlentSchedule.gaps": Binding(unlent_schedules().map(lambda s: Call(s.gaps)), ()),
+    "_core.causal.UnlentSchedule.causal_windows": Binding(
         st.tuples(unlent_schedules(), floats, floats, floats, floats, st.booleans()).map(
             lambda t: Call(t[0].causal_windows, t[1:])
         ),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool": Binding(
+    "_core.causal.GapPool": Binding(
         st.tuples(
             maybe(unlent_schedules()),
             floats,
@@ -2106,10 +2106,10 @@ BINDINGS: dict[str, Binding] = {
             floats,
             maybe(st.sampled_from(["empirical", "repeat", "mean"])),
             maybe(st.integers(1, 4), st.sampled_from([0, -1, 2**31, 2**63])),
-        ).map(lambda a: Call(_core.GapPool, a)),
+        ).map(lambda a: Call(_core.causal.GapPool, a)),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool.draw": Binding(
+    "_core.causal.GapPool.draw": Binding(
         st.tuples(
             gap_pools(),
             floats,
@@ -2118,75 +2118,80 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda t: Call(t[0].draw, t[1:])),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool.lateness": Binding(
+    "_core.causal.GapPool.lateness": Binding(
         st.tuples(
             gap_pools(), st.integers(-3, 8) | st.sampled_from([2**31 - 1, 2**31]), floats
         ).map(lambda t: Call(t[0].lateness, t[1:])),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool.slack": Binding(
+    "_core.causal.GapPool.slack": Binding(
         st.tuples(gap_pools(), st.integers(-3, 8) | st.sampled_from([2**31 - 1, 2**31])).map(
             lambda t: Call(t[0].slack, t[1:])
         ),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool.scores": Binding(
+    "_core.causal.GapPool.scores": Binding(
         st.tuples(gap_pools(), kernel_arrays, kernel_arrays, st.integers(0, 9)).map(
             lambda t: Call(t[0].scores, t[1:])
         ),
         CAUSAL_NAMES,
     ),
-    "_core.GapPool.windows": Binding(
+    "_core.causal.GapPool.windows": Binding(
         st.tuples(gap_pools(), floats, floats).map(lambda t: Call(t[0].windows, t[1:])),
         CAUSAL_NAMES,
     ),
-    "_core.CausalCandidate": Binding(
+    "_core.causal.CausalCandidate": Binding(
         st.tuples(
             maybe(st.integers(1, 3), st.integers(-2, 0)),
             *[floats] * 8,
             maybe(st.just([]), st.lists(st.tuples(floats, floats), max_size=2)),
-        ).map(lambda a: Call(_core.CausalCandidate, a)),
+        ).map(lambda a: Call(_core.causal.CausalCandidate, a)),
         CAUSAL_NAMES,
     ),
-    "_core.CausalSim": Binding(
+    "_core.causal.CausalSim": Binding(
         unlent_schedules().flatmap(
             lambda s: st.tuples(st.just(s), maybe(causal_candidates()), causal_horizon(s)).map(
-                lambda t: Call(_core.CausalSim, (t[0], t[1], *t[2]))
+                lambda t: Call(_core.causal.CausalSim, (t[0], t[1], *t[2]))
             )
         ),
         CAUSAL_NAMES,
     ),
-    "_core.CausalSim.allows": Binding(
+    "_core.causal.CausalSim.allows": Binding(
         st.tuples(causal_sims(), causal_move_args).map(lambda t: Call(t[0].allows, (t[1],))),
         CAUSAL_NAMES,
     ),
-    "_core.CausalSim.apply": Binding(
+    "_core.causal.CausalSim.apply": Binding(
         st.tuples(causal_sims(), causal_move_args).map(lambda t: Call(t[0].apply, (t[1],))),
         CAUSAL_NAMES,
     ),
-    "_core.CausalDecider": Binding(causal_decider_calls(), CAUSAL_NAMES),
-    "_core.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
-    "_core.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
+    "_core.causal.CausalDecider": Binding(causal_decider_calls(), CAUSAL_NAMES),
+    "_core.causal.CausalDecider.decide": Binding(causal_decider_calls(decide=True), CAUSAL_NAMES),
+    # Fields are kept as given (run_causal checks them): any nine objects build one.
+    "_core.causal.CausalJob": Binding(
+        st.lists(junk, min_size=8, max_size=9).map(lambda a: Call(_core.causal.CausalJob, tuple(a))),
+        CAUSAL_NAMES,
+    ),
+    "_core.causal.run_causal": Binding(run_causal_calls(), CAUSAL_NAMES),
     # OverflowError past max_nodes: documented (learnsched.calendar.causal.clairvoyant).
-    "_core.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)),
-    "_core.stochastic_dp": Binding(tree_calls(), CAUSAL_NAMES, errors=(OverflowError,)),
-    "_core.stream_seed": Binding(
-        st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.stream_seed, a)),
+    "_core.causal.exact_schedule": Binding(tree_calls(exact=True), CAUSAL_NAMES, errors=(OverflowError,)),
+    "_core.causal.stochastic_dp": Binding(tree_calls(), CAUSAL_NAMES, errors=(OverflowError,)),
+    "_core.causal.stream_seed": Binding(
+        st.tuples(*[st.integers(-2, 2**64 + 1)] * 3).map(lambda a: Call(_core.causal.stream_seed, a)),
         ("incompatible",),
     ),
-    "_core.run_portfolio_causal": Binding(portfolio_causal_calls(), CAUSAL_NAMES),
-    "_core.causal_portfolio_policies": Binding(st.just(Call(_core.causal_portfolio_policies)), ()),
-    "_core.causal_moves": Binding(st.just(Call(_core.causal_moves)), ()),
-    "_core.causal_plans": Binding(st.just(Call(_core.causal_plans)), ()),
-    "_core.pack_calendars": Binding(
+    "_core.portfolio.run_portfolio_causal": Binding(portfolio_causal_calls(), CAUSAL_NAMES),
+    "_core.portfolio.causal_portfolio_policies": Binding(st.just(Call(_core.portfolio.causal_portfolio_policies)), ()),
+    "_core.causal.causal_moves": Binding(st.just(Call(_core.causal.causal_moves)), ()),
+    "_core.causal.causal_plans": Binding(st.just(Call(_core.causal.causal_plans)), ()),
+    "_core.forecast.pack_calendars": Binding(
         st.tuples(
             st.just("samples"),
             st.lists(st.one_of(calendars(), junk, raw_windows), max_size=3),
             st.just(_named_check),
-        ).map(lambda a: Call(_core.pack_calendars, a)),
+        ).map(lambda a: Call(_core.forecast.pack_calendars, a)),
         ("samples", "calendar"),
     ),
-    "_core.run_online": Binding(
+    "_core.forecast.run_online": Binding(
         run_online_calls(),
         (
             "cases",
@@ -2202,7 +2207,7 @@ BINDINGS: dict[str, Binding] = {
             "policies",
         ),
     ),
-    "_core.SampleTables.row_after": Binding(
+    "_core.forecast.SampleTables.row_after": Binding(
         st.tuples(
             built_tables(),
             st.integers(-2, 4) | st.sampled_from([2**31, 2**63]),
@@ -2211,7 +2216,7 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda t: Call(t[0].row_after, t[1:])),
         ("sample", "time_s", "table", "built", "incompatible"),
     ),
-    "_core.SampleTables.row_sum": Binding(
+    "_core.forecast.SampleTables.row_sum": Binding(
         st.tuples(built_tables(), floats).map(lambda t: Call(t[0].row_sum, t[1:])),
         ("time_s", "built", "table"),
     ),
@@ -2238,8 +2243,9 @@ def compiled_callables() -> set[str]:
     """Every public callable of ``_core`` and ``_capacity``: functions,
     classes (their constructors) and methods (not properties, enum members or dunders)."""
     found: set[str] = set()
-    for module in (_core, _capacity):
-        prefix = module.__name__.rsplit(".", 1)[1]
+    submodules = (_core.finite, _core.forecast, _core.causal, _core.portfolio)
+    for module in (_core, *submodules, _capacity):
+        prefix = module.__name__.removeprefix("learnsched.")
         for name, obj in vars(module).items():
             if name.startswith("_") or not callable(obj):
                 continue

@@ -208,13 +208,13 @@ def test_the_core_guards_its_schedule() -> None:
     core = S0348.to_core()
     args = (core.windows, core.work_quanta, core.quantum_s)
     with pytest.raises(ValueError, match="benefit_rate must be 0 when a benefit schedule"):
-        _core.validate(
-            _core.Scenario(*args, 0.25, 1020.0, core.costs, core.initial, [(0.0, 1.0)])
+        _core.finite.validate(
+            _core.finite.Scenario(*args, 0.25, 1020.0, core.costs, core.initial, [(0.0, 1.0)])
         )
-    unsorted = _core.Scenario(*args, 0.0, 1020.0, core.costs, core.initial, [(5.0, 1.0), (1.0, 1.0)])
+    unsorted = _core.finite.Scenario(*args, 0.0, 1020.0, core.costs, core.initial, [(5.0, 1.0), (1.0, 1.0)])
     with pytest.raises(ValueError, match="sorted by start"):
         unsorted.benefit(0.0)
-    ok = _core.Scenario(*args, 0.0, 1020.0, core.costs, core.initial, [(0.0, 1.0)])
+    ok = _core.finite.Scenario(*args, 0.0, 1020.0, core.costs, core.initial, [(0.0, 1.0)])
     assert ok.benefit_schedule == [(0.0, 1.0)]
     assert ok.benefit(20.0) == 1000.0
 

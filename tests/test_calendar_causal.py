@@ -69,13 +69,13 @@ def candidates(draw: st.DrawFn, span: float) -> ref.Candidate:
     )
 
 
-def core(c: ref.Candidate) -> _core.CausalCandidate:
-    return _core.CausalCandidate(c.J, c.delta, c.g, c.H, c.t_ret, c.rho, c.t_ck, c.t_ld, c.price)
+def core(c: ref.Candidate) -> _core.causal.CausalCandidate:
+    return _core.causal.CausalCandidate(c.J, c.delta, c.g, c.H, c.t_ret, c.rho, c.t_ck, c.t_ld, c.price)
 
 
-def schedule(trace: tuple[list[float], ...]) -> _core.UnlentSchedule:
+def schedule(trace: tuple[list[float], ...]) -> _core.causal.UnlentSchedule:
     arrival, service, deadline = trace
-    return _core.UnlentSchedule(np.array(arrival), np.array(service), np.array(deadline))
+    return _core.causal.UnlentSchedule(np.array(arrival), np.array(service), np.array(deadline))
 
 
 def causal_trace(trace: tuple[list[float], ...]) -> CausalTrace:
@@ -97,7 +97,7 @@ def test_simulator_matches_the_reference_move_for_move(data: st.DataObject, trac
     span = trace[0][-1]
     c = data.draw(candidates(span))
     start = data.draw(st.floats(0.0, span / 2))
-    sim = _core.CausalSim(schedule(trace), core(c), start, span)
+    sim = _core.causal.CausalSim(schedule(trace), core(c), start, span)
     mine = ref.RefSim(*trace, c, start, span)
     for _ in range(400):
         assert sim.deciding == mine.deciding
@@ -132,7 +132,7 @@ def test_an_arrival_forces_the_return_and_the_queue_serves_late() -> None:
     service = [1.0, 1.0, 1.0, 1.0]
     deadline = [5.0, 35.0, 35.0, 36.0]
     c = ref.Candidate(J=4, delta=10.0, g=1.0, H=500.0, t_ret=20.0, t_ck=0.5, price=2.0)
-    sim = _core.CausalSim(schedule((arrival, service, deadline)), core(c), 0.0, 31.0)
+    sim = _core.causal.CausalSim(schedule((arrival, service, deadline)), core(c), 0.0, 31.0)
     assert sim.point == (1.0, 1.0, 0, 0, False)  # the queue empties at 1
     assert sim.apply("work")[0] == pytest.approx(-10.0)  # quantum 1: 1..11
     sim.apply("save")  # durable 1 at 11.5
@@ -178,7 +178,7 @@ def test_the_clairvoyant_bounds_every_causal_policy(data: st.DataObject, trace: 
     plan = calendar_dp(ct, scenario(c), start, span)
     assert plan.value <= best.value + 1e-9
     # Pruning the moves dominated under full information keeps the optimum.
-    full = _core.stochastic_dp([ct.schedule], [1.0], core(c), start, span, 2_000_000, False)
+    full = _core.causal.stochastic_dp([ct.schedule], [1.0], core(c), start, span, 2_000_000, False)
     assert full == pytest.approx(best.value, abs=1e-9)
 
 
@@ -234,7 +234,7 @@ def test_the_tree_dp_bounds_every_causal_policy_in_expectation(
         return
     cts = [causal_trace(b) for b in branches]
     rules = CausalRules(lateness_price=c.price)
-    optimum = _core.stochastic_dp([t.schedule for t in cts], probabilities, core(c), start, end)
+    optimum = _core.causal.stochastic_dp([t.schedule for t in cts], probabilities, core(c), start, end)
     # Each causal policy decides from the requests seen so far (here with no forecast
     # history past the shared start, so every branch sees the same forecast).
     expected = dict.fromkeys(CAUSAL_POLICIES, 0.0)
@@ -261,7 +261,7 @@ def test_a_one_branch_tree_is_the_clairvoyant(data: st.DataObject, trace: Any) -
     ct = causal_trace(trace)
     best = clairvoyant(ct, scenario(c), 0.0, span, CausalRules(lateness_price=c.price))
     for prune in (True, False):
-        one = _core.stochastic_dp([ct.schedule], [1.0], core(c), 0.0, span, 2_000_000, prune)
+        one = _core.causal.stochastic_dp([ct.schedule], [1.0], core(c), 0.0, span, 2_000_000, prune)
         assert one == pytest.approx(best.value, abs=1e-9)
 
 
@@ -269,13 +269,13 @@ def test_tree_checks() -> None:
     ct = causal_trace(([0.0, 10.0, 20.0], [1.0, 1.0, 1.0], [5.0, 15.0, 25.0]))
     c = core(ref.Candidate(J=1, delta=1.0, g=1.0, H=100.0, t_ret=1.0))
     with pytest.raises(ValueError, match="sum to 1"):
-        _core.stochastic_dp([ct.schedule, ct.schedule], [0.5, 0.6], c, 0.0, 20.0)
+        _core.causal.stochastic_dp([ct.schedule, ct.schedule], [0.5, 0.6], c, 0.0, 20.0)
     with pytest.raises(ValueError, match=r"probabilities\[0\] must be finite and > 0"):
-        _core.stochastic_dp([ct.schedule], [0.0], c, 0.0, 20.0)
+        _core.causal.stochastic_dp([ct.schedule], [0.0], c, 0.0, 20.0)
     with pytest.raises(ValueError, match="1 to 64 branches"):
-        _core.stochastic_dp([], [], c, 0.0, 20.0)
+        _core.causal.stochastic_dp([], [], c, 0.0, 20.0)
     with pytest.raises(OverflowError, match="too large to solve exactly"):
-        _core.stochastic_dp([ct.schedule], [1.0], c, 0.0, 20.0, 1, False)
+        _core.causal.stochastic_dp([ct.schedule], [1.0], c, 0.0, 20.0, 1, False)
 
 
 def test_a_horizon_too_long_for_the_clairvoyant_is_bad_input() -> None:
@@ -295,8 +295,8 @@ def reference_decision(
     point: tuple[float, float, int, int, bool],
     policy: str,
     level: float,
-    pool: _core.GapPool,
-    tables: _core.SampleTables,
+    pool: _core.causal.GapPool,
+    tables: _core.forecast.SampleTables,
     seed: int,
 ) -> tuple[str, int]:
     """The plan a causal decision should pick, scored plan by plan in Python."""
@@ -410,12 +410,12 @@ def test_decisions_match_the_reference_scorer(data: st.DataObject, trace: Any) -
     age = data.draw(st.floats(0.0, 60.0))
     point = (now + age, now, progress, durable, lent)
     rules = CausalRules(lateness_price=c.price, return_level=level)
-    decider = _core.CausalDecider(
-        core(c), policy, level, forecast.pool, forecast.tables, _core.stream_seed(seed, 0, 0)
+    decider = _core.causal.CausalDecider(
+        core(c), policy, level, forecast.pool, forecast.tables, _core.causal.stream_seed(seed, 0, 0)
     )
     plan, quanta, _ = decider.decide(*point)
     want = reference_decision(
-        c, point, policy, level, forecast.pool, forecast.tables, _core.stream_seed(seed, 0, 0)
+        c, point, policy, level, forecast.pool, forecast.tables, _core.causal.stream_seed(seed, 0, 0)
     )
     assert (plan, quanta) == want, rules
 
@@ -521,7 +521,7 @@ def test_gap_draws_come_from_longer_past_gaps_and_lateness_is_the_sum() -> None:
     trace = load_trace()
     ct = CausalTrace(trace)
     start, arrival, _ = ct.gaps()
-    pool = _core.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, "empirical", 8)
+    pool = _core.causal.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, "empirical", 8)
     closed = arrival + 300.0 <= 1800.0
     lengths = np.sort((arrival - start)[closed])
     assert pool.size == lengths.size
@@ -544,7 +544,7 @@ def test_gap_draws_come_from_longer_past_gaps_and_lateness_is_the_sum() -> None:
 
 def test_calibration_scores_against_brute_force() -> None:
     ct = CausalTrace(load_trace())
-    pool = _core.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, "empirical", 8)
+    pool = _core.causal.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, "empirical", 8)
     start, arrival, _ = ct.gaps()
     closed = arrival + 300.0 <= 1800.0
     lengths = np.sort((arrival - start)[closed])
@@ -556,7 +556,7 @@ def test_calibration_scores_against_brute_force() -> None:
         brute = np.mean(np.abs(r - y)) - 0.5 * np.mean(np.abs(r[:, None] - r[None, :]))
         assert crps[0] == pytest.approx(brute, rel=1e-9, abs=1e-9)
     for model in ("repeat", "mean"):
-        p = _core.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, model, 8)
+        p = _core.causal.GapPool(ct.schedule, 1800.0, math.inf, 300.0, 69.988, model, 8)
         pit, crps = p.scores(np.array([0.0, 1.0]), np.array([0.5, 2.0]), 1)
         assert np.all((pit >= 0) & (pit <= 1))
         assert np.all(crps >= 0)
@@ -615,11 +615,11 @@ def test_decider_and_checks() -> None:
     with pytest.raises(ValueError, match="one return path"):
         CausalDecider(ls.Scenario(((0.0, 1.0),), 2, 5.0, 0.25, 99.0, two_path), "window", None)
     with pytest.raises(ValueError, match=r"misses deadline\[1\]"):
-        _core.UnlentSchedule(np.array([0.0, 0.5]), np.array([1.0, 1.0]), np.array([1.0, 1.5]))
+        _core.causal.UnlentSchedule(np.array([0.0, 0.5]), np.array([1.0, 1.0]), np.array([1.0, 1.5]))
     with pytest.raises(ValueError, match=r"arrival\[1\] = 0.000000 is earlier"):
-        _core.UnlentSchedule(np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([9.0, 9.0]))
+        _core.causal.UnlentSchedule(np.array([1.0, 0.0]), np.array([1.0, 1.0]), np.array([9.0, 9.0]))
     with pytest.raises(ValueError, match="after the trace's last request"):
-        _core.CausalSim(ct.schedule, core(c), 0.0, 1e9)
+        _core.causal.CausalSim(ct.schedule, core(c), 0.0, 1e9)
 
 
 def test_run_forecast_causal_decides_as_online_and_reads_no_window_end() -> None:

@@ -10,33 +10,33 @@ import pytest
 from learnsched import _core
 
 
-def make(**overrides: object) -> _core.Scenario:
+def make(**overrides: object) -> _core.finite.Scenario:
     args: dict[str, object] = {
         "windows": [(0.0, 80.0), (100.0, 180.0)],
         "work_quanta": 6,
         "quantum_s": 5.0,
         "benefit_rate": 0.25,
         "horizon_s": 600.0,
-        "costs": _core.HandoffCosts(69.988, 0.0, 0.068075, 0.047748),
-        "initial": _core.State(0, 0, 0, False),
+        "costs": _core.finite.HandoffCosts(69.988, 0.0, 0.068075, 0.047748),
+        "initial": _core.finite.State(0, 0, 0, False),
     }
     args.update(overrides)
-    return _core.Scenario(**args)
+    return _core.finite.Scenario(**args)
 
 
 def test_model_solves_every_policy() -> None:
-    model = _core.Model(make())
-    for policy in _core.Policy.__members__.values():
+    model = _core.finite.Model(make())
+    for policy in _core.finite.Policy.__members__.values():
         plan = model.solve(policy)
         assert plan.policy == policy
         assert math.isclose(plan.value, plan.benefit - plan.cost.total, abs_tol=1e-9)
 
 
 def test_action_value_semantics() -> None:
-    a = _core.Action(_core.ActionKind.ADVANCE, 3, True)
-    assert a == _core.Action(_core.ActionKind.ADVANCE, 3, True)
-    assert a != _core.Action(_core.ActionKind.ADVANCE, 3, False)
-    assert hash(a) == hash(_core.Action(_core.ActionKind.ADVANCE, 3, True))
+    a = _core.finite.Action(_core.finite.ActionKind.ADVANCE, 3, True)
+    assert a == _core.finite.Action(_core.finite.ActionKind.ADVANCE, 3, True)
+    assert a != _core.finite.Action(_core.finite.ActionKind.ADVANCE, 3, False)
+    assert hash(a) == hash(_core.finite.Action(_core.finite.ActionKind.ADVANCE, 3, True))
     assert a.name == "advance"
     assert repr(a) == "Action(advance, quanta=3, checkpoint=True)"
 
@@ -53,16 +53,16 @@ def test_action_value_semantics() -> None:
         ({"quantum_s": math.nan}, "quantum_s must be finite, got nan"),
         ({"benefit_rate": -1.0}, "benefit_rate must be >= 0, got -1"),
         ({"horizon_s": math.inf}, "horizon_s must be finite"),
-        ({"costs": _core.HandoffCosts(-1.0, 0.0, 0.0, 0.0)}, "recovery_s must be >= 0"),
-        ({"costs": _core.HandoffCosts(1.0, math.nan, 0.0, 0.0)}, "residency_rate must be finite"),
-        ({"initial": _core.State(0, 2, 3, True)}, "durable must be in"),
-        ({"initial": _core.State(0, 3, 1, False)}, "service-mode state keeps no unsaved work"),
-        ({"initial": _core.State(0, 7, 7, False)}, r"progress must be in \[0, work_quanta=6\]"),
-        ({"initial": _core.State(1, 0, 0, False)}, "initial.window must be 0"),
+        ({"costs": _core.finite.HandoffCosts(-1.0, 0.0, 0.0, 0.0)}, "recovery_s must be >= 0"),
+        ({"costs": _core.finite.HandoffCosts(1.0, math.nan, 0.0, 0.0)}, "residency_rate must be finite"),
+        ({"initial": _core.finite.State(0, 2, 3, True)}, "durable must be in"),
+        ({"initial": _core.finite.State(0, 3, 1, False)}, "service-mode state keeps no unsaved work"),
+        ({"initial": _core.finite.State(0, 7, 7, False)}, r"progress must be in \[0, work_quanta=6\]"),
+        ({"initial": _core.finite.State(1, 0, 0, False)}, "initial.window must be 0"),
         (
             {
-                "costs": _core.HandoffCosts(90.0, 0.0, 0.0, 0.0),
-                "initial": _core.State(0, 2, 2, True),
+                "costs": _core.finite.HandoffCosts(90.0, 0.0, 0.0, 0.0),
+                "initial": _core.finite.State(0, 2, 2, True),
             },
             "active candidate must be able to return",
         ),
@@ -71,47 +71,47 @@ def test_action_value_semantics() -> None:
 )
 def test_core_guards_its_inputs(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        _core.Model(make(**overrides))
+        _core.finite.Model(make(**overrides))
     with pytest.raises(ValueError, match=message):
-        _core.validate(make(**overrides))
+        _core.finite.validate(make(**overrides))
 
 
 def test_decide_validates_the_observed_state() -> None:
-    model = _core.Model(make())
+    model = _core.finite.Model(make())
     with pytest.raises(ValueError, match=r"window must be in \[0, 2\), got 2"):
-        model.decide(2, 0, 0, False, _core.Policy.ROLLOUT)
+        model.decide(2, 0, 0, False, _core.finite.Policy.ROLLOUT)
     with pytest.raises(ValueError, match="durable must be in"):
-        model.decide(0, 1, 2, True, _core.Policy.DP)
+        model.decide(0, 1, 2, True, _core.finite.Policy.DP)
     with pytest.raises(TypeError):
-        model.decide("0", 0, 0, False, _core.Policy.DP)
+        model.decide("0", 0, 0, False, _core.finite.Policy.DP)
 
 
 def test_batch_rejects_bad_threads_and_names_the_bad_scenario() -> None:
     with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 0"):
-        _core.solve_batch([make()], [_core.Policy.DP], 0)
+        _core.finite.solve_batch([make()], [_core.finite.Policy.DP], 0)
     with pytest.raises(ValueError, match=r"scenarios\[1\]: work_quanta"):
-        _core.solve_batch([make(), make(work_quanta=0)], [_core.Policy.DP], 2)
+        _core.finite.solve_batch([make(), make(work_quanta=0)], [_core.finite.Policy.DP], 2)
 
 
 def test_constants() -> None:
-    assert _core.TIE_TOLERANCE == 1e-9
-    assert _core.RELATIVE_TIE_TOLERANCE == 1e-12
-    assert _core.MAX_STATES == 2**24
+    assert _core.finite.TIE_TOLERANCE == 1e-9
+    assert _core.finite.RELATIVE_TIE_TOLERANCE == 1e-12
+    assert _core.finite.MAX_STATES == 2**24
 
 
 def test_out_of_range_enums_are_rejected() -> None:
-    model = _core.Model(make())
-    bogus = _core.Policy(99)  # py::enum_ accepts any integer
+    model = _core.finite.Model(make())
+    bogus = _core.finite.Policy(99)  # py::enum_ accepts any integer
     with pytest.raises(ValueError, match="policy must be one of the seven Policy values, got 99"):
         model.decide(0, 0, 0, False, bogus)
     with pytest.raises(ValueError, match="got 99"):
         model.solve(bogus)
     with pytest.raises(ValueError, match="policies must hold Policy values, got 99"):
-        _core.solve_batch([make()], [bogus], 1)
+        _core.finite.solve_batch([make()], [bogus], 1)
     with pytest.raises(ValueError, match="kind must be an ActionKind, got 9"):
-        _core.Action(_core.ActionKind(9))
+        _core.finite.Action(_core.finite.ActionKind(9))
     with pytest.raises(ValueError, match="quanta must be >= 0, got -1"):
-        _core.Action(_core.ActionKind.ADVANCE, -1)
+        _core.finite.Action(_core.finite.ActionKind.ADVANCE, -1)
 
 
 @pytest.mark.parametrize(
@@ -124,7 +124,7 @@ def test_out_of_range_enums_are_rejected() -> None:
 )
 def test_derived_quantities_may_not_overflow(overrides: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        _core.Model(make(**overrides))
+        _core.finite.Model(make(**overrides))
 
 
 def test_state_limit_message_survives_int_max() -> None:
@@ -132,22 +132,22 @@ def test_state_limit_message_survives_int_max() -> None:
         ValueError,
         match=r"\(windows \+ 1\) x \(work_quanta \+ 1\) = 3 x 2147483648 = 6442450944 states",
     ):
-        _core.validate(make(work_quanta=2**31 - 1))
+        _core.finite.validate(make(work_quanta=2**31 - 1))
 
 
 def test_exact_fits_do_not_depend_on_the_time_origin() -> None:
     # 6 x 5 s of work plus a 0.402 s return fill [t, t + 30.402] exactly.
-    def plan_at(origin: float) -> _core.Plan:
+    def plan_at(origin: float) -> _core.finite.Plan:
         scenario = make(
             windows=[(origin, origin + 30.402)],
             horizon_s=origin + 1000.0,
-            costs=_core.HandoffCosts(0.402, 0.0, 0.0, 0.0),
+            costs=_core.finite.HandoffCosts(0.402, 0.0, 0.0, 0.0),
         )
-        return _core.Model(scenario).solve(_core.Policy.DP)
+        return _core.finite.Model(scenario).solve(_core.finite.Policy.DP)
 
     here, epoch = plan_at(0.0), plan_at(1.7e9)
-    assert here.steps[0].action.kind == _core.ActionKind.PUBLISH
-    assert epoch.steps[0].action.kind == _core.ActionKind.PUBLISH
+    assert here.steps[0].action.kind == _core.finite.ActionKind.PUBLISH
+    assert epoch.steps[0].action.kind == _core.finite.ActionKind.PUBLISH
     assert epoch.value == pytest.approx(here.value, abs=1e-6)
 
 
@@ -170,7 +170,7 @@ def test_long_work_releases_the_gil() -> None:
     counter = threading.Thread(target=count)
     counter.start()
     try:
-        _core.Model(big).solve(_core.Policy.ROLLOUT)
+        _core.finite.Model(big).solve(_core.finite.Policy.ROLLOUT)
     finally:
         done.set()
         counter.join()
@@ -178,12 +178,12 @@ def test_long_work_releases_the_gil() -> None:
 
 
 def test_one_model_serves_many_threads() -> None:
-    model = _core.Model(make(windows=[(0.0, 80.0), (100.0, 400.0)], work_quanta=30))
-    expected = {p: model.solve(p).value for p in _core.Policy.__members__.values()}
-    results: list[dict[_core.Policy, float]] = []
+    model = _core.finite.Model(make(windows=[(0.0, 80.0), (100.0, 400.0)], work_quanta=30))
+    expected = {p: model.solve(p).value for p in _core.finite.Policy.__members__.values()}
+    results: list[dict[_core.finite.Policy, float]] = []
 
     def solve_all() -> None:
-        results.append({p: model.solve(p).value for p in _core.Policy.__members__.values()})
+        results.append({p: model.solve(p).value for p in _core.finite.Policy.__members__.values()})
 
     workers = [threading.Thread(target=solve_all) for _ in range(8)]
     for worker in workers:
@@ -195,9 +195,9 @@ def test_one_model_serves_many_threads() -> None:
 
 def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
     windows = [[(0.0, 80.0), (100.0, 180.0)], [(0.0, 480.0)]]
-    costs = [_core.HandoffCosts(69.988, 0.0, 0.068075, 0.047748)]
-    initial = [_core.State(0, 0, 0, False), _core.State(0, 3, 3, False)]
-    rows = _core.scenario_rows(
+    costs = [_core.finite.HandoffCosts(69.988, 0.0, 0.068075, 0.047748)]
+    initial = [_core.finite.State(0, 0, 0, False), _core.finite.State(0, 3, 3, False)]
+    rows = _core.finite.scenario_rows(
         windows,
         costs,
         initial,
@@ -216,11 +216,11 @@ def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
     ]
     one = make(benefit_rate=1.0, horizon_s=700.0, initial=initial[1])
     assert (
-        _core.Model(rows[1]).solve(_core.Policy.DP).value
-        == _core.Model(one).solve(_core.Policy.DP).value
+        _core.finite.Model(rows[1]).solve(_core.finite.Policy.DP).value
+        == _core.finite.Model(one).solve(_core.finite.Policy.DP).value
     )
     with pytest.raises(IndexError, match=r"cost_set\[1\] must be in \[0, 1\), got 1"):
-        _core.scenario_rows(
+        _core.finite.scenario_rows(
             windows,
             costs,
             initial,
@@ -233,8 +233,8 @@ def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
             [0, 0],
         )
     with pytest.raises(IndexError, match=r"window_set\[0\] must be in \[0, 2\), got -1"):
-        _core.scenario_rows(windows, costs, initial, [-1], [6], [5.0], [1.0], [600.0], [0], [0])
+        _core.finite.scenario_rows(windows, costs, initial, [-1], [6], [5.0], [1.0], [600.0], [0], [0])
     with pytest.raises(ValueError, match="every row column must have 2 entries"):
-        _core.scenario_rows(
+        _core.finite.scenario_rows(
             windows, costs, initial, [0, 0], [6], [5.0] * 2, [1.0] * 2, [600.0] * 2, [0, 0], [0, 0]
         )

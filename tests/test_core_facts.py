@@ -11,12 +11,12 @@ from learnsched import _core
 
 
 def test_policies_are_the_cores_in_its_order() -> None:
-    core = [_core.policy_name(p) for p in _core.Policy.__members__.values()]
+    core = [_core.finite.policy_name(p) for p in _core.finite.Policy.__members__.values()]
     assert core == [p.value for p in ls.Policy]
 
 
 def test_cost_fields_are_the_cores_columns(s0348: ls.Scenario) -> None:
-    assert tuple(_core.cost_fields()) == ls.COST_FIELDS
+    assert tuple(_core.finite.cost_fields()) == ls.COST_FIELDS
     plan = ls.solve(s0348, "rollout")
     result = ls.solve_batch([s0348], ["rollout"])
     assert result.cost[0, 0].tolist() == [getattr(plan.cost, f) for f in ls.COST_FIELDS]
@@ -29,9 +29,9 @@ values = st.floats(allow_nan=False, allow_infinity=False, min_value=-1e12, max_v
 def test_ties_are_the_documented_rule(a: float, delta: float) -> None:
     b = a + delta
     scale = max(abs(a), abs(b))
-    expected = abs(a - b) <= _core.TIE_TOLERANCE + _core.RELATIVE_TIE_TOLERANCE * scale
-    assert bool(_core.ties(a, b)) == expected
-    assert _core.ties(np.array([a, b]), np.array([b, a])).tolist() == [expected, expected]
+    expected = abs(a - b) <= _core.finite.TIE_TOLERANCE + _core.finite.RELATIVE_TIE_TOLERANCE * scale
+    assert bool(_core.finite.ties(a, b)) == expected
+    assert _core.finite.ties(np.array([a, b]), np.array([b, a])).tolist() == [expected, expected]
 
 
 def test_recovery_is_one_enum() -> None:

@@ -89,7 +89,7 @@ def check_against_every_reference(scenario: ls.Scenario) -> None:
         if policy in ("rollout", "dp"):
             assert many == linear_scan(scenario, states, policy), policy
         if policy != "guarded":
-            kinds = {int(k): k.name.lower() for k in _core.ActionKind.__members__.values()}
+            kinds = {int(k): k.name.lower() for k in _core.finite.ActionKind.__members__.values()}
             theirs = [
                 reference.policy_action(ref, policy, (k, p, d, a))
                 for k, p, d, a in zip(*(c.tolist() for c in states), strict=True)
@@ -283,9 +283,9 @@ def test_bad_arguments_name_the_field(
 
 
 def test_the_core_takes_only_exact_dtypes() -> None:
-    core = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
+    core = _core.finite.Model(ls.scenario_by_id("S0348").scenario.to_core())
     i32, flags = np.zeros(2, np.int32), np.zeros(2, bool)
-    dp = _core.Policy.DP
+    dp = _core.finite.Policy.DP
     with pytest.raises(
         TypeError, match="window must be a 1-D numpy array of int32, got dtype int64"
     ):
@@ -297,7 +297,7 @@ def test_the_core_takes_only_exact_dtypes() -> None:
     with pytest.raises(ValueError, match="progress must be 1-D, got 2 dimensions"):
         core.decide_many(i32, np.zeros((2, 1), np.int32), i32, flags, dp)
     with pytest.raises(ValueError, match="policy must be one of the seven Policy values, got 99"):
-        core.decide_many(i32, i32, i32, flags, _core.Policy(99))
+        core.decide_many(i32, i32, i32, flags, _core.finite.Policy(99))
     kind, quanta, checkpoint, cold = core.decide_many(i32, i32, i32, flags, dp)
     first = core.decide(0, 0, 0, False, dp)
     assert kind.tolist() == [int(first.kind)] * 2

@@ -1,4 +1,4 @@
-"""learnsched._core.ForecastModel: decisions under sampled calendars, its guards and threads."""
+"""learnsched._core.forecast.ForecastModel: decisions under sampled calendars, its guards and threads."""
 
 from __future__ import annotations
 
@@ -19,15 +19,15 @@ import forecast_reference
 from conftest import calendar
 from strategies import scenarios, to_reference
 
-POLICIES = [_core.Policy.WINDOW, _core.Policy.COSTED_WINDOW, _core.Policy.ROLLOUT, _core.Policy.DP]
+POLICIES = [_core.finite.Policy.WINDOW, _core.finite.Policy.COSTED_WINDOW, _core.finite.Policy.ROLLOUT, _core.finite.Policy.DP]
 
 
 def current(
     window: tuple[float, float] = (0.0, 80.0), work_quanta: int = 6, horizon_s: float = 1020.0
-) -> _core.Scenario:
+) -> _core.finite.Scenario:
     costs = ls.PAPER_COLD.to_core()
-    return _core.Scenario(
-        [window], work_quanta, 5.0, 0.25, horizon_s, costs, _core.State(0, 0, 0, False)
+    return _core.finite.Scenario(
+        [window], work_quanta, 5.0, 0.25, horizon_s, costs, _core.finite.State(0, 0, 0, False)
     )
 
 
@@ -39,9 +39,9 @@ def packed(samples: list[list[tuple[float, float]]]) -> tuple[np.ndarray, np.nda
 
 def forecast(
     samples: list[list[tuple[float, float]]], threads: int = 1, **kw: object
-) -> _core.ForecastModel:
+) -> _core.forecast.ForecastModel:
     windows, offsets = packed(samples)
-    return _core.ForecastModel(kw.get("cur", current()), windows, offsets, POLICIES, threads)
+    return _core.forecast.ForecastModel(kw.get("cur", current()), windows, offsets, POLICIES, threads)
 
 
 def random_samples(
@@ -79,7 +79,7 @@ def test_an_empty_sample_continues_with_nothing() -> None:
     model = forecast([[]])
     assert model.mean_optimal_values() == [0.0] * 7
     # With no later window, waiting is worth nothing: the short window is used or left.
-    assert model.decide(0, 0, False, _core.Policy.DP).name in ("wait", "advance", "publish")
+    assert model.decide(0, 0, False, _core.finite.Policy.DP).name in ("wait", "advance", "publish")
 
 
 def test_one_true_sample_decides_as_the_paper(s0348: ls.Scenario) -> None:
@@ -107,7 +107,7 @@ def test_construction_releases_the_gil() -> None:
     results: list[object] = []
     threads = [
         threading.Thread(
-            target=lambda: results.append(_core.ForecastModel(cur, windows, offsets, POLICIES, 1))
+            target=lambda: results.append(_core.forecast.ForecastModel(cur, windows, offsets, POLICIES, 1))
         )
         for _ in range(4)
     ]
@@ -120,10 +120,10 @@ def test_construction_releases_the_gil() -> None:
 
 def test_only_requested_tables_are_built() -> None:
     windows, offsets = packed([[(100.0, 200.0)]])
-    model = _core.ForecastModel(current(), windows, offsets, [_core.Policy.DP], 1)
-    model.decide(0, 0, False, _core.Policy.DP)
+    model = _core.forecast.ForecastModel(current(), windows, offsets, [_core.finite.Policy.DP], 1)
+    model.decide(0, 0, False, _core.finite.Policy.DP)
     with pytest.raises(ValueError, match="rollout was not among"):
-        model.decide(0, 0, False, _core.Policy.ROLLOUT)
+        model.decide(0, 0, False, _core.finite.Policy.ROLLOUT)
     with pytest.raises(ValueError, match="mean reference values were not built"):
         model.mean_reference_values()
 
@@ -152,35 +152,35 @@ def test_bad_samples_name_the_sample(
 def test_bad_arguments() -> None:
     windows, offsets = packed([[(100.0, 200.0)]])
     with pytest.raises(ValueError, match="threads must be >= 1"):
-        _core.ForecastModel(current(), windows, offsets, POLICIES, 0)
-    two = _core.Scenario(
-        calendar(80, 80), 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD.to_core(), _core.State(0, 0, 0, False)
+        _core.forecast.ForecastModel(current(), windows, offsets, POLICIES, 0)
+    two = _core.finite.Scenario(
+        calendar(80, 80), 6, 5.0, 0.25, 1020.0, ls.PAPER_COLD.to_core(), _core.finite.State(0, 0, 0, False)
     )
     with pytest.raises(ValueError, match="exactly one window"):
-        _core.ForecastModel(two, windows, offsets, POLICIES, 1)
+        _core.forecast.ForecastModel(two, windows, offsets, POLICIES, 1)
     with pytest.raises(ValueError, match="policies under a forecast must be"):
-        _core.ForecastModel(current(), windows, offsets, [_core.Policy.NEVER], 1)
+        _core.forecast.ForecastModel(current(), windows, offsets, [_core.finite.Policy.NEVER], 1)
     with pytest.raises(ValueError, match="offsets must start at 0"):
-        _core.ForecastModel(current(), windows, np.array([0, 2], dtype=np.int64), POLICIES, 1)
+        _core.forecast.ForecastModel(current(), windows, np.array([0, 2], dtype=np.int64), POLICIES, 1)
     with pytest.raises(ValueError, match="shape"):
-        _core.ForecastModel(current(), np.zeros(3), offsets, POLICIES, 1)
+        _core.forecast.ForecastModel(current(), np.zeros(3), offsets, POLICIES, 1)
     model = forecast([[(100.0, 200.0)]])
     with pytest.raises(ValueError, match="durable must be in"):  # states checked as Model's
-        model.decide(1, 2, True, _core.Policy.ROLLOUT)
+        model.decide(1, 2, True, _core.finite.Policy.ROLLOUT)
     with pytest.raises(ValueError, match="progress must be in"):
-        model.take(7, 7, False, _core.Action(_core.ActionKind.WAIT))
+        model.take(7, 7, False, _core.finite.Action(_core.finite.ActionKind.WAIT))
 
 
 def test_prebuilt_tables_give_the_rows_after_the_current_window() -> None:
     full = random_samples(np.random.default_rng(4), 6, 5, 0.0)
     windows, offsets = packed(full)
-    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 2)
+    tables = _core.forecast.SampleTables(current(), windows, offsets, POLICIES, 2)
     assert tables.sample_count == 6
     for k in range(3):  # the current window is the k-th of the first sample
         window = full[0][k]
         after = [[w for w in s if w[0] >= window[1]] for s in full]
         direct = forecast(after, cur=current(window))
-        prebuilt = _core.ForecastModel(current(window), tables)
+        prebuilt = _core.forecast.ForecastModel(current(window), tables)
         assert prebuilt.mean_reference_values() == direct.mean_reference_values()
         assert prebuilt.mean_optimal_values() == direct.mean_optimal_values()
         assert prebuilt.mean_window_plan_values() == direct.mean_window_plan_values()
@@ -205,7 +205,7 @@ def test_row_after_is_the_first_window_starting_at_or_after_the_time(
     sample = [(float(e) - 150.0, float(e)) for e in ends]  # 150 s each, apart
     packed_windows, offsets = packed([sample])
     # Each window can publish and the horizon is past them all, so every row differs.
-    tables = _core.SampleTables(current(horizon_s=1e5), packed_windows, offsets, POLICIES, 1)
+    tables = _core.forecast.SampleTables(current(horizon_s=1e5), packed_windows, offsets, POLICIES, 1)
     starts = [w[0] for w in sample]
     rows = [tables.row_after(0, t, "reference") for t in starts]
     rows.append([0.0] * 7)  # after the last start: no window left
@@ -217,20 +217,20 @@ def test_row_after_is_the_first_window_starting_at_or_after_the_time(
 
 def test_prebuilt_tables_must_match_the_candidate() -> None:
     windows, offsets = packed([[(100.0, 200.0)]])
-    tables = _core.SampleTables(current(), windows, offsets, POLICIES, 1)
+    tables = _core.forecast.SampleTables(current(), windows, offsets, POLICIES, 1)
     with pytest.raises(ValueError, match="tables were built for another candidate"):
-        _core.ForecastModel(current(work_quanta=7), tables)
+        _core.forecast.ForecastModel(current(work_quanta=7), tables)
     bad, bad_offsets = packed([[(100.0, 200.0), (150.0, 300.0)]])
     with pytest.raises(ValueError, match=r"samples\[0\]: windows\[1\] starts at 150"):
-        _core.SampleTables(current(), bad, bad_offsets, POLICIES, 1)
+        _core.forecast.SampleTables(current(), bad, bad_offsets, POLICIES, 1)
 
 
 def test_take_refuses_an_infeasible_action() -> None:
     model = forecast([[(100.0, 200.0)]], cur=current((0.0, 75.0)))
     # 75 s cannot hold the 69.988 s return plus 2 quanta of 5 s with a checkpoint.
     with pytest.raises(ValueError, match=r"not feasible in the current window \(Eq. 10\)"):
-        model.take(0, 0, False, _core.Action(_core.ActionKind.ADVANCE, 2, True))
-    seg = model.take(0, 0, False, _core.Action(_core.ActionKind.WAIT))
+        model.take(0, 0, False, _core.finite.Action(_core.finite.ActionKind.ADVANCE, 2, True))
+    seg = model.take(0, 0, False, _core.finite.Action(_core.finite.ActionKind.WAIT))
     assert seg.next.window == 1
 
 
@@ -243,10 +243,10 @@ def test_rollout_never_scores_below_the_reference_under_a_forecast(seed: int, n:
     model = forecast(samples)
     mean_ref = model.mean_reference_values()
     for q in range(7):
-        chosen = model.decide(q, q, False, _core.Policy.ROLLOUT)
-        base = model.decide(q, q, False, _core.Policy.COSTED_WINDOW)
+        chosen = model.decide(q, q, False, _core.finite.Policy.ROLLOUT)
+        base = model.decide(q, q, False, _core.finite.Policy.COSTED_WINDOW)
 
-        def score(action: _core.Action, q: int = q) -> float:
+        def score(action: _core.finite.Action, q: int = q) -> float:
             seg = model.take(q, q, False, action)
             terminal = action.name in ("publish", "abandon")
             return seg.benefit - seg.cost.total + (0.0 if terminal else mean_ref[seg.next.durable])

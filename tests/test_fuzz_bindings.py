@@ -149,19 +149,19 @@ def test_fuzz_raw_core(
     initial: tuple[int, int, bool],
 ) -> None:
     """The core guards itself: any field values give ValueError or finite plans."""
-    core = _core.Scenario(
+    core = _core.finite.Scenario(
         windows,
         work_quanta,
         quantum_s,
         benefit_rate,
         horizon_s,
-        _core.HandoffCosts(*costs),
-        _core.State(0, *initial),
+        _core.finite.HandoffCosts(*costs),
+        _core.finite.State(0, *initial),
     )
-    model = named("bindings", SCENARIO_NAMES, _core.Model, core)
+    model = named("bindings", SCENARIO_NAMES, _core.finite.Model, core)
     if model is None:
         return
-    for policy in _core.Policy.__members__.values():
+    for policy in _core.finite.Policy.__members__.values():
         plan = model.solve(policy)
         assert math.isfinite(plan.value)
         assert len(plan.steps) <= len(windows)

@@ -29,7 +29,7 @@ TOL = 1e-9
 S0348 = ls.scenario_by_id("S0348").scenario  # cold: Rollout replaces pi0's action
 
 
-def unit(state: _core.State, action: _core.Action, salt: int = 0) -> float:
+def unit(state: _core.finite.State, action: _core.finite.Action, salt: int = 0) -> float:
     """A deterministic number in [-1, 1] per (state, action)."""
     key = (state.window, state.progress, state.durable, state.active, int(action.kind),
            action.quanta, action.checkpoint, action.cold, salt)  # fmt: skip
@@ -37,7 +37,7 @@ def unit(state: _core.State, action: _core.Action, salt: int = 0) -> float:
     return struct.unpack("<Q", digest[:8])[0] / 2**63 - 1.0
 
 
-def exact_scores(scenario: ls.Scenario) -> Callable[[_core.State, _core.Action], float]:
+def exact_scores(scenario: ls.Scenario) -> Callable[[_core.finite.State, _core.finite.Action], float]:
     """Q^pi0(s, a) itself, from a model of the scenario."""
     model = ls.Model(scenario)
     return lambda s, a: model.reference_score(s, a)
@@ -45,7 +45,7 @@ def exact_scores(scenario: ls.Scenario) -> Callable[[_core.State, _core.Action],
 
 def noisy_scores(
     scenario: ls.Scenario, bound: float
-) -> Callable[[_core.State, _core.Action], float]:
+) -> Callable[[_core.finite.State, _core.finite.Action], float]:
     """Q^pi0(s, a) plus a deterministic error of at most ``bound``."""
     exact = exact_scores(scenario)
     return lambda s, a: exact(s, a) + bound * unit(s, a)
@@ -68,10 +68,10 @@ def test_scores_equal_the_same_estimate_as_noise() -> None:
     exact = exact_scores(S0348)
     for bound in (0.5, 5.0, 50.0):
 
-        def noise(s: _core.State, a: _core.Action, bound: float = bound) -> float:
+        def noise(s: _core.finite.State, a: _core.finite.Action, bound: float = bound) -> float:
             return bound * unit(s, a)
 
-        def scores(s: _core.State, a: _core.Action, bound: float = bound) -> float:
+        def scores(s: _core.finite.State, a: _core.finite.Action, bound: float = bound) -> float:
             return exact(s, a) + bound * unit(s, a)
 
         for eps in (0.0, 1.0, bound):
@@ -124,9 +124,9 @@ def test_reach_all_scores_every_reachable_state(scenario: ls.Scenario) -> None:
     worst = 0.0
     actions = 0
     for state in states:
-        core_state = _core.State(*state)
+        core_state = _core.finite.State(*state)
         for name, quanta, checkpoint, cold in reference.feasible_actions(ref, *state):
-            action = _core.Action(getattr(ls.ActionKind, name.upper()), quanta, checkpoint, cold)
+            action = _core.finite.Action(getattr(ls.ActionKind, name.upper()), quanta, checkpoint, cold)
             exact = reference._q_value(ref, state, (name, quanta, checkpoint, cold),
                                        reference._reference_value)  # fmt: skip
             worst = max(worst, abs(scores(core_state, action) - exact))
@@ -139,7 +139,7 @@ def test_a_bound_that_fails_is_reported_where_it_fails() -> None:
     """S0348: an estimator 30 s-eq. too kind to the first window's advances."""
     exact = exact_scores(S0348)
 
-    def flattering(s: _core.State, a: _core.Action) -> float:
+    def flattering(s: _core.finite.State, a: _core.finite.Action) -> float:
         return exact(s, a) + (30.0 if a.kind == ls.ActionKind.ADVANCE and s.window == 0 else 0.0)
 
     check = check_scores(S0348, flattering, 5.0, "all")
@@ -167,7 +167,7 @@ def test_bad_scores_are_named() -> None:
         check_scores(S0348, exact_scores(S0348), 1.0, "some")
     model = ls.Model(S0348)
     with pytest.raises(ValueError, match="not feasible"):
-        model._model.reference_score(_core.State(0, 0, 0, False), _core.Action(ls.ActionKind.ABANDON))
+        model._model.reference_score(_core.finite.State(0, 0, 0, False), _core.finite.Action(ls.ActionKind.ABANDON))
 
 
 def test_decide_takes_scores() -> None:

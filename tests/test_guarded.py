@@ -29,7 +29,7 @@ TOL = 1e-9
 def bounded_noise(epsilon: float, seed: int) -> ScoreNoise:
     """A deterministic score error in [-epsilon, epsilon] per (state, action)."""
 
-    def noise(state: _core.State, action: _core.Action) -> float:
+    def noise(state: _core.finite.State, action: _core.finite.Action) -> float:
         key = (seed, state.window, state.progress, state.durable, state.active)
         return _error(epsilon, key, (action.name, action.quanta, action.checkpoint, action.cold))
 
@@ -72,7 +72,7 @@ def test_the_guard_rejects_a_replacement_that_only_the_noise_favours() -> None:
     cw = model.decide(0, 0, 0, policy="costed_window")  # wait
     lure = ls.Action(ls.ActionKind.ADVANCE, 1, False)  # pays a return, keeps nothing
 
-    def noise(state: _core.State, action: _core.Action) -> float:
+    def noise(state: _core.finite.State, action: _core.finite.Action) -> float:
         return 200.0 if (state.window, action) == (0, lure) else 0.0
 
     assert model.decide(0, 0, 0, policy="guarded", score_noise=noise) == lure
@@ -155,19 +155,20 @@ def test_bad_guard_arguments_name_the_field(
 
 
 def test_the_core_guards_itself() -> None:
-    model = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
+    # The core model as learnsched builds it: its decide falls back on the Python checks.
+    model = ls.Model(ls.scenario_by_id("S0348").scenario)._model
     with pytest.raises(ValueError, match="epsilon must be >= 0"):
-        model.solve(_core.Policy.GUARDED, -1.0)
+        model.solve(_core.finite.Policy.GUARDED, -1.0)
     with pytest.raises(ValueError, match="score noise must be finite"):
-        model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: math.nan)
+        model.solve(_core.finite.Policy.GUARDED, 0.0, lambda s, a: math.nan)
     with pytest.raises(ValueError, match="epsilon must be finite, got nan"):
-        model.decide(0, 0, 0, False, _core.Policy.GUARDED, math.nan)
-    assert model.decide(0, 0, 0, False, _core.Policy.GUARDED) == model.decide(
-        0, 0, 0, False, _core.Policy.ROLLOUT
+        model.decide(0, 0, 0, False, _core.finite.Policy.GUARDED, math.nan)
+    assert model.decide(0, 0, 0, False, _core.finite.Policy.GUARDED) == model.decide(
+        0, 0, 0, False, _core.finite.Policy.ROLLOUT
     )
     with pytest.raises(ValueError, match="epsilon must be >= 0"):
-        _core.solve_batch(
-            [ls.scenario_by_id("S0348").scenario.to_core()], [_core.Policy.GUARDED], 1, -1.0
+        _core.finite.solve_batch(
+            [ls.scenario_by_id("S0348").scenario.to_core()], [_core.finite.Policy.GUARDED], 1, -1.0
         )
 
 

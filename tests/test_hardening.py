@@ -102,9 +102,9 @@ def test_solve_batch_scenarios_must_be_a_sequence() -> None:
 
 
 def test_threads_cap_holds_in_the_core_and_results_match() -> None:
-    assert ls.batch.MAX_THREADS == _core.MAX_THREADS == 1024
+    assert ls.batch.MAX_THREADS == _core.finite.MAX_THREADS == 1024
     with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
-        _core.solve_batch([small().to_core()], [_core.Policy.DP], 1025)
+        _core.finite.solve_batch([small().to_core()], [_core.finite.Policy.DP], 1025)
     scenarios = [small()] * 8
     serial = ls.solve_batch(scenarios, threads=1).value
     np.testing.assert_array_equal(serial, ls.solve_batch(scenarios, threads=1024).value)
@@ -325,12 +325,12 @@ def test_decide_accepts_numpy_integers_and_bools() -> None:
 
 def test_core_bindings_take_only_true_or_false_as_flags() -> None:
     with pytest.raises(TypeError):
-        _core.State(0, 0, 0, None)  # type: ignore[arg-type]
+        _core.finite.State(0, 0, 0, None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        _core.State(0, 0, 0, 2)  # type: ignore[arg-type]
-    model = _core.Model(small().to_core())
+        _core.finite.State(0, 0, 0, 2)  # type: ignore[arg-type]
+    model = _core.finite.Model(small().to_core())
     with pytest.raises(TypeError):
-        model.decide(0, 0, 0, 1, _core.Policy.DP)  # type: ignore[arg-type]
+        model.decide(0, 0, 0, 1, _core.finite.Policy.DP)  # type: ignore[arg-type]
 
 
 # --- one association for time sums -------------------------------------------------
@@ -430,15 +430,15 @@ def test_feasibility_across_rate_segments_at_epoch_times() -> None:
 
 def test_plan_length_is_bounded() -> None:
     """K = 2^23, J = 1 is refused up front (it took 115 s and 10 GiB to solve)."""
-    assert _core.MAX_WINDOWS == 2**17
+    assert _core.finite.MAX_WINDOWS == 2**17
     many = np.broadcast_to([0.0, 1.0], (2**23, 2))  # a view: no 2^23 windows in memory
     with pytest.raises(ValueError, match="windows must hold at most 131072 windows, got 8388608"):
         ls.Scenario(**{**_fields(small()), "windows": many, "work_quanta": 1})
     windows = [(2.0 * k, 2.0 * k + 1.0) for k in range(2**17 + 1)]
-    costs = _core.HandoffCosts(0.1, 0.0, 0.0, 0.0)
-    core = _core.Scenario(windows, 1, 0.5, 1.0, 1e8, costs, _core.State(0, 0, 0, False))
+    costs = _core.finite.HandoffCosts(0.1, 0.0, 0.0, 0.0)
+    core = _core.finite.Scenario(windows, 1, 0.5, 1.0, 1e8, costs, _core.finite.State(0, 0, 0, False))
     with pytest.raises(ValueError, match="windows must hold at most 131072 windows, got 131073"):
-        _core.Model(core)
+        _core.finite.Model(core)
 
 
 # --- atomic writes: temp files, kill -9, exit -------------------------------------------

@@ -87,17 +87,17 @@ def test_sample_tables_refuse_out_of_bounds_offsets() -> None:
     """Was a segfault (ASan: heap-buffer-overflow at bind_forecast.cpp:46)."""
     candidate = ls.Scenario.from_json({**TWO_PATH, "horizon_s": 5000.0}).to_core()
     windows = np.array([[600.0, 700.0], [800.0, 900.0]])
-    policies = [_core.Policy.DP]
+    policies = [_core.finite.Policy.DP]
     for offsets in ([0, 100, 2], [0, -5, 2], [0, 3, 2], [0, 2, 1, 2]):
         with pytest.raises(ValueError, match="offsets"):
-            _core.SampleTables(candidate, windows, np.array(offsets), policies)
-    current = _core.Scenario(
-        [(0.0, 500.0)], 6, 50.0, 1.0, 5000.0, candidate.costs, _core.State(0, 0, 0, False)
+            _core.forecast.SampleTables(candidate, windows, np.array(offsets), policies)
+    current = _core.finite.Scenario(
+        [(0.0, 500.0)], 6, 50.0, 1.0, 5000.0, candidate.costs, _core.finite.State(0, 0, 0, False)
     )
     with pytest.raises(ValueError, match="offsets"):
-        _core.ForecastModel(current, windows, np.array([0, 7, 2]), policies)
+        _core.forecast.ForecastModel(current, windows, np.array([0, 7, 2]), policies)
     with pytest.raises(ValueError, match="more than the limit of 65536"):
-        _core.SampleTables(candidate, windows, np.zeros(2**16 + 2, dtype=np.int64), policies)
+        _core.forecast.SampleTables(candidate, windows, np.zeros(2**16 + 2, dtype=np.int64), policies)
 
 
 def online_spec(work_quanta: int, samples: int) -> dict[str, Any]:
@@ -138,8 +138,8 @@ def test_core_sample_tables_bound_the_sum_of_their_states() -> None:
     windows = np.array([[100.0 + i, 200.0 + i] for i in range(64)])  # distinct: built apart
     offsets = np.arange(65, dtype=np.int64)
     with pytest.raises(ValueError, match=r"= 1073741696 exceeds the limit of 16777216"):
-        _core.SampleTables(candidate, windows, offsets, [_core.Policy.DP])
-    assert _core.MAX_SAMPLE_STATES == _core.MAX_STATES
+        _core.forecast.SampleTables(candidate, windows, offsets, [_core.finite.Policy.DP])
+    assert _core.forecast.MAX_SAMPLE_STATES == _core.finite.MAX_STATES
 
 
 def test_sweep_points_x_scenarios_is_bounded(
@@ -560,14 +560,15 @@ def test_private_score_noise_is_checked_like_the_public_one(
     noise: Any, error: type[Exception], message: str
 ) -> None:
     """``_core`` raised an unnamed RuntimeError ("Unable to cast Python instance ...")."""
-    model = _core.Model(ls.scenario_by_id("S0348").scenario.to_core())
+    # The core model as learnsched builds it: its decide falls back on the Python checks.
+    model = ls.Model(ls.scenario_by_id("S0348").scenario)._model
     with pytest.raises(error, match=re.escape(message)):
-        model.solve(_core.Policy.GUARDED, 0.0, noise)
+        model.solve(_core.finite.Policy.GUARDED, 0.0, noise)
     with pytest.raises(error, match=re.escape(message.replace("score_noise", "scores"))):
-        _core.measure_score_error(model, noise, 0.0, _core.Reach.ALL)
+        _core.finite.measure_score_error(model, noise, 0.0, _core.finite.Reach.ALL)
     with pytest.raises((TypeError, ValueError), match="score_noise"):  # the Python checks
         model.decide(0, 0, 0, False, "guarded", 0.0, noise)
-    assert model.solve(_core.Policy.GUARDED, 0.0, lambda s, a: np.float32(0.5)).value > 0
+    assert model.solve(_core.finite.Policy.GUARDED, 0.0, lambda s, a: np.float32(0.5)).value > 0
 
 
 def test_private_next_share_checks_its_config() -> None:
@@ -637,8 +638,8 @@ def test_private_ties_names_shapes_that_do_not_broadcast() -> None:
     with pytest.raises(
         ValueError, match=r"a and b must broadcast to one shape, got shapes \(2,\) and \(3,\)"
     ):
-        _core.ties(np.ones(2), np.ones(3))
-    assert _core.ties(np.ones(3), np.ones((2, 1))).shape == (2, 3)
+        _core.finite.ties(np.ones(2), np.ones(3))
+    assert _core.finite.ties(np.ones(3), np.ones((2, 1))).shape == (2, 3)
 
 
 def test_probe_runs_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
@@ -685,9 +686,9 @@ def test_gate_urls_are_checked_before_it_serves(
 
 def _causal() -> tuple[Any, Any, Any]:
     arrival = np.array([0.0, 10.0, 30.0])
-    schedule = _core.UnlentSchedule(arrival, np.ones(3), arrival + 5.0)
-    pool = _core.GapPool(schedule, 100.0, 1000.0, 0.0, 10.0)
-    candidate = _core.CausalCandidate(2, 1.0, 1.0, 100.0, 0.5, 0.0, 0.1, 0.1, 1.0)
+    schedule = _core.causal.UnlentSchedule(arrival, np.ones(3), arrival + 5.0)
+    pool = _core.causal.GapPool(schedule, 100.0, 1000.0, 0.0, 10.0)
+    candidate = _core.causal.CausalCandidate(2, 1.0, 1.0, 100.0, 0.5, 0.0, 0.1, 0.1, 1.0)
     return schedule, pool, candidate
 
 
@@ -708,12 +709,13 @@ def test_causal_bindings_guard_their_arguments() -> None:
         pool.draw(1.0, 2**40, 0)
     assert pool.draw(1.0, 3, 0)[0].shape == (3,)
     with pytest.raises(ValueError, match=r"branches\[1\] must be an UnlentSchedule, got None"):
-        _core.stochastic_dp([schedule, None], [0.5, 0.5], candidate, 0.0, 25.0)
+        _core.causal.stochastic_dp([schedule, None], [0.5, 0.5], candidate, 0.0, 25.0)
     with pytest.raises(TypeError, match="pool must be a GapPool or None, got 'x'"):
-        _core.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
+        _core.causal.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
     with pytest.raises(TypeError, match="tables must be SampleTables or None, got 3"):
-        _core.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
-    job = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+        _core.causal.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
+    fields = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    job = _core.causal.CausalJob(*fields)
     for at, bad, message in (
         (0, "x", r"jobs\[0\].candidate must be a CausalCandidate, got 'x'"),
         (5, "p", r"jobs\[0\].pool must be a GapPool or None, got 'p'"),
@@ -721,10 +723,12 @@ def test_causal_bindings_guard_their_arguments() -> None:
         (1, "0", r"jobs\[0\].from_s must be a number, got '0'"),
     ):
         with pytest.raises(TypeError, match=message):
-            _core.run_causal(schedule, [(*job[:at], bad, *job[at + 1 :])])
+            _core.causal.run_causal(
+                schedule, [_core.causal.CausalJob(*fields[:at], bad, *fields[at + 1 :])]
+            )
     with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
-        _core.run_causal(schedule, [job], 1025)
-    both, one = _core.run_causal(schedule, [job, job], 2)[0], _core.run_causal(schedule, [job])[0]
+        _core.causal.run_causal(schedule, [job], 1025)
+    both, one = _core.causal.run_causal(schedule, [job, job], 2)[0], _core.causal.run_causal(schedule, [job])[0]
     assert {k: v for k, v in both.items() if k != "steps"} == {
         k: v for k, v in one.items() if k != "steps"
     }
@@ -740,9 +744,9 @@ def test_private_online_readers_are_bounded() -> None:
         "forecast": {"\udfff": 2},
     }
     with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 2048"):
-        _core.run_online([], [_core.Policy.DP], 2048)
+        _core.forecast.run_online([], [_core.finite.Policy.DP], 2048)
     with pytest.raises(TypeError, match=r"cases\[0\].scenario must be a Scenario, got 'x'"):
-        _core.run_online([("x", np.zeros((1, 2)), np.array([0, 1]))], [_core.Policy.DP])
+        _core.forecast.run_online([("x", np.zeros((1, 2)), np.array([0, 1]))], [_core.finite.Policy.DP])
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from learnsched import _core
 
 from strategies import scenarios
 
-POLICIES = list(_core.Policy.__members__.values())
+POLICIES = list(_core.finite.Policy.__members__.values())
 # The table each reader needs, as Model names it in its error.
 V_G = "window-plan values V_G"
 V_PI0 = "reference values V\\^pi0"
@@ -27,7 +27,7 @@ def bits(x: float) -> str:
     return float.hex(x)
 
 
-def plan_bits(plan: _core.Plan) -> tuple[object, ...]:
+def plan_bits(plan: _core.finite.Plan) -> tuple[object, ...]:
     """Every number of a plan, exactly."""
     cost = plan.cost
     steps = tuple(
@@ -52,31 +52,31 @@ def plan_bits(plan: _core.Plan) -> tuple[object, ...]:
     )
 
 
-def service_values(model: _core.Model, reader: str) -> list[str]:
+def service_values(model: _core.finite.Model, reader: str) -> list[str]:
     """The reader's value in every service state, exactly."""
     sc = model.scenario
     read = getattr(model, reader)
     return [
-        bits(read(_core.State(k, p, p, False)))
+        bits(read(_core.finite.State(k, p, p, False)))
         for k in range(len(sc.windows))
         for p in range(sc.work_quanta + 1)
     ]
 
 
-def variant(base: _core.Scenario, **overrides: object) -> _core.Scenario:
+def variant(base: _core.finite.Scenario, **overrides: object) -> _core.finite.Scenario:
     """`base` with some fields replaced (the core checks nothing until a model is built)."""
     fields = ("windows", "work_quanta", "quantum_s", "benefit_rate", "horizon_s", "costs")
-    args = {f: getattr(base, f) for f in fields} | {"initial": _core.State(0, 0, 0, False)}
-    return _core.Scenario(**(args | overrides))
+    args = {f: getattr(base, f) for f in fields} | {"initial": _core.finite.State(0, 0, 0, False)}
+    return _core.finite.Scenario(**(args | overrides))
 
 
 @pytest.fixture
-def small(s0348: ls.Scenario) -> _core.Scenario:
+def small(s0348: ls.Scenario) -> _core.finite.Scenario:
     """The paper's worked example in the core's types (fresh start)."""
     return s0348.to_core()
 
 
-def same_answers(a: _core.Model, b: _core.Model) -> None:
+def same_answers(a: _core.finite.Model, b: _core.finite.Model) -> None:
     for policy in POLICIES:
         assert plan_bits(a.solve(policy)) == plan_bits(b.solve(policy)), policy
     for reader in ("window_plan_value", "reference_value", "optimal_value"):
@@ -89,15 +89,15 @@ def test_rebuild_answers_as_a_fresh_model(
     first: ls.Scenario, second: ls.Scenario, two_path_first: bool
 ) -> None:
     a, b = (second, first) if two_path_first else (first, second)
-    model = _core.Model(a.to_core())
-    same_answers(model, _core.Model(a.to_core()))  # decisions build the lookahead indexes
+    model = _core.finite.Model(a.to_core())
+    same_answers(model, _core.finite.Model(a.to_core()))  # decisions build the lookahead indexes
     model.rebuild(b.to_core())
-    same_answers(model, _core.Model(b.to_core()))
+    same_answers(model, _core.finite.Model(b.to_core()))
     model.rebuild(a.to_core())  # back into the capacity the larger of the two left
-    same_answers(model, _core.Model(a.to_core()))
+    same_answers(model, _core.finite.Model(a.to_core()))
 
 
-def long_window_scenario(windows: int, quanta: int, two_path: bool) -> _core.Scenario:
+def long_window_scenario(windows: int, quanta: int, two_path: bool) -> _core.finite.Scenario:
     """Windows that each hold most of the work at 1 s quanta: advance ranges far above the
     plain scan's (32), so Rollout and DP decide through the lookahead index."""
     spans, start = [], 0.0
@@ -106,17 +106,17 @@ def long_window_scenario(windows: int, quanta: int, two_path: bool) -> _core.Sce
         spans.append((start, start + length))
         start += length + 50.0
     cold = 69.988 if two_path else None
-    costs = _core.HandoffCosts(30.0, 0.6 if two_path else 0.0, 0.5, 0.5, cold)
-    return _core.Scenario(
-        spans, quanta, 1.0, 0.5, start + quanta, costs, _core.State(0, 0, 0, False)
+    costs = _core.finite.HandoffCosts(30.0, 0.6 if two_path else 0.0, 0.5, 0.5, cold)
+    return _core.finite.Scenario(
+        spans, quanta, 1.0, 0.5, start + quanta, costs, _core.finite.State(0, 0, 0, False)
     )
 
 
-def indexed_decisions(model: _core.Model) -> list[tuple[object, ...]]:
+def indexed_decisions(model: _core.finite.Model) -> list[tuple[object, ...]]:
     """Rollout's and DP's action in a spread of service and active states."""
     sc = model.scenario
     out = []
-    for policy in (_core.Policy.ROLLOUT, _core.Policy.DP):
+    for policy in (_core.finite.Policy.ROLLOUT, _core.finite.Policy.DP):
         for k in range(len(sc.windows)):
             for p in range(0, sc.work_quanta + 1, 7):
                 out.append(model.decide(k, p, p, False, policy))
@@ -133,45 +133,45 @@ def indexed_decisions(model: _core.Model) -> list[tuple[object, ...]]:
 def test_rebuild_reuses_the_lookahead_indexes(shapes: list[tuple[int, int, bool]]) -> None:
     """Rebuilds between scenarios of more and fewer windows, quanta and paths keep each
     index's rows and levels (issue 22): every indexed decision is a fresh model's."""
-    model = _core.Model(long_window_scenario(*shapes[0]))
+    model = _core.finite.Model(long_window_scenario(*shapes[0]))
     indexed_decisions(model)  # builds index rows for the next rebuild to reuse
     for shape in shapes[1:]:
         scenario = long_window_scenario(*shape)
         model.rebuild(scenario)
-        assert indexed_decisions(model) == indexed_decisions(_core.Model(scenario))
+        assert indexed_decisions(model) == indexed_decisions(_core.finite.Model(scenario))
 
 
 @settings(max_examples=100, deadline=None)
 @given(scenarios(two_path=True), st.sampled_from(POLICIES))
 def test_a_model_for_one_policy_solves_it_as_the_full_model(
-    scenario: ls.Scenario, policy: _core.Policy
+    scenario: ls.Scenario, policy: _core.finite.Policy
 ) -> None:
     core = scenario.to_core()
-    full = _core.Model(core)
-    lean = _core.Model(core, [policy])
+    full = _core.finite.Model(core)
+    lean = _core.finite.Model(core, [policy])
     assert plan_bits(lean.solve(policy)) == plan_bits(full.solve(policy))
     init = core.initial
     state = (init.window, init.progress, init.durable, init.active)
-    if policy != _core.Policy.GUARDED:
+    if policy != _core.finite.Policy.GUARDED:
         assert lean.decide(*state, policy) == full.decide(*state, policy)
 
 
 @pytest.mark.parametrize(
     ("built", "policy", "table"),
     [
-        ([], _core.Policy.COSTED_WINDOW, V_G),
-        ([_core.Policy.WINDOW], _core.Policy.ROLLOUT, V_G),
-        ([_core.Policy.COSTED_WINDOW], _core.Policy.ROLLOUT, V_PI0),
-        ([_core.Policy.COSTED_WINDOW], _core.Policy.GUARDED, V_PI0),
-        ([_core.Policy.ROLLOUT], _core.Policy.DP, V_STAR),
-        ([_core.Policy.DP], _core.Policy.COSTED_WINDOW, V_G),
+        ([], _core.finite.Policy.COSTED_WINDOW, V_G),
+        ([_core.finite.Policy.WINDOW], _core.finite.Policy.ROLLOUT, V_G),
+        ([_core.finite.Policy.COSTED_WINDOW], _core.finite.Policy.ROLLOUT, V_PI0),
+        ([_core.finite.Policy.COSTED_WINDOW], _core.finite.Policy.GUARDED, V_PI0),
+        ([_core.finite.Policy.ROLLOUT], _core.finite.Policy.DP, V_STAR),
+        ([_core.finite.Policy.DP], _core.finite.Policy.COSTED_WINDOW, V_G),
     ],
 )
 def test_a_policy_whose_table_was_not_built_is_refused(
-    small: _core.Scenario, built: list[_core.Policy], policy: _core.Policy, table: str
+    small: _core.finite.Scenario, built: list[_core.finite.Policy], policy: _core.finite.Policy, table: str
 ) -> None:
-    model = _core.Model(small, built)
-    message = f"policy {_core.policy_name(policy)} reads the {table}, which this model was built"
+    model = _core.finite.Model(small, built)
+    message = f"policy {_core.finite.policy_name(policy)} reads the {table}, which this model was built"
     with pytest.raises(ValueError, match=message):
         model.solve(policy)
     with pytest.raises(ValueError, match=message):
@@ -181,12 +181,12 @@ def test_a_policy_whose_table_was_not_built_is_refused(
         model.decide_many(zeros, zeros, zeros, np.zeros(1, dtype=bool), policy)
 
 
-def test_tables_need_nothing_for_the_table_free_policies(small: _core.Scenario) -> None:
-    model = _core.Model(small, [_core.Policy.NEVER, _core.Policy.WINDOW, _core.Policy.STATIC_ROI])
-    full = _core.Model(small)
-    for policy in (_core.Policy.NEVER, _core.Policy.WINDOW, _core.Policy.STATIC_ROI):
+def test_tables_need_nothing_for_the_table_free_policies(small: _core.finite.Scenario) -> None:
+    model = _core.finite.Model(small, [_core.finite.Policy.NEVER, _core.finite.Policy.WINDOW, _core.finite.Policy.STATIC_ROI])
+    full = _core.finite.Model(small)
+    for policy in (_core.finite.Policy.NEVER, _core.finite.Policy.WINDOW, _core.finite.Policy.STATIC_ROI):
         assert plan_bits(model.solve(policy)) == plan_bits(full.solve(policy))
-    state = _core.State(0, 0, 0, False)
+    state = _core.finite.State(0, 0, 0, False)
     for reader, table in [
         ("window_plan_value", V_G),
         ("reference_value", V_G),
@@ -196,53 +196,53 @@ def test_tables_need_nothing_for_the_table_free_policies(small: _core.Scenario) 
             getattr(model, reader)(state)
 
 
-def test_reference_values_bring_the_window_plan_values(small: _core.Scenario) -> None:
+def test_reference_values_bring_the_window_plan_values(small: _core.finite.Scenario) -> None:
     """Costed Window's actions read V_G, so a model built for Rollout answers it too."""
-    model = _core.Model(small, [_core.Policy.ROLLOUT])
-    full = _core.Model(small)
-    assert plan_bits(model.solve(_core.Policy.COSTED_WINDOW)) == plan_bits(
-        full.solve(_core.Policy.COSTED_WINDOW)
+    model = _core.finite.Model(small, [_core.finite.Policy.ROLLOUT])
+    full = _core.finite.Model(small)
+    assert plan_bits(model.solve(_core.finite.Policy.COSTED_WINDOW)) == plan_bits(
+        full.solve(_core.finite.Policy.COSTED_WINDOW)
     )
 
 
-def test_rebuild_with_an_invalid_scenario_keeps_the_model(small: _core.Scenario) -> None:
-    model = _core.Model(small)
-    before = plan_bits(model.solve(_core.Policy.DP))
+def test_rebuild_with_an_invalid_scenario_keeps_the_model(small: _core.finite.Scenario) -> None:
+    model = _core.finite.Model(small)
+    before = plan_bits(model.solve(_core.finite.Policy.DP))
     with pytest.raises(ValueError, match="work_quanta must be >= 1, got 0"):
         model.rebuild(variant(small, work_quanta=0))
     assert model.scenario.work_quanta == small.work_quanta
-    assert plan_bits(model.solve(_core.Policy.DP)) == before
+    assert plan_bits(model.solve(_core.finite.Policy.DP)) == before
 
 
-def test_rebuild_with_fewer_tables_refuses_the_dropped_ones(small: _core.Scenario) -> None:
-    model = _core.Model(small)
-    model.rebuild(variant(small, work_quanta=4), [_core.Policy.WINDOW])
+def test_rebuild_with_fewer_tables_refuses_the_dropped_ones(small: _core.finite.Scenario) -> None:
+    model = _core.finite.Model(small)
+    model.rebuild(variant(small, work_quanta=4), [_core.finite.Policy.WINDOW])
     assert model.scenario.work_quanta == 4
     with pytest.raises(ValueError, match=f"reads the {V_STAR}"):
-        model.solve(_core.Policy.DP)
+        model.solve(_core.finite.Policy.DP)
 
 
-def test_policies_must_be_policy_values(small: _core.Scenario) -> None:
+def test_policies_must_be_policy_values(small: _core.finite.Scenario) -> None:
     with pytest.raises(ValueError, match="policies must hold Policy values, got 9"):
-        _core.Model(small, [_core.Policy(9)])
+        _core.finite.Model(small, [_core.finite.Policy(9)])
 
 
-def test_large_mapped_tables_rebuild_to_the_same_values(small: _core.Scenario) -> None:
+def test_large_mapped_tables_rebuild_to_the_same_values(small: _core.finite.Scenario) -> None:
     """Tables of 32 MiB and more live in fresh mapped blocks, whose zero row is left
     unwritten: growing, shrinking and reusing them (a reused block's zero row is written)
     keeps every value."""
     big = variant(small, windows=[(0.0, 3.0e6)], work_quanta=2**21, quantum_s=1.0, horizon_s=4.0e6)
-    model = _core.Model(small)
+    model = _core.finite.Model(small)
     model.rebuild(big)  # grows into a mapped block
-    fresh = _core.Model(big)
+    fresh = _core.finite.Model(big)
     for policy in POLICIES:
         assert plan_bits(model.solve(policy)) == plan_bits(fresh.solve(policy))
-    states = [_core.State(0, p, p, False) for p in (0, 1, 2**20, 2**21 - 1, 2**21)]
+    states = [_core.finite.State(0, p, p, False) for p in (0, 1, 2**20, 2**21 - 1, 2**21)]
     for reader in ("window_plan_value", "reference_value", "optimal_value"):
         got = [bits(getattr(model, reader)(s)) for s in states]
         assert got == [bits(getattr(fresh, reader)(s)) for s in states]
     model.rebuild(small)  # keeps the big block, uses its start
-    same_answers(model, _core.Model(small))
+    same_answers(model, _core.finite.Model(small))
 
 
 @pytest.mark.parametrize("policy", ls.ALL_POLICIES)

@@ -30,7 +30,7 @@ def long_scenario(windows: int, two_path: bool) -> ls.Scenario:
     )
 
 
-def stepwise(core: _core.Plan, two_path: bool) -> tuple[Step, ...]:
+def stepwise(core: _core.finite.Plan, two_path: bool) -> tuple[Step, ...]:
     """The steps copied one segment at a time (the conversion before the columns)."""
     return tuple(Step.from_core(seg, two_path) for seg in core.steps)
 

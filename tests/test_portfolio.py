@@ -172,7 +172,7 @@ def test_rollout_scores_every_choice_by_the_reference_value(
         _, state = model.step(state, model.decide(state, "costed_window"))
     incumbent = model.decide(state, "costed_window")
 
-    def score(action: _core.PortfolioAction) -> float:
+    def score(action: _core.portfolio.PortfolioAction) -> float:
         step, after = model.step(state, action)
         reward = step.segment.benefit - step.segment.cost.total
         if after.stage == model.stage_count:
@@ -214,7 +214,7 @@ def test_a_candidate_works_on_one_gpu_at_a_time() -> None:
     assert sorted(s.candidate or "" for s in plan.steps) == ["", "solo"]
     assert plan.publish_s == {"solo": 40.0}
     model = PortfolioModel(portfolio, ["dp"])
-    advance = _core.PortfolioAction(0, ls.Action(ls.ActionKind.ADVANCE, 2, True))
+    advance = _core.portfolio.PortfolioAction(0, ls.Action(ls.ActionKind.ADVANCE, 2, True))
     step, state = model.step(model.initial_state(), advance)  # GPU 0 runs it until 21 s
     assert (step.gpu, state.candidates[0].busy_until_s) == (0, 21.0)
     with pytest.raises(ValueError, match="cannot start on this GPU now"):
@@ -243,7 +243,7 @@ def test_an_active_candidate_is_its_gpus_alone_in_the_first_window() -> None:
     model = PortfolioModel(portfolio, POLICIES)
     state = model.initial_state()
     with pytest.raises(ValueError, match="must decide its active candidate 0 first"):
-        model.step(state, _core.PortfolioAction(-1, ls.Action(ls.ActionKind.WAIT)))
+        model.step(state, _core.portfolio.PortfolioAction(-1, ls.Action(ls.ActionKind.WAIT)))
     for name in ("costed_window", "rollout", "dp"):
         first = model.solve(name).steps[0]
         assert first.candidate == "running", name
@@ -320,7 +320,7 @@ def test_state_space_bounds_are_named_errors() -> None:
     )
     with pytest.raises(StateSpaceError, match=r"x 11 doubles"):  # sequential's models too
         PortfolioModel(small, ["sequential"])
-    many = [PortfolioCandidate(f"j{i}", 1, 1.0, 1.0, 10.0) for i in range(_core.MAX_CANDIDATES + 1)]
+    many = [PortfolioCandidate(f"j{i}", 1, 1.0, 1.0, 10.0) for i in range(_core.portfolio.MAX_CANDIDATES + 1)]
     with pytest.raises(StateSpaceError, match="candidates must number at most 4096, got 4097"):
         Portfolio.on_windows([(0, 10)], ls.PAPER_WARM, many)
 
@@ -380,25 +380,25 @@ def test_bad_portfolios_name_the_field() -> None:
 def test_the_core_guards_states_and_actions() -> None:
     job = PortfolioCandidate("a", 2, 5.0, 1.0, 100.0)
     model = PortfolioModel(Portfolio.on_windows([(0, 30)], ls.PAPER_WARM, [job]), POLICIES)
-    bad = _core.PortfolioState(0, 0.0, [_core.CandidateState(3, 0, False, False, -math.inf)])
+    bad = _core.portfolio.PortfolioState(0, 0.0, [_core.portfolio.CandidateState(3, 0, False, False, -math.inf)])
     with pytest.raises(
         ValueError, match=r"candidates\[0\].progress must be in \[0, work_quanta=2\], got 3"
     ):
         model.decide(bad, "rollout")
     with pytest.raises(ValueError, match=r"stage must be in \[0, 1\), got 1"):
         model.decide(
-            _core.PortfolioState(1, 0.0, [_core.CandidateState(0, 0, False, False, 0.0)]), "dp"
+            _core.portfolio.PortfolioState(1, 0.0, [_core.portfolio.CandidateState(0, 0, False, False, 0.0)]), "dp"
         )
     with pytest.raises(ValueError, match="one state per candidate"):
-        model.reference_value(_core.PortfolioState(0, 0.0, []))
+        model.reference_value(_core.portfolio.PortfolioState(0, 0.0, []))
     with pytest.raises(ValueError, match="candidate must be in"):
         model.step(
-            model.initial_state(), _core.PortfolioAction(5, ls.Action(ls.ActionKind.PUBLISH, 2))
+            model.initial_state(), _core.portfolio.PortfolioAction(5, ls.Action(ls.ActionKind.PUBLISH, 2))
         )
     with pytest.raises(ValueError, match="is not feasible"):
         model.step(
             model.initial_state(),
-            _core.PortfolioAction(0, ls.Action(ls.ActionKind.ADVANCE, 7, True)),
+            _core.portfolio.PortfolioAction(0, ls.Action(ls.ActionKind.ADVANCE, 7, True)),
         )
     with pytest.raises(ValueError, match="sequential reads today's models"):
         PortfolioModel(model.portfolio, ["rollout"]).solve("sequential")

@@ -283,7 +283,7 @@ def test_the_core_refuses_candidates_with_different_return_paths() -> None:
     from learnsched.calendar.causal import core_candidate
 
     with pytest.raises(ValueError, match=r"candidates\[1\]: the return path"):
-        _core.run_portfolio_causal(
+        _core.portfolio.run_portfolio_causal(
             shipped().schedule,
             [core_candidate(a, 1.0), core_candidate(b, 1.0)],
             [0, 0],

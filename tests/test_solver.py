@@ -137,7 +137,7 @@ FIELD_VALUES = st.one_of(
 POLICY_VALUES = st.one_of(
     st.sampled_from(list(ls.Policy)),
     st.sampled_from([p.value for p in ls.Policy]),
-    st.sampled_from([*_core.Policy.__members__.values(), _core.Policy(99)]),
+    st.sampled_from([*_core.finite.Policy.__members__.values(), _core.finite.Policy(99)]),
     st.sampled_from(["greedy", "", "Rollout", 3, None, "rollout\x00"]),
 )
 

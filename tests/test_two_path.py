@@ -280,7 +280,7 @@ def test_an_exact_forecast_decides_as_the_model_with_two_paths(scenario: ls.Scen
 
 def test_a_two_path_scenario_has_half_the_states() -> None:
     """Its reference keeps each fixed path's two tables too (up to seven tables)."""
-    assert ls._core.MAX_TWO_PATH_STATES == ls._core.MAX_STATES // 2
+    assert ls._core.finite.MAX_TWO_PATH_STATES == ls._core.finite.MAX_STATES // 2
     base = {"windows": ((0.0, 10.0),), "quantum_s": 1e-6, "benefit_rate": 1.0, "horizon_s": 20.0}
     one = ls.Scenario(work_quanta=2**23 - 1, costs=ls.PAPER_WARM, **base)  # 2^24 states: fine
     assert one.work_quanta == 2**23 - 1

@@ -1,4 +1,4 @@
-// Causal scheduling on request traces (learnsched._core: UnlentSchedule, GapPool,
+// learnsched._core.causal: causal scheduling on request traces (UnlentSchedule, GapPool,
 // CausalCandidate, causal decisions and runs, the scenario-tree DP).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "casts.hpp"
-#include "learnsched/batch.hpp"
-#include "learnsched/causal.hpp"
+#include "learnsched/finite/batch.hpp"
+#include "learnsched/causal/run.hpp"
 #include "learnsched/parallel.hpp"
-#include "learnsched/scenario_tree.hpp"
+#include "learnsched/causal/scenario_tree.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
@@ -102,6 +102,12 @@ void check_level(double level) {
 }
 
 // One run of a batch: the pointers stay valid while the Python call holds their objects.
+// One job of run_causal by name, as the caller gave it: run_causal checks each field, so that
+// an error names the job and the field (jobs[i].seed).
+struct CausalJob {
+    py::object candidate, from_s, to_s, policy, return_level, pool, tables, seed, keep_steps;
+};
+
 struct Job {
     CausalCandidate candidate;
     double from_s = 0.0, to_s = 0.0;
@@ -237,7 +243,9 @@ OutcomeDict outcome_dict(const CausalOutcome& o) {
 
 }  // namespace
 
-void bind_causal(py::module_& m) {
+void bind_causal(py::module_& core) {
+    py::module_ m = core.def_submodule(
+        "causal", "Causal scheduling on a request trace: gaps, their forecast, decisions, runs.");
     py::class_<UnlentSchedule>(m, "UnlentSchedule",
                                "A request trace served FIFO with nothing lent, and its idle gaps.")
         .def(py::init([](const Doubles& arrival, const Doubles& service, const Doubles& deadline) {
@@ -432,33 +440,49 @@ void bind_causal(py::module_& m) {
              py::arg("durable"), py::arg("lent"),
              "(plan kind, quanta, move) at a quantum boundary of the current gap.");
 
+    py::class_<CausalJob>(m, "CausalJob",
+                          "One run of run_causal: a policy over one horizon of the schedule.")
+        .def(py::init<py::object, py::object, py::object, py::object, py::object, py::object,
+                      py::object, py::object, py::object>(),
+             py::arg("candidate"), py::arg("from_s"), py::arg("to_s"), py::arg("policy"),
+             py::arg("return_level"), py::arg("pool"), py::arg("tables"), py::arg("seed"),
+             py::arg("keep_steps") = false,
+             "Fields as given (a CausalCandidate, seconds, a policy name, a level in [0, 1], a "
+             "GapPool or None, SampleTables or None, an int in [0, 2**64), a bool): run_causal "
+             "checks them.")
+        .def_readonly("candidate", &CausalJob::candidate)
+        .def_readonly("from_s", &CausalJob::from_s)
+        .def_readonly("to_s", &CausalJob::to_s)
+        .def_readonly("policy", &CausalJob::policy)
+        .def_readonly("return_level", &CausalJob::return_level)
+        .def_readonly("pool", &CausalJob::pool)
+        .def_readonly("tables", &CausalJob::tables)
+        .def_readonly("seed", &CausalJob::seed)
+        .def_readonly("keep_steps", &CausalJob::keep_steps);
+
     m.def(
         "run_causal",
-        [](const UnlentSchedule& schedule,
-           const py::typing::List<py::typing::Tuple<py::object, py::ellipsis>>& jobs,
-           int threads) {
+        [](const UnlentSchedule& schedule, const py::typing::List<CausalJob>& jobs, int threads) {
             check_threads(threads);
             std::vector<Job> work;
             work.reserve(jobs.size());
             for (const py::handle& item : jobs) {
                 const std::string at = "jobs[" + std::to_string(work.size()) + "]";
-                const auto t = cast_field<py::tuple>(item, at, "a tuple");
-                if (t.size() != 9) {
-                    throw std::invalid_argument(at + " must be (candidate, from_s, to_s, policy, "
-                                                "return_level, pool, tables, seed, keep_steps)");
-                }
+                const auto& t = cast_field<const CausalJob&>(item, at, "a CausalJob");
                 Job j;
-                j.candidate = cast_field<CausalCandidate>(t[0], at + ".candidate",
+                j.candidate = cast_field<CausalCandidate>(t.candidate, at + ".candidate",
                                                           "a CausalCandidate");
-                j.from_s = cast_field<double>(t[1], at + ".from_s", "a number");
-                j.to_s = cast_field<double>(t[2], at + ".to_s", "a number");
-                j.policy = causal_policy(cast_field<std::string>(t[3], at + ".policy", "a str"));
-                j.return_level = cast_field<double>(t[4], at + ".return_level", "a number");
+                j.from_s = cast_field<double>(t.from_s, at + ".from_s", "a number");
+                j.to_s = cast_field<double>(t.to_s, at + ".to_s", "a number");
+                j.policy =
+                    causal_policy(cast_field<std::string>(t.policy, at + ".policy", "a str"));
+                j.return_level =
+                    cast_field<double>(t.return_level, at + ".return_level", "a number");
                 check_level(j.return_level);
-                j.forecast = CausalForecast{pool_of(t[5], at + ".pool"),
-                                            tables_of(t[6], at + ".tables")};
-                j.seed = cast_field<std::uint64_t>(t[7], at + ".seed", "an int in [0, 2**64)");
-                j.keep_steps = cast_field<bool>(t[8], at + ".keep_steps", "a bool");
+                j.forecast = CausalForecast{pool_of(t.pool, at + ".pool"),
+                                            tables_of(t.tables, at + ".tables")};
+                j.seed = cast_field<std::uint64_t>(t.seed, at + ".seed", "an int in [0, 2**64)");
+                j.keep_steps = cast_field<bool>(t.keep_steps, at + ".keep_steps", "a bool");
                 work.push_back(j);
             }
             std::vector<CausalOutcome> out(work.size());
@@ -477,8 +501,8 @@ void bind_causal(py::module_& m) {
             return results;
         },
         py::arg("schedule"), py::arg("jobs"), py::arg("threads") = 1,
-        "Run each job (candidate, from_s, to_s, policy, return_level, pool, tables, seed, "
-        "keep_steps) over the schedule, on threads; one dict of totals and steps per job.");
+        "Run each CausalJob over the schedule, on threads; one dict of totals and steps per "
+        "job.");
 
     m.def(
         "exact_schedule",

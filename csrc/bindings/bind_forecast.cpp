@@ -1,4 +1,4 @@
-// Decisions under a forecast of the calendar (learnsched._core.ForecastModel).
+// learnsched._core.forecast: decisions under a forecast of the calendar (ForecastModel).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "casts.hpp"
-#include "learnsched/batch.hpp"
-#include "learnsched/forecast.hpp"
-#include "learnsched/online.hpp"
+#include "learnsched/finite/batch.hpp"
+#include "learnsched/forecast/sample_tables.hpp"
+#include "learnsched/forecast/online.hpp"
 #include "learnsched/parallel.hpp"
 
 namespace py = pybind11;
@@ -127,7 +127,9 @@ std::unique_ptr<Built> from_samples(const Scenario& scenario, const Windows& win
 
 }  // namespace
 
-void bind_forecast(py::module_& m) {
+void bind_forecast(py::module_& core) {
+    py::module_ m = core.def_submodule(
+        "forecast", "Forecasts: sampled calendars, their tables and online runs.");
     py::class_<SampleTables>(m, "SampleTables",
                              "Continuation tables of N sampled calendars, built once.")
         .def(py::init(&from_samples<SampleTables>), py::arg("candidate"), py::arg("windows"),

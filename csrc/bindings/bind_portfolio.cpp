@@ -1,4 +1,4 @@
-// Portfolios of candidates on several GPUs (portfolio*.hpp) in learnsched._core.
+// learnsched._core.portfolio: portfolios of candidates on several GPUs (portfolio/).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "learnsched/portfolio.hpp"
-#include "learnsched/portfolio_causal.hpp"
-#include "learnsched/portfolio_dp.hpp"
-#include "learnsched/portfolio_model.hpp"
+#include "learnsched/portfolio/portfolio.hpp"
+#include "learnsched/portfolio/causal.hpp"
+#include "learnsched/portfolio/dp.hpp"
+#include "learnsched/portfolio/model.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
@@ -85,16 +85,18 @@ py::typing::Dict<py::str, py::object> causal_outcome_dict(const CausalPortfolioO
 
 }  // namespace
 
-void bind_portfolio(py::module_& m) {
+void bind_portfolio(py::module_& core) {
+    py::module_ m = core.def_submodule(
+        "portfolio", "Portfolios: candidates sharing the idle windows of several GPUs.");
     py::register_exception<StateSpaceError>(m, "StateSpaceError", PyExc_ValueError);
 
     py::enum_<PortfolioPolicy>(m, "PortfolioPolicy", "The portfolio's policies.")
-        .value("sequential", PortfolioPolicy::Sequential)
-        .value("density", PortfolioPolicy::Density)
-        .value("earliest", PortfolioPolicy::Earliest)
-        .value("costed_window", PortfolioPolicy::CostedWindow)
-        .value("rollout", PortfolioPolicy::Rollout)
-        .value("dp", PortfolioPolicy::Dp);
+        .value("SEQUENTIAL", PortfolioPolicy::Sequential)
+        .value("DENSITY", PortfolioPolicy::Density)
+        .value("EARLIEST", PortfolioPolicy::Earliest)
+        .value("COSTED_WINDOW", PortfolioPolicy::CostedWindow)
+        .value("ROLLOUT", PortfolioPolicy::Rollout)
+        .value("DP", PortfolioPolicy::Dp);
 
     py::class_<PortfolioCandidate>(m, "PortfolioCandidate", "One finite-model job of a portfolio.")
         .def(py::init([](std::string name, int work_quanta, double quantum_s, double benefit_rate,

@@ -1,6 +1,6 @@
 """Causal scheduling on a request trace: the scheduler knows the arrivals up to now only.
 
-The rules (the C++ core, ``csrc/learnsched/causal.hpp``, states them in full; the docs
+The rules (the C++ core, ``csrc/learnsched/causal/sim.hpp``, states them in full; the docs
 page "Causal scheduling" explains them):
 
 * one GPU serves the trace first come, first served as a fluid queue (Eq. 6);
@@ -65,9 +65,9 @@ __all__ = [
 CAUSAL_POLICIES = ("window", "costed_window", "rollout", "mean_dp", "risk_rollout")
 """The causal policies, in output order (``clairvoyant`` is the bound, not one of them)."""
 CLAIRVOYANT = "clairvoyant"
-CAUSAL_PLANS: tuple[str, ...] = tuple(_core.causal_plans())
+CAUSAL_PLANS: tuple[str, ...] = tuple(_core.causal.causal_plans())
 """Plan kinds a causal decision compares (scored to the end of the gap)."""
-CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal_moves())
+CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal.causal_moves())
 """The step a decision takes now: wait, work, save, checkpoint_return, discard_return,
 abandon."""
 GAP_MODELS = ("empirical", "repeat", "mean")
@@ -111,7 +111,7 @@ class CausalTrace:
         self.trace = trace
         self.rate = positive("rate", rate)
         self.synthetic = bool(synthetic)
-        self.schedule = _core.UnlentSchedule(trace.arrival, trace.work / self.rate, trace.deadline)
+        self.schedule = _core.causal.UnlentSchedule(trace.arrival, trace.work / self.rate, trace.deadline)
 
     @property
     def span_s(self) -> float:
@@ -200,11 +200,11 @@ def _one_path(costs: HandoffCosts) -> HandoffCosts:
     return costs
 
 
-def core_candidate(scenario: Scenario, lateness_price: float) -> _core.CausalCandidate:
+def core_candidate(scenario: Scenario, lateness_price: float) -> _core.causal.CausalCandidate:
     """The scenario's candidate (its windows are not used) for the causal core."""
     costs = _one_path(scenario.costs)
     core = scenario.to_core()
-    return _core.CausalCandidate(
+    return _core.causal.CausalCandidate(
         core.work_quanta,
         core.quantum_s,
         core.benefit_rate,
@@ -222,7 +222,7 @@ class CausalForecast:
     """What a causal decision reads at one moment: the current gap's forecast and the
     tables of ``N`` sampled continuations.
 
-    The gap forecast (:class:`learnsched._core.GapPool`) is fitted at ``now_s`` on past
+    The gap forecast (:class:`learnsched._core.causal.GapPool`) is fitted at ``now_s`` on past
     gaps only (each enters ``close_s`` after its end); the continuations are the
     forecaster's ``N`` calendars of the causal windows after ``now_s``, fitted on those
     same past gaps' windows.
@@ -257,7 +257,7 @@ class CausalForecast:
         samples: int,
         rng: np.random.Generator,
         rules: CausalRules | None = None,
-        pool: _core.GapPool | None = None,
+        pool: _core.causal.GapPool | None = None,
     ) -> None:
         rules = CausalRules() if rules is None else rules
         model = forecaster.gap_model
@@ -271,7 +271,7 @@ class CausalForecast:
         self.pool = (
             pool
             if pool is not None
-            else _core.GapPool(
+            else _core.causal.GapPool(
                 trace.schedule,
                 now_s,
                 history,
@@ -283,7 +283,7 @@ class CausalForecast:
         )
         observed = self.pool.windows(scenario.quantum_s, costs.recovery_s)
         history_windows = tuple((float(a), float(b)) for a, b in observed)
-        n = integer("samples", samples, low=1, high=_core.MAX_SAMPLES)
+        n = integer("samples", samples, low=1, high=_core.forecast.MAX_SAMPLES)
         calendars = forecaster.sample(history_windows, now_s, scenario.horizon_s, n, rng)
         self.tables: SampleTables = sample_tables(scenario, calendars, FORECAST_POLICIES)
 
@@ -386,12 +386,14 @@ def run_causal(
     candidate = core_candidate(scenario, rules.lateness_price)
     pool = None if forecast is None else forecast.pool
     tables = None if forecast is None else forecast.tables
-    stream = _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0)
+    stream = _core.causal.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0)
     jobs = [
-        (candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps)
+        _core.causal.CausalJob(
+            candidate, from_s, to_s, _policy(p), rules.return_level, pool, tables, stream, keep_steps
+        )
         for p in policies
     ]
-    outs = _core.run_causal(trace.schedule, jobs, integer("threads", threads, low=1))
+    outs = _core.causal.run_causal(trace.schedule, jobs, integer("threads", threads, low=1))
     return {p: CausalOutcome._from_core(o) for p, o in zip(policies, outs, strict=True)}
 
 
@@ -418,7 +420,7 @@ def clairvoyant(
     candidate = core_candidate(scenario, rules.lateness_price)
     nodes = integer("max_nodes", max_nodes, low=1)
     try:
-        out = _core.exact_schedule(trace.schedule, candidate, from_s, to_s, nodes)
+        out = _core.causal.exact_schedule(trace.schedule, candidate, from_s, to_s, nodes)
     except OverflowError as err:
         raise HorizonTooLong(from_s, to_s, str(err)) from err
     return CausalOutcome._from_core(out)
@@ -505,13 +507,13 @@ class CausalDecider:
         self.policy = _policy(policy)
         if forecast is None and self.policy != "window":
             raise ValueError(f"policy {policy!r} needs a forecast")
-        self._decider = _core.CausalDecider(
+        self._decider = _core.causal.CausalDecider(
             core_candidate(scenario, rules.lateness_price),
             self.policy,
             rules.return_level,
             None if forecast is None else forecast.pool,
             None if forecast is None else forecast.tables,
-            _core.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0),
+            _core.causal.stream_seed(integer("seed", seed, low=0, high=SEED_MAX), 0, 0),
         )
 
     def decide(

@@ -50,26 +50,26 @@ def forecast_policy(policy: str | Policy) -> Policy:
     return parsed
 
 
-SampleTables = _core.SampleTables
+SampleTables = _core.forecast.SampleTables
 """Continuation tables of fixed sampled calendars, built once (see :func:`sample_tables`)."""
 
 
-def _current(scenario: Scenario, window: tuple[float, float]) -> _core.Scenario:
+def _current(scenario: Scenario, window: tuple[float, float]) -> _core.finite.Scenario:
     """The candidate with only the current window known."""
     core = scenario.to_core()
-    return _core.Scenario(
+    return _core.finite.Scenario(
         [window],
         core.work_quanta,
         core.quantum_s,
         core.benefit_rate,
         core.horizon_s,
         core.costs,
-        _core.State(0, 0, 0, False),
+        _core.finite.State(0, 0, 0, False),
         core.benefit_schedule,
     )
 
 
-def _core_policies(policies: Sequence[str | Policy]) -> list[_core.Policy]:
+def _core_policies(policies: Sequence[str | Policy]) -> list[_core.finite.Policy]:
     return [core_policy(forecast_policy(p)) for p in policies]
 
 
@@ -108,7 +108,7 @@ def packed_tables(
     """:func:`sample_tables` of calendars already packed (:func:`~.forecast.packed`)."""
     windows, offsets = calendars
     threads = integer("threads", threads, low=1)
-    return _core.SampleTables(
+    return _core.forecast.SampleTables(
         scenario.to_core(), windows, offsets, _core_policies(policies), threads
     )
 
@@ -149,7 +149,7 @@ class ForecastDecision:
     ) -> None:
         windows, offsets = packed(futures)
         threads = integer("threads", threads, low=1)
-        self._model = _core.ForecastModel(
+        self._model = _core.forecast.ForecastModel(
             _current(scenario, window), windows, offsets, _core_policies(policies), threads
         )
 
@@ -159,7 +159,7 @@ class ForecastDecision:
     ) -> ForecastDecision:
         """Decisions at ``window`` from prebuilt :func:`sample_tables` (O(N*J))."""
         decision = object.__new__(cls)
-        decision._model = _core.ForecastModel(_current(scenario, window), tables)
+        decision._model = _core.forecast.ForecastModel(_current(scenario, window), tables)
         return decision
 
     @property
@@ -184,7 +184,7 @@ class ForecastDecision:
         """
         return self._model.decide(progress, durable, active, core_policy(forecast_policy(policy)))
 
-    def take(self, progress: int, durable: int, active: bool, action: Action) -> _core.Segment:
+    def take(self, progress: int, durable: int, active: bool, action: Action) -> _core.finite.Segment:
         """The segment ``action`` makes of the current window: timeline, cost, benefit and
         the next state (``ValueError`` if the action does not fit, Eq. 10)."""
         return self._model.take(progress, durable, active, action)

@@ -359,7 +359,7 @@ class SampleForecaster(Forecaster):
             raise ValueError(f"forecast.samples must be a list of calendars, got {given!r}")  # noqa: TRY004
         if not samples:
             raise ValueError("forecast.samples must hold at least one calendar, got []")
-        self._packed = _core.pack_calendars("forecast.samples", list(given), calendar)
+        self._packed = _core.forecast.pack_calendars("forecast.samples", list(given), calendar)
         self._samples = None
 
     @property

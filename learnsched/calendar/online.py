@@ -82,7 +82,7 @@ class OnlineCase:
             raise TypeError(
                 f"forecaster must be a Forecaster, got {type(self.forecaster).__name__}"
             )
-        integer("samples", self.samples, low=1, high=_core.MAX_SAMPLES)
+        integer("samples", self.samples, low=1, high=_core.forecast.MAX_SAMPLES)
         object.__setattr__(self, "history", calendar("history", self.history, allow_empty=True))
 
     @classmethod
@@ -133,10 +133,10 @@ def _outcome(steps: list[Step]) -> PolicyOutcome:
     )
 
 
-_WAIT = int(_core.ActionKind.WAIT)
+_WAIT = int(_core.finite.ActionKind.WAIT)
 
 
-def _plan_outcome(plan: _core.Plan, two_path: bool) -> PolicyOutcome:
+def _plan_outcome(plan: _core.finite.Plan, two_path: bool) -> PolicyOutcome:
     """A plan from the core as an outcome (its steps read lazily)."""
     steps = Steps(plan, two_path)
     columns = steps.columns()
@@ -157,7 +157,7 @@ def _run_fixed(cases: Sequence[OnlineCase], threads: int) -> list[dict[str, Poli
         windows, offsets = before(fixed, case.until_s)
         jobs.append((case.scenario.to_core(), windows, offsets))
     policies = [core_policy(p) for p in FORECAST_POLICIES]
-    plans = _core.run_online(jobs, policies, threads)
+    plans = _core.forecast.run_online(jobs, policies, threads)
     out = []
     for case, case_plans in zip(cases, plans, strict=True):
         two_path = case.scenario.costs.cold_recovery_s is not None

@@ -154,7 +154,7 @@ class StudySettings:
         if not self.samples:
             raise ValueError("samples must list at least one N")
         for n in self.samples:
-            integer("samples", n, low=1, high=_core.MAX_SAMPLES)
+            integer("samples", n, low=1, high=_core.forecast.MAX_SAMPLES)
         if not self.seeds:
             raise ValueError("seeds must list at least one seed")
         for s in self.seeds:
@@ -417,10 +417,10 @@ def causal_study(
                 )
                 pool = forecast.pool
                 forecasts.append(forecast)
-                stream = _core.stream_seed(seed, h, 0)
+                stream = _core.causal.stream_seed(seed, h, 0)
                 for policy in CAUSAL_POLICIES:
                     jobs.append(
-                        (
+                        _core.causal.CausalJob(
                             core,
                             start,
                             end,
@@ -433,7 +433,7 @@ def causal_study(
                         )
                     )
                     keys.append((n, s, policy))
-        outs = _core.run_causal(trace.schedule, jobs, settings.threads)
+        outs = _core.causal.run_causal(trace.schedule, jobs, settings.threads)
         lines: list[dict[str, Any]] = []
         for (n, s, policy), out in zip(keys, outs, strict=True):
             row = per_n[n][policy]
@@ -511,7 +511,7 @@ def gap_calibration(
             ages += (np.arange(ages.size) - np.repeat(offsets, counts)) * candidate.quantum_s
             remaining = np.repeat(lengths, counts) - ages
             keep = remaining > 0
-            pool = _core.GapPool(
+            pool = _core.causal.GapPool(
                 trace.schedule,
                 t0,
                 history,
@@ -520,7 +520,7 @@ def gap_calibration(
                 model,
                 rules.repeat_last,
             )
-            seed = _core.stream_seed(settings.seeds[0], h, 1 + k)
+            seed = _core.causal.stream_seed(settings.seeds[0], h, 1 + k)
             pit, score = pool.scores(ages[keep], remaining[keep], seed)
             pits.append(pit)
             crps.append(score)

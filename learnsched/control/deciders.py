@@ -8,7 +8,7 @@ A :class:`Decider` answers a window's action from the windows ahead and the stat
   window the loop knows the window it is in (from its calendar source) and the windows it
   has seen so far; the forecaster of :mod:`learnsched.calendar` draws ``N`` sampled
   calendars of what follows, fitted on that live history (plus any history given up
-  front), and the core's :class:`~learnsched._core.ForecastModel` scores the actions
+  front), and the core's :class:`~learnsched._core.forecast.ForecastModel` scores the actions
   against the mean over the samples (:class:`learnsched.calendar.decision.ForecastDecision`);
 - :class:`CausalForecastDecider`: not even the current gap's end is known: the causal
   policy of ``learnsched online --trace``, the same C++ decision;

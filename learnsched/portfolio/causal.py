@@ -8,7 +8,7 @@ What a portfolio adds: at every quantum boundary of an idle gap, each unfinished
 candidate's own causal decision (its forecast tables, one shared gap forecast) is asked,
 and the GPU goes to at most one of them for the gap (one loan per gap); lent, that
 candidate's decisions move until it returns. The C++ core is
-``csrc/learnsched/portfolio_causal.hpp``.
+``csrc/learnsched/portfolio/causal.hpp``.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ __all__ = [
     "study_candidates",
 ]
 
-CAUSAL_PORTFOLIO_POLICIES: tuple[str, ...] = tuple(_core.causal_portfolio_policies())
+CAUSAL_PORTFOLIO_POLICIES: tuple[str, ...] = tuple(_core.portfolio.causal_portfolio_policies())
 """How an idle quantum boundary is shared out: ``sequential`` (one candidate at a time in
 list order, until it publishes or abandons: the one-candidate scheduler run job by job),
 ``density`` (among the candidates whose own decision lends now, the one whose remaining
@@ -279,14 +279,14 @@ def run_portfolio_causal(
     else:
         forecasts = [None] * len(scenarios)
     durable = [c.initial.durable for c in portfolio.candidates]
-    stream = _core.stream_seed(seed, 0, 0)
+    stream = _core.causal.stream_seed(seed, 0, 0)
     names = [c.name for c in portfolio.candidates]
     out: dict[str, CausalPortfolioOutcome] = {}
     for p in policies:
         if p == KNOWN_CALENDAR:
             out[p] = known_calendar(trace, portfolio, from_s, to_s)
             continue
-        r = _core.run_portfolio_causal(
+        r = _core.portfolio.run_portfolio_causal(
             trace.schedule,
             core,
             durable,

@@ -3,7 +3,7 @@
 A :class:`Portfolio` is validated when it is built (``ValueError`` naming the field and
 value; :class:`StateSpaceError`, also a ``ValueError``, when it is too large) and
 round-trips through the SPEC of ``learnsched portfolio``. The rules are those of the C++
-core (``csrc/learnsched/portfolio.hpp``) and of ``docs/portfolio.md``.
+core (``csrc/learnsched/portfolio/portfolio.hpp``) and of ``docs/portfolio.md``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = [
     "solve_portfolio",
 ]
 
-StateSpaceError = _core.StateSpaceError
+StateSpaceError = _core.portfolio.StateSpaceError
 """A portfolio, or its DP, larger than the core's limits (a ``ValueError``)."""
 
 CANDIDATE_KEYS = ("name", *JOB_FIELDS)
@@ -76,7 +76,8 @@ DEFAULT_POLICIES: tuple[PortfolioPolicy, ...] = tuple(
 )
 """Every policy but ``dp``, which is exact but only for small portfolios: ask for it by name."""
 
-_CORE_POLICY = {p: getattr(_core.PortfolioPolicy, p.value) for p in PortfolioPolicy}
+_CORE_POLICY = {p: getattr(_core.portfolio.PortfolioPolicy, p.name) for p in PortfolioPolicy}
+_POLICY_OF_CORE = {core: p for p, core in _CORE_POLICY.items()}
 
 
 def parse_policies(
@@ -176,10 +177,10 @@ class PortfolioCandidate:
             half_life_s,
         )
 
-    def to_core(self) -> _core.PortfolioCandidate:
+    def to_core(self) -> _core.portfolio.PortfolioCandidate:
         """The core's candidate."""
         rate, pieces = schedule_of(self.benefit_rate)
-        return _core.PortfolioCandidate(
+        return _core.portfolio.PortfolioCandidate(
             self.name,
             self.work_quanta,
             self.quantum_s,
@@ -243,7 +244,7 @@ class Portfolio:
     candidates: tuple[PortfolioCandidate, ...]
     cold_recovery_s: float | None = None
     budget_gpu_s: float | None = None
-    _core_portfolio: _core.Portfolio = field(init=False, repr=False, compare=False)
+    _core_portfolio: _core.portfolio.Portfolio = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -265,13 +266,13 @@ class Portfolio:
                 raise TypeError(
                     f"candidates[{i}] must be a PortfolioCandidate, got {type(c).__name__}"
                 )
-        core = _core.Portfolio(
+        core = _core.portfolio.Portfolio(
             [list(w) for w in self.gpus],
-            _core.SharedReturn(self.recovery_s, self.residency_rate, self.cold_recovery_s),
+            _core.portfolio.SharedReturn(self.recovery_s, self.residency_rate, self.cold_recovery_s),
             self.budget_gpu_s,
             [c.to_core() for c in self.candidates],
         )
-        _core.validate_portfolio(core)  # names the field and value (StateSpaceError if too big)
+        _core.portfolio.validate_portfolio(core)  # names the field and value (StateSpaceError if too big)
         put(self, "_core_portfolio", core)
 
     @classmethod
@@ -296,7 +297,7 @@ class Portfolio:
             budget_gpu_s=budget_gpu_s,
         )
 
-    def to_core(self) -> _core.Portfolio:
+    def to_core(self) -> _core.portfolio.Portfolio:
         """The core's validated portfolio."""
         return self._core_portfolio
 
@@ -463,7 +464,7 @@ class PortfolioPlan:
     steps: tuple[PortfolioStep, ...]
 
     @classmethod
-    def from_core(cls, plan: _core.PortfolioPlan, portfolio: Portfolio) -> PortfolioPlan:
+    def from_core(cls, plan: _core.portfolio.PortfolioPlan, portfolio: Portfolio) -> PortfolioPlan:
         """Copy the core's plan of ``portfolio``."""
         names = [c.name for c in portfolio.candidates]
         steps = []
@@ -488,7 +489,7 @@ class PortfolioPlan:
                 )
             )
         return cls(
-            policy=plan.policy.name,
+            policy=_POLICY_OF_CORE[plan.policy].value,
             value=plan.value,
             benefit=plan.benefit,
             gpu_s=plan.gpu_s,
@@ -528,7 +529,7 @@ class PortfolioModel:
             raise TypeError(f"portfolio must be a Portfolio, got {type(portfolio).__name__}")
         self._portfolio = portfolio
         self._policies = parse_policies(policies)
-        self._model = _core.PortfolioModel(
+        self._model = _core.portfolio.PortfolioModel(
             portfolio.to_core(), [_CORE_POLICY[p] for p in self._policies]
         )
 
@@ -563,29 +564,29 @@ class PortfolioModel:
         """Every prepared policy's plan, by name."""
         return {p.value: self.solve(p) for p in self._policies}
 
-    def initial_state(self) -> _core.PortfolioState:
+    def initial_state(self) -> _core.portfolio.PortfolioState:
         """The state at the first stage."""
         return self._model.initial_state()
 
     def decide(
-        self, state: _core.PortfolioState, policy: str | PortfolioPolicy = PortfolioPolicy.ROLLOUT
-    ) -> _core.PortfolioAction:
+        self, state: _core.portfolio.PortfolioState, policy: str | PortfolioPolicy = PortfolioPolicy.ROLLOUT
+    ) -> _core.portfolio.PortfolioAction:
         """The policy's action in ``state``: ``candidate`` (its index; -1 gives the window to
         serving) and the finite-model ``action`` it takes in the stage's window."""
         return self._model.decide(state, _CORE_POLICY[PortfolioPolicy.parse(policy)])
 
     def step(
-        self, state: _core.PortfolioState, action: _core.PortfolioAction
-    ) -> tuple[_core.PortfolioStep, _core.PortfolioState]:
+        self, state: _core.portfolio.PortfolioState, action: _core.portfolio.PortfolioAction
+    ) -> tuple[_core.portfolio.PortfolioStep, _core.portfolio.PortfolioState]:
         """What a feasible ``action`` does from ``state``, and the next state."""
         step, state = self._model.step(state, action)
         return step, state
 
-    def reference_value(self, state: _core.PortfolioState) -> float:
+    def reference_value(self, state: _core.portfolio.PortfolioState) -> float:
         """V^pi0: the value of following the portfolio Costed Window from ``state``, s-eq."""
         return float(self._model.reference_value(state))
 
-    def optimal_value(self, state: _core.PortfolioState) -> float:
+    def optimal_value(self, state: _core.portfolio.PortfolioState) -> float:
         """V*: the DP's value of ``state`` (Eq. D.2), s-eq.; :class:`StateSpaceError` if too large."""
         return float(self._model.optimal_value(state))
 

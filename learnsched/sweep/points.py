@@ -96,11 +96,11 @@ def _grid_at(quantum_s: float) -> tuple[tuple[GridScenario | None, str], ...]:
 
 def _costs(
     base: HandoffCosts, params: Mapping[str, float], recovery_field: str | None = None
-) -> _core.HandoffCosts:
+) -> _core.finite.HandoffCosts:
     recovery_s = base.recovery_s
     if recovery_field is not None:
         recovery_s = params.get(recovery_field, recovery_s)
-    return _core.HandoffCosts(
+    return _core.finite.HandoffCosts(
         recovery_s,
         params.get("residency_rate", base.residency_rate),
         params.get("save_s", base.save_s),
@@ -110,18 +110,18 @@ def _costs(
 
 
 @cache
-def _grid_costs(point: Point, recovery: Recovery) -> _core.HandoffCosts:
+def _grid_costs(point: Point, recovery: Recovery) -> _core.finite.HandoffCosts:
     """The handoff costs of a grid recovery path at a point (shared by 960 scenarios)."""
     return _costs(GridConfig().costs(recovery), dict(point), f"{recovery}_recovery_s")
 
 
 def _with_fields(
-    scenario: Scenario, params: Mapping[str, float], costs: _core.HandoffCosts
-) -> _core.Scenario:
+    scenario: Scenario, params: Mapping[str, float], costs: _core.finite.HandoffCosts
+) -> _core.finite.Scenario:
     base = scenario.to_core()
     # A swept benefit_rate is a constant rate, in place of the base's rate or schedule.
     swept = "benefit_rate" in params
-    core = _core.Scenario(
+    core = _core.finite.Scenario(
         list(scenario.windows),
         scenario.work_quanta,
         params.get("quantum_s", scenario.quantum_s),
@@ -131,11 +131,11 @@ def _with_fields(
         scenario.initial.to_core(),
         [] if swept else base.benefit_schedule,
     )
-    _core.validate(core)
+    _core.finite.validate(core)
     return core
 
 
-def core_scenario(spec: SweepSpec, point: Point, index: int) -> _core.Scenario:
+def core_scenario(spec: SweepSpec, point: Point, index: int) -> _core.finite.Scenario:
     """Base scenario ``index`` with the point's fields set, validated by the core.
 
     On the paper grid, ``quantum_s`` keeps each work size in seconds (as ``learnsched grid

@@ -94,7 +94,7 @@ def solve_rows(spec: SweepSpec, start: int, stop: int, threads: int = 1) -> Rows
     value = np.full((stop - start, len(spec.policies)), np.nan)
     if scenarios:
         policies = [core_policy(p) for p in spec.policies]
-        value[solved] = _core.solve_batch(scenarios, policies, threads)["value"]
+        value[solved] = _core.finite.solve_batch(scenarios, policies, threads)["value"]
     return rows_of(spec, start, value, tuple(errors))
 
 

@@ -1,0 +1,265 @@
+#include "learnsched/causal/gap_pool.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "learnsched/check.hpp"
+#include "learnsched/causal/random.hpp"
+
+namespace learnsched {
+
+namespace {
+
+std::size_t below(std::uint64_t& state, std::size_t n) {  // [0, n), n >= 1
+    return std::min(n - 1, static_cast<std::size_t>(uniform(state) * static_cast<double>(n)));
+}
+
+// Pareto tail beyond the longest past gap: P(R > r) = x / (x + r) at age x.
+double pareto_remaining(double age_s, std::uint64_t& rng) {
+    const double u = uniform(rng);
+    return age_s * u / (1.0 - u);
+}
+
+}  // namespace
+
+GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,
+                 double reach_s, GapModel model, int repeat_last)
+    : model_(model), reach_(reach_s) {
+    if (!std::isfinite(now_s)) throw std::invalid_argument("now_s must be finite");
+    if (!(history_s > 0.0)) {
+        throw std::invalid_argument("history_s must be > 0, got " + std::to_string(history_s));
+    }
+    if (!(close_s >= 0.0) || !std::isfinite(close_s)) {
+        throw std::invalid_argument("close_s must be finite and >= 0, got " +
+                                    std::to_string(close_s));
+    }
+    if (!(reach_s >= 0.0) || !std::isfinite(reach_s)) {
+        throw std::invalid_argument("reach_s must be finite and >= 0, got " +
+                                    std::to_string(reach_s));
+    }
+    if (repeat_last < 1) {
+        throw std::invalid_argument("repeat_last must be >= 1, got " + std::to_string(repeat_last));
+    }
+    for (std::size_t j = 0; j < schedule.gap_count(); ++j) {
+        const double arrival = schedule.gap_arrival(j);
+        if (arrival + close_s > now_s) break;  // not closed yet (gaps are in time order)
+        if (arrival < now_s - history_s) continue;
+        add(schedule, j, close_s, reach_s);
+    }
+    arrange(repeat_last);
+    reach_lateness_.resize(length_.size());
+    for (std::size_t r = 0; r < length_.size(); ++r) {
+        reach_lateness_[r] = lateness(static_cast<std::int32_t>(r), reach_s);
+    }
+}
+
+void GapPool::add(const UnlentSchedule& schedule, std::size_t gap, double close_s,
+                  double reach_s) {
+    const RequestTrace& trace = schedule.trace();
+    const double arrival = schedule.gap_arrival(gap);
+    const std::size_t begin = slacks_.size();
+    double least = kInf;
+    for (std::size_t i = schedule.gap_first(gap);
+         i < trace.size() && trace.arrival[i] <= arrival + close_s; ++i) {
+        const double s = schedule.slack(gap, i);
+        least = std::min(least, s);
+        if (s < reach_s) slacks_.push_back(s);
+    }
+    std::sort(slacks_.begin() + static_cast<std::ptrdiff_t>(begin), slacks_.end());
+    offsets_.push_back(slacks_.size());
+    length_.push_back(arrival - schedule.gap_start(gap));
+    slack_min_.push_back(std::max(0.0, least));
+    start_.push_back(schedule.gap_start(gap));
+    next_start_.push_back(gap + 1 < schedule.gap_count() ? schedule.gap_start(gap + 1) : kInf);
+    weight_.push_back(1.0);
+}
+
+void GapPool::arrange(int repeat_last) {
+    const std::size_t n = length_.size();
+    // Windows in time order, before the records are reordered for drawing.
+    std::vector<std::size_t> order(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    if (model_ == GapModel::Empirical) {
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::size_t a, std::size_t b) { return length_[a] < length_[b]; });
+    } else if (model_ == GapModel::Repeat) {
+        std::reverse(order.begin(), order.end());  // newest first
+        repeat_ = std::min(n, static_cast<std::size_t>(repeat_last));
+    }
+    const auto permute = [&](std::vector<double>& v) {
+        std::vector<double> out(n);
+        for (std::size_t r = 0; r < n; ++r) out[r] = v[order[r]];
+        v.swap(out);
+    };
+    std::vector<double> times = start_;  // time order kept for windows()
+    std::vector<double> arrival(n), least = slack_min_;
+    for (std::size_t r = 0; r < n; ++r) arrival[r] = start_[r] + length_[r];
+    std::vector<double> slacks;
+    std::vector<std::size_t> offsets{0};
+    slacks.reserve(slacks_.size());
+    for (std::size_t r = 0; r < n; ++r) {
+        const std::size_t j = order[r];
+        slacks.insert(slacks.end(), slacks_.begin() + static_cast<std::ptrdiff_t>(offsets_[j]),
+                      slacks_.begin() + static_cast<std::ptrdiff_t>(offsets_[j + 1]));
+        offsets.push_back(slacks.size());
+    }
+    permute(length_);
+    permute(slack_min_);
+    permute(weight_);
+    slacks_.swap(slacks);
+    offsets_.swap(offsets);
+    if (model_ == GapModel::Mean && n > 0) {
+        // One record: the mean gap, and every request of every gap at weight 1/n (the
+        // mean lateness of a late return).
+        double sum = 0.0;
+        for (const double g : length_) sum += g;
+        std::vector<double> pooled = slacks_;
+        std::sort(pooled.begin(), pooled.end());
+        const double least_all = *std::min_element(slack_min_.begin(), slack_min_.end());
+        length_.assign(1, sum / static_cast<double>(n));
+        slack_min_.assign(1, least_all);
+        weight_.assign(1, 1.0 / static_cast<double>(n));
+        slacks_.swap(pooled);
+        offsets_.assign({0, slacks_.size()});
+    }
+    prefix_.assign(slacks_.size() + offsets_.size(), 0.0);
+    for (std::size_t r = 0; r + 1 < offsets_.size(); ++r) {
+        double running = 0.0;
+        const std::size_t base = offsets_[r] + r;  // one leading zero per record
+        prefix_[base] = 0.0;
+        for (std::size_t m = offsets_[r]; m < offsets_[r + 1]; ++m) {
+            running += slacks_[m];
+            prefix_[base + (m - offsets_[r]) + 1] = running;
+        }
+    }
+    if (model_ == GapModel::Empirical) {
+        suffix_sum_.assign(n + 1, 0.0);
+        suffix_gini_.assign(n + 1, 0.0);
+        for (std::size_t i = n; i-- > 0;) {
+            suffix_sum_[i] = suffix_sum_[i + 1] + length_[i];
+            // sum_{i<=j<k} (L_k - L_j) = sum over i < k of (L_k - L_i) + the rest
+            suffix_gini_[i] = suffix_gini_[i + 1] +
+                              (suffix_sum_[i + 1] - static_cast<double>(n - 1 - i) * length_[i]);
+        }
+    }
+    // windows(): keep the time-ordered starts, arrivals and slacks.
+    start_.swap(times);
+    time_arrival_.swap(arrival);
+    time_slack_.swap(least);
+}
+
+void GapPool::draw(double age_s, std::size_t n, std::uint64_t& rng, Draw* out) const {
+    const std::size_t records = length_.size();
+    if (records == 0) {  // no history: the Pareto tail from the age alone
+        for (std::size_t i = 0; i < n; ++i) out[i] = Draw{pareto_remaining(age_s, rng), -1};
+        return;
+    }
+    switch (model_) {
+        case GapModel::Empirical: {
+            const std::size_t from = static_cast<std::size_t>(
+                std::upper_bound(length_.begin(), length_.end(), age_s) - length_.begin());
+            for (std::size_t i = 0; i < n; ++i) {
+                if (from == records) {  // older than every past gap
+                    out[i] = Draw{pareto_remaining(age_s, rng),
+                                  static_cast<std::int32_t>(records - 1)};
+                } else {
+                    const std::size_t r = from + below(rng, records - from);
+                    out[i] = Draw{length_[r] - age_s, static_cast<std::int32_t>(r)};
+                }
+            }
+            return;
+        }
+        case GapModel::Repeat:
+            for (std::size_t i = 0; i < n; ++i) {
+                const std::size_t r = i % repeat_;
+                out[i] = Draw{std::max(0.0, length_[r] - age_s), static_cast<std::int32_t>(r)};
+            }
+            return;
+        case GapModel::Mean:
+            for (std::size_t i = 0; i < n; ++i) out[i] = Draw{std::max(0.0, length_[0] - age_s), 0};
+            return;
+    }
+}
+
+double GapPool::lateness(std::int32_t record, double overrun_s) const {
+    if (record < 0) return std::max(0.0, overrun_s);
+    const auto r = static_cast<std::size_t>(record);
+    if (!(overrun_s > slack_min_[r])) return 0.0;
+    const double* begin = slacks_.data() + offsets_[r];
+    const double* end = slacks_.data() + offsets_[r + 1];
+    const std::size_t m = static_cast<std::size_t>(std::lower_bound(begin, end, overrun_s) - begin);
+    const double below_sum = prefix_[offsets_[r] + r + m];
+    return weight_[r] * (static_cast<double>(m) * overrun_s - below_sum);
+}
+
+GapPool::Score GapPool::score(double age_s, double remaining_s, std::uint64_t& rng) const {
+    const double u = uniform(rng);
+    const double y = remaining_s;
+    const std::size_t records = length_.size();
+    // Pareto tail at age x: F(r) = r / (x + r); CRPS = y + x - 2x ln(1 + y/x).
+    const auto pareto = [&](double x) {
+        if (!(x > 0.0)) return Score{y > 0.0 ? 1.0 : u, y};
+        return Score{y / (x + y), y + x - 2.0 * x * std::log1p(y / x)};
+    };
+    if (records == 0) return pareto(age_s);
+    // An empirical forecast over values v (ascending): randomised PIT and CRPS.
+    const auto empirical = [&](const std::vector<double>& v) {
+        const double m = static_cast<double>(v.size());
+        const double lo = static_cast<double>(std::lower_bound(v.begin(), v.end(), y) - v.begin());
+        const double hi = static_cast<double>(std::upper_bound(v.begin(), v.end(), y) - v.begin());
+        double spread = 0.0, gini = 0.0;
+        for (std::size_t k = 0; k < v.size(); ++k) {
+            spread += std::abs(v[k] - y);
+            gini += (2.0 * static_cast<double>(k) + 1.0 - m) * v[k];
+        }
+        return Score{(lo + u * (hi - lo)) / m, spread / m - gini / (m * m)};
+    };
+    switch (model_) {
+        case GapModel::Empirical: {
+            const std::size_t from = static_cast<std::size_t>(
+                std::upper_bound(length_.begin(), length_.end(), age_s) - length_.begin());
+            if (from == records) return pareto(age_s);
+            const double m = static_cast<double>(records - from);
+            const double cut = age_s + y;  // remaining <= y  <=>  length <= age + y
+            const std::size_t lo = static_cast<std::size_t>(
+                std::lower_bound(length_.begin() + static_cast<std::ptrdiff_t>(from),
+                                 length_.end(), cut) - length_.begin());
+            const std::size_t hi = static_cast<std::size_t>(
+                std::upper_bound(length_.begin() + static_cast<std::ptrdiff_t>(lo),
+                                 length_.end(), cut) - length_.begin());
+            const double below_count = static_cast<double>(lo - from);
+            const double at_count = static_cast<double>(hi - lo);
+            // E|R - y| over the suffix, split at `lo`, from the suffix sums.
+            const double near = below_count * cut - (suffix_sum_[from] - suffix_sum_[lo]);
+            const double far = suffix_sum_[lo] - static_cast<double>(records - lo) * cut;
+            const double spread = (near + far) / m;
+            return Score{(below_count + u * at_count) / m, spread - suffix_gini_[from] / (m * m)};
+        }
+        case GapModel::Repeat: {
+            std::vector<double> v(repeat_);
+            for (std::size_t r = 0; r < repeat_; ++r) v[r] = std::max(0.0, length_[r] - age_s);
+            std::sort(v.begin(), v.end());
+            return empirical(v);
+        }
+        case GapModel::Mean:
+            return empirical(std::vector<double>{std::max(0.0, length_[0] - age_s)});
+    }
+    return Score{u, 0.0};
+}
+
+std::vector<Window> GapPool::windows(double quantum_s, double return_s) const {
+    std::vector<Window> out;
+    for (std::size_t r = 0; r < start_.size(); ++r) {
+        const double start = start_[r];
+        const double end = std::min(time_arrival_[r] + std::min(time_slack_[r], return_s),
+                                    next_start_[r]);
+        if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
+    }
+    return out;
+}
+
+}  // namespace learnsched
