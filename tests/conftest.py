@@ -1,15 +1,18 @@
-"""Shared fixtures: the paper's worked example and small scenario builders."""
+"""Shared fixtures: the paper's worked example, small scenario builders, and the helpers
+that run the command line in this process or in a child."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import learnsched as ls
-from learnsched.cli import build_parser
+from learnsched.cli import build_parser, main
 
 
 def calendar(*durations: float, gap_s: float = 20.0) -> list[tuple[float, float]]:
@@ -19,6 +22,35 @@ def calendar(*durations: float, gap_s: float = 20.0) -> list[tuple[float, float]
         windows.append((start, start + length))
         start += length + gap_s
     return windows
+
+
+def small_scenario() -> ls.Scenario:
+    """Six 5 s quanta over two 80 s windows, g = 0.25, H = 1000, a 10 s recovery."""
+    return ls.Scenario(
+        windows=((0.0, 80.0), (100.0, 180.0)),
+        work_quanta=6,
+        quantum_s=5.0,
+        benefit_rate=0.25,
+        horizon_s=1000.0,
+        costs=ls.HandoffCosts(recovery_s=10.0, save_s=0.1, load_s=0.1),
+    )
+
+
+TWO_PATH: dict[str, Any] = {
+    "windows": [[0, 500]],
+    "work_quanta": 6,
+    "quantum_s": 50,
+    "benefit_rate": 1,
+    "horizon_s": 2000,
+    "residency_rate": 1,
+    "warm_recovery_s": 0.5,
+    "cold_recovery_s": 10,
+    "save_s": 0.1,
+    "load_s": 0.1,
+    "initial": {"progress": 0, "durable": 0, "active": False},
+}
+"""A scenario file offering a warm and a cold return path; DP's value is 1390 (on the cold
+path: a reader or a sweep that dropped it gives 1099)."""
 
 
 @pytest.fixture
@@ -32,6 +64,38 @@ def paper_grid_result() -> tuple[ls.Grid, ls.BatchResult]:
     """The 1920-scenario grid solved under all six policies."""
     grid = ls.paper_grid()
     return grid, ls.solve_batch([g.scenario for g in grid.scenarios])
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """Run ``learnsched ARGV`` through :func:`learnsched.cli.main`, as the console script does.
+
+    Errors become exit statuses and one-line messages here, as a user sees them.
+    Returns the exit status and what was printed on stdout and stderr.
+    """
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line(err: str) -> str:
+    """The single line of ``err`` (asserts it is one line and holds no traceback)."""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def write_spec(tmp_path: Path, spec: object, name: str = "spec.json") -> str:
+    """``spec`` as a JSON file ``name`` in ``tmp_path``; returns its path."""
+    path = tmp_path / name
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    return str(path)
+
+
+def write_file(path: Path, data: bytes | str) -> str:
+    """Write ``data`` (text as UTF-8) to ``path``; returns the path as a string."""
+    path.write_bytes(data if isinstance(data, bytes) else data.encode())
+    return str(path)
 
 
 def run_handler(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

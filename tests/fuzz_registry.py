@@ -58,7 +58,7 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _capacity, _core
 
-from strategies import scenarios
+from strategies import json_values, scenarios
 
 # --- files: valid documents of each format, then mutated ------------------------------
 
@@ -74,11 +74,6 @@ class File:
 
 Arg = str | File
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=8,
-)
 BAD_NUMBERS = ["NaN", "Infinity", "-Infinity", "1e999", "1" + "0" * 400, "true", '"5"', "-1"]
 
 

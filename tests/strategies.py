@@ -13,6 +13,13 @@ from reference import RefScenario
 seconds = st.one_of(st.integers(0, 12).map(float), st.floats(0, 12))
 lengths = st.one_of(st.integers(1, 12).map(float), st.floats(0.5, 12))
 
+# Any JSON document, small: what a field of a file a command reads may be replaced by.
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
 
 RATES = (0.0, 0.1, 0.25, 1.0, 2.0, 5.0)
 

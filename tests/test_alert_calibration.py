@@ -13,7 +13,7 @@ from learnsched.economics import alert_calibration as cal
 from learnsched.economics.alert_experiment import PAPER_FIG10
 from learnsched.economics.alerts import PAPER_RECOVERY_S, draw_alerts
 
-from conftest import run_handler as run
+from conftest import one_line, run, run_handler
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "alert-calibration.md"
 STUDIES = Path(__file__).resolve().parents[1] / "docs" / "studies.md"
@@ -107,12 +107,12 @@ def test_the_report_is_consistent(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_econ_calibrate_alerts_command(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["econ", "calibrate-alerts", "--fit-alerts", "5000", "--fit-seeds", "1",
             "--alerts", "5000", "--seeds", "2"]  # fmt: skip
-    status, out = run([*argv, "--json"], capsys)
+    status, out = run_handler([*argv, "--json"], capsys)
     assert status == 0
     data = json.loads(out)
     assert data["family"] == "offset"
     assert data["evaluation"] == {"alerts": 5000, "seeds": [0, 1]}
-    status, out = run(argv, capsys)
+    status, out = run_handler(argv, capsys)
     assert status == 0
     assert "| vllm | offset " in out
     assert "rms" in out
@@ -146,3 +146,46 @@ def test_the_docs_hold_a_table_per_family() -> None:
 def test_the_docs_tables_are_what_the_code_computes(family: str) -> None:
     """At the documented scale (fit 2e5 alerts x 4 seeds, evaluation 1e6 x 10): minutes."""
     assert cal.calibration_table(cal.calibrate_alerts(family)) == documented_tables()[family]
+
+
+# --- seeds bounded before any draw ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "2147483648"], "--seeds must be <= 10000, got 2147483648"),
+        (["--fit-seeds", "10001"], "--fit-seeds must be <= 10000, got 10001"),
+        (["--fit-alerts", "0"], "--fit-alerts must be >= 1, got 0"),
+        (
+            ["--alerts", "1000000", "--seeds", "11"],
+            (
+                "alerts held, --alerts x --seeds = 1000000 x 11 = 11000000 exceeds the limit "
+                "of 10000000"
+            ),
+        ),
+    ],
+)
+def test_calibrate_alerts_bounds_its_seeds_before_drawing(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """Every seed's draws are held at once, so the seed counts are bounded before any draw:
+    ``--seeds 2147483648`` would draw 100 alerts for each of 2^31 seeds and never end."""
+    status, _, err = run(
+        capsys, "econ", "calibrate-alerts", "--fit-alerts", "100", "--alerts", "100", *argv
+    )
+    assert status == 2
+    assert one_line(err) == f"learnsched econ calibrate-alerts: error: {message}"
+
+
+def test_calibrate_alerts_reads_no_more_seeds_than_the_limit() -> None:
+    """The library's own bound: ``range(2**62)`` is refused, not iterated; a generator
+    of seeds is read once, so the result still lists the seeds its draws consumed."""
+    from learnsched.economics.alert_calibration import calibrate_alerts
+
+    with pytest.raises(ValueError, match="fit_seeds must name at most 10000 seeds"):
+        calibrate_alerts(fit_seeds=range(2**62))
+    with pytest.raises(ValueError, match="alerts held, alerts x seeds = 10000000 x 2 ="):
+        calibrate_alerts(fit_alerts=10, fit_seeds=[0], alerts=10**7, seeds=range(2))
+    result = calibrate_alerts("offset", 50, iter([3]), 50, (s for s in (1, 2)))
+    assert (result.fit_seeds, result.seeds) == ((3,), (1, 2))

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import pickle
+from typing import Any
 
 import numpy as np
 import pytest
 
 import learnsched as ls
+from learnsched import _core
+
+from conftest import small_scenario
 
 
 def test_batch_equals_single_solves() -> None:
@@ -98,3 +102,48 @@ def test_a_scenario_batch_is_solved_as_its_scenarios() -> None:
     np.testing.assert_array_equal(ls.solve_batch(again).value, both[1].value[:3])
     with pytest.raises(TypeError, match=r"scenarios\[1\] must be a Scenario, got int"):
         ls.ScenarioBatch.of([scenarios[0], 3])  # type: ignore[list-item]
+
+
+# --- argument checks and the thread cap -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("second", "kind"), [(None, "NoneType"), ("json", "dict"), ("core", "Scenario")]
+)
+def test_solve_batch_names_the_bad_scenario(second: str | None, kind: str) -> None:
+    s = small_scenario()
+    other: object = {None: None, "json": s.to_json(), "core": s.to_core()}[second]
+    with pytest.raises(TypeError, match=rf"scenarios\[1\] must be a Scenario, got {kind}"):
+        ls.solve_batch([s, other])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"policies": None}, TypeError, "policies must be a policy name or an iterable"),
+        ({"policies": ["dp", 3]}, ValueError, r"policies\[1\]: policy must be one of"),
+        ({"threads": 2**31}, ValueError, "threads must be <= 1024, got 2147483648"),
+        ({"threads": 40_000}, ValueError, "threads must be <= 1024, got 40000"),
+        ({"threads": True}, TypeError, "threads must be an integer"),
+        ({"threads": 2.0}, TypeError, "threads must be an integer"),
+    ],
+)
+def test_solve_batch_names_bad_arguments(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        ls.solve_batch([small_scenario()], **kwargs)
+
+
+def test_solve_batch_scenarios_must_be_a_sequence() -> None:
+    with pytest.raises(TypeError, match=r"scenarios must be a sequence of Scenario"):
+        ls.solve_batch(small_scenario())  # type: ignore[arg-type]
+
+
+def test_threads_cap_holds_in_the_core_and_results_match() -> None:
+    assert ls.batch.MAX_THREADS == _core.finite.MAX_THREADS == 1024
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
+        _core.finite.solve_batch([small_scenario().to_core()], [_core.finite.Policy.DP], 1025)
+    scenarios = [small_scenario()] * 8
+    serial = ls.solve_batch(scenarios, threads=1).value
+    np.testing.assert_array_equal(serial, ls.solve_batch(scenarios, threads=1024).value)

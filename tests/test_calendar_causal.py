@@ -693,3 +693,58 @@ def test_run_forecast_causal_decides_as_online_and_reads_no_window_end() -> None
             else:
                 assert (a.kind, a.quanta) == (ActionKind.PUBLISH, 12 - durable)
     assert plans - {"wait", "checkpoint_return", "discard_return", "abandon"}  # some lend
+
+
+# --- the bindings' argument checks ------------------------------------------------------------
+
+
+def _causal() -> tuple[Any, Any, Any]:
+    arrival = np.array([0.0, 10.0, 30.0])
+    schedule = _core.causal.UnlentSchedule(arrival, np.ones(3), arrival + 5.0)
+    pool = _core.causal.GapPool(schedule, 100.0, 1000.0, 0.0, 10.0)
+    candidate = _core.causal.CausalCandidate(2, 1.0, 1.0, 100.0, 0.5, 0.0, 0.1, 0.1, 1.0)
+    return schedule, pool, candidate
+
+
+def test_causal_bindings_guard_their_arguments() -> None:
+    """The bindings check what C++ would otherwise use blindly: a record past the pool in
+    GapPool.lateness/slack and a None branch of stochastic_dp would be read out of bounds,
+    GapPool.draw(n = 2**40) would exhaust memory, and a wrong pool, tables, candidate or seed
+    would be pybind11's unnamed RuntimeError ("Unable to cast Python instance ...")."""
+    schedule, pool, candidate = _causal()
+    assert pool.size == 2
+    for method in (lambda r: pool.lateness(r, 5.0), pool.slack):
+        with pytest.raises(ValueError, match=r"record must be -1 or in \[0, 2\), got 2"):
+            method(2)
+        with pytest.raises(ValueError, match="got -2"):
+            method(-2)
+        assert method(-1) >= 0.0
+        assert method(1) >= 0.0
+    with pytest.raises(ValueError, match=r"n must be <= 16777216, got 1099511627776"):
+        pool.draw(1.0, 2**40, 0)
+    assert pool.draw(1.0, 3, 0)[0].shape == (3,)
+    with pytest.raises(ValueError, match=r"branches\[1\] must be an UnlentSchedule, got None"):
+        _core.causal.stochastic_dp([schedule, None], [0.5, 0.5], candidate, 0.0, 25.0)
+    with pytest.raises(TypeError, match="pool must be a GapPool or None, got 'x'"):
+        _core.causal.CausalDecider(candidate, "rollout", 0.5, "x", None, 0)
+    with pytest.raises(TypeError, match="tables must be SampleTables or None, got 3"):
+        _core.causal.CausalDecider(candidate, "rollout", 0.5, None, 3, 0)
+    fields = (candidate, 0.0, 25.0, "window", 0.5, None, None, 0, False)
+    job = _core.causal.CausalJob(*fields)
+    for at, bad, message in (
+        (0, "x", r"jobs\[0\].candidate must be a CausalCandidate, got 'x'"),
+        (5, "p", r"jobs\[0\].pool must be a GapPool or None, got 'p'"),
+        (7, -1, r"jobs\[0\].seed must be an int in \[0, 2\*\*64\), got -1"),
+        (1, "0", r"jobs\[0\].from_s must be a number, got '0'"),
+    ):
+        with pytest.raises(TypeError, match=message):
+            _core.causal.run_causal(
+                schedule, [_core.causal.CausalJob(*fields[:at], bad, *fields[at + 1 :])]
+            )
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 1025"):
+        _core.causal.run_causal(schedule, [job], 1025)
+    both = _core.causal.run_causal(schedule, [job, job], 2)[0]
+    one = _core.causal.run_causal(schedule, [job])[0]
+    assert {k: v for k, v in both.items() if k != "steps"} == {
+        k: v for k, v in one.items() if k != "steps"
+    }

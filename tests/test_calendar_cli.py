@@ -13,7 +13,7 @@ import learnsched as ls
 from learnsched.calendar import AZURE_TRACE
 from learnsched.cli import main
 
-from conftest import calendar
+from conftest import calendar, one_line, run, write_file
 
 POLICIES = {"window", "costed_window", "rollout", "mean_dp", "clairvoyant"}
 CAUSAL = {"window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant"}
@@ -29,12 +29,6 @@ SUMMARY_KEYS = {
     "handoffs",
     "checkpoints",
 }
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def spec_file(tmp_path: Path, spec: Any) -> str:
@@ -305,3 +299,89 @@ def test_causal_windows_read_the_deprecated_return_s_keyword() -> None:
         assert trace.windows(0.0, 3600.0, 5.0, return_s=69.988) == new
     with pytest.raises(TypeError, match="give 'recovery_s' only"):
         trace.windows(0.0, 3600.0, 5.0, recovery_s=1.0, return_s=1.0)
+
+
+# --- flags named in errors --------------------------------------------------------------------
+
+
+def test_online_trace_with_a_zero_quantum_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """A zero quantum is refused under its flag before anything is divided by it."""
+    status, _, err = run(capsys, "online", "--trace", "--quantum-s", "0")
+    assert status == 2
+    assert one_line(err) == "learnsched online: error: --quantum-s must be > 0, got 0.0"
+
+
+def test_return_s_inf_is_reported_under_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The error names the flag the user gave (--return-s), not the library's ``ready_s``."""
+    trace = write_file(tmp_path / "t.csv", "arrival,work,deadline\n0,1,30\n")
+    with pytest.raises(SystemExit) as exit:
+        main(["windows", trace, "--return-s", "inf"])
+    assert exit.value.code == 2
+    assert one_line(capsys.readouterr().err) == (
+        "learnsched windows: error: argument --return-s: must be a finite number >= 0, got 'inf'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--horizon-s", "0"], "--horizon-s must be > 0, got 0.0"),
+        (["--warmup-s", "-1"], "--warmup-s must be >= 0, got -1.0"),
+        (["--history-s", "0"], "--history-s must be > 0, got 0.0"),
+        (["--return-level", "2"], "--return-level must be in [0, 1], got 2.0"),
+        (
+            ["--horizon-s", "1e6"],
+            (
+                "no horizon of --horizon-s = 1e+06 s after a warm-up of --warmup-s = 600 s fits "
+                "the trace's 3435.95 s"
+            ),
+        ),
+        (  # 10^303 starts: refused before any is listed
+            ["--horizon-s", "1e-300"],
+            (
+                "2.84e+303 horizons of --horizon-s = 1e-300 s after a warm-up of --warmup-s = "
+                "600 s in the trace's 3435.95 s exceed the limit of 100000"
+            ),
+        ),
+        (
+            ["--horizon-s", "5e-324", "--known-window"],
+            "inf horizons of --horizon-s = 4.94066e-324 s",
+        ),
+    ],
+)
+def test_online_trace_horizon_errors_name_the_flags(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """``online --trace``'s horizons come from --horizon-s and --warmup-s, so its errors name
+    those flags (not the library's ``horizon_s``), and more horizons than can be listed are
+    refused before any is listed."""
+    status, _, err = run(capsys, "online", "--trace", "--samples", "1", *argv)
+    assert status == 2
+    assert one_line(err).startswith(f"learnsched online: error: {message}"), err
+
+
+def test_online_trace_names_the_flag_of_a_horizon_too_long_to_solve(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exact clairvoyant's node limit is the library's HorizonTooLong, naming the
+    horizon; the CLI names the flag that sets it, --horizon-s."""
+    import functools
+
+    from learnsched.calendar import causal, study
+
+    monkeypatch.setattr(study, "clairvoyant", functools.partial(causal.clairvoyant, max_nodes=1))
+    status, _, err = run(capsys, "online", "--trace", "--samples", "1")
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith(
+        "learnsched online: error: --horizon-s 600: the horizon [600, 1200] s is too long to "
+        "solve exactly (the scenario tree has more than max_nodes = 1"
+    ), line
+    assert line.endswith("; give a shorter --horizon-s"), line
+    trace = causal.CausalTrace(ls.calendar.load_trace(ls.calendar.AZURE_TRACE))
+    scenario = ls.scenario_by_id("S0348").scenario
+    with pytest.raises(causal.HorizonTooLong, match=r"horizon \[600, 1200\] s: .*max_nodes") as e:
+        causal.clairvoyant(trace, scenario, 600.0, 1200.0, max_nodes=1)
+    assert (e.value.from_s, e.value.to_s) == (600.0, 1200.0)

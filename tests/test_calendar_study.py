@@ -3,6 +3,7 @@ SPEC reader."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import learnsched as ls
+from learnsched import _core
 from learnsched._json import parse as parse_json
 from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster
 from learnsched.calendar.summary import PolicySummary, differences, t_interval
 from learnsched.calendar.synth import DAY_S, fit_synthesizer
 from learnsched.calendar.traces import SYNTHETIC_COLUMN, is_synthetic, read_azure_trace
-from learnsched.cli import main
+
+from conftest import one_line, run
 
 STEP_KEYS = {
     "horizon",
@@ -30,12 +34,6 @@ STEP_KEYS = {
     "reward",
     "late_requests",
 }
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 # --- summaries ------------------------------------------------------------------------------
@@ -207,3 +205,60 @@ def test_the_spec_reader_refuses_what_json_refuses(text: str) -> None:
     if any(c in text for c in ("NaN", "Infinity")):
         return  # Python's json reads them; standard JSON (and learnsched) does not
     assert parse_json(text, "x") == want
+
+
+# --- bounds: the SPEC reader, the synthesizer's size, seeds ---------------------------
+
+
+def test_private_online_readers_are_bounded() -> None:
+    """The SPEC reader is the package's JSON reader: a lone surrogate in a key is standard
+    JSON (Python's json reads it), and so is it in a SPEC; the core's online runner bounds
+    its threads and names a bad case."""
+    assert parse_json('{"\\ud800": 1, "forecast": {"\\udfff": 2}}', "s.json") == {
+        "\ud800": 1,
+        "forecast": {"\udfff": 2},
+    }
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 1024\], got 2048"):
+        _core.forecast.run_online([], [_core.finite.Policy.DP], 2048)
+    with pytest.raises(TypeError, match=r"cases\[0\].scenario must be a Scenario, got 'x'"):
+        _core.forecast.run_online([("x", np.zeros((1, 2)), np.array([0, 1]))], [_core.finite.Policy.DP])
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--days", "1e300", "synthetic trace rows: mean_rate x duration_s = "),
+        ("--days", "inf", "duration_s must be finite"),
+        ("--bin-s", "5e-324", "bin_s = 4.94066e-324 cuts the trace's"),
+        ("--bin-s", "1e-9", "over the limit of 16777216"),
+    ],
+)
+def test_synth_sizes_are_bounded(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, flag: str, value: str, message: str
+) -> None:
+    """The synthetic trace's size is bounded before it is made: ``--days 1e300`` would grow
+    until memory ran out, ``--bin-s 5e-324`` overflow, ``1e-9`` ask bincount for 10^14 bins."""
+    status, _, err = run(capsys, "synth", "--out", str(tmp_path / "s.csv"), f"{flag}={value}")
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched synth: error: ")
+    assert message in line
+    assert not (tmp_path / "s.csv").exists()
+
+
+def test_seeds_beyond_a_uint64_are_named() -> None:
+    """Seeds are checked in Python, naming the argument: for 2**64 pybind11 alone would say
+    "incompatible function arguments"; ``online --seeds 10**9`` would run a billion
+    evaluations."""
+    from learnsched.calendar.causal import CausalDecider
+    from learnsched.cli.calendar import _seeds
+
+    with pytest.raises(
+        ValueError, match="seed must be <= 18446744073709551615, got 18446744073709551616"
+    ):
+        CausalDecider(ls.scenario_by_id("S0348").scenario, "window", None, seed=2**64)
+    with pytest.raises(ValueError, match="--seeds must be <= 10000, got 1000000000"):
+        _seeds(argparse.Namespace(seed=0, seeds=10**9))
+    with pytest.raises(ValueError, match="--seed must be <= 18446744073709551614, got"):
+        _seeds(argparse.Namespace(seed=2**64 - 1, seeds=2))
+    assert _seeds(argparse.Namespace(seed=2**64 - 2, seeds=2)) == (2**64 - 2, 2**64 - 1)

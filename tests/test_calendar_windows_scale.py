@@ -1,5 +1,5 @@
-"""learnsched.calendar.idle_windows in O(n log n) (issue 22): the same windows, bit for bit,
-as the walk that ran return_deadline's bisection with a full Eq. 6 scan per test, kept
+"""learnsched.calendar.idle_windows in O(n log n): the same windows, bit for bit, as the
+plain walk that runs return_deadline's bisection with a full Eq. 6 scan per test, kept
 here as the reference."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from learnsched.capacity import RateProfile, ReturnPath, Trace, check_feasibilit
 def reference_windows(
     trace: Trace, rate: float, path: ReturnPath, min_useful_s: float
 ) -> list[IdleWindow]:
-    """idle_windows before issue 22: return_deadline over the rest of the trace at every
+    """idle_windows the plain way: return_deadline over the rest of the trace at every
     queue-empty instant."""
     assert check_feasibility(trace, RateProfile.constant(rate)).feasible
     arrival, service, deadline = trace.arrival, trace.work / rate, trace.deadline

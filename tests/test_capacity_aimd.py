@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from learnsched import _capacity
 from learnsched.capacity import AIMDConfig, AIMDController, next_share
 
 
@@ -98,3 +99,13 @@ def test_next_share_needs_a_config_and_accepts_infinite_pressure() -> None:
     with pytest.raises(TypeError, match="config must be an AIMDConfig"):
         next_share(None, 0.5, 1.0, 0.0)  # type: ignore[arg-type]
     assert next_share(AIMDConfig(factor=0.5), 0.5, 1.0, math.inf) == 0.25
+
+
+# --- the private kernel -----------------------------------------------------------------------
+
+
+def test_private_next_share_checks_its_config() -> None:
+    """The private kernel checks its config's type itself, not by reading a field of it."""
+    with pytest.raises(TypeError, match="config must be an AIMDConfig, got NoneType"):
+        _capacity.next_share(0.5, 1.0, 0.0, None)
+    assert 0.0 <= _capacity.next_share(0.5, 1.0, 0.0, AIMDConfig()) <= 1.0

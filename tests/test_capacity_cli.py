@@ -10,7 +10,7 @@ import pytest
 
 from learnsched.capacity import burst_trace, write_trace_csv
 
-from conftest import run_handler as run
+from conftest import run_handler
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -55,7 +55,7 @@ def test_text_table_matches_golden(
     name: str, trace_file: Path, rate_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv, expected_status = golden_argv(name, trace_file, rate_file)
-    status, out = run(argv, capsys)
+    status, out = run_handler(argv, capsys)
     assert status == expected_status
     assert out == (GOLDEN / name).read_text()
 
@@ -65,7 +65,7 @@ def test_json_is_indented_like_the_rest_of_the_cli(
     name: str, trace_file: Path, rate_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv, _ = golden_argv(name, trace_file, rate_file)
-    _, out = run([*argv, "--json"], capsys)
+    _, out = run_handler([*argv, "--json"], capsys)
     result = json.loads(out)
     assert out == json.dumps(result, indent=2) + "\n"
     table = (GOLDEN / name).read_text().splitlines()
@@ -73,7 +73,9 @@ def test_json_is_indented_like_the_rest_of_the_cli(
 
 
 def test_check_json_feasible(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["capacity", "check", str(trace_file), "--rate", "45", "--json"], capsys)
+    status, out = run_handler(
+        ["capacity", "check", str(trace_file), "--rate", "45", "--json"], capsys
+    )
     result = json.loads(out)
     assert status == 0
     assert result["feasible"] is True
@@ -85,7 +87,9 @@ def test_check_json_feasible(trace_file: Path, capsys: pytest.CaptureFixture[str
 def test_check_infeasible_exits_one_with_index(
     trace_file: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, out = run(["capacity", "check", str(trace_file), "--rate", "30", "--json"], capsys)
+    status, out = run_handler(
+        ["capacity", "check", str(trace_file), "--rate", "30", "--json"], capsys
+    )
     result = json.loads(out)
     assert status == 1
     assert result["feasible"] is False
@@ -95,7 +99,7 @@ def test_check_infeasible_exits_one_with_index(
 
 
 def test_check_table(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["capacity", "check", str(trace_file), "--rate", "45"], capsys)
+    status, out = run_handler(["capacity", "check", str(trace_file), "--rate", "45"], capsys)
     assert status == 0
     lines = out.splitlines()
     assert lines[0].split() == ["requests", "480"]
@@ -108,7 +112,7 @@ def test_lend_json_with_rate_file_and_return(
 ) -> None:
     argv = ["capacity", "lend", str(trace_file), "--rate-file", str(rate_file), "--per-interval"]
     argv += ["--share", "0.9", "--ready", "0.487", "--json"]
-    status, out = run(argv, capsys)
+    status, out = run_handler(argv, capsys)
     result = json.loads(out)
     assert status == 0
     assert 0.1 < result["max_share"] < 0.25
@@ -119,7 +123,9 @@ def test_lend_json_with_rate_file_and_return(
 
 
 def test_lend_infeasible_prints_null(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["capacity", "lend", str(trace_file), "--rate", "30", "--json"], capsys)
+    status, out = run_handler(
+        ["capacity", "lend", str(trace_file), "--rate", "30", "--json"], capsys
+    )
     assert status == 1
     assert json.loads(out)["max_share"] is None
 
@@ -128,14 +134,14 @@ def test_replay_static_and_aimd(
     trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     static_argv = ["capacity", "replay", str(trace_file), "--rate", "45", "--share", "0.25"]
-    _, out = run([*static_argv, "--json"], capsys)
+    _, out = run_handler([*static_argv, "--json"], capsys)
     static = json.loads(out)
     assert static["policy"] == "static"
     assert static["deadline_misses"] > 0
     assert static["bad_requests"] == static["deadline_misses"]
     output = tmp_path / "finish.csv"
     argv = ["capacity", "replay", str(trace_file), "--rate", "45", "--json"]
-    status, out = run([*argv, "--work-budget", "1536", "--output", str(output)], capsys)
+    status, out = run_handler([*argv, "--work-budget", "1536", "--output", str(output)], capsys)
     adaptive = json.loads(out)
     assert status == 0
     assert adaptive["policy"] == "aimd"
@@ -153,13 +159,13 @@ def test_bad_input_raises_value_error(
     path = tmp_path / "bad.csv"
     path.write_text("arrival,work,deadline\n0,-1,1\n")
     with pytest.raises(ValueError, match=r"bad.csv: work\[0\] must be > 0"):
-        run(["capacity", "check", str(path), "--rate", "1"], capsys)
+        run_handler(["capacity", "check", str(path), "--rate", "1"], capsys)
     with pytest.raises(ValueError, match="rate must be > 0"):
-        run(["capacity", "check", str(trace_file), "--rate", "-1"], capsys)
+        run_handler(["capacity", "check", str(trace_file), "--rate", "-1"], capsys)
     with pytest.raises(ValueError, match="period_s must be > 0"):
-        run(["capacity", "replay", str(trace_file), "--rate", "1", "--period", "0"], capsys)
+        run_handler(["capacity", "replay", str(trace_file), "--rate", "1", "--period", "0"], capsys)
 
 
 def test_rate_source_is_required(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        run(["capacity", "check", str(trace_file)], capsys)
+        run_handler(["capacity", "check", str(trace_file)], capsys)

@@ -90,7 +90,7 @@ def test_segment_cursors_give_the_binary_search_results_bitwise(
 def test_constant_rate_scan_is_the_relative_scan_bitwise(
     case: tuple[Trace, RateProfile], rate: float, start: float
 ) -> None:
-    """One rate segment takes the kernel's loop without segment lookups (issue 22): every
+    """One rate segment takes the kernel's loop without segment lookups: every
     slack is still the general loop's (the reference, operation for operation), bit for bit,
     wherever the segment starts."""
     trace, _ = case
@@ -238,3 +238,30 @@ def test_million_requests_bounded_time_and_memory() -> None:
         assert peak < 64 * 2**20  # the slack array (8 MB) and small temporaries
 
     run_bounded(check, timeout_s=60)
+
+
+# --- large absolute times ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("origin", [0.0, 1.7e9, 1e12, 1e16, 1e18])
+def test_feasibility_does_not_depend_on_the_time_origin(origin: float) -> None:
+    capacity = RateProfile.constant(1.0)
+    due_now = Trace([origin], [1.0], [origin])  # d == a with work: always late
+    assert not check_feasibility(due_now, capacity).feasible
+    if origin <= 1e12:  # sub-second gaps are representable at these times
+        fits = Trace([origin, origin + 0.5], [1.0, 1.0], [origin + 1.0, origin + 2.0])
+        assert check_feasibility(fits, capacity).feasible
+        late = Trace([origin, origin + 0.5], [1.0, 1.0], [origin + 1.0, origin + 1.75])
+        check = check_feasibility(late, capacity)
+        assert check.first_violation == 1
+        assert check.slack[1] == pytest.approx(-0.25, abs=1e-6)
+
+
+def test_feasibility_across_rate_segments_at_epoch_times() -> None:
+    epoch = 1.7e9
+    capacity = RateProfile([epoch, epoch + 10.0], [1.0, 2.0])
+    trace = Trace([epoch + 8.0, epoch + 9.0], [2.0, 3.0], [epoch + 10.0, epoch + 11.0])
+    check = check_feasibility(trace, capacity)
+    # Service on [epoch+8, epoch+11] is 2 + 2*1 = 4 < 5: the second is late by 1.
+    assert check.slack[1] == pytest.approx(-1.0, abs=1e-6)
+    assert check.slack[0] == pytest.approx(0.0, abs=1e-6)

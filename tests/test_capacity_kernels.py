@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import learnsched as ls
 from learnsched import _capacity
 
 from conftest import run_python
@@ -177,9 +178,10 @@ def test_empty_request_arrays_are_fine() -> None:
     assert call(_capacity.feasibility_scan, **empty) == -1
 
 
-def test_reported_crash_now_raises(tmp_path: Path) -> None:
-    """The reviewer's case (arrival of 10^6, work of 3, slack of 2) used to exit 139;
-    run apart so a regression fails this test rather than the whole run."""
+def test_sizes_that_disagree_raise_rather_than_crash(tmp_path: Path) -> None:
+    """Sizes that disagree (arrival of 10^6, work of 3, slack of 2) would read past the
+    short arrays (a segfault, exit 139): run apart so a regression fails this test rather
+    than the whole run."""
     code = (
         "import numpy as np\n"
         "from learnsched import _capacity\n"
@@ -193,3 +195,109 @@ def test_reported_crash_now_raises(tmp_path: Path) -> None:
     done = run_python(["-c", code], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "work has 3 entries but arrival has 1000000" in done.stdout
+
+
+# --- argument conversion and names ------------------------------------------------------------
+
+
+def kernel_args() -> list[Any]:
+    arrival = np.array([0.0, 1.0])
+    return [
+        arrival,
+        np.ones(2),
+        arrival + 2.0,
+        np.zeros(1),
+        np.ones(1),
+        np.zeros(1),
+        0.0,
+        np.empty(2),
+    ]
+
+
+def test_kernels_convert_lossless_inputs() -> None:
+    args = kernel_args()
+    assert _capacity.feasibility_scan(*args) == -1
+    expected = args[7].copy()
+    args[0] = [0, 1]  # a list of ints
+    args[1] = np.ones(4)[::2]  # strided
+    args[2] = np.array([2.0, 3.0], dtype=np.float32)
+    args[6] = np.float32(0.0)
+    assert _capacity.feasibility_scan(*args) == -1
+    np.testing.assert_array_equal(args[7], expected)
+
+
+@pytest.mark.parametrize(
+    ("index", "value", "error", "message"),
+    [
+        (0, b"\x00" * 16, TypeError, "arrival must be a sequence of numbers, got bytes"),
+        (1, np.array([True, False]), TypeError, "work must hold real numbers"),
+        (2, np.ones((2, 1)), ValueError, r"deadline must be one-dimensional, got shape \(2, 1\)"),
+        (3, None, TypeError, "starts must be a sequence of numbers, got NoneType"),
+        (4, np.array([2**62]), ValueError, r"rates\[0\] = 4611686018427387904 is not exact"),
+        (5, ["x"], TypeError, "cum must hold real numbers"),
+        (6, "0", TypeError, "tolerance must be a number, got '0'"),
+        (6, True, TypeError, "tolerance must be a number, got True"),
+        (6, 10**400, ValueError, "tolerance must be finite"),
+        (7, np.empty(2, dtype=np.float32), TypeError, "slack must be a writable, 1-D"),
+        (7, np.empty(4)[::2], TypeError, "slack must be a writable, 1-D"),
+        (7, [0.0, 0.0], TypeError, "slack must be a writable, 1-D"),
+    ],
+)
+def test_kernel_errors_name_the_argument(
+    index: int, value: object, error: type[Exception], message: str
+) -> None:
+    args = kernel_args()
+    args[index] = value
+    with pytest.raises(error, match=message):
+        _capacity.feasibility_scan(*args)
+
+
+def test_read_only_output_and_other_kernels_are_named() -> None:
+    args = kernel_args()
+    args[7].flags.writeable = False
+    with pytest.raises(TypeError, match=r"slack must be a writable"):
+        _capacity.feasibility_scan(*args)
+    with pytest.raises(TypeError, match=r"out must be a writable, 1-D, C-contiguous intp"):
+        _capacity.tail_counts(np.ones(2), np.ones(2), np.empty(2))
+    with pytest.raises(TypeError, match=r"best must be a number, got None"):
+        _capacity.scan_window(*kernel_args()[:6], 0.0, None, np.empty(2))
+    trace = ls.capacity.burst_trace()
+    replay = [
+        trace.arrival,
+        trace.work,
+        trace.work,
+        np.zeros(1),
+        np.ones(1),
+        np.zeros(1),
+        0.0,
+        1.0,
+        1.0,
+        0.5,
+        0.1,
+        0.5,
+        0.0,
+        1.0,
+        10.0,
+        1.0,
+        2**40,
+        0.0,
+        0.0,
+        np.full(len(trace), np.inf),
+        np.empty(40),
+    ]
+    with pytest.raises(ValueError, match=r"admission_kind must be 0, 1 or 2, got 1099511627776"):
+        _capacity.replay(*replay)
+    replay[16] = 0.0
+    with pytest.raises(TypeError, match=r"admission_kind must be an integer, got 0.0"):
+        _capacity.replay(*replay)
+
+
+def test_an_empty_trace_through_idle_window_bounds() -> None:
+    """Empty arrays are valid input, and cloning one must not pass a null pointer to
+    ``memset`` (undefined behaviour, which UBSan reports)."""
+    empty = np.zeros(0)
+    assert _capacity.idle_window_bounds(empty, empty, empty, 1.0, 0.0, 0.0, 0.1, 0.0) == (
+        [],
+        [],
+        -1,
+    )

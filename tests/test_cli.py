@@ -12,16 +12,10 @@ import pytest
 import learnsched as ls
 from learnsched.cli import main
 
-from conftest import run_python
+from conftest import run, run_python
 
 GOLDEN = Path(__file__).parent / "golden"
 POLICY_NAMES = ["never", "window", "static_roi", "costed_window", "rollout", "dp"]
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_grid_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -261,3 +255,13 @@ def test_costs_profile_feeds_solve(capsys: pytest.CaptureFixture[str], tmp_path:
     status, _, err = run(capsys, "solve", scenario, "--recovery", "warm")
     assert status == 2
     assert "--costs PROFILE and --recovery cold|warm|both go together" in err
+
+
+# --- standard JSON ----------------------------------------------------------------------------
+
+
+def test_json_output_names_a_non_finite_result() -> None:
+    from learnsched.cli.output import emit_json
+
+    with pytest.raises(ValueError, match=r"--json: the result's a\[1\]\.b is inf"):
+        emit_json({"a": [1, {"b": float("inf")}]})

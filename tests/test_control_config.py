@@ -4,7 +4,9 @@ and Python programs share (:func:`learnsched.control.build_run`)."""
 
 from __future__ import annotations
 
+import codecs
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from learnsched.control import RunConfig, build_run
 from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
 
+from conftest import one_line, run
 from control_support import COUNTING
 from engine_support import strict_config
 
@@ -201,3 +204,35 @@ def test_build_run_refuses_what_learnsched_run_refuses(tmp_path: Path) -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             build_run(replace(good, **change))  # type: ignore[arg-type]
+
+
+# --- the reader -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (codecs.BOM_UTF8 + b'engine = "vllm"\nbogus = 1\n', "bogus: not a flag of this command"),
+        (b'engine = "\xff"\n', r"line 1: not UTF-8 text \(byte 0xff at offset 10"),
+        # RecursionError under the default limit; parsed (then refused by key) where a
+        # test runner raised it: named either way.
+        (
+            b"engine = " + b"[" * 5000 + b"]" * 5000 + b"\n",
+            "nested too deeply to read|engine must be",
+        ),
+    ],
+)
+def test_run_config_is_read_by_the_one_reader(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, data: bytes, message: str
+) -> None:
+    """``run --config`` goes through the one reader: a BOM is skipped, and a bad byte or deep
+    nesting is one line naming the file (tomllib alone says "not TOML" to a BOM, names no
+    file, and may raise RecursionError)."""
+    config = tmp_path / "c.toml"
+    config.write_bytes(data)
+    status, _, err = run(capsys, "run", "--config", str(config))
+    assert status == 2
+    line = one_line(err)
+    assert line.startswith("learnsched run: error: "), line
+    assert re.search(message, line), line
+    assert str(config) in line

@@ -27,9 +27,9 @@ from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess
 
 SLO_S = 2.0
-# Never finished within a test's windows, even on a quiet machine (a quantum of the tiny
-# model takes about 16 ms there: 400 quanta published, and the checkpoint was no longer
-# the last durable state); on a loaded one still worth starting over the long window.
+# Never finished within a test's windows, even on a quiet machine where a quantum of the
+# tiny model is fast (a published job's last checkpoint would no longer be the last durable
+# state the test checks); on a loaded one still worth starting over the long window.
 TRAINER = {"work_quanta": 2000, "steps_per_quantum": 1}
 
 

@@ -1,6 +1,6 @@
-"""An arrival interrupts the trainer's quantum at once (issue 19: every early return
-starts within one poll of the arrival, and a held request's added latency is at most
-the return path plus 1 s), with multi-second quanta, on the strict simulated engine.
+"""An arrival interrupts the trainer's quantum at once (every early return starts within
+one poll of the arrival, and a held request's added latency is at most the return path
+plus 1 s), with multi-second quanta, on the strict simulated engine.
 
 The trainer's partial quantum is lost (the model counts whole quanta), durable progress
 stays, and the ledger records the interrupted quantum; a trainer that ignores the

@@ -1,4 +1,4 @@
-"""The bounded look-ahead: a decision's cost does not grow with the calendar (issue 26, 5)."""
+"""The bounded look-ahead: a decision's cost does not grow with the calendar."""
 
 from __future__ import annotations
 

@@ -304,8 +304,8 @@ def test_a_failing_trainer_stops_the_loop_after_returning_capacity(tmp_path: Pat
 def test_a_diverged_loss_is_a_trainer_failure_never_saved(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], loss: float
 ) -> None:
-    """A NaN or infinite loss used to end the run with exit 2 (the ledger refuses NaN):
-    now it is a recorded trainer failure, the engine is back and nothing is saved."""
+    """A NaN or infinite loss is a recorded trainer failure, not the run's end (the ledger
+    refuses NaN, which would end it with exit 2): the engine is back, nothing is saved."""
     calendar = tmp_path / "calendar.json"
     calendar.write_text(json.dumps({"windows": [[0.2, 3.0], [4.0, 60.0]]}))
     with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:

@@ -1,4 +1,4 @@
-"""``learnsched run --metrics-port``: the loop's Prometheus metrics and /healthz (issue 26, 7)."""
+"""``learnsched run --metrics-port``: the loop's Prometheus metrics and /healthz."""
 
 from __future__ import annotations
 

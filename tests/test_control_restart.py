@@ -1,9 +1,9 @@
-"""Restarts that heal, one loop per engine and ledger, and clean stops (issue 26, 2-4).
+"""Restarts that heal, one loop per engine and ledger, and clean stops.
 
-Each test reproduces a defect of the loop as it was: the engine left parked until a
-new trainer had started, a failed return forgotten by the next run, a failed resume
-exiting with the engine parked, two loops driving one engine, a process-group SIGTERM
-killing the trainer.
+Each test pins a failure a loop must not have: the engine left parked until a new
+trainer has started, a failed return forgotten by the next run, a failed resume exiting
+with the engine parked, two loops driving one engine, a process-group SIGTERM killing
+the trainer.
 """
 
 from __future__ import annotations
@@ -207,8 +207,8 @@ def test_a_failed_return_quarantines_until_cleared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The weights do not come back: the run stops (1) and quarantines the engine; the
-    next run used to take a fresh reference answer from the broken engine and lend
-    again; now it refuses (3) until --clear-quarantine."""
+    next run refuses (3) until --clear-quarantine, rather than take a fresh reference
+    answer from the broken engine and lend again."""
     with SimulatedEngine(EngineConfig("vllm", weights_backup=False, **FAST)) as engine:
         assert main(run_argv(engine.url, tmp_path)) == 1
         assert "weights not restored" in capsys.readouterr().err
@@ -250,7 +250,7 @@ def test_an_unreturnable_engine_exits_3_naming_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every resume answers 500: bounded retries, then exit 3 naming the engine, and
-    quarantined (it used to exit with the engine still parked and nothing recorded)."""
+    quarantined, never an exit with the engine still parked and nothing recorded."""
     with SimulatedEngine(EngineConfig("vllm", resume_status=500, **FAST)) as engine:
         argv = run_argv(engine.url, tmp_path, return_tries=3, return_backoff=0.05)
         assert main(argv) == 3
@@ -284,7 +284,8 @@ def test_backoff_waits_are_bounded() -> None:
 def test_an_unreachable_engine_is_an_environment_failure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Connection refused exited 2 (bad input); the input was fine: exit 4."""
+    """Connection refused is the environment's failure (exit 4), not bad input (2): the
+    input is fine."""
     from learnsched.testing import free_port
 
     assert main(run_argv(f"http://127.0.0.1:{free_port()}", tmp_path)) == 4
@@ -353,8 +354,8 @@ def test_lease_names_compare_scheme_host_and_port() -> None:
 def test_a_process_group_signal_ends_the_quantum_returns_and_exits_0(
     tmp_path: Path, signum: int
 ) -> None:
-    """systemd's default stop and Ctrl-C signal the whole process group: the trainer
-    used to die of it (its work lost as a trainer death); now it runs in its own session
+    """systemd's default stop and Ctrl-C signal the whole process group: the trainer runs
+    in its own session (else it would die of the signal, its work lost as a trainer death)
     and the loop ends the quantum, returns the engine and exits 0."""
     with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
         argv = run_argv(engine.url, tmp_path, trainer={"work_quanta": 100, "quantum_s": 0.2})
@@ -394,8 +395,8 @@ def test_a_process_group_signal_ends_the_quantum_returns_and_exits_0(
 def test_an_engine_without_load_gauges_is_refused_not_run_blind(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """SGLang without --enable-metrics used to be polled in vain (the loop ran blind and
-    said nothing): the run refuses before lending, naming the flag."""
+    """SGLang without --enable-metrics cannot be polled for idleness (the loop would run
+    blind and say nothing): the run refuses before lending, naming the flag."""
     config = EngineConfig("sglang", metrics=False, **FAST)
     with SimulatedEngine(config) as engine:
         assert main(run_argv(engine.url, tmp_path, "sglang")) == 1

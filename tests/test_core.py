@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 import threading
 
+import numpy as np
 import pytest
 
 from learnsched import _core
+
+from conftest import small_scenario
 
 
 def make(**overrides: object) -> _core.finite.Scenario:
@@ -238,3 +241,26 @@ def test_scenario_rows_share_pieces_and_name_bad_rows() -> None:
         _core.finite.scenario_rows(
             windows, costs, initial, [0, 0], [6], [5.0] * 2, [1.0] * 2, [600.0] * 2, [0, 0], [0, 0]
         )
+
+
+# --- flags and shapes -------------------------------------------------------------------------
+
+
+def test_core_bindings_take_only_true_or_false_as_flags() -> None:
+    with pytest.raises(TypeError):
+        _core.finite.State(0, 0, 0, None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _core.finite.State(0, 0, 0, 2)  # type: ignore[arg-type]
+    model = _core.finite.Model(small_scenario().to_core())
+    with pytest.raises(TypeError):
+        model.decide(0, 0, 0, 1, _core.finite.Policy.DP)  # type: ignore[arg-type]
+
+
+def test_private_ties_names_shapes_that_do_not_broadcast() -> None:
+    """Shapes that do not broadcast are named (pybind11's vectorize alone raises an unnamed
+    RuntimeError)."""
+    with pytest.raises(
+        ValueError, match=r"a and b must broadcast to one shape, got shapes \(2,\) and \(3,\)"
+    ):
+        _core.finite.ties(np.ones(2), np.ones(3))
+    assert _core.finite.ties(np.ones(3), np.ones((2, 1))).shape == (2, 3)

@@ -125,7 +125,7 @@ def test_every_path_gives_the_same_values(tmp_path: Path, base: ls.Scenario) -> 
     assert list(online.policies["clairvoyant"].values) == solved[:, dp].tolist()
 
 
-def test_the_two_path_sweep_case_of_issue_23(tmp_path: Path) -> None:
+def test_a_two_path_sweep_base_keeps_its_cold_path(tmp_path: Path) -> None:
     scenario = ls.Scenario(
         windows=((0.0, 500.0),),
         work_quanta=6,

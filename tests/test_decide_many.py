@@ -1,4 +1,4 @@
-"""Model.decide_many and the indexed lookahead (issue 12): the same actions as decide and as
+"""Model.decide_many and the indexed lookahead: the same actions as decide and as
 the linear scan over every feasible action, in every state, ties and tolerance chains included."""
 
 from __future__ import annotations
@@ -342,7 +342,7 @@ def shuffled_states(scenario: ls.Scenario, n: int, seed: int) -> tuple[np.ndarra
 @pytest.mark.parametrize(("quanta", "n"), [(9_000, 20_000), (20_000, 40_000)])
 def test_large_shuffled_batches_decide_as_in_the_order_given(quanta: int, n: int) -> None:
     """Tables of 2^15 entries and more and batches of 2^14 states and more are decided in
-    (window, start) order (issue 22): every entry is still its own state's decision, the
+    (window, start) order: every entry is still its own state's decision, the
     same as in batches too small to be reordered."""
     scenario = long_windows(quanta, ls.PAPER_WARM, 0.5)
     model = ls.Model(scenario)

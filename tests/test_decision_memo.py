@@ -1,4 +1,4 @@
-"""The decision memo (issue 22): Costed Window's, Rollout's and DP's decisions are remembered
+"""The decision memo: Costed Window's, Rollout's and DP's decisions are remembered
 per state from a policy's second call since the (re)build on. A remembered answer must be the
 computed one, a rebuild must forget every answer, and an invalid state must raise as before."""
 

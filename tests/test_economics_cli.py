@@ -10,7 +10,7 @@ import pytest
 from learnsched.cli.econ import DEFAULT_BASELINE
 from learnsched.economics import TABLE_B1
 
-from conftest import run_handler as run
+from conftest import one_line, run, run_handler
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -26,7 +26,7 @@ PAPER_KEYS = {
 
 
 def test_paper_json_recomputes_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["econ", "paper", "--json"], capsys)
+    status, out = run_handler(["econ", "paper", "--json"], capsys)
     figures = json.loads(out)
     assert status == 0
     assert set(figures) >= PAPER_KEYS
@@ -41,7 +41,7 @@ def test_paper_json_recomputes_every_figure(capsys: pytest.CaptureFixture[str]) 
 
 
 def test_paper_table(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out = run(["econ", "paper"], capsys)
+    _, out = run_handler(["econ", "paper"], capsys)
     for text in ("5, 80", "+68.866", "W - 3124", "-1660", "15311", "21830.529", "28.24%", "1.9868"):
         assert text in out
 
@@ -54,33 +54,33 @@ def breakeven_argv(unit_value: str) -> list[str]:
 
 def test_breakeven(capsys: pytest.CaptureFixture[str]) -> None:
     argv = breakeven_argv("1")
-    _, out = run([*argv, "--payback", "4294.2", "53.8", "--json"], capsys)
+    _, out = run_handler([*argv, "--payback", "4294.2", "53.8", "--json"], capsys)
     data = json.loads(out)
     assert data["latest_start_s"] == pytest.approx(600.0)
     assert data["profitable"] is True
     assert data["payback_uses"] == 80
-    _, out = run([*argv, "--start", "700"], capsys)
+    _, out = run_handler([*argv, "--start", "700"], capsys)
     assert "profitable                    no" in out
 
 
 def test_breakeven_without_reuse_value_prints_never(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out = run(breakeven_argv("0"), capsys)
+    _, out = run_handler(breakeven_argv("0"), capsys)
     assert "never" in out
 
 
 def test_wait(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["econ", "wait", "--cost-now", "170.092", "--cost-wait", "99.988"]
     argv += ["--publish-now", "325.048", "--publish-wait", "330", "--benefit-rate", "0.25"]
-    _, out = run(argv, capsys)
+    _, out = run_handler(argv, capsys)
     assert "+68.866 s-eq." in out
-    _, out = run([*argv, "--json"], capsys)
+    _, out = run_handler([*argv, "--json"], capsys)
     assert round(json.loads(out)["gain"], 3) == 68.866
 
 
 def test_utility(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out = run(["econ", "utility", "--demand", "sparse", "--json"], capsys)
+    _, out = run_handler(["econ", "utility", "--demand", "sparse", "--json"], capsys)
     assert json.loads(out)["utility"] == "-1660"
-    _, out = run(["econ", "utility", "--guidance", "--value", "0"], capsys)
+    _, out = run_handler(["econ", "utility", "--guidance", "--value", "0"], capsys)
     assert "21830.529" in out
     assert "28.24%" in out
     assert "1.9868" in out
@@ -90,13 +90,13 @@ def test_utility(capsys: pytest.CaptureFixture[str]) -> None:
 def test_utility_defaults_work_for_every_demand_pattern(
     demand: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, out = run(["econ", "utility", "--demand", demand, "--json"], capsys)
+    status, out = run_handler(["econ", "utility", "--demand", demand, "--json"], capsys)
     data = json.loads(out)
     assert status == 0
     assert data["better"] == "learnsched"
     assert data["baseline"] == DEFAULT_BASELINE[demand]
     assert data["baseline"] in TABLE_B1[demand]
-    status, out = run(["econ", "utility", "--demand", demand], capsys)
+    status, out = run_handler(["econ", "utility", "--demand", demand], capsys)
     assert status == 0
     assert f"learnsched over {DEFAULT_BASELINE[demand]} ({demand})" in out
 
@@ -107,7 +107,9 @@ def test_default_baselines() -> None:
 
 
 def test_explicit_baseline_overrides_the_default(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out = run(["econ", "utility", "--demand", "sustained", "--baseline", "never"], capsys)
+    _, out = run_handler(
+        ["econ", "utility", "--demand", "sustained", "--baseline", "never"], capsys
+    )
     assert "learnsched over never (sustained)" in out
     assert "118W + 48904" in out  # 118 more answers, 48904 fewer tokens
 
@@ -129,7 +131,7 @@ GOLDEN_COMMANDS = {
 
 @pytest.mark.parametrize("name", sorted(GOLDEN_COMMANDS))
 def test_text_output_matches_golden(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(GOLDEN_COMMANDS[name].split(), capsys)
+    status, out = run_handler(GOLDEN_COMMANDS[name].split(), capsys)
     assert status == 0
     assert out == (GOLDEN / name).read_text()
 
@@ -144,16 +146,16 @@ JSON_COMMANDS = [
 def test_json_output_is_indented_like_the_rest_of_the_cli(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _, out = run(command.split(), capsys)
+    _, out = run_handler(command.split(), capsys)
     assert out == json.dumps(json.loads(out), indent=2) + "\n"  # as `learnsched solve --json`
     assert out.startswith('{\n  "')
 
 
 def test_alerts_table_and_json(capsys: pytest.CaptureFixture[str]) -> None:
-    _, out = run(["econ", "alerts", "--n", "2000", "--seed", "3", "--repeats", "2"], capsys)
+    _, out = run_handler(["econ", "alerts", "--n", "2000", "--seed", "3", "--repeats", "2"], capsys)
     assert "vllm oracle" in out
     assert "sglang min. confidence" in out
-    _, out = run(["econ", "alerts", "--n", "2000", "--repeats", "2", "--json"], capsys)
+    _, out = run_handler(["econ", "alerts", "--n", "2000", "--repeats", "2", "--json"], capsys)
     data = json.loads(out)
     assert data["seeds"] == [0, 1]
     assert set(data["loss_per_alert"]) == {"vllm", "sglang"}
@@ -167,7 +169,7 @@ def test_alerts_recovery_samples_and_plot(
     samples.write_text(json.dumps({"fast": [1.0, 2.0], "slow": [80.0]}))
     plot = tmp_path / "fig10.png"
     argv = ["econ", "alerts", "--n", "2000", "--repeats", "2", "--recovery-samples", str(samples)]
-    _, out = run([*argv, "--plot", str(plot)], capsys)
+    _, out = run_handler([*argv, "--plot", str(plot)], capsys)
     assert "fast learnsched" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary behind
@@ -197,7 +199,7 @@ def test_bad_input_raises_value_error(
     argv: str, match: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(ValueError, match=match):
-        run(argv.split(), capsys)
+        run_handler(argv.split(), capsys)
 
 
 @pytest.mark.parametrize(
@@ -216,11 +218,35 @@ def test_bad_recovery_samples(
     samples = tmp_path / "samples.json"
     samples.write_text(text)
     with pytest.raises(ValueError, match=match):
-        run(["econ", "alerts", "--n", "10", "--recovery-samples", str(samples)], capsys)
+        run_handler(["econ", "alerts", "--n", "10", "--recovery-samples", str(samples)], capsys)
 
 
 def test_missing_recovery_samples_is_an_os_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(OSError, match="missing"):
-        run(["econ", "alerts", "--recovery-samples", str(tmp_path / "missing.json")], capsys)
+        run_handler(
+            ["econ", "alerts", "--recovery-samples", str(tmp_path / "missing.json")], capsys
+        )
+
+
+# --- overflow ---------------------------------------------------------------------------------
+
+
+def test_an_overflowing_decimal_rounds_to_infinity_and_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``float(Fraction)`` beyond a double raises OverflowError: rounding gives infinity
+    instead, which the command names as an overflow (exit 2)."""
+    from fractions import Fraction
+
+    from learnsched.economics._decimal import rounded
+
+    assert rounded(Fraction(10) ** 400) == float("inf")
+    assert rounded(-(Fraction(10) ** 400)) == float("-inf")
+    status, _, err = run(
+        capsys, "econ", "wait", "--cost-now=1e308", "--cost-wait=0", "--publish-now=-1e308",
+        "--publish-wait=1e308", "--benefit-rate=1e308",
+    )  # fmt: skip
+    assert status == 2
+    assert "overflows a double" in one_line(err)

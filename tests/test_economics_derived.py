@@ -10,7 +10,7 @@ import pytest
 from learnsched.economics import paper_economics
 from learnsched.economics.derived import PrintedFigure, derived_figures
 
-from conftest import run_handler as run
+from conftest import run_handler
 
 DERIVED_KEYS = {
     "fig5_gains",
@@ -35,7 +35,7 @@ def figures() -> dict[str, Any]:
 
 
 def test_econ_paper_json_carries_every_key(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["econ", "paper", "--json"], capsys)
+    status, out = run_handler(["econ", "paper", "--json"], capsys)
     data = json.loads(out)
     assert status == 0
     assert set(data) >= DERIVED_KEYS
@@ -144,7 +144,7 @@ def test_the_c3_figure_cites_app_c3_and_keeps_its_old_key_one_release(
 
 
 def test_paper_values_print_with_the_papers_decimals(capsys: pytest.CaptureFixture[str]) -> None:
-    status, out = run(["econ", "paper"], capsys)
+    status, out = run_handler(["econ", "paper"], capsys)
     assert status == 0
     assert "(paper 36.0%), 31.03% (paper 31.0%)" in out  # Fig. 12(a) prints 36.0% and 31.0%
     assert "(paper 36%)" not in out
@@ -152,7 +152,7 @@ def test_paper_values_print_with_the_papers_decimals(capsys: pytest.CaptureFixtu
 
 def test_no_binary_float_noise_in_the_economics_json(capsys: pytest.CaptureFixture[str]) -> None:
     """8589.471 / 0.561 is 15311 exactly; 0.25 * (330 - 325.047748) is 1.238063."""
-    status, out = run(["econ", "paper", "--json"], capsys)
+    status, out = run_handler(["econ", "paper", "--json"], capsys)
     data = json.loads(out)
     assert status == 0
     assert data["service_cost_ds"] == 15311.0

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 import threading
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from learnsched import _core
 from learnsched.calendar import ForecastDecision
 
 import forecast_reference
-from conftest import calendar
+from conftest import TWO_PATH, calendar, one_line, run, write_file
 from strategies import scenarios, to_reference
 
 POLICIES = [_core.finite.Policy.WINDOW, _core.finite.Policy.COSTED_WINDOW, _core.finite.Policy.ROLLOUT, _core.finite.Policy.DP]
@@ -283,3 +286,67 @@ def test_decisions_match_the_pure_python_reference(
                 base, current_window, samples, policy, (0, p, pbar, active)
             )
             assert (got.name, got.quanta, got.checkpoint, got.cold) == want
+
+
+# --- sample tables: offsets and sizes checked before anything is built ------------------------
+
+
+def test_sample_tables_refuse_out_of_bounds_offsets() -> None:
+    """Offsets are checked before the samples are read: out of bounds, the binding would
+    read past its buffer."""
+    candidate = ls.Scenario.from_json({**TWO_PATH, "horizon_s": 5000.0}).to_core()
+    windows = np.array([[600.0, 700.0], [800.0, 900.0]])
+    policies = [_core.finite.Policy.DP]
+    for offsets in ([0, 100, 2], [0, -5, 2], [0, 3, 2], [0, 2, 1, 2]):
+        with pytest.raises(ValueError, match="offsets"):
+            _core.forecast.SampleTables(candidate, windows, np.array(offsets), policies)
+    current = _core.finite.Scenario(
+        [(0.0, 500.0)], 6, 50.0, 1.0, 5000.0, candidate.costs, _core.finite.State(0, 0, 0, False)
+    )
+    with pytest.raises(ValueError, match="offsets"):
+        _core.forecast.ForecastModel(current, windows, np.array([0, 7, 2]), policies)
+    with pytest.raises(ValueError, match="more than the limit of 65536"):
+        _core.forecast.SampleTables(candidate, windows, np.zeros(2**16 + 2, dtype=np.int64), policies)
+
+
+def online_spec(work_quanta: int, samples: int) -> dict[str, Any]:
+    return {
+        "windows": [[0, 10]],
+        "work_quanta": work_quanta,
+        "quantum_s": 1e-6,
+        "benefit_rate": 1,
+        "horizon_s": 1000,
+        "recovery_s": 1,
+        "residency_rate": 0,
+        "save_s": 0,
+        "load_s": 0,
+        "initial": {"progress": 0, "durable": 0, "active": False},
+        # Distinct samples: equal ones would share one build (SampleTables dedupes them).
+        "forecast": {"samples": [[[100 + i, 200 + i]] for i in range(samples)]},
+    }
+
+
+def test_online_samples_x_states_is_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 1.8 KB SPEC (J = 2^23 - 2, 64 one-window samples) asks for gigabytes of tables: the
+    size is refused, in one line, before any table is built."""
+    spec = write_file(tmp_path / "o.json", json.dumps(online_spec(2**23 - 2, 64)))
+    status, out, err = run(capsys, "online", spec)
+    assert (status, out) == (2, "")
+    line = one_line(err)
+    assert line.endswith(  # the size asked: 64 x 2 x (2^23 - 1), before any table is built
+        "samples x states: the sum over 64 samples of (windows + 1) x (work_quanta + 1) = "
+        "1073741696 exceeds the limit of 16777216"
+    )
+
+
+def test_core_sample_tables_bound_the_sum_of_their_states() -> None:
+    candidate = ls.Scenario.from_json(
+        {k: v for k, v in online_spec(2**23 - 2, 1).items() if k != "forecast"}
+    ).to_core()
+    windows = np.array([[100.0 + i, 200.0 + i] for i in range(64)])  # distinct: built apart
+    offsets = np.arange(65, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"= 1073741696 exceeds the limit of 16777216"):
+        _core.forecast.SampleTables(candidate, windows, offsets, [_core.finite.Policy.DP])
+    assert _core.forecast.MAX_SAMPLE_STATES == _core.finite.MAX_STATES

@@ -18,15 +18,9 @@ from hypothesis import strategies as st
 
 from learnsched.cli import main
 
-from strategies import scenarios
+from strategies import json_values, scenarios
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
-
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=8,
-)
 
 
 @st.composite

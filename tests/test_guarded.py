@@ -7,6 +7,7 @@ import io
 import json
 import math
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,35 @@ def test_cli_guard_errors_are_one_line(
     assert status == 2
     assert message in err
     assert len(err.strip().splitlines()) == 1
+
+
+# --- the private entry points -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("noise", "error", "message"),
+    [
+        (
+            lambda s, a: "x",
+            TypeError,
+            "score_noise(state, action) must return a number (s-eq.), got str",
+        ),
+        (lambda s, a: None, TypeError, "must return a number (s-eq.), got NoneType"),
+        (lambda s, a: True, TypeError, "must return a number (s-eq.), got bool"),
+        (lambda s, a: 10**400, ValueError, "must return a finite number"),
+    ],
+)
+def test_private_score_noise_is_checked_like_the_public_one(
+    noise: Any, error: type[Exception], message: str
+) -> None:
+    """The core checks what a score returns itself: pybind11's cast alone raises an unnamed
+    RuntimeError ("Unable to cast Python instance ...")."""
+    # The core model as learnsched builds it: its decide falls back on the Python checks.
+    model = ls.Model(ls.scenario_by_id("S0348").scenario)._model
+    with pytest.raises(error, match=re.escape(message)):
+        model.solve(_core.finite.Policy.GUARDED, 0.0, noise)
+    with pytest.raises(error, match=re.escape(message.replace("score_noise", "scores"))):
+        _core.finite.measure_score_error(model, noise, 0.0, _core.finite.Reach.ALL)
+    with pytest.raises((TypeError, ValueError), match="score_noise"):  # the Python checks
+        model.decide(0, 0, 0, False, "guarded", 0.0, noise)
+    assert model.solve(_core.finite.Policy.GUARDED, 0.0, lambda s, a: np.float32(0.5)).value > 0

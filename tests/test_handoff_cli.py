@@ -16,7 +16,7 @@ from learnsched.serving import read_ledger
 from learnsched.serving.errors import NvmlUnavailable
 from learnsched.testing import free_port
 
-from conftest import run_python
+from conftest import one_line, run, run_python
 from engine_support import shell_command
 
 
@@ -267,3 +267,15 @@ def test_vllm_reloads_exactly_when_the_level_discards_the_weights(
     assert args.reload is False
     assert main([*base, "--level", "1", "--reload"]) == 2
     assert "a level-1 sleep keeps the weights in host memory" in capsys.readouterr().err
+
+
+# --- bounds -----------------------------------------------------------------------------------
+
+
+def test_probe_runs_are_bounded(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--runs`` is bounded: ``probe lora --runs 2147483648`` would not end."""
+    status, _, err = run(
+        capsys, "probe", "lora", "--device=cpu", "--shape=tiny", "--runs", "2147483648"
+    )
+    assert status == 2
+    assert one_line(err).endswith("--runs must be <= 10000, got 2147483648")

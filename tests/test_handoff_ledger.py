@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -110,3 +113,30 @@ def test_writer_killed_mid_append_loses_nothing_committed(tmp_path: Path) -> Non
         after = read_ledger(path)
     assert [r.durable_progress for r in after] == [*range(COMMITTED), 99]
     assert path.read_bytes().startswith(data[: data.rindex(b"\n") + 1])
+
+
+# --- a full disk ------------------------------------------------------------------------------
+
+
+def test_a_failed_ledger_append_leaves_no_torn_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk mid-append cuts the half line: left, the reader would take it for the
+    torn tail of a killed writer."""
+    ledger = HandoffLedger(tmp_path / "l.jsonl")
+    written = os.write
+
+    def half_then_full(fd: int, data: Any) -> int:
+        if len(data) > 8:
+            written(fd, bytes(data[: len(data) // 2]))
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return written(fd, data)
+
+    ledger.append(HandoffRecord(kind="checkpoint", durable_progress=0))
+    size = ledger.path.stat().st_size
+    monkeypatch.setattr(os, "write", half_then_full)
+    with pytest.raises(OSError, match="No space left"):
+        ledger.append(HandoffRecord(kind="checkpoint", durable_progress=1))
+    monkeypatch.undo()
+    assert ledger.path.stat().st_size == size  # the half line was cut
+    assert len(read_ledger(ledger.path)) == 1  # and no warning (filterwarnings: error)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -185,3 +188,35 @@ def test_package_imports_without_the_gpu_extra(tmp_path: Path) -> None:
     assert lines[0] == "69.988"
     assert lines[1].startswith("torch is not installed")
     assert "learnsched[gpu]" in lines[1]
+
+
+# --- updates under a lock ---------------------------------------------------------------------
+
+
+def test_two_processes_updating_one_profile_lose_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "profile.json"
+    names = sorted(ls.handoff.profile.QUANTITIES)
+    units = ls.handoff.profile.QUANTITIES
+    script = textwrap.dedent(
+        """
+        import sys
+        from learnsched.handoff.profile import CostProfile, Measurement, update_cost_profile
+        path, names, units = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+        for rounds in range(4):
+            for name, unit in zip(names, units):
+                m = Measurement(mean=1.0 + rounds, unit=unit)
+                update_cost_profile(path, CostProfile(measurements={name: m}))
+        """
+    )
+    halves = [names[0::2], names[1::2]]
+    children = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(path), ",".join(h), ",".join(units[n] for n in h)],
+            cwd=tmp_path,
+        )
+        for h in halves
+    ]
+    assert [child.wait(timeout=300) for child in children] == [0, 0]
+    profile = ls.handoff.load_cost_profile(path)
+    assert sorted(profile.measurements) == names
+    assert all(m.mean == 4.0 for m in profile.measurements.values())

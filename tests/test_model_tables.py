@@ -132,7 +132,7 @@ def indexed_decisions(model: _core.finite.Model) -> list[tuple[object, ...]]:
 )
 def test_rebuild_reuses_the_lookahead_indexes(shapes: list[tuple[int, int, bool]]) -> None:
     """Rebuilds between scenarios of more and fewer windows, quanta and paths keep each
-    index's rows and levels (issue 22): every indexed decision is a fresh model's."""
+    index's rows and levels: every indexed decision is a fresh model's."""
     model = _core.finite.Model(long_window_scenario(*shapes[0]))
     indexed_decisions(model)  # builds index rows for the next rebuild to reuse
     for shape in shapes[1:]:

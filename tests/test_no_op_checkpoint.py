@@ -33,7 +33,7 @@ def example(progress: int, durable: int, costs: ls.HandoffCosts = ls.PAPER_COLD)
     )
 
 
-def test_the_issues_saved_active_example_pays_no_save() -> None:
+def test_a_saved_active_candidate_pays_no_save() -> None:
     s = example(3, 3)
     # Exact: return (69.988), then load and finish 3 quanta at 100 s, publishing at
     # 115.047748 and returning by 185.035748.
@@ -43,8 +43,8 @@ def test_the_issues_saved_active_example_pays_no_save() -> None:
         assert plan.steps[0].action == "discard_return", policy
         assert plan.cost.save == 0.0, policy
         assert plan.value == pytest.approx(exact, abs=1e-9), policy
-    # Before, Window, Static ROI and Costed Window paid 0.068075 for a checkpoint of
-    # nothing, and Rollout recorded a win over Costed Window: now they tie.
+    # Charging 0.068075 for a checkpoint of nothing would cost Window, Static ROI and
+    # Costed Window here and hand Rollout a spurious win over Costed Window: they tie.
     assert ls.solve(s, "rollout").value == ls.solve(s, "costed_window").value
 
 

@@ -98,3 +98,26 @@ def test_cost_total_adds_left_to_right_as_the_core(parts: tuple[float, ...]) -> 
 
 def test_cost_total_is_not_a_compensated_sum() -> None:
     assert ls.CostSplit(work=0.1, save=0.2, load=0.3).total == 0.6000000000000001
+
+
+# --- one association for time sums ------------------------------------------------------------
+
+
+def test_publish_is_never_after_ready() -> None:
+    # (0.1 + 0.2) + 0.3 = 0.6000000000000001 > 0.1 + (0.2 + 0.3) = 0.6: summed in two
+    # associations, publish could come after ready.
+    s = ls.Scenario(
+        windows=((0.1, 10.0),),
+        work_quanta=2,
+        quantum_s=0.3,
+        benefit_rate=1.0,
+        horizon_s=100.0,
+        costs=ls.HandoffCosts(recovery_s=0.0, load_s=0.2),
+        initial=ls.InitialState(progress=1, durable=1),
+    )
+    step = ls.solve(s, "window").steps[0]
+    assert step.action == "publish"
+    assert step.publish_s is not None
+    assert step.ready_s is not None
+    assert step.publish_s <= step.ready_s
+    assert step.publish_s == 0.1 + (0.2 + 0.3)

@@ -1,4 +1,4 @@
-"""Causal portfolios (issue 25 item 6a): several candidates on one GPU serving a request
+"""Causal portfolios: several candidates on one GPU serving a request
 trace, the idle gap's end unknown, on causal scheduling's simulator and decisions."""
 
 from __future__ import annotations
@@ -39,6 +39,8 @@ from learnsched.portfolio.causal import (
     run_portfolio_causal,
 )
 from learnsched.scenario import InitialState
+
+from conftest import write_spec
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "portfolio.md"
 FROM_S, TO_S = 600.0, 1200.0
@@ -298,12 +300,6 @@ def test_the_core_refuses_candidates_with_different_return_paths() -> None:
         )
 
 
-def write(tmp_path: Path, spec: object) -> str:
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps(spec), encoding="utf-8")
-    return str(path)
-
-
 def causal_spec() -> dict[str, object]:
     spec = portfolio(jobs(3, 4)).to_json()
     del spec["windows"]  # causal mode: the trace's gaps are the windows
@@ -311,7 +307,7 @@ def causal_spec() -> dict[str, object]:
 
 
 def test_cli_trace_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, causal_spec())
+    path = write_spec(tmp_path, causal_spec())
     status = main(["portfolio", path, "--trace", "--to-s", "1200", "--samples", "8", "--json"])
     out, err = capsys.readouterr()
     assert (status, err) == (0, "")
@@ -335,7 +331,7 @@ def test_cli_trace_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 def test_cli_trace_bad_input_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
-    path = write(tmp_path, causal_spec())
+    path = write_spec(tmp_path, causal_spec())
     try:
         status = main(["portfolio", path, "--trace", *argv])
     except SystemExit as usage:  # argparse's own errors
@@ -350,12 +346,12 @@ def test_cli_trace_policies_from_the_spec(
 ) -> None:
     spec = causal_spec()
     spec["policies"] = ["gain", "sequential"]
-    status = main(["portfolio", write(tmp_path, spec), "--trace", "--to-s", "1200", "--json"])
+    status = main(["portfolio", write_spec(tmp_path, spec), "--trace", "--to-s", "1200", "--json"])
     out, _ = capsys.readouterr()
     assert status == 0
     assert list(json.loads(out)["policies"]) == ["gain", "sequential"]
     spec["policies"] = ["dp"]
-    assert main(["portfolio", write(tmp_path, spec), "--trace"]) == 2
+    assert main(["portfolio", write_spec(tmp_path, spec), "--trace"]) == 2
 
 
 def docs_rows(setting: str) -> list[str]:

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import learnsched as ls
-from learnsched.cli import main
 from learnsched.portfolio import Portfolio, PortfolioCandidate, solve_portfolio
 from learnsched.portfolio.study import DEMANDS, idle_calendars, run_study, study_settings
 
-from conftest import run_python
+from conftest import one_line, run, run_python, write_file, write_spec
 from portfolio_reference import specs
+from strategies import json_values
 
 GOLDEN = Path(__file__).parent / "golden"
 
@@ -29,21 +29,9 @@ def two_jobs() -> Portfolio:
     return Portfolio.on_windows([(0, 80), (100, 180), (200, 280), (300, 540)], ls.PAPER_COLD, jobs)
 
 
-def write(tmp_path: Path, spec: Any) -> str:
-    path = tmp_path / "spec.json"
-    path.write_text(json.dumps(spec), encoding="utf-8")
-    return str(path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
-
-
 def test_json_is_exactly_the_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = two_jobs().to_json(["sequential", "costed_window", "rollout", "dp"])
-    status, out, err = run(capsys, "portfolio", write(tmp_path, spec), "--json")
+    status, out, err = run(capsys, "portfolio", write_spec(tmp_path, spec), "--json")
     assert (status, err) == (0, "")
     data = json.loads(out)
     assert list(data) == ["policies"]
@@ -62,7 +50,7 @@ def test_json_is_exactly_the_contract(tmp_path: Path, capsys: pytest.CaptureFixt
 
 def test_text_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     spec = two_jobs().to_json(["sequential", "costed_window", "rollout", "dp"])
-    status, out, _ = run(capsys, "portfolio", write(tmp_path, spec))
+    status, out, _ = run(capsys, "portfolio", write_spec(tmp_path, spec))
     assert status == 0
     assert out == (GOLDEN / "portfolio_two_jobs.txt").read_text(encoding="utf-8")
 
@@ -75,7 +63,7 @@ def test_default_policies_and_several_gpus(
     spec["budget_gpu_s"] = 500.0
     out_file = tmp_path / "out.json"
     status, out, _ = run(
-        capsys, "portfolio", write(tmp_path, spec), "--json", "--out", str(out_file)
+        capsys, "portfolio", write_spec(tmp_path, spec), "--json", "--out", str(out_file)
     )
     assert status == 0
     data = json.loads(out)
@@ -113,7 +101,7 @@ def test_bad_spec_is_one_line_and_exit_2(
 ) -> None:
     spec = two_jobs().to_json()
     edit(spec)
-    status, out, err = run(capsys, "portfolio", write(tmp_path, spec))
+    status, out, err = run(capsys, "portfolio", write_spec(tmp_path, spec))
     assert (status, out) == (2, "")
     assert err.count("\n") == 1
     assert err.startswith("learnsched portfolio: error: ")
@@ -127,7 +115,7 @@ def test_a_dp_too_large_is_a_named_bad_input(
     spec = Portfolio.on_windows(
         [(100.0 * k, 100.0 * k + 80) for k in range(20)], ls.PAPER_WARM, jobs
     ).to_json(["dp"])
-    status, _, err = run(capsys, "portfolio", write(tmp_path, spec))
+    status, _, err = run(capsys, "portfolio", write_spec(tmp_path, spec))
     assert status == 2
     assert "error: dp: up to " in err
     assert "above the limit of 1048576" in err
@@ -135,7 +123,7 @@ def test_a_dp_too_large_is_a_named_bad_input(
 
 def test_spec_or_study(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert run(capsys, "portfolio")[0] == 2
-    status, _, err = run(capsys, "portfolio", write(tmp_path, two_jobs().to_json()), "--study")
+    status, _, err = run(capsys, "portfolio", write_spec(tmp_path, two_jobs().to_json()), "--study")
     assert status == 2
     assert "give either SPEC.json or --study" in err
     status, _, err = run(capsys, "portfolio", "--study", "--setting", "moon")
@@ -199,13 +187,6 @@ def test_the_wing_loads_on_first_use(tmp_path: Path) -> None:
     run_python(["-c", code], cwd=tmp_path, check=True)
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
-    max_leaves=8,
-)
-
-
 @st.composite
 def spec_texts(draw: st.DrawFn) -> str:
     """A SPEC's text: valid, with a field replaced by any JSON value, truncated, or random."""
@@ -263,3 +244,51 @@ def test_the_docs_trace_rows_are_what_the_code_computes() -> None:
 def test_the_docs_synthetic_rows_are_what_the_code_computes(setting: str) -> None:
     result = run_study(20, [s for s in study_settings() if s.name == setting])
     assert result.markdown().splitlines()[2:] == docs_rows(setting)
+
+
+# --- --trace's horizon ------------------------------------------------------------------------
+
+
+PORTFOLIO_TRACE_ERRORS = [
+    (
+        ["--from-s", "5000"],
+        (
+            "--from-s 5000 and --to-s (default: the trace's last request, 3435.95 s) leave no "
+            "horizon: --to-s must be > --from-s"
+        ),
+    ),
+    (["--from-s", "1200", "--to-s", "600"], "--from-s 1200 and --to-s 600 leave no horizon"),
+    (["--to-s", "1e9"], "--to-s 1e+09 is after the trace's last request at 3435.95 s"),
+    (["--to-s", "inf"], "--to-s must be finite, got inf"),
+    (["--from-s", "nan"], "--from-s must be finite, got nan"),  # the flag, not the library's now_s
+    (["--history-s", "0"], "--history-s must be > 0, got 0.0"),
+    (["--slo-s", "-1"], "--slo-s must be >= 0, got -1.0"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), PORTFOLIO_TRACE_ERRORS)
+def test_portfolio_trace_horizon_errors_name_the_flags(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """``portfolio --trace``'s horizon is [--from-s, --to-s): its errors name those flags
+    and the defaults they took, not the library's horizon."""
+    spec = {
+        "recovery_s": 0.487,
+        "residency_rate": 0.06,
+        "candidates": [
+            {
+                "name": "a",
+                "work_quanta": 2,
+                "quantum_s": 30,
+                "benefit_rate": 1,
+                "horizon_s": 9000,
+                "save_s": 0.1,
+                "load_s": 0.1,
+                "initial": {"progress": 0, "durable": 0, "active": False},
+            }
+        ],
+    }
+    path = write_file(tmp_path / "p.json", json.dumps(spec))
+    status, _, err = run(capsys, "portfolio", path, "--trace", "--samples", "1", *argv)
+    assert status == 2
+    assert one_line(err).startswith(f"learnsched portfolio: error: {message}"), err

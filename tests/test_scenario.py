@@ -9,12 +9,17 @@ import math
 import multiprocessing
 import pickle
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import learnsched as ls
+from learnsched import _core
+from learnsched.cli import main
+
+from conftest import small_scenario
 
 
 def scenario_json(**overrides: Any) -> dict[str, Any]:
@@ -190,3 +195,111 @@ def test_ranges_are_the_cores_checks(
 ) -> None:
     with pytest.raises(ValueError, match=message):
         replace(s0348, **{field: value})
+
+
+# --- numpy scalar kinds -----------------------------------------------------------------------
+
+
+def _fields(s: ls.Scenario) -> dict[str, Any]:
+    return {
+        "windows": s.windows,
+        "work_quanta": s.work_quanta,
+        "quantum_s": s.quantum_s,
+        "benefit_rate": s.benefit_rate,
+        "horizon_s": s.horizon_s,
+        "costs": s.costs,
+        "initial": s.initial,
+    }
+
+
+def test_timedelta64_is_not_an_integer_or_a_number() -> None:
+    with pytest.raises(TypeError, match=r"work_quanta must be an integer, got"):
+        ls.Scenario(**{**_fields(small_scenario()), "work_quanta": np.timedelta64(6, "s")})
+    with pytest.raises(TypeError, match=r"recovery_s must be a number"):
+        ls.HandoffCosts(recovery_s=np.timedelta64(10, "s"))
+    with pytest.raises(TypeError, match=r"initial.progress must be an integer"):
+        ls.InitialState(progress=np.timedelta64(0, "s"))
+
+
+def test_scenario_keeps_python_types() -> None:
+    s = ls.Scenario(
+        windows=np.array([[0.0, 80.0]], dtype=np.float32),
+        work_quanta=np.int16(6),
+        quantum_s=np.int64(5),
+        benefit_rate=np.float32(0.25),
+        horizon_s=np.uint32(1000),
+        costs=ls.HandoffCosts(recovery_s=np.int8(10), residency_rate=np.float16(0.5)),
+        initial=ls.InitialState(np.int32(0), np.int64(0), np.bool_(False)),
+    )
+    assert type(s.work_quanta) is int
+    assert all(type(v) is float for v in (s.quantum_s, s.benefit_rate, s.horizon_s))
+    assert all(type(t) is float for w in s.windows for t in w)
+    assert type(s.costs.recovery_s) is float
+    assert type(s.costs.residency_rate) is float
+    assert type(s.initial.progress) is int
+    assert type(s.initial.active) is bool
+    assert json.loads(json.dumps(s.to_json())) == s.to_json()
+
+
+# --- magnitude bounds: refused up front, or finite plans --------------------------------------
+
+
+def test_overflow_blames_residency_rate_when_it_is_the_cause() -> None:
+    costs = ls.HandoffCosts(recovery_s=10.0, residency_rate=1e307)
+    with pytest.raises(ValueError, match=r"residency_rate 1e\+307 x the longest segment"):
+        small_scenario().with_costs(costs)
+    with pytest.raises(ValueError, match=r"work_quanta x quantum_s plus the handoff costs"):
+        ls.Scenario(**{**_fields(small_scenario()), "quantum_s": 1e307, "windows": ((0.0, 1e307),)})
+
+
+def huge(windows: int, scale: float, residency_rate: float = 0.5) -> ls.Scenario:
+    return ls.Scenario(
+        windows=tuple((2 * k * scale, (2 * k + 1) * scale) for k in range(windows)),
+        work_quanta=10,
+        quantum_s=scale / 10,
+        benefit_rate=1.0,
+        horizon_s=2 * windows * scale,
+        costs=ls.HandoffCosts(recovery_s=0.0, residency_rate=residency_rate),
+    )
+
+
+def test_plans_near_1e307_are_refused_up_front() -> None:
+    with pytest.raises(ValueError, match=r"windows\[1\] is too far from time 0"):
+        huge(8, 1e307)
+    # Every window and segment is representable, but 64 segment costs are not.
+    with pytest.raises(ValueError, match=r"windows x the longest segment's cost overflows"):
+        huge(64, 1e300, residency_rate=1e6)
+    with pytest.raises(ValueError, match=r"benefit_rate x .* overflows"):
+        ls.Scenario(**{**_fields(huge(1, 1e306)), "horizon_s": 1e308})
+
+
+def test_accepted_magnitudes_give_finite_plans_and_standard_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = huge(8, 1e300)
+    model = ls.Model(s)
+    for plan in model.solve_all().values():
+        assert math.isfinite(plan.value)
+        assert math.isfinite(plan.cost.total)
+    assert math.isfinite(model.optimal_value(0, 0, 0))
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(s.to_json()))
+    assert main(["solve", str(path), "--json"]) == 0
+
+    def refuse(name: str) -> None:
+        raise AssertionError(f"non-standard JSON constant {name}")
+
+    json.loads(capsys.readouterr().out, parse_constant=refuse)
+
+
+def test_plan_length_is_bounded() -> None:
+    """K = 2^23, J = 1 is refused up front: its tables would take about 10 GiB."""
+    assert _core.finite.MAX_WINDOWS == 2**17
+    many = np.broadcast_to([0.0, 1.0], (2**23, 2))  # a view: no 2^23 windows in memory
+    with pytest.raises(ValueError, match="windows must hold at most 131072 windows, got 8388608"):
+        ls.Scenario(**{**_fields(small_scenario()), "windows": many, "work_quanta": 1})
+    windows = [(2.0 * k, 2.0 * k + 1.0) for k in range(2**17 + 1)]
+    costs = _core.finite.HandoffCosts(0.1, 0.0, 0.0, 0.0)
+    core = _core.finite.Scenario(windows, 1, 0.5, 1.0, 1e8, costs, _core.finite.State(0, 0, 0, False))
+    with pytest.raises(ValueError, match="windows must hold at most 131072 windows, got 131073"):
+        _core.finite.Model(core)

@@ -14,7 +14,7 @@ import learnsched as ls
 from learnsched import _core
 from learnsched.solver import decide_arguments
 
-from conftest import calendar
+from conftest import calendar, small_scenario
 
 
 def test_worked_example_s0348(s0348: ls.Scenario) -> None:
@@ -159,7 +159,7 @@ def test_decide_checks_in_the_core_as_the_python_checks_do(
     noise: object,
     scores: object,
 ) -> None:
-    """decide's plain arguments are checked in C++ (issue 22) and every other call goes
+    """decide's plain arguments are checked in C++ and every other call goes
     through decide_arguments: either way the action, or the error's type and message, is
     that of the Python checks followed by the core."""
     model = S0348_MODEL
@@ -258,3 +258,36 @@ def test_solve_documents_its_arguments_and_returns() -> None:
         for section in ("Parameters\n----------", "Returns\n-------"):
             assert section in doc, (function.__qualname__, section)
     assert "policy\n    Policy name" in (inspect.getdoc(ls.solve) or "")
+
+
+# --- the state fields of decide and the value calls -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        ((0, 0, 0, None), TypeError, "active must be true or false, got None"),
+        ((0, 0, 0, 2), TypeError, "active must be true or false, got 2"),
+        ((True, True, True), TypeError, "window must be an integer, got True"),
+        ((0, 0.0, 0), TypeError, "progress must be an integer, got 0.0"),
+        ((0, 0, 2**40), ValueError, "durable must be <= 2147483647, got 1099511627776"),
+        ((0, 10**5000, 0), ValueError, "progress must be <= 2147483647, got an integer of"),
+        (("0", 0, 0), TypeError, "window must be an integer, got '0'"),
+    ],
+)
+def test_decide_and_values_name_bad_state_fields(
+    args: tuple[object, ...], error: type[Exception], message: str
+) -> None:
+    model = ls.Model(small_scenario())
+    with pytest.raises(error, match=message):
+        model.decide(*args)  # type: ignore[arg-type]
+    for value in (model.optimal_value, model.reference_value, model.window_plan_value):
+        with pytest.raises(error, match=message):
+            value(*args)  # type: ignore[arg-type]
+
+
+def test_decide_accepts_numpy_integers_and_bools() -> None:
+    model = ls.Model(small_scenario())
+    expected = model.decide(0, 0, 0, False)
+    assert model.decide(np.int64(0), np.int32(0), np.uint8(0), np.bool_(False)) == expected
+    assert model.optimal_value(np.int64(0), 0, 0) == model.optimal_value(0, 0, 0)

@@ -9,25 +9,15 @@ from typing import Any
 
 import pytest
 
-from learnsched.cli import main
+import learnsched as ls
+
+from conftest import TWO_PATH, one_line, run, write_file, write_spec
 
 SPEC: dict[str, Any] = {
     "base": "paper_grid",
     "vary": {"cold_recovery_s": [40, 69.988, 120]},
     "policies": ["costed_window", "rollout"],
 }
-
-
-def write_spec(tmp_path: Path, spec: object, name: str = "spec.json") -> str:
-    path = tmp_path / name
-    path.write_text(json.dumps(spec))
-    return str(path)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_json_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -141,3 +131,84 @@ def test_a_missing_extra_exits_3(
     assert err.count("\n") == 1
     assert "pip install 'learnsched[ray]'" in err
     assert list(tmp_path.iterdir()) == [tmp_path / "spec.json"]  # failed before it began
+
+
+# --- a two-path base, sizes, values and backends ----------------------------------------------
+
+
+def test_sweep_keeps_the_cold_path_of_a_two_path_base(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    solved = ls.solve(ls.Scenario.from_json(TWO_PATH), "dp").value
+    assert solved == 1390.0
+    spec = write_file(
+        tmp_path / "s.json", json.dumps({"base": [TWO_PATH], "vary": {}, "policies": ["dp"]})
+    )
+    status, out, _ = run(capsys, "sweep", spec, "--out", str(tmp_path / "s.csv"), "--json")
+    assert status == 0
+    # A sweep that dropped the base's cold path would give 1099.0.
+    assert json.loads(out)["points"][0]["mean_value"]["dp"] == solved
+
+
+def test_sweep_points_x_scenarios_is_bounded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 4.2 KB SPEC asks for gigabytes of rows: its points are refused before any is
+    built."""
+    vary = {f: [0.01 * (i + 1) for i in range(12)] for f in ("save_s", "load_s", "residency_rate")}
+    vary["cold_recovery_s"] = [float(10 + i) for i in range(12)]
+    spec = write_file(
+        tmp_path / "big.json", json.dumps({"base": "paper_grid", "vary": vary, "policies": ["dp"]})
+    )
+    status, _, err = run(capsys, "sweep", spec, "--out", str(tmp_path / "big.csv"))
+    assert status == 2
+    assert one_line(err).endswith(
+        "sweep rows: points x base scenarios = 20736 x 1920 = 39813120 exceeds the limit of 4194304"
+    )
+    assert not (tmp_path / "big.csv.parts").exists()
+
+
+@pytest.mark.parametrize("value", ["1e400", "1" + "0" * 400])
+def test_a_sweep_vary_value_beyond_a_double_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """A value beyond a double is named (``float(10**400)`` raises OverflowError)."""
+    text = '{"base": "paper_grid", "vary": {"save_s": [VALUE]}, "policies": ["dp"]}'
+    text = text.replace("VALUE", value)
+    status, _, err = run(
+        capsys, "sweep", write_file(tmp_path / "v.json", text), "--out", str(tmp_path / "v.csv")
+    )
+    assert status == 2
+    assert "vary.save_s[0] must be finite" in one_line(err)
+
+
+def test_a_ray_that_does_not_start_is_an_environment_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local Ray that does not start (under an address-space cap its raylet dies and
+    ``ray.init`` raises a bare ``Exception``) is the environment's failure: exit 4 naming
+    the backend, after ``ray.shutdown()``, not 70 (a bug)."""
+    import types
+
+    from learnsched.sweep import ray_backend
+
+    calls: list[str] = []
+
+    def init(**options: object) -> None:
+        calls.append("init")
+        raise Exception("The current node timed out during startup.\nmore")  # noqa: TRY002
+
+    ray = types.SimpleNamespace(
+        is_initialized=lambda: False, init=init, shutdown=lambda: calls.append("shutdown")
+    )
+    monkeypatch.setattr(ray_backend, "require", lambda module, extra: ray)
+    spec = {"base": [TWO_PATH], "vary": {"benefit_rate": [1, 2]}, "policies": ["rollout"]}
+    path = write_file(tmp_path / "spec.json", json.dumps(spec))
+    out = str(tmp_path / "out.csv")
+    monkeypatch.setattr("learnsched.sweep.run.require", lambda module, extra: ray)
+    status, _, err = run(capsys, "sweep", path, "--out", out, "--backend", "ray", "--workers", "1")
+    assert (status, calls) == (4, ["init", "shutdown"])
+    assert one_line(err) == (
+        "learnsched sweep: error: backend ray: could not start a local Ray: "
+        "The current node timed out during startup."
+    )

@@ -1,6 +1,6 @@
-"""Sweep output at scale (issue 22): binary chunk files, the CSV written once, linear
-summaries, points built per chunk. Each is checked against the way it was done before,
-kept here as the reference: the same bytes, the same bits."""
+"""Sweep output at scale: binary chunk files, the CSV written once, linear summaries,
+points built per chunk. Each is checked against the plain way, kept here as the
+reference: the same bytes, the same bits."""
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ def list_spec(rates: int, horizons: int, invalid: bool = False) -> SweepSpec:
     )
 
 
-# ---- the reference: a summary per point by a pass over every row (before issue 22) ----
+# ---- the reference: a summary per point by a pass over every row ---------------------
 
 
 def reference_summary(spec: SweepSpec, index: int, point: Any, rows: Rows) -> PointSummary:
@@ -122,7 +122,7 @@ def test_linear_summaries_are_the_per_point_ones_bit_for_bit(case: tuple[SweepSp
     ]
 
 
-# ---- the reference CSV writer: a writerow per row (before issue 22) -------------------
+# ---- the reference CSV writer: a writerow per row -------------------------------------
 
 
 def reference_csv(rows: Rows, spec: SweepSpec) -> bytes:

@@ -1,4 +1,4 @@
-"""The strict simulated engine fails as vLLM 0.33 and SGLang 0.5.23 do (issue 26, item 1)."""
+"""The strict simulated engine fails as vLLM 0.33 and SGLang 0.5.23 do."""
 
 from __future__ import annotations
 

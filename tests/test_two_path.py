@@ -181,7 +181,7 @@ def test_rollout_keeps_its_guarantee_with_a_path_choice_on_the_grid(price: float
     assert (rollout >= reference_value - slack).all()
 
 
-def test_the_issues_two_path_examples() -> None:
+def test_two_path_examples_s0632_and_s0936() -> None:
     """At 1 s-eq. per GiB-second: S0632's two-path Rollout scored 238.468 against cold
     recovery's 649.605 (DP 760.026); S0936's Costed Window 66.773 against 664.860."""
     pairs = {w.sid: (w, c, b) for w, c, b in two_path_pairs(1.0)}
