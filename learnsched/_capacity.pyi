@@ -63,7 +63,7 @@ def idle_window_bounds(
     work: _F,
     deadline: _F,
     rate: float,
-    return_s: float,
+    recovery_s: float,
     min_useful_s: float,
     resolution: float,
     tolerance: float,

@@ -686,7 +686,7 @@ cdef double[::1] _zeros(Py_ssize_t n):
     return array.clone(array.array("d"), n, zero=n > 0)
 
 
-def idle_window_bounds(arrival, work, deadline, rate, return_s, min_useful_s, resolution,
+def idle_window_bounds(arrival, work, deadline, rate, recovery_s, min_useful_s, resolution,
                        tolerance):
     """learnsched.calendar.idle_windows's walk over a trace (checked by it) in one kernel:
     ``(starts, ready_by, failed)``, the kept windows' starts and return deadlines, and the
@@ -698,11 +698,11 @@ def idle_window_bounds(arrival, work, deadline, rate, return_s, min_useful_s, re
     per window in the worst case, about the requests of one busy period in practice.
     """
     cdef double r = _real("rate", rate), tol = _real("tolerance", tolerance)
-    cdef double path_s = _real("return_s", return_s), useful = _real("min_useful_s", min_useful_s)
+    cdef double path_s = _real("recovery_s", recovery_s), useful = _real("min_useful_s", min_useful_s)
     cdef double step = _real("resolution", resolution), free, a, service, ready
     _check_positive_finite("rate", r)
     _check_at_least("tolerance", tol, 0.0)
-    _check_at_least("return_s", path_s, 0.0)
+    _check_at_least("recovery_s", path_s, 0.0)
     _check_at_least("min_useful_s", useful, 0.0)
     _check_positive_finite("resolution", step)
     cdef _Windows w = _Windows(arrival, work, deadline, r, tol)

@@ -1573,15 +1573,15 @@ def gap_pools(draw: st.DrawFn, schedule: Any | None = None) -> Any:
         draw(st.floats(1, 1000)),
         draw(st.floats(0, 5)),
         draw(st.floats(0, 10)),
-        draw(st.sampled_from(["empirical", "repeat", "mean"])),
+        draw(st.sampled_from(_core.causal.gap_models())),
         draw(st.integers(1, 4)),
     )
 
 
-CAUSAL_POLICIES = ["window", "costed_window", "rollout", "mean_dp", "risk_rollout"]
+CAUSAL_POLICIES = _core.causal.causal_policies()
 CAUSAL_NAMES = (
     "arrival", "service", "deadline", "trace", "request", "horizon", "from_s", "to_s",
-    "quantum_s", "return_s", "work_quanta", "benefit", "residency_rate", "save_s", "load_s",
+    "quantum_s", "recovery_s", "work_quanta", "benefit", "residency_rate", "save_s", "load_s",
     "lateness_price", "policy", "forecast", "return_level", "pool", "tables", "seed",
     "threads", "job", "max_nodes", "branches", "probabilities", "scenario tree", "move",
     "state", "progress", "durable", "gap_start", "incompatible", "now_s", "history_s",
@@ -1714,7 +1714,7 @@ def portfolio_causal_calls(draw: st.DrawFn) -> Call:
     others = [
         _core.causal.CausalCandidate(
             draw(st.integers(1, 3)), draw(st.floats(0.5, 5)), draw(st.floats(0, 2)),
-            draw(st.floats(1, 200)), first.return_s, first.residency_rate, first.save_s,
+            draw(st.floats(1, 200)), first.recovery_s, first.residency_rate, first.save_s,
             first.load_s, first.lateness_price,
         )
         for _ in range(n - 1)
@@ -2099,7 +2099,7 @@ BINDINGS: dict[str, Binding] = {
             floats,
             floats,
             floats,
-            maybe(st.sampled_from(["empirical", "repeat", "mean"])),
+            maybe(st.sampled_from(_core.causal.gap_models())),
             maybe(st.integers(1, 4), st.sampled_from([0, -1, 2**31, 2**63])),
         ).map(lambda a: Call(_core.causal.GapPool, a)),
         CAUSAL_NAMES,
@@ -2178,6 +2178,8 @@ BINDINGS: dict[str, Binding] = {
     "_core.portfolio.causal_portfolio_policies": Binding(st.just(Call(_core.portfolio.causal_portfolio_policies)), ()),
     "_core.causal.causal_moves": Binding(st.just(Call(_core.causal.causal_moves)), ()),
     "_core.causal.causal_plans": Binding(st.just(Call(_core.causal.causal_plans)), ()),
+    "_core.causal.causal_policies": Binding(st.just(Call(_core.causal.causal_policies)), ()),
+    "_core.causal.gap_models": Binding(st.just(Call(_core.causal.gap_models)), ()),
     "_core.forecast.pack_calendars": Binding(
         st.tuples(
             st.just("samples"),

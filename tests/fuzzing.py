@@ -103,7 +103,7 @@ IDLE_NAMES = (
     "work",
     "deadline",
     "rate",
-    "return_s",
+    "recovery_s",
     "min_useful_s",
     "resolution",
     "tolerance",

@@ -72,10 +72,10 @@ def window_bits(windows: list[IdleWindow] | tuple[IdleWindow, ...]) -> list[tupl
     st.sampled_from([1.0, 10.0]),
 )
 def test_windows_are_the_full_scan_bisections_bit_for_bit(
-    seed: int, n: int, rate: float, budget_s: float, return_s: float, min_useful_s: float
+    seed: int, n: int, rate: float, budget_s: float, recovery_s: float, min_useful_s: float
 ) -> None:
     trace = bursty_trace(seed, n, rate, budget_s)
-    path = ReturnPath(ready_s=return_s)
+    path = ReturnPath(ready_s=recovery_s)
     fast = idle_windows(trace, rate, path, min_useful_s)
     assert window_bits(fast.windows) == window_bits(reference_windows(trace, rate, path, min_useful_s))
 

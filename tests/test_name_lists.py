@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
+import re
 
 import pytest
 
-from learnsched.calendar.causal import CAUSAL_POLICIES, GAP_MODELS
+from learnsched import _core
+from learnsched.calendar import load_trace
+from learnsched.calendar.causal import CAUSAL_POLICIES, GAP_MODELS, CausalTrace
 from learnsched.cli import build_parser
 from learnsched.control.deciders import RUN_FORECASTS
 from learnsched.serving.engines import ENGINES
@@ -56,3 +60,12 @@ def test_the_old_list_names_warn_for_one_release(module: str, old: str, new: str
     namespace = importlib.import_module(module)
     with pytest.warns(DeprecationWarning, match=f"{module}.{old}"):
         assert getattr(namespace, old) is getattr(namespace, new)
+
+
+def test_the_core_reads_back_every_gap_model_it_lists() -> None:
+    schedule = CausalTrace(load_trace()).schedule
+    for model in GAP_MODELS:
+        assert _core.causal.GapPool(schedule, 1800.0, math.inf, 300.0, 70.0, model, 8).size > 0
+    refusal = f"gap model must be one of {', '.join(GAP_MODELS)}, got 'weekly'"
+    with pytest.raises(ValueError, match=re.escape(refusal)):
+        _core.causal.GapPool(schedule, 1800.0, math.inf, 300.0, 70.0, "weekly", 8)

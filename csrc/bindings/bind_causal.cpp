@@ -17,6 +17,7 @@
 #include "casts.hpp"
 #include "learnsched/finite/batch.hpp"
 #include "learnsched/causal/run.hpp"
+#include "learnsched/names.hpp"
 #include "learnsched/parallel.hpp"
 #include "learnsched/causal/scenario_tree.hpp"
 
@@ -49,31 +50,6 @@ Doubles window_array(const std::vector<Window>& windows) {
         w(static_cast<py::ssize_t>(k), 1) = windows[k].end_s;
     }
     return out;
-}
-
-CausalPolicy causal_policy(const std::string& text) {
-    for (const CausalPolicy p : {CausalPolicy::Window, CausalPolicy::CostedWindow,
-                                 CausalPolicy::Rollout, CausalPolicy::MeanDp,
-                                 CausalPolicy::RiskRollout}) {
-        if (text == name(p)) return p;
-    }
-    throw std::invalid_argument("causal policy must be window, costed_window, rollout, mean_dp "
-                                "or risk_rollout, got '" + text + "'");
-}
-
-GapModel gap_model(const std::string& text) {
-    if (text == "empirical") return GapModel::Empirical;
-    if (text == "repeat") return GapModel::Repeat;
-    if (text == "mean") return GapModel::Mean;
-    throw std::invalid_argument("gap model must be empirical, repeat or mean, got '" + text + "'");
-}
-
-Move move_named(const std::string& text) {
-    for (int k = 0; k <= static_cast<int>(Move::Abandon); ++k) {
-        if (text == name(static_cast<Move>(k))) return static_cast<Move>(k);
-    }
-    throw std::invalid_argument("move must be wait, work, save, checkpoint_return, "
-                                "discard_return or abandon, got '" + text + "'");
 }
 
 // The most draws one call makes (16 bytes each: 256 MiB).
@@ -159,7 +135,9 @@ class Decider {
   public:
     Decider(const CausalCandidate& c, const std::string& policy, double level, py::object pool,
             py::object tables, std::uint64_t seed)
-        : candidate_(prepare(c)), policy_(causal_policy(policy)), level_(level),
+        : candidate_(prepare(c)),
+          policy_(named(policy, kCausalPolicies, "causal policy")),
+          level_(level),
           pool_object_(std::move(pool)), tables_object_(std::move(tables)), rng_(seed) {
         check_level(level_);
         if (!pool_object_.is_none()) {
@@ -273,11 +251,11 @@ void bind_causal(py::module_& core) {
         .def(
             "causal_windows",
             [](const UnlentSchedule& s, double from_s, double to_s, double quantum_s,
-               double return_s, bool overlap) {
+               double recovery_s, bool overlap) {
                 return window_array(
-                    causal_windows(s, from_s, to_s, quantum_s, return_s, overlap));
+                    causal_windows(s, from_s, to_s, quantum_s, recovery_s, overlap));
             },
-            py::arg("from_s"), py::arg("to_s"), py::arg("quantum_s"), py::arg("return_s"),
+            py::arg("from_s"), py::arg("to_s"), py::arg("quantum_s"), py::arg("recovery_s"),
             py::arg("overlap") = false,
             "The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or "
             "with overlap [g, min(D, A + t_ret, next gap start)].");
@@ -286,7 +264,7 @@ void bind_causal(py::module_& core) {
         .def(py::init([](const UnlentSchedule& schedule, double now_s, double history_s,
                          double close_s, double reach_s, const std::string& model,
                          int repeat_last) {
-                 const GapModel kind = gap_model(model);
+                 const GapModel kind = named(model, kGapModels, "gap model");
                  py::gil_scoped_release release;  // pure C++ from here
                  return std::make_unique<GapPool>(schedule, now_s, history_s, close_s, reach_s,
                                                   kind, repeat_last);
@@ -355,15 +333,15 @@ void bind_causal(py::module_& core) {
             "(PIT, CRPS seconds) of the remaining-length forecast at each age against the truth.")
         .def(
             "windows",
-            [](const GapPool& pool, double quantum_s, double return_s) {
-                return window_array(pool.windows(quantum_s, return_s));
+            [](const GapPool& pool, double quantum_s, double recovery_s) {
+                return window_array(pool.windows(quantum_s, recovery_s));
             },
-            py::arg("quantum_s"), py::arg("return_s"),
+            py::arg("quantum_s"), py::arg("recovery_s"),
             "The records' causal windows [g, A + min(D - A, t_ret)] in time order, (K, 2).");
 
     py::class_<CausalCandidate>(m, "CausalCandidate", "The candidate of causal scheduling.")
         .def(py::init([](int work_quanta, double quantum_s, double benefit_rate, double horizon_s,
-                         double return_s, double residency_rate, double save_s, double load_s,
+                         double recovery_s, double residency_rate, double save_s, double load_s,
                          double lateness_price,
                          const std::vector<std::pair<double, double>>& benefit_schedule) {
                  CausalCandidate c;
@@ -374,7 +352,7 @@ void bind_causal(py::module_& core) {
                      c.benefit_schedule.push_back(BenefitPiece{start, rate});
                  }
                  c.horizon_s = horizon_s;
-                 c.return_s = return_s;
+                 c.recovery_s = recovery_s;
                  c.residency_rate = residency_rate;
                  c.save_s = save_s;
                  c.load_s = load_s;
@@ -382,14 +360,14 @@ void bind_causal(py::module_& core) {
                  return prepare(std::move(c));
              }),
              py::arg("work_quanta"), py::arg("quantum_s"), py::arg("benefit_rate"),
-             py::arg("horizon_s"), py::arg("return_s"), py::arg("residency_rate"),
+             py::arg("horizon_s"), py::arg("recovery_s"), py::arg("residency_rate"),
              py::arg("save_s"), py::arg("load_s"), py::arg("lateness_price"),
              py::arg("benefit_schedule") = std::vector<std::pair<double, double>>{})
         .def_readonly("work_quanta", &CausalCandidate::work_quanta)
         .def_readonly("quantum_s", &CausalCandidate::quantum_s)
         .def_readonly("benefit_rate", &CausalCandidate::benefit_rate)
         .def_readonly("horizon_s", &CausalCandidate::horizon_s)
-        .def_readonly("return_s", &CausalCandidate::return_s)
+        .def_readonly("recovery_s", &CausalCandidate::recovery_s)
         .def_readonly("residency_rate", &CausalCandidate::residency_rate)
         .def_readonly("save_s", &CausalCandidate::save_s)
         .def_readonly("load_s", &CausalCandidate::load_s)
@@ -410,12 +388,12 @@ void bind_causal(py::module_& core) {
             },
             "(t, gap_start, progress, durable, lent) at the decision point.")
         .def("allows", [](const CausalSim& sim, const std::string& move) {
-            return sim.allows(move_named(move));
+            return sim.allows(named(move, kMoves, "move"));
         })
         .def(
             "apply",
             [](CausalSim& sim, const std::string& move) {
-                const CausalSim::StepResult r = sim.apply(move_named(move));
+                const CausalSim::StepResult r = sim.apply(named(move, kMoves, "move"));
                 return py::typing::Tuple<py::float_, py::int_, py::float_>(
                     py::make_tuple(r.reward, r.late_requests, r.lateness_s));
             },
@@ -475,7 +453,8 @@ void bind_causal(py::module_& core) {
                 j.from_s = cast_field<double>(t.from_s, at + ".from_s", "a number");
                 j.to_s = cast_field<double>(t.to_s, at + ".to_s", "a number");
                 j.policy =
-                    causal_policy(cast_field<std::string>(t.policy, at + ".policy", "a str"));
+                    named(cast_field<std::string>(t.policy, at + ".policy", "a str"), kCausalPolicies,
+                          "causal policy");
                 j.return_level =
                     cast_field<double>(t.return_level, at + ".return_level", "a number");
                 check_level(j.return_level);
@@ -544,24 +523,12 @@ void bind_causal(py::module_& core) {
         py::arg("to_s"), py::arg("max_nodes") = 1000000, py::arg("prune") = true,
         "The optimal non-anticipative expected value over a scenario tree of traces, s-eq.");
 
-    m.def(
-        "causal_plans",
-        [] {
-            std::vector<std::string> out;
-            for (int k = 0; k <= static_cast<int>(PlanKind::Optimal); ++k) {
-                out.emplace_back(name(static_cast<PlanKind>(k)));
-            }
-            return out;
-        },
-        "The plan kinds of causal decisions, by their index in steps' plan column.");
-    m.def(
-        "causal_moves",
-        [] {
-            std::vector<std::string> out;
-            for (int k = 0; k <= static_cast<int>(Move::Abandon); ++k) {
-                out.emplace_back(name(static_cast<Move>(k)));
-            }
-            return out;
-        },
-        "The moves of causal decisions, by their index in steps' move column.");
+    m.def("causal_plans", [] { return names(kPlanKinds); },
+          "The plan kinds of causal decisions, by their index in steps' plan column.");
+    m.def("causal_moves", [] { return names(kMoves); },
+          "The moves of causal decisions, by their index in steps' move column.");
+    m.def("causal_policies", [] { return names(kCausalPolicies); },
+          "The causal policies, in output order.");
+    m.def("gap_models", [] { return names(kGapModels); },
+          "How a causal decision can forecast the current idle gap.");
 }

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "enums.hpp"
 #include "learnsched/finite/action.hpp"
 #include "learnsched/finite/batch.hpp"
 #include "learnsched/finite/guard_check.hpp"
@@ -28,6 +29,7 @@
 
 namespace py = pybind11;
 using namespace learnsched;
+using learnsched::bindings::bind_enum;
 
 namespace {
 
@@ -118,14 +120,8 @@ void bind_types(py::module_& m) {
         .value("PUBLISH", ActionKind::Publish)
         .value("ADVANCE", ActionKind::Advance);
 
-    py::enum_<Policy>(m, "Policy", "The six policies of the finite model and the guarded rollout.")
-        .value("NEVER", Policy::Never)
-        .value("WINDOW", Policy::Window)
-        .value("STATIC_ROI", Policy::StaticRoi)
-        .value("COSTED_WINDOW", Policy::CostedWindow)
-        .value("ROLLOUT", Policy::Rollout)
-        .value("DP", Policy::Dp)
-        .value("GUARDED", Policy::Guarded);
+    bind_enum(m, "Policy", kFinitePolicies,
+              "The six policies of the finite model and the guarded rollout.");
     m.def(
         "policy_name", [](Policy policy) { return std::string(name(policy)); }, py::arg("policy"),
         "The policy's name in the Python API (e.g. 'costed_window').");

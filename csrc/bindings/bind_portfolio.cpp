@@ -7,13 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "enums.hpp"
 #include "learnsched/portfolio/portfolio.hpp"
 #include "learnsched/portfolio/causal.hpp"
 #include "learnsched/portfolio/dp.hpp"
 #include "learnsched/portfolio/model.hpp"
+#include "learnsched/names.hpp"
 
 namespace py = pybind11;
 using namespace learnsched;
+using learnsched::bindings::bind_enum;
 
 namespace {
 
@@ -36,22 +39,6 @@ Portfolio make_portfolio(const std::vector<WindowPairs>& gpus, const SharedRetur
     p.budget_gpu_s = budget_gpu_s;
     p.candidates = std::move(candidates);
     return p;
-}
-
-CausalPolicy causal_policy_named(const std::string& text) {
-    for (int k = 0; k <= static_cast<int>(CausalPolicy::RiskRollout); ++k) {
-        if (text == name(static_cast<CausalPolicy>(k))) return static_cast<CausalPolicy>(k);
-    }
-    throw std::invalid_argument("candidate policy must be a causal policy, got '" + text + "'");
-}
-
-CausalPortfolioPolicy causal_portfolio_policy(const std::string& text) {
-    for (int k = 0; k <= static_cast<int>(CausalPortfolioPolicy::Gain); ++k) {
-        const auto p = static_cast<CausalPortfolioPolicy>(k);
-        if (text == name(p)) return p;
-    }
-    throw std::invalid_argument("causal portfolio policy must be sequential, density or gain, "
-                                "got '" + text + "'");
 }
 
 py::typing::Dict<py::str, py::object> causal_outcome_dict(const CausalPortfolioOutcome& o) {
@@ -90,13 +77,7 @@ void bind_portfolio(py::module_& core) {
         "portfolio", "Portfolios: candidates sharing the idle windows of several GPUs.");
     py::register_exception<StateSpaceError>(m, "StateSpaceError", PyExc_ValueError);
 
-    py::enum_<PortfolioPolicy>(m, "PortfolioPolicy", "The portfolio's policies.")
-        .value("SEQUENTIAL", PortfolioPolicy::Sequential)
-        .value("DENSITY", PortfolioPolicy::Density)
-        .value("EARLIEST", PortfolioPolicy::Earliest)
-        .value("COSTED_WINDOW", PortfolioPolicy::CostedWindow)
-        .value("ROLLOUT", PortfolioPolicy::Rollout)
-        .value("DP", PortfolioPolicy::Dp);
+    bind_enum(m, "PortfolioPolicy", kPortfolioPolicies, "The portfolio's policies.");
 
     py::class_<PortfolioCandidate>(m, "PortfolioCandidate", "One finite-model job of a portfolio.")
         .def(py::init([](std::string name, int work_quanta, double quantum_s, double benefit_rate,
@@ -304,8 +285,9 @@ void bind_portfolio(py::module_& core) {
                 forecasts.push_back(
                     CausalForecast{pools[c].value_or(nullptr), tables[c].value_or(nullptr)});
             }
-            const CausalPortfolioPolicy shared = causal_portfolio_policy(portfolio_policy);
-            const CausalPolicy own = causal_policy_named(policy);
+            const CausalPortfolioPolicy shared =
+                named(portfolio_policy, kCausalPortfolioPolicies, "causal portfolio policy");
+            const CausalPolicy own = named(policy, kCausalPolicies, "candidate policy");
             CausalPortfolioOutcome out;
             {
                 py::gil_scoped_release release;  // pure C++
@@ -320,14 +302,6 @@ void bind_portfolio(py::module_& core) {
         "A causal portfolio over [from_s, to_s) of the schedule: totals, per-candidate "
         "publish_s (NaN: not published) and loans, and its steps: per decision t, the "
         "candidate the GPU is held for (-1: waiting) and the move.");
-    m.def(
-        "causal_portfolio_policies",
-        [] {
-            std::vector<std::string> out;
-            for (int k = 0; k <= static_cast<int>(CausalPortfolioPolicy::Gain); ++k) {
-                out.emplace_back(name(static_cast<CausalPortfolioPolicy>(k)));
-            }
-            return out;
-        },
-        "The causal portfolio policies, in output order.");
+    m.def("causal_portfolio_policies", [] { return names(kCausalPortfolioPolicies); },
+          "The causal portfolio policies, in output order.");
 }

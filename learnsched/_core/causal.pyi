@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['CausalCandidate', 'CausalDecider', 'CausalJob', 'CausalSim', 'GapPool', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'exact_schedule', 'run_causal', 'stochastic_dp', 'stream_seed']
+__all__: list[str] = ['CausalCandidate', 'CausalDecider', 'CausalJob', 'CausalSim', 'GapPool', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_policies', 'exact_schedule', 'gap_models', 'run_causal', 'stochastic_dp', 'stream_seed']
 class UnlentSchedule:
     """
     A request trace served FIFO with nothing lent, and its idle gaps.
@@ -15,7 +15,7 @@ class UnlentSchedule:
         """
         Requests in arrival order: arrival, service (work / rate) and deadline, seconds.
         """
-    def causal_windows(self, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, overlap: bool = False) -> numpy.typing.NDArray[numpy.float64]:
+    def causal_windows(self, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, recovery_s: typing.SupportsFloat | typing.SupportsIndex, overlap: bool = False) -> numpy.typing.NDArray[numpy.float64]:
         """
         The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or with overlap [g, min(D, A + t_ret, next gap start)].
         """
@@ -46,7 +46,7 @@ class GapPool:
         """
     def slack(self, record: typing.SupportsInt | typing.SupportsIndex) -> float:
         ...
-    def windows(self, quantum_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    def windows(self, quantum_s: typing.SupportsFloat | typing.SupportsIndex, recovery_s: typing.SupportsFloat | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
         """
         The records' causal windows [g, A + min(D - A, t_ret)] in time order, (K, 2).
         """
@@ -57,7 +57,7 @@ class CausalCandidate:
     """
     The candidate of causal scheduling.
     """
-    def __init__(self, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, return_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, lateness_price: typing.SupportsFloat | typing.SupportsIndex, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
+    def __init__(self, work_quanta: typing.SupportsInt | typing.SupportsIndex, quantum_s: typing.SupportsFloat | typing.SupportsIndex, benefit_rate: typing.SupportsFloat | typing.SupportsIndex, horizon_s: typing.SupportsFloat | typing.SupportsIndex, recovery_s: typing.SupportsFloat | typing.SupportsIndex, residency_rate: typing.SupportsFloat | typing.SupportsIndex, save_s: typing.SupportsFloat | typing.SupportsIndex, load_s: typing.SupportsFloat | typing.SupportsIndex, lateness_price: typing.SupportsFloat | typing.SupportsIndex, benefit_schedule: collections.abc.Sequence[tuple[typing.SupportsFloat | typing.SupportsIndex, typing.SupportsFloat | typing.SupportsIndex]] = []) -> None:
         ...
     @property
     def benefit_rate(self) -> float:
@@ -75,10 +75,10 @@ class CausalCandidate:
     def quantum_s(self) -> float:
         ...
     @property
-    def residency_rate(self) -> float:
+    def recovery_s(self) -> float:
         ...
     @property
-    def return_s(self) -> float:
+    def residency_rate(self) -> float:
         ...
     @property
     def save_s(self) -> float:
@@ -186,9 +186,17 @@ def causal_plans() -> list[str]:
     """
     The plan kinds of causal decisions, by their index in steps' plan column.
     """
+def causal_policies() -> list[str]:
+    """
+    The causal policies, in output order.
+    """
 def exact_schedule(schedule: UnlentSchedule, candidate: CausalCandidate, from_s: typing.SupportsFloat | typing.SupportsIndex, to_s: typing.SupportsFloat | typing.SupportsIndex, max_nodes: typing.SupportsInt | typing.SupportsIndex = 20000000) -> dict[str, typing.Any]:
     """
     The clairvoyant: the best schedule knowing the whole trace, replayed (a dict as run_causal's, plus the decision states solved).
+    """
+def gap_models() -> list[str]:
+    """
+    How a causal decision can forecast the current idle gap.
     """
 def run_causal(schedule: UnlentSchedule, jobs: list[CausalJob], threads: typing.SupportsInt | typing.SupportsIndex = 1) -> list[dict[str, typing.Any]]:
     """

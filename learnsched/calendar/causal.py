@@ -62,15 +62,16 @@ __all__ = [
     "run_causal",
 ]
 
-CAUSAL_POLICIES = ("window", "costed_window", "rollout", "mean_dp", "risk_rollout")
-"""The causal policies, in output order (``clairvoyant`` is the bound, not one of them)."""
+CAUSAL_POLICIES: tuple[str, ...] = tuple(_core.causal.causal_policies())
+"""The causal policies, in output order (``clairvoyant`` is the bound, not one of them):
+window, costed_window, rollout, mean_dp, risk_rollout."""
 CLAIRVOYANT = "clairvoyant"
 CAUSAL_PLANS: tuple[str, ...] = tuple(_core.causal.causal_plans())
 """Plan kinds a causal decision compares (scored to the end of the gap)."""
 CAUSAL_MOVES: tuple[str, ...] = tuple(_core.causal.causal_moves())
 """The step a decision takes now: wait, work, save, checkpoint_return, discard_return,
 abandon."""
-GAP_MODELS = ("empirical", "repeat", "mean")
+GAP_MODELS: tuple[str, ...] = tuple(_core.causal.gap_models())
 """How the current gap is forecast, and the forecasters a study or a causal decision can
 use (``learnsched online --forecaster``, ``portfolio causal --forecaster``): past gaps
 longer than its age (the renewal model, the default); the last gaps again; their mean."""

@@ -119,7 +119,10 @@ def _gate(url: str, engine: str) -> Gate:
 
 
 def _windows(
-    requests_s: list[float], service_s: float, options: DemoOptions, return_s: float
+    requests_s: list[float],
+    service_s: float,
+    options: DemoOptions,
+    measured_recovery_s: float,
 ) -> list[Window]:
     """Lendable wall-clock windows of the replay (Eqs. 6-8), via the trace wing.
 
@@ -142,7 +145,7 @@ def _windows(
     found = idle_windows(
         trace,
         rate=float(MAX_RUNNING),  # the engine decodes this many requests at once
-        path=ReturnPath(ready_s=return_s * speedup),
+        path=ReturnPath(ready_s=measured_recovery_s * speedup),
         min_useful_s=options.min_window_s * speedup,
     )
     return [
@@ -217,10 +220,10 @@ def run_demo(
         gate = stack.enter_context(_gate(process.url, options.engine)) if options.gate else None
         endpoint = ServingEndpoint(process.url, options.engine)
         engine = ServingEngine(endpoint, door=gate)
-        return_s = _measure_return(engine)
+        measured_recovery_s = _measure_return(engine)
         service_s = 0.02 + MAX_TOKENS * TOKEN_S
-        windows = _windows([r.arrival_s for r in ahead], service_s, options, return_s)
-        recovery_s = 2.0 * return_s + 0.05  # the guard: twice what was measured
+        windows = _windows([r.arrival_s for r in ahead], service_s, options, measured_recovery_s)
+        recovery_s = 2.0 * measured_recovery_s + 0.05  # the guard: twice what was measured
         front = process.url if gate is None else gate.url
         loadgen = LoadGenerator(front, requests, speedup=options.speedup)
 
@@ -265,7 +268,7 @@ def run_demo(
                 "trace_start_s": offset,
                 "trace_end_s": offset + span,
                 "speedup": options.speedup,
-                "return_path_s": return_s,
+                "return_path_s": measured_recovery_s,
                 "wall_s": time.monotonic() - started,
                 "gate": None if at_gate is None else at_gate.to_json(),
                 **load,

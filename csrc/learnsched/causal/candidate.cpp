@@ -27,7 +27,7 @@ CausalCandidate prepare(CausalCandidate c) {
         throw std::invalid_argument("quantum_s must be finite and > 0, got " +
                                     std::to_string(c.quantum_s));
     }
-    finite_nonnegative("return_s", c.return_s);
+    finite_nonnegative("recovery_s", c.recovery_s);
     finite_nonnegative("residency_rate", c.residency_rate);
     finite_nonnegative("save_s", c.save_s);
     finite_nonnegative("load_s", c.load_s);

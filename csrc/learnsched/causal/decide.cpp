@@ -73,7 +73,7 @@ class Tally {
         : c_(c), p_(p), pool_(pool), s_(s), charge_(1.0 + c.residency_rate),
           load_(!p.lent && p.durable > 0 ? c.load_s : 0.0), base_(p.lent ? p.progress : p.durable),
           rest_(c.work_quanta - base_), lead_(p.lent ? 3u : 1u), plans_(plans),
-          reach_cached_(pool.reach() == c.return_s) {
+          reach_cached_(pool.reach() == c.recovery_s) {
         s.score.assign(plans, 0.0);
         s.timely.assign(plans, 0.0);
         s.gate.assign(2, 0.0);
@@ -149,7 +149,7 @@ class Tally {
             cut_timely += s_.cut_timely[i];
             const double busy = load_ + u * c_.quantum_s + c_.save_s;
             const std::size_t k = lead_ + 2 + static_cast<std::size_t>(rest_ - 1 - u);
-            s_.score[k] += s_.advance[i] + reached * -(charge_ * (busy + c_.return_s)) + cut;
+            s_.score[k] += s_.advance[i] + reached * -(charge_ * (busy + c_.recovery_s)) + cut;
             s_.timely[k] += reached - s_.late[i] + cut_timely;
             reached -= s_.reached[i];
         }
@@ -214,9 +214,9 @@ class Tally {
         record_ = draw.record;
         slack_ = pool_.slack(record_);
         const double cut_late = reach_cached_ ? pool_.reach_lateness(record_)
-                                              : pool_.lateness(record_, c_.return_s);
-        timely = !(c_.return_s > slack_);
-        return -(charge_ * (arrival_ - p_.t + c_.return_s)) - c_.lateness_price * cut_late;
+                                              : pool_.lateness(record_, c_.recovery_s);
+        timely = !(c_.recovery_s > slack_);
+        return -(charge_ * (arrival_ - p_.t + c_.recovery_s)) - c_.lateness_price * cut_late;
     }
 
     // Every plan's reward, durable progress left and timeliness in the draw (`full`: also
@@ -230,14 +230,14 @@ class Tally {
         o.greedy = greedy_reward(o.greedy_durable);
         o.greedy_timely = greedy_timely_ < 0 ? cut_timely_ : greedy_timely_ > 0;
         if (p_.lent) {
-            o.stop = ended(p_.t + c_.return_s, charge_ * c_.return_s);
+            o.stop = ended(p_.t + c_.recovery_s, charge_ * c_.recovery_s);
             o.stop_timely = last_timely_;
         }
         if (!full) return;
         if (p_.lent && p_.progress > p_.durable) {
             const double saved = p_.t + c_.save_s;
             if (by_arrival(saved, arrival_)) {
-                o.checkpoint = ended(saved + c_.return_s, charge_ * (c_.save_s + c_.return_s));
+                o.checkpoint = ended(saved + c_.recovery_s, charge_ * (c_.save_s + c_.recovery_s));
                 o.checkpoint_durable = p_.progress;
                 o.checkpoint_timely = last_timely_;
             } else {
@@ -247,7 +247,7 @@ class Tally {
         const double work = load_ + rest_ * c_.quantum_s;  // publish
         if (by_arrival(p_.t + work, arrival_)) {
             const double publish = p_.t + work;
-            o.publish = ended(publish + c_.return_s, charge_ * (work + c_.return_s)) +
+            o.publish = ended(publish + c_.recovery_s, charge_ * (work + c_.recovery_s)) +
                         c_.benefit.value(publish);
             o.publish_durable = -1;
             o.publish_timely = last_timely_;
@@ -290,7 +290,7 @@ class Tally {
         const double publish = start + (rest_ - 1) * pair + c_.quantum_s;
         if (by_arrival(publish, arrival_)) {
             durable = -1;
-            const double r = ended(publish + c_.return_s, charge_ * (publish - p_.t + c_.return_s)) +
+            const double r = ended(publish + c_.recovery_s, charge_ * (publish - p_.t + c_.recovery_s)) +
                              c_.benefit.value(publish);
             greedy_timely_ = last_timely_ ? 1 : 0;
             return r;
@@ -323,7 +323,7 @@ class Tally {
         std::size_t below = curve.count;
         for (int u = most; u >= 1; --u) {
             const double busy = load_ + u * c_.quantum_s + c_.save_s;
-            const double overrun = (p_.t + busy + c_.return_s) - arrival_;
+            const double overrun = (p_.t + busy + c_.recovery_s) - arrival_;
             if (!(overrun > slack_)) break;
             double lateness = overrun;  // record -1: one request due at the arrival
             if (record_ >= 0) {  // as GapPool::lateness: sum of (overrun - slack)^+

@@ -12,6 +12,15 @@
 
 namespace learnsched {
 
+const char* name(GapModel model) {
+    switch (model) {
+        case GapModel::Empirical: return "empirical";
+        case GapModel::Repeat: return "repeat";
+        case GapModel::Mean: return "mean";
+    }
+    return "unknown";
+}
+
 namespace {
 
 std::size_t below(std::uint64_t& state, std::size_t n) {  // [0, n), n >= 1
@@ -251,13 +260,13 @@ GapPool::Score GapPool::score(double age_s, double remaining_s, std::uint64_t& r
     return Score{u, 0.0};
 }
 
-std::vector<Window> GapPool::windows(double quantum_s, double return_s) const {
+std::vector<Window> GapPool::windows(double quantum_s, double recovery_s) const {
     std::vector<Window> out;
     for (std::size_t r = 0; r < start_.size(); ++r) {
         const double start = start_[r];
-        const double end = std::min(time_arrival_[r] + std::min(time_slack_[r], return_s),
+        const double end = std::min(time_arrival_[r] + std::min(time_slack_[r], recovery_s),
                                     next_start_[r]);
-        if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
+        if (fits_within(quantum_s + recovery_s, start, end)) out.push_back(Window{start, end});
     }
     return out;
 }

@@ -1,6 +1,7 @@
 // Gap forecasting: the current idle gap's remaining length from the past gaps.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -15,6 +16,8 @@ enum class GapModel : std::uint8_t {
     Repeat,     // the last observed gaps again, one per sample
     Mean,       // every sample: the mean past gap, with the mean lateness of a late return
 };
+inline constexpr std::array kGapModels{GapModel::Empirical, GapModel::Repeat, GapModel::Mean};
+const char* name(GapModel model);
 
 // Past gaps, fitted at `now_s` on the past only: a gap enters once `close_s` seconds
 // have passed since its end (its record of what a late return would cost counts the
@@ -75,7 +78,7 @@ class GapPool {
     // The causal windows [g, min(A + min(D - A, t_ret), next gap start)] of the records
     // (time order), each long enough to publish one quantum: the history a calendar
     // forecaster is fitted on.
-    std::vector<Window> windows(double quantum_s, double return_s) const;
+    std::vector<Window> windows(double quantum_s, double recovery_s) const;
 
   private:
     void add(const UnlentSchedule& schedule, std::size_t gap, double close_s, double reach_s);

@@ -1,6 +1,7 @@
 // Causal policies, the plans they compare, the moves they make and where they decide.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 #include "learnsched/finite/policy.hpp"
@@ -14,6 +15,9 @@ enum class CausalPolicy : std::uint8_t {
     MeanDp,        // R(a) + mean_i V_i*(s'): each sample's own optimum, averaged
     RiskRollout,   // Rollout over the plans whose return is in time with chance >= level
 };
+inline constexpr std::array kCausalPolicies{CausalPolicy::Window, CausalPolicy::CostedWindow,
+                                            CausalPolicy::Rollout, CausalPolicy::MeanDp,
+                                            CausalPolicy::RiskRollout};
 const char* name(CausalPolicy policy);
 TableNeeds table_needs(CausalPolicy policy);
 
@@ -28,6 +32,9 @@ enum class PlanKind : std::uint8_t {
     Advance,           // work `quanta` more quanta, then checkpoint and return
     Optimal,           // no plan: the clairvoyant's move, optimal on the known trace
 };
+inline constexpr std::array kPlanKinds{
+    PlanKind::Wait,    PlanKind::Abandon, PlanKind::CheckpointReturn, PlanKind::DiscardReturn,
+    PlanKind::Greedy,  PlanKind::Publish, PlanKind::Advance,          PlanKind::Optimal};
 struct CausalPlan {
     PlanKind kind = PlanKind::Wait;
     int quanta = 0;
@@ -36,6 +43,9 @@ const char* name(PlanKind kind);
 
 // ... and the one step it takes now.
 enum class Move : std::uint8_t { Wait, Work, Save, CheckpointReturn, DiscardReturn, Abandon };
+inline constexpr std::array kMoves{Move::Wait,          Move::Work,
+                                   Move::Save,          Move::CheckpointReturn,
+                                   Move::DiscardReturn, Move::Abandon};
 const char* name(Move move);
 
 // A decision point: time, the gap's start, progress and whether the GPU is lent.

@@ -94,7 +94,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     }
     pending_ = StepResult{};
     const double t = point_.t;
-    const double ret = c_.return_s;
+    const double ret = c_.recovery_s;
     const double benefit_before = benefit_;
     const double cost_before = cost_;
     // A loan the arrival cuts short: capacity ready t_ret after it, unsaved work lost.

@@ -78,7 +78,7 @@ std::size_t UnlentSchedule::first_gap_from(double t) const {
 }
 
 std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s, double to_s,
-                                   double quantum_s, double return_s, bool overlap) {
+                                   double quantum_s, double recovery_s, bool overlap) {
     std::vector<Window> out;
     for (std::size_t j = schedule.first_gap_from(from_s);
          j < schedule.gap_count() && schedule.gap_start(j) < to_s; ++j) {
@@ -86,10 +86,10 @@ std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s
         double end = schedule.gap_arrival(j);
         if (overlap) {  // the return may run into the arrival, up to D and the next gap
             const double next = j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf;
-            end = std::min({schedule.gap_deadline(j), end + return_s, next});
+            end = std::min({schedule.gap_deadline(j), end + recovery_s, next});
         }
         // Publishing one quantum needs delta + t_ret (Eq. 10): shorter gaps only wait.
-        if (fits_within(quantum_s + return_s, start, end)) out.push_back(Window{start, end});
+        if (fits_within(quantum_s + recovery_s, start, end)) out.push_back(Window{start, end});
     }
     return out;
 }

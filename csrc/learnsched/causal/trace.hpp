@@ -65,7 +65,7 @@ class UnlentSchedule {
 // may run into the arrival while every deadline holds (what a forecast of usable time
 // counts; the delay it puts on the busy period is not priced).
 std::vector<Window> causal_windows(const UnlentSchedule& schedule, double from_s, double to_s,
-                                   double quantum_s, double return_s, bool overlap);
+                                   double quantum_s, double recovery_s, bool overlap);
 
 // A step ending at `end_s` is done by the arrival (Eq. 10's slack: a few ulps of the times).
 inline bool by_arrival(double end_s, double arrival_s) {

@@ -56,9 +56,9 @@ void validate_magnitudes(const Scenario& scenario) {
         }
     }
     const HandoffCosts& c = scenario.costs;
-    const double slowest_return_s = std::max(c.recovery_s, c.cold_recovery_s.value_or(0.0));
+    const double slowest_recovery_s = std::max(c.recovery_s, c.cold_recovery_s.value_or(0.0));
     const double longest_segment_s =
-        c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + slowest_return_s;
+        c.load_s + scenario.work_quanta * scenario.quantum_s + c.save_s + slowest_recovery_s;
     if (!(longest_segment_s <= kLimit)) {
         fail("work_quanta x quantum_s plus the handoff costs overflows: ",
              scenario.work_quanta, " x ", scenario.quantum_s);
@@ -175,10 +175,10 @@ void validate_state(const Scenario& scenario, const State& state) {
     }
     const Window& w = scenario.windows[static_cast<std::size_t>(state.window)];
     const HandoffCosts& c = scenario.costs;
-    const double fastest_return_s = std::min(c.recovery_s, c.cold_recovery_s.value_or(c.recovery_s));
-    if (state.active && !fits_within(fastest_return_s, w.start_s, w.end_s)) {
+    const double fastest_recovery_s = std::min(c.recovery_s, c.cold_recovery_s.value_or(c.recovery_s));
+    if (state.active && !fits_within(fastest_recovery_s, w.start_s, w.end_s)) {
         fail("an active candidate must be able to return within its window: recovery_s=",
-             fastest_return_s, " exceeds windows[", state.window, "] length ", w.length_s());
+             fastest_recovery_s, " exceeds windows[", state.window, "] length ", w.length_s());
     }
 }
 

@@ -36,9 +36,9 @@ void check(const std::vector<CausalCandidate>& candidates, const std::vector<int
     const CausalCandidate& first = candidates[0];
     for (std::size_t c = 0; c < n; ++c) {
         const CausalCandidate& k = candidates[c];
-        if (!(k.return_s == first.return_s && k.residency_rate == first.residency_rate &&
+        if (!(k.recovery_s == first.recovery_s && k.residency_rate == first.residency_rate &&
               k.lateness_price == first.lateness_price)) {
-            throw std::invalid_argument(at(c) + ": the return path (return_s, residency_rate) "
+            throw std::invalid_argument(at(c) + ": the return path (recovery_s, residency_rate) "
                                         "and the lateness price are shared by every candidate");
         }
         if (durable[c] < 0 || durable[c] >= k.work_quanta) {

@@ -11,6 +11,7 @@
 // portfolio's rule 1). Lateness is charged at the candidates' (shared) lateness price.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -24,6 +25,8 @@ enum class CausalPortfolioPolicy : std::uint8_t {
     Density,     // among candidates whose decision lends now: most benefit per work second
     Gain,        // among them: the largest expected gain of lending now over waiting
 };
+inline constexpr std::array kCausalPortfolioPolicies{
+    CausalPortfolioPolicy::Sequential, CausalPortfolioPolicy::Density, CausalPortfolioPolicy::Gain};
 const char* name(CausalPortfolioPolicy policy);
 
 // One decision: at time t, the candidate the GPU is held for (-1: none, waiting) and the
@@ -45,7 +48,7 @@ struct CausalPortfolioOutcome {
 
 // The portfolio over the horizon [from_s, to_s) of `schedule`: candidate c decides by
 // `policy` with forecasts[c] (null parts for Window), starting from durable progress
-// durable[c] (idle); `seed` seeds the one stream of gap draws that every decision reads. Candidates must share the return path (return_s, residency_rate) and
+// durable[c] (idle); `seed` seeds the one stream of gap draws that every decision reads. Candidates must share the return path (recovery_s, residency_rate) and
 // the lateness price. Gain needs a policy that reads a forecast. std::invalid_argument on
 // bad input.
 CausalPortfolioOutcome run_portfolio_causal(const UnlentSchedule& schedule,

@@ -26,6 +26,7 @@
 //   model's Phi), minus every segment's cost, unfinished work included.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -90,6 +91,9 @@ enum class PortfolioPolicy : unsigned char {
     Rollout,       // one-step rollout over pi0 (Eq. 11)
     Dp,            // the exact optimum (Eq. D.2) over the portfolio's states
 };
+inline constexpr std::array kPortfolioPolicies{
+    PortfolioPolicy::Sequential,   PortfolioPolicy::Density, PortfolioPolicy::Earliest,
+    PortfolioPolicy::CostedWindow, PortfolioPolicy::Rollout, PortfolioPolicy::Dp};
 
 std::string_view name(PortfolioPolicy policy);
 // std::invalid_argument for a value outside the enum.
