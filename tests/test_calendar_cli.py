@@ -205,6 +205,8 @@ def test_online_known_window_mode(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0
     data = json.loads(out)
     assert data["mode"] == "known_window"
+    settings = data["settings"]
+    assert settings["return_s"] == settings["recovery_s"] > 0  # the old key, for one release
     for summary in data["samples"]["2"]["policies"].values():
         assert summary["late_requests"] == 0.0
         assert summary["slo_misses"] is None

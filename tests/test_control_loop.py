@@ -368,3 +368,9 @@ def test_a_unix_calendar_is_not_shifted_by_the_start_up_time(tmp_path: Path) -> 
     assert back.detail["planned_unix"] == pytest.approx(planned, abs=1e-3)
     assert back.detail["ready_unix"] <= planned[1]
     assert back.detail["late"] is False
+
+
+def test_the_deprecated_return_s_reads_the_worst_recovery_s(tmp_path: Path) -> None:
+    loop = make_loop("http://127.0.0.1:9", "vllm", [(0.0, 1.0)], tmp_path, recovery_s=0.3)
+    with pytest.warns(DeprecationWarning, match="'ControlLoop.return_s' is deprecated"):
+        assert loop.return_s == loop.worst_recovery_s == 0.3

@@ -303,6 +303,7 @@ def _settings_json(settings: StudySettings, candidate: StudyCandidate) -> dict[s
         "benefit_rate": candidate.benefit_rate,
         "tail_s": candidate.tail_s,
         "recovery_s": candidate.costs.recovery_s,
+        "return_s": candidate.costs.recovery_s,  # its deprecated key, for one release
     }
 
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from .._checks import nonnegative
 from .._moved import moved_attribute
+from .._renamed import warn_renamed
 from ..serving.endpoint import HttpStatusError
 from ..serving.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..serving.ledger import HandoffLedger, HandoffRecord
@@ -236,6 +237,13 @@ class ControlLoop:
     def stop(self) -> None:
         """Ask the loop to stop (a lent window returns at the next quantum)."""
         self._stop.set()
+
+    @property
+    def return_s(self) -> float:
+        """Deprecated name of :attr:`worst_recovery_s` (the longest return path seen,
+        seconds), read for one release with a ``DeprecationWarning``."""
+        warn_renamed("attribute", "ControlLoop.return_s", "ControlLoop.worst_recovery_s")
+        return self.worst_recovery_s
 
     def _arrival(self) -> None:
         """Load arrived (the watcher's thread): cut the lent window's quantum short."""
