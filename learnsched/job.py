@@ -87,6 +87,13 @@ class Job:
             raise TypeError(f"initial must be InitialState, got {type(self.initial).__name__}")
 
     @classmethod
+    def of_fields(cls, holder: object) -> Job:
+        """The job of an object that carries the job's fields under their names (a
+        portfolio candidate, a queued job): :data:`JOB_FIELDS`, a missing ``initial``
+        being no progress."""
+        return cls(**{name: getattr(holder, name) for name in JOB_FIELDS if hasattr(holder, name)})
+
+    @classmethod
     def of(cls, scenario: Scenario) -> Job:
         """The job a finite-model scenario plans (its costs' save and load)."""
         return cls(

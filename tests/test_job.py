@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 import learnsched as ls
 from learnsched.calendar.study import StudyCandidate
+from learnsched.job import JOB_FIELDS
 from learnsched.portfolio import PortfolioCandidate
 
 
@@ -15,6 +18,13 @@ def test_a_job_builds_the_scenario_it_is_read_back_from() -> None:
     assert scenario.costs == ls.PAPER_WARM
     assert ls.Job.of(scenario) == job
     assert job.costs(0.487, 0.06383) == ls.PAPER_WARM
+
+
+def test_a_job_is_read_from_the_fields_an_object_carries() -> None:
+    job = ls.Job(6, 5.0, 0.25, 1020.0, 0.1, 0.2, ls.InitialState(2, 1, True))
+    assert ls.Job.of_fields(job) == job
+    queued = SimpleNamespace(**{name: getattr(job, name) for name in JOB_FIELDS[:-1]})
+    assert ls.Job.of_fields(queued) == ls.Job(6, 5.0, 0.25, 1020.0, 0.1, 0.2)  # no progress
 
 
 def test_the_candidates_hold_their_job_and_write_the_same_json() -> None:

@@ -100,15 +100,7 @@ class QueuedJob:
         object.__setattr__(self, "benefit_rate", benefit_rate(self.benefit_rate))
         for name in ("save_s", "load_s"):
             nonnegative(name, getattr(self, name))
-        job = Job(
-            self.work_quanta,
-            self.quantum_s,
-            self.benefit_rate,
-            self.horizon_s,
-            self.save_s,
-            self.load_s,
-        )
-        object.__setattr__(self, "job", job)
+        object.__setattr__(self, "job", Job.of_fields(self))
 
 
 def read_queue(path: str | os.PathLike[str]) -> list[QueuedJob]:

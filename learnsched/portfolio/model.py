@@ -147,15 +147,7 @@ class PortfolioCandidate:
         put = object.__setattr__
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a string, got {self.name!r}")
-        job = Job(
-            self.work_quanta,
-            self.quantum_s,
-            self.benefit_rate,
-            self.horizon_s,
-            self.save_s,
-            self.load_s,
-            self.initial,
-        )
+        job = Job.of_fields(self)
         for name in JOB_FIELDS:
             put(self, name, getattr(job, name))
         put(self, "job", job)
