@@ -37,8 +37,6 @@ from .windows import Window
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self needs Python 3.11
 
-    from .queue import TrainerQueue
-
 __all__ = [
     "MOVES",
     "RUN_FORECASTS",
@@ -48,6 +46,7 @@ __all__ = [
     "ModelDecider",
     "MoveDecider",
     "QueueDecider",
+    "SharedWindows",
 ]
 
 
@@ -379,12 +378,30 @@ class CausalForecastDecider(ModelDecider):
         return Action(ActionKind.PUBLISH, rest)
 
 
+class SharedWindows(Protocol):
+    """What a :class:`QueueDecider` asks of the queue whose jobs share the windows
+    (:class:`~learnsched.control.queue.TrainerQueue`)."""
+
+    handover_end: float
+    """The end of the window last handed over to another job, seconds (queue clock)."""
+
+    def decide(
+        self, windows: list[Any], running: int, progress: int, durable: int, active: bool
+    ) -> tuple[int | None, Any]:
+        """The job the current window goes to (``None``: serving) and its action."""
+        ...
+
+    def hand_over(self, job: int, window_end_s: float) -> None:
+        """Give the window that ends at ``window_end_s`` to job ``job``."""
+        ...
+
+
 class QueueDecider:
     """The :class:`Decider` of job ``index`` in a :class:`TrainerQueue`:
     the portfolio's rollout decision on the windows ahead, that job's action when the
     window is its own; a wait (and the loop stopped, for the job named) otherwise."""
 
-    def __init__(self, queue: TrainerQueue, index: int) -> None:
+    def __init__(self, queue: SharedWindows, index: int) -> None:
         self.queue = queue
         self.index = index
 
