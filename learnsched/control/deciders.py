@@ -397,7 +397,8 @@ class SharedWindows(Protocol):
 
 
 class QueueDecider:
-    """The :class:`Decider` of job ``index`` in a :class:`TrainerQueue`:
+    """The :class:`Decider` of job ``index`` in a
+    :class:`~learnsched.control.queue.TrainerQueue`:
     the portfolio's rollout decision on the windows ahead, that job's action when the
     window is its own; a wait (and the loop stopped, for the job named) otherwise."""
 
