@@ -164,7 +164,7 @@ def test_baseline_each_candidate_alone(
 
     trace, core, forecasts, _ = causal_horizon
     jobs = [
-        (c, 600.0, 1200.0, "risk_rollout", 0.95, f.pool, f.tables, 7, False)
+        _core.causal.CausalJob(c, 600.0, 1200.0, "risk_rollout", 0.95, f.pool, f.tables, 7, False)
         for c, f in zip(core, forecasts, strict=True)
     ]
     outs = benchmark(_core.causal.run_causal, trace.schedule, jobs)

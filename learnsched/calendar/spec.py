@@ -22,9 +22,9 @@ import math
 import os
 import zipfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -50,17 +50,24 @@ SAMPLE_ARRAYS = ("windows", "offsets")
 
 _FILE_KEYS = frozenset({"file", "first", "count"})
 
+# numpy's stubs type np.lib.format from numpy 2.3 on: these say what its readers return.
+_read_magic: Callable[[IO[bytes]], tuple[int, int]] = np.lib.format.read_magic
+_HEADER_READERS: dict[
+    tuple[int, int], Callable[[IO[bytes]], tuple[tuple[int, ...], bool, np.dtype[Any]]]
+] = {
+    (1, 0): np.lib.format.read_array_header_1_0,
+    (2, 0): np.lib.format.read_array_header_2_0,
+}
+
 
 def _declared_bytes(archive: zipfile.ZipFile, member: zipfile.ZipInfo) -> int:
     """The bytes of data a ``.npy`` member's header declares."""
     with archive.open(member) as file:
-        version = np.lib.format.read_magic(file)
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(file)
-        elif version == (2, 0):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(file)
-        else:
+        version = _read_magic(file)
+        read_header = _HEADER_READERS.get(version)
+        if read_header is None:
             raise ValueError(f"unsupported .npy format version {version}")
+        shape, _, dtype = read_header(file)
         return math.prod(shape) * dtype.itemsize
 
 
@@ -238,7 +245,7 @@ def write_online_spec(path: str | os.PathLike[str], data: object) -> Path:
     cases = parse_online_spec(data)
     entries = copy.copy(data) if isinstance(data, list) else [data]
     windows: list[npt.NDArray[np.float64]] = []
-    offsets = [np.zeros(1, dtype=np.int64)]
+    offsets: list[npt.NDArray[np.int64]] = [np.zeros(1, dtype=np.int64)]
     first = total = 0
     for i, (entry, case) in enumerate(zip(entries, cases, strict=True)):
         if entry["forecast"] == "exact":
