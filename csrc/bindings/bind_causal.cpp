@@ -452,9 +452,8 @@ void bind_causal(py::module_& core) {
                                                           "a CausalCandidate");
                 j.from_s = cast_field<double>(t.from_s, at + ".from_s", "a number");
                 j.to_s = cast_field<double>(t.to_s, at + ".to_s", "a number");
-                j.policy =
-                    named(cast_field<std::string>(t.policy, at + ".policy", "a str"), kCausalPolicies,
-                          "causal policy");
+                const auto policy = cast_field<std::string>(t.policy, at + ".policy", "a str");
+                j.policy = named(policy, kCausalPolicies, "causal policy");
                 j.return_level =
                     cast_field<double>(t.return_level, at + ".return_level", "a number");
                 check_level(j.return_level);

@@ -12,7 +12,7 @@ struct CausalCandidate {
     double benefit_rate = 0.0;  // g, s-eq./s (0 with a schedule)
     BenefitSchedule benefit_schedule;  // g(t) by pieces, if not empty
     double horizon_s = 0.0;     // H
-    double recovery_s = 0.0;      // t_ret
+    double recovery_s = 0.0;    // t_ret
     double residency_rate = 0.0;
     double save_s = 0.0;
     double load_s = 0.0;

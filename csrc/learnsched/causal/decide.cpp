@@ -290,8 +290,9 @@ class Tally {
         const double publish = start + (rest_ - 1) * pair + c_.quantum_s;
         if (by_arrival(publish, arrival_)) {
             durable = -1;
-            const double r = ended(publish + c_.recovery_s, charge_ * (publish - p_.t + c_.recovery_s)) +
-                             c_.benefit.value(publish);
+            const double r =
+                ended(publish + c_.recovery_s, charge_ * (publish - p_.t + c_.recovery_s)) +
+                c_.benefit.value(publish);
             greedy_timely_ = last_timely_ ? 1 : 0;
             return r;
         }

@@ -17,9 +17,9 @@ enum class Policy : unsigned char {
     Dp,            // exact optimum (Eq. D.2)
     Guarded,       // rollout that replaces pi0's action only by a score margin > 2*epsilon (Eq. D.5)
 };
-inline constexpr std::array kFinitePolicies{Policy::Never,        Policy::Window,  Policy::StaticRoi,
-                                            Policy::CostedWindow, Policy::Rollout, Policy::Dp,
-                                            Policy::Guarded};
+inline constexpr std::array kFinitePolicies{
+    Policy::Never,   Policy::Window, Policy::StaticRoi, Policy::CostedWindow,
+    Policy::Rollout, Policy::Dp,     Policy::Guarded};
 
 std::string_view name(Policy policy);
 // std::invalid_argument naming a value outside the enum (an integer from Python can be any).

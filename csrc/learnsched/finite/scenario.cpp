@@ -175,7 +175,8 @@ void validate_state(const Scenario& scenario, const State& state) {
     }
     const Window& w = scenario.windows[static_cast<std::size_t>(state.window)];
     const HandoffCosts& c = scenario.costs;
-    const double fastest_recovery_s = std::min(c.recovery_s, c.cold_recovery_s.value_or(c.recovery_s));
+    const double fastest_recovery_s =
+        std::min(c.recovery_s, c.cold_recovery_s.value_or(c.recovery_s));
     if (state.active && !fits_within(fastest_recovery_s, w.start_s, w.end_s)) {
         fail("an active candidate must be able to return within its window: recovery_s=",
              fastest_recovery_s, " exceeds windows[", state.window, "] length ", w.length_s());

@@ -48,9 +48,9 @@ struct CausalPortfolioOutcome {
 
 // The portfolio over the horizon [from_s, to_s) of `schedule`: candidate c decides by
 // `policy` with forecasts[c] (null parts for Window), starting from durable progress
-// durable[c] (idle); `seed` seeds the one stream of gap draws that every decision reads. Candidates must share the return path (recovery_s, residency_rate) and
-// the lateness price. Gain needs a policy that reads a forecast. std::invalid_argument on
-// bad input.
+// durable[c] (idle); `seed` seeds the one stream of gap draws that every decision reads.
+// Candidates must share the return path (recovery_s, residency_rate) and the lateness price.
+// Gain needs a policy that reads a forecast. std::invalid_argument on bad input.
 CausalPortfolioOutcome run_portfolio_causal(const UnlentSchedule& schedule,
                                             const std::vector<CausalCandidate>& candidates,
                                             const std::vector<int>& durable,
