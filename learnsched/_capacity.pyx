@@ -698,7 +698,8 @@ def idle_window_bounds(arrival, work, deadline, rate, recovery_s, min_useful_s, 
     per window in the worst case, about the requests of one busy period in practice.
     """
     cdef double r = _real("rate", rate), tol = _real("tolerance", tolerance)
-    cdef double path_s = _real("recovery_s", recovery_s), useful = _real("min_useful_s", min_useful_s)
+    cdef double path_s = _real("recovery_s", recovery_s)
+    cdef double useful = _real("min_useful_s", min_useful_s)
     cdef double step = _real("resolution", resolution), free, a, service, ready
     _check_positive_finite("rate", r)
     _check_at_least("tolerance", tol, 0.0)

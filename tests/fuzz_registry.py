@@ -57,6 +57,7 @@ from hypothesis import strategies as st
 
 import learnsched as ls
 from learnsched import _capacity, _core
+from learnsched.calendar.causal import CAUSAL_POLICIES, GAP_MODELS
 
 from strategies import json_values, scenarios
 
@@ -1573,12 +1574,11 @@ def gap_pools(draw: st.DrawFn, schedule: Any | None = None) -> Any:
         draw(st.floats(1, 1000)),
         draw(st.floats(0, 5)),
         draw(st.floats(0, 10)),
-        draw(st.sampled_from(_core.causal.gap_models())),
+        draw(st.sampled_from(GAP_MODELS)),
         draw(st.integers(1, 4)),
     )
 
 
-CAUSAL_POLICIES = _core.causal.causal_policies()
 CAUSAL_NAMES = (
     "arrival", "service", "deadline", "trace", "request", "horizon", "from_s", "to_s",
     "quantum_s", "recovery_s", "work_quanta", "benefit", "residency_rate", "save_s", "load_s",
@@ -2099,7 +2099,7 @@ BINDINGS: dict[str, Binding] = {
             floats,
             floats,
             floats,
-            maybe(st.sampled_from(_core.causal.gap_models())),
+            maybe(st.sampled_from(GAP_MODELS)),
             maybe(st.integers(1, 4), st.sampled_from([0, -1, 2**31, 2**63])),
         ).map(lambda a: Call(_core.causal.GapPool, a)),
         CAUSAL_NAMES,
