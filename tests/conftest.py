@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -165,3 +166,98 @@ def _private_engine_leases(tmp_path_factory: pytest.TempPathFactory, monkeypatch
     """Control-loop runs take an engine lease (learnsched.control.locks): each test gets
     its own lease folder, never the user's ~/.local/state."""
     monkeypatch.setenv("LEARNSCHED_LEASE_DIR", str(tmp_path_factory.mktemp("leases")))
+
+
+# --- the real_engine suite: a real vLLM (tests/vllm_support.py) --------------------------
+@pytest.fixture(scope="session")
+def vllm_python() -> str:
+    """The interpreter that runs vLLM; the test skips without one."""
+    from vllm_support import SKIP_REASON, vllm_python
+
+    python = vllm_python()
+    if python is None:
+        pytest.skip(SKIP_REASON)
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny_model(vllm_python: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny random Llama every real server serves (``LEARNSCHED_TEST_VLLM_MODEL``: one
+    made earlier)."""
+    import os
+
+    from vllm_support import make_tiny_model
+
+    made = os.environ.get("LEARNSCHED_TEST_VLLM_MODEL")
+    return Path(made) if made else make_tiny_model(vllm_python, tmp_path_factory.mktemp("model"))
+
+
+@pytest.fixture(scope="session")
+def vllm_servers(
+    vllm_python: str, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Callable[[str], Any]]:
+    """``server(kind)``: the session's shared server of that kind, ready. The first call
+    starts every kind at once (their minute-long start-ups overlap);
+    ``LEARNSCHED_TEST_VLLM_<KIND>_URL`` names one already running instead."""
+    import os
+
+    from vllm_support import KINDS, ExternalVllm, start_server
+
+    started: dict[str, Any] = {}
+    logs = tmp_path_factory.mktemp("vllm-logs")
+
+    def server(kind: str) -> Any:
+        if not started:
+            for each in KINDS:
+                url = os.environ.get(f"LEARNSCHED_TEST_VLLM_{each.upper()}_URL")
+                started[each] = (
+                    ExternalVllm(each, url, tiny_model)
+                    if url
+                    else start_server(vllm_python, each, tiny_model, logs)
+                )
+        started[kind].wait_ready()
+        return started[kind]
+
+    yield server
+    for each in started.values():
+        each.stop()
+
+
+@pytest.fixture
+def vllm_sleep(vllm_servers: Callable[[str], Any]) -> Any:
+    """The shared dev-mode server with sleep mode (the control plane runs for real; CPU
+    memory never moves). Tests leave it awake and unpaused."""
+    return vllm_servers("sleep")
+
+
+@pytest.fixture
+def vllm_dev(vllm_servers: Callable[[str], Any]) -> Any:
+    """The shared dev-mode server without sleep mode."""
+    return vllm_servers("dev")
+
+
+@pytest.fixture
+def vllm_plain(vllm_servers: Callable[[str], Any]) -> Any:
+    """The shared server without dev mode."""
+    return vllm_servers("plain")
+
+
+@pytest.fixture
+def own_vllm(
+    vllm_python: str, tiny_model: Path, tmp_path: Path
+) -> Iterator[Callable[..., Any]]:
+    """``own_vllm(kind, *flags)``: a server of this test's own, ready (to kill or to
+    leave parked), stopped at the end."""
+    from vllm_support import start_server
+
+    servers: list[Any] = []
+
+    def start(kind: str, *flags: str) -> Any:
+        server = start_server(vllm_python, kind, tiny_model, tmp_path / "vllm-logs", *flags)
+        servers.append(server)
+        server.wait_ready()
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
