@@ -15,6 +15,10 @@ tells the loop of each arrival itself; the engine then runs batch-invariant
 (``VLLM_BATCH_INVARIANT=1`` / ``--enable-deterministic-inference``), since the
 same-model check after a return meets the requests the engine held meanwhile.
 
+With ``url`` the demo runs next to an engine already serving instead (a real vLLM or
+SGLang started with its park routes: ``docs/serving.md``), parked and resumed for real;
+the windows then come from its measured service time.
+
 A second demo on the same ledger and state folder resumes: the trainer from its last
 durable checkpoint (``resumed_from_quanta``), the replay from where the first stopped.
 """
@@ -30,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._checks import integer, positive
+from .._url import http_url
 from ..capacity import ReturnPath
 from ..job import Job
 from ..scenario import HandoffCosts
@@ -82,6 +87,11 @@ class DemoOptions:
         Latency budget of every request, wall seconds.
     min_window_s
         Shortest wall window worth lending, seconds.
+    url
+        An engine already serving (``engine`` names its dialect), parked and resumed
+        through its real control routes, instead of the simulated engine (``None``).
+    trainer
+        The trainer, ``module:Class`` (default: the reference LoRA trainer on CPU).
     """
 
     seconds: float = 60.0
@@ -94,6 +104,8 @@ class DemoOptions:
     work_quanta: int = 240
     slo_s: float = 2.0
     min_window_s: float = 1.0
+    url: str | None = None
+    trainer: str = TRAINER
 
     def __post_init__(self) -> None:
         positive("seconds", self.seconds)
@@ -101,6 +113,8 @@ class DemoOptions:
         integer("work_quanta", self.work_quanta, low=1)
         positive("slo_s", self.slo_s)
         positive("min_window_s", self.min_window_s)
+        if self.url is not None:
+            http_url("url", self.url)
 
 
 def _trace_offset(records: list[HandoffRecord], trace: Path) -> float:
@@ -176,6 +190,16 @@ def _measure_return(engine: ServingEngine) -> float:
     return (stamps["request_done"] - stamps["resume_sent"]) / 1e9
 
 
+def _service_s(endpoint: ServingEndpoint) -> float:
+    """A real engine's service time of one replayed request (the median of five), s."""
+    times = []
+    for _ in range(5):
+        started = time.perf_counter_ns()
+        endpoint.generate(MAX_TOKENS, 30.0)
+        times.append((time.perf_counter_ns() - started) / 1e9)
+    return sorted(times)[len(times) // 2]
+
+
 def run_demo(
     options: DemoOptions, progress: Callable[[str], None] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -216,15 +240,15 @@ def run_demo(
         options.engine, token_s=TOKEN_S, max_running=MAX_RUNNING, batch_variant=options.gate
     )
     with ExitStack() as stack:
-        process = stack.enter_context(EngineProcess(config))
-        gate = stack.enter_context(_gate(process.url, options.engine)) if options.gate else None
-        endpoint = ServingEndpoint(process.url, options.engine)
+        url = options.url or stack.enter_context(EngineProcess(config)).url
+        gate = stack.enter_context(_gate(url, options.engine)) if options.gate else None
+        endpoint = ServingEndpoint(url, options.engine)
         engine = ServingEngine(endpoint, door=gate)
         measured_recovery_s = _measure_return(engine)
-        service_s = 0.02 + MAX_TOKENS * TOKEN_S
+        service_s = _service_s(endpoint) if options.url else 0.02 + MAX_TOKENS * TOKEN_S
         windows = _windows([r.arrival_s for r in ahead], service_s, options, measured_recovery_s)
         recovery_s = 2.0 * measured_recovery_s + 0.05  # the guard: twice what was measured
-        front = process.url if gate is None else gate.url
+        front = url if gate is None else gate.url
         loadgen = LoadGenerator(front, requests, speedup=options.speedup)
 
         def decider(work_quanta: int, costs: TrainerCosts) -> ModelDecider:
@@ -232,7 +256,7 @@ def run_demo(
             job = Job(work_quanta, 1.5 * costs.quantum_s, 1.0, horizon, costs.save_s, costs.load_s)
             return ModelDecider.from_job(job, HandoffCosts(recovery_s=recovery_s))
 
-        trainer = TrainerProcess(TRAINER, state_dir, {"work_quanta": options.work_quanta})
+        trainer = TrainerProcess(options.trainer, state_dir, {"work_quanta": options.work_quanta})
         loop = ControlLoop(
             engine,
             trainer,
