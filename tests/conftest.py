@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -162,7 +162,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _private_engine_leases(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _private_engine_leases(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Control-loop runs take an engine lease (learnsched.control.locks): each test gets
     its own lease folder, never the user's ~/.local/state."""
     monkeypatch.setenv("LEARNSCHED_LEASE_DIR", str(tmp_path_factory.mktemp("leases")))
@@ -243,9 +245,7 @@ def vllm_plain(vllm_servers: Callable[[str], Any]) -> Any:
 
 
 @pytest.fixture
-def own_vllm(
-    vllm_python: str, tiny_model: Path, tmp_path: Path
-) -> Iterator[Callable[..., Any]]:
+def own_vllm(vllm_python: str, tiny_model: Path, tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """``own_vllm(kind, *flags)``: a server of this test's own, ready (to kill or to
     leave parked), stopped at the end."""
     from vllm_support import start_server

@@ -20,6 +20,7 @@ A test that kills its engine gets one of its own (:func:`start_server`).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -147,9 +148,7 @@ class VllmServer:
     def wait_ready(self, timeout_s: float = READY_S) -> None:
         """Until a completion answers (``/health`` alone answers before the model does)."""
         deadline = time.monotonic() + timeout_s
-        body = (
-            b'{"model": "%s", "prompt": "hello", "max_tokens": 1}' % self.model_name.encode()
-        )
+        body = b'{"model": "%s", "prompt": "hello", "max_tokens": 1}' % self.model_name.encode()
         while time.monotonic() < deadline:
             if not self.alive():
                 raise RuntimeError(f"vLLM ({self.kind}) exited: {self.tail()}")
@@ -175,24 +174,18 @@ class VllmServer:
         """SIGTERM, then SIGKILL to the whole process group (the engine core is a child)."""
         if self.alive():
             os.killpg(self.process.pid, signal.SIGTERM)
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
         self.kill()
 
     def kill(self) -> None:
         """SIGKILL to the server and its engine core, as a crash would."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait(30)
 
 
-def start_server(
-    python: str, kind: str, model: Path, log_dir: Path, *extra: str
-) -> VllmServer:
+def start_server(python: str, kind: str, model: Path, log_dir: Path, *extra: str) -> VllmServer:
     """Start one server of ``kind`` (not waiting for it: :meth:`VllmServer.wait_ready`)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
@@ -217,4 +210,3 @@ def start_server(
             args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
         )
     return VllmServer(kind, model, port, log, process, tuple(extra))
-
