@@ -14,7 +14,7 @@ from ..control.config import RunConfig, build_run
 from ..gate import DEFAULT_MAX_HELD
 from ._config import ConfigFlags
 from ._engine import add_connection_arguments
-from .gate import address
+from .gate import address, url_argument
 from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
 
 __all__ = ["register"]
@@ -142,7 +142,14 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--gate", type=address, metavar="[HOST:]PORT",
         help="serve the gate here (an OpenAI-compatible proxy in front of --url; loopback "
         "unless HOST is given) and send clients to it: a park waits for its requests in "
-        "flight, holds new ones and returns early for them (needs the serve extra)",
+        "flight, holds new ones and returns early for them (needs the serve extra). It "
+        "ends with the run: for production, --attach",
+    )  # fmt: skip
+    add(
+        "--attach", metavar="URL",
+        help="drive the door of a running `learnsched gate --control` instead: the "
+        "http://HOST:PORT of its control listener (it must front --url); the gate, and "
+        "its clients' address, outlive the run",
     )  # fmt: skip
     add(
         "--notify", type=address, metavar="[HOST:]PORT",
@@ -151,7 +158,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )  # fmt: skip
     add(
         "--drain-s", type=float, default=RunConfig.drain_s,
-        help="with --gate: how long the requests in flight may take to finish before a "
+        help="with a gate: how long the requests in flight may take to finish before a "
         "park, s (else the window is skipped; default 5)",
     )  # fmt: skip
     add(
@@ -182,7 +189,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add("--speedup", type=float, default=10.0, help="trace time compression (default 10)")
     add("--ledger", type=Path, help="ledger file (default: STATE_DIR/ledger.jsonl)")
     add("--state-dir", type=Path, help="the trainer's folder (default: beside the ledger)")
-    add("--engine", choices=ENGINES, default="vllm", help="simulated dialect")
+    add("--engine", choices=ENGINES, default="vllm",
+        help="the engine's dialect (simulated unless --url)")  # fmt: skip
     add(
         "--trace", type=Path, metavar="FILE",
         help="the request trace to replay (Azure or the project's CSV; default: the "
@@ -194,6 +202,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "of arrivals; the engine runs batch-invariant)",
     )  # fmt: skip
     add("--work-quanta", type=int, default=240, help="J of the LoRA job")
+    add(
+        "--url", type=url_argument,
+        help="an engine already serving (--engine names its dialect), parked and resumed "
+        "for real, instead of the simulated one (default: the simulated engine)",
+    )  # fmt: skip
+    add(
+        "--trainer", metavar="MODULE:CLASS",
+        help="the trainer (default: the reference LoRA trainer on CPU, which needs the gpu "
+        "extra)",
+    )  # fmt: skip
     add("--plot", type=Path, metavar="FILE.png", help="draw the timeline")
     add("--json", action="store_true", help="print the summary as JSON")
     demo.set_defaults(func=run_demo)
@@ -209,15 +227,15 @@ def _stop_on_signals(stop: Any) -> None:
     signal.signal(signal.SIGINT, handler)
 
 
-def _check_demo_extras(gate: bool) -> None:
-    """The demo's trainer needs the gpu extra, its gate the serve extra: say so before
-    starting anything."""
+def _check_demo_extras(gate: bool, trainer: str | None) -> None:
+    """The demo's reference trainer needs the gpu extra, its gate the serve extra: say so
+    before starting anything."""
     from importlib.util import find_spec
 
     from .._extras import MissingExtra, install_hint
 
     for module in ("torch", "transformers", "peft", "safetensors"):
-        if find_spec(module) is None:
+        if trainer is None and find_spec(module) is None:
             raise MissingExtra(f"the demo's LoRA trainer needs {module}: {install_hint('gpu')}")
     if gate and find_spec("aiohttp") is None:
         raise MissingExtra(
@@ -272,7 +290,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from ..control.demo import DemoOptions
     from ..control.demo import run_demo as demo
 
-    _check_demo_extras(args.gate)
+    _check_demo_extras(args.gate, args.trainer)
     if args.plot is not None:
         from .._figures import pyplot
 
@@ -286,6 +304,8 @@ def run_demo(args: argparse.Namespace) -> int:
         trace=args.trace,
         gate=args.gate,
         work_quanta=args.work_quanta,
+        url=args.url,
+        trainer=args.trainer,
     )
     line = _ProgressLine()
     try:

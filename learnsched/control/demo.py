@@ -91,7 +91,7 @@ class DemoOptions:
         An engine already serving (``engine`` names its dialect), parked and resumed
         through its real control routes, instead of the simulated engine (``None``).
     trainer
-        The trainer, ``module:Class`` (default: the reference LoRA trainer on CPU).
+        The trainer, ``module:Class`` (``None``: the reference LoRA trainer on CPU).
     """
 
     seconds: float = 60.0
@@ -105,7 +105,7 @@ class DemoOptions:
     slo_s: float = 2.0
     min_window_s: float = 1.0
     url: str | None = None
-    trainer: str = TRAINER
+    trainer: str | None = None
 
     def __post_init__(self) -> None:
         positive("seconds", self.seconds)
@@ -256,7 +256,9 @@ def run_demo(
             job = Job(work_quanta, 1.5 * costs.quantum_s, 1.0, horizon, costs.save_s, costs.load_s)
             return ModelDecider.from_job(job, HandoffCosts(recovery_s=recovery_s))
 
-        trainer = TrainerProcess(options.trainer, state_dir, {"work_quanta": options.work_quanta})
+        trainer = TrainerProcess(
+            options.trainer or TRAINER, state_dir, {"work_quanta": options.work_quanta}
+        )
         loop = ControlLoop(
             engine,
             trainer,
