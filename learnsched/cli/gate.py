@@ -7,9 +7,15 @@ import ipaddress
 import signal
 import sys
 import threading
+from contextlib import ExitStack
 from types import FrameType
+from typing import TYPE_CHECKING
 
+from ..gate import DEFAULT_LEASE_S, DEFAULT_MAX_HELD
 from .output import EXIT_OK, emit_json, print_rows
+
+if TYPE_CHECKING:
+    from ..gate import Gate
 
 __all__ = ["DEFAULT_GATE_PORT", "address", "register", "url_argument"]
 
@@ -64,9 +70,11 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="an OpenAI-compatible proxy in front of an engine that counts its requests",
         description=(
             "Forward every request to the engine unchanged (streams included) and count "
-            "arrivals, requests in flight, completions and failures. Alone it never holds "
-            "a request; `learnsched run --gate` runs the same gate inside the scheduler, "
-            "which closes its door before each park. Needs the serve extra (aiohttp)."
+            "arrivals, requests in flight, completions and failures. With --control a "
+            "scheduler attaches to it (`learnsched run --attach`) and closes its door "
+            "before each park; the gate outlives every run, so clients keep one address "
+            "whatever ends the run (docs/serving.md). Alone it never holds a request. "
+            "Needs the serve extra (aiohttp)."
         ),
     )
     add = gate.add_argument
@@ -82,8 +90,38 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="POST each arrival to this URL (a `learnsched run --notify` endpoint, "
         "http://HOST:PORT/arrival), so the scheduler there returns early",
     )  # fmt: skip
+    add(
+        "--control", type=address, metavar="[HOST:]PORT",
+        help="serve the door's control API here for `learnsched run --attach` (a listener "
+        "of its own, never the client port; loopback unless HOST is given)",
+    )  # fmt: skip
+    add(
+        "--lease-s", type=float, default=DEFAULT_LEASE_S, metavar="S",
+        help="with --control: a door the scheduler closed opens by itself S seconds after "
+        "the scheduler's last renewal (it vanished: the engine then holds the requests "
+        "until the next run returns it; default %(default)s)",
+    )  # fmt: skip
+    add(
+        "--max-held", type=int, default=DEFAULT_MAX_HELD,
+        help="with --control: requests held at the closed door at most (later ones go on "
+        "to the engine, which holds them itself while parked; default %(default)s)",
+    )  # fmt: skip
     add("--json", action="store_true", help="print the counts as JSON when stopped")
     gate.set_defaults(func=run_gate)
+
+
+def _check_control(args: argparse.Namespace) -> None:
+    """The control listener is never the client port, and the lease is finite."""
+    from .._checks import positive
+
+    positive("--lease-s", args.lease_s)
+    if args.max_held < 0:
+        raise ValueError(f"--max-held must be at least 0, got {args.max_held!r}")
+    if args.control is not None and args.control[1] != 0 and args.control[1] == args.listen[1]:
+        raise ValueError(
+            f"--control {args.control[1]} is the client port (--listen): clients must never "
+            "reach the door's control"
+        )
 
 
 def run_gate(args: argparse.Namespace) -> int:
@@ -91,6 +129,7 @@ def run_gate(args: argparse.Namespace) -> int:
     from ..gate import Gate
     from ..gate.notify import ArrivalForwarder
 
+    _check_control(args)
     host, port = args.listen
     forwarder = None if args.notify is None else ArrivalForwarder(args.notify).start()
     gate = Gate(
@@ -98,6 +137,7 @@ def run_gate(args: argparse.Namespace) -> int:
         args.engine,
         host=host,
         port=port,
+        max_held=args.max_held,
         on_arrival=None if forwarder is None else forwarder.arrived,
     )
     stop = threading.Event()
@@ -107,11 +147,13 @@ def run_gate(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    with gate:
+    with gate, ExitStack() as stack:
         print(f"{args.command_prog}: forwarding {gate.url} -> {args.url}", file=sys.stderr)
         if not is_loopback(host):
             print(f"{args.command_prog}: note: {host} is not loopback: whoever reaches the "
                   "gate reaches the engine", file=sys.stderr)  # fmt: skip
+        if args.control is not None:
+            _serve_control(args, gate, stack)
         while not stop.wait(1.0):
             pass
     counts = gate.counts()  # after the stop: the answers under way have finished
@@ -122,3 +164,20 @@ def run_gate(args: argparse.Namespace) -> int:
     else:
         print_rows([(key, str(value)) for key, value in counts.to_json().items()])
     return EXIT_OK
+
+
+def _serve_control(args: argparse.Namespace, gate: Gate, stack: ExitStack) -> None:
+    """Serve the door's control listener (stopped before the gate, by ``stack``)."""
+    from ..gate import ControlServer
+
+    def report(line: str) -> None:
+        print(f"{args.command_prog}: {line}", file=sys.stderr, flush=True)
+
+    host, port = args.control
+    control = stack.enter_context(
+        ControlServer(gate, host, port, lease_s=args.lease_s, report=report)
+    )
+    report(f"door control {control.url} (lease {args.lease_s:g} s)")
+    if not is_loopback(host):
+        report(f"note: {host} is not loopback: whoever reaches the control can hold every "
+               "request")  # fmt: skip

@@ -36,7 +36,7 @@ from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
 
 if TYPE_CHECKING:
-    from ..gate import Gate
+    from ..gate import Gate, RemoteGate
     from ..serving.endpoint import ServingEndpoint
     from .actuation import ServingEngine
     from .deciders import Decider
@@ -126,7 +126,11 @@ class RunConfig:
     timeout_s
         Bound on each engine call, seconds (``--timeout``).
     gate
-        Serve the gate at this ``(host, port)`` and send clients to it (``--gate``).
+        Serve the gate at this ``(host, port)`` and send clients to it (``--gate``); it
+        lives as long as the run.
+    attach
+        Drive the door of a long-lived ``learnsched gate --control`` instead, at this
+        ``http://HOST:PORT`` of its control listener (``--attach``); it outlives the run.
     notify
         Serve ``POST /arrival`` at this ``(host, port)`` (``--notify``).
     drain_s
@@ -172,6 +176,7 @@ class RunConfig:
     sleep_level: int = 1
     timeout_s: float = 60.0
     gate: Address | None = None
+    attach: str | None = None
     notify: Address | None = None
     drain_s: float = 5.0
     max_held: int = DEFAULT_MAX_HELD
@@ -232,7 +237,8 @@ class SchedulerRun:
     engine
         The engine control (:class:`~.actuation.ServingEngine`).
     gate
-        The gate in front of the engine (``None``: none).
+        The gate in front of the engine: served by the run, or attached to
+        (``None``: none).
     loop
         The control loop of a run with one trainer (``None`` for a queue).
     queue
@@ -243,7 +249,7 @@ class SchedulerRun:
         self,
         config: RunConfig,
         engine: ServingEngine,
-        gate: Gate | None,
+        gate: Gate | RemoteGate | None,
         loop: ControlLoop | None = None,
         queue: TrainerQueue | None = None,
     ) -> None:
@@ -387,12 +393,7 @@ def build_run(config: RunConfig, *, progress: Callable[[str], None] | None = Non
         raise ValueError(f"--drain-s must be positive, got {config.drain_s!r}")
     if config.max_held < 0:
         raise ValueError(f"--max-held must be at least 0, got {config.max_held!r}")
-    gate = None
-    if config.gate is not None:
-        from ..gate import Gate
-
-        gate = Gate(config.url, config.engine, host=config.gate[0], port=config.gate[1],
-                    max_held=config.max_held)  # fmt: skip
+    gate = _front(config)
     engine = ServingEngine(
         serving_endpoint(config.url, config.engine, config.api_key, config.ca_file),
         level=config.sleep_level, timeout_s=config.timeout_s, door=gate, drain_s=config.drain_s,
@@ -415,6 +416,29 @@ def build_run(config: RunConfig, *, progress: Callable[[str], None] | None = Non
         gate,
         loop=_build_loop(config, engine, calendar, lookahead, horizon_s, history, progress),
     )
+
+
+def _front(config: RunConfig) -> Gate | RemoteGate | None:
+    """The gate the run serves (``--gate``), or the long-lived one it attaches to
+    (``--attach``: checked here, reached only when the run starts), or none."""
+    if config.attach is None:
+        if config.gate is None:
+            return None
+        from ..gate import Gate
+
+        return Gate(config.url, config.engine, host=config.gate[0], port=config.gate[1],
+                    max_held=config.max_held)  # fmt: skip
+    from .._url import http_url
+    from ..gate import RemoteGate
+
+    if config.gate is not None:
+        raise ValueError("--attach and --gate are two gates: give one")
+    if config.max_held != DEFAULT_MAX_HELD:
+        raise ValueError(
+            "--max-held is the attached gate's own: give it to `learnsched gate --max-held`"
+        )
+    http_url("--attach", config.attach, schemes=("http",))
+    return RemoteGate(config.attach, config.engine, config.url, timeout_s=config.timeout_s)
 
 
 def _loop_options(config: RunConfig) -> LoopOptions:

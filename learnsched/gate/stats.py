@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["MAX_SAMPLES", "GateCounts", "GateStats", "nearest_rank"]
+__all__ = ["LEVELS", "MAX_SAMPLES", "GateCounts", "GateStats", "nearest_rank"]
 
 MAX_SAMPLES = 1_000_000
 """Added latencies kept (about 8 MB); later ones are counted but not kept."""
@@ -82,6 +82,17 @@ class GateCounts:
             "parks_on_busy_engine": self.parks_on_busy_engine,
         }
 
+    def since(self, start: Mapping[str, Any]) -> GateCounts:
+        """What was counted after ``start``, an earlier :meth:`to_json` of the same gate:
+        each total less ``start``'s, the :data:`LEVELS` as they are now (the added
+        latencies are left as they are: keep only those after ``start``)."""
+        totals = {
+            f.name: getattr(self, f.name) - (0 if f.name in LEVELS else int(start[f.name]))
+            for f in fields(self)
+            if f.name != "added_latency_s"
+        }
+        return GateCounts(**totals, added_latency_s=self.added_latency_s)
+
     def to_json(self) -> dict[str, Any]:
         """Every count (latencies as their number and quantiles, not the list)."""
         data = asdict(self)
@@ -89,10 +100,14 @@ class GateCounts:
         return {**data, **self.summary()}
 
 
+LEVELS = ("in_flight", "holding")
+"""The counts that say how many now (the others are totals since the gate started)."""
+
 _COUNTERS = (
     *("arrivals", "completed", "failed", "rejected", "cancelled", "held", "overflowed"),
     "refused",
-    *("in_flight", "holding", "parks", "parks_on_busy_engine"),
+    *LEVELS,
+    *("parks", "parks_on_busy_engine"),
 )
 
 
