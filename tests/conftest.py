@@ -86,6 +86,28 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
+def planners_refuse_unconfirmed(
+    capsys: pytest.CaptureFixture[str], profile: Path, folder: Path
+) -> None:
+    """``grid``, ``solve`` and ``explain`` refuse ``profile``'s unconfirmed warm figures
+    (exit 2, naming them and ``--accept-unconfirmed``), and with that flag plan with them,
+    warning on stderr. What the profile lacks comes from the paper's (``--base paper``)."""
+    scenario = folder / "warm.json"
+    scenario.write_text(json.dumps(ls.scenario_by_id("S0344").scenario.to_json()))
+    costs = ("--costs", str(profile), "--base", "paper")
+    for argv in (("grid", "--fresh-only"), ("solve", str(scenario), "--recovery", "warm"),
+                 ("explain", "S0344")):  # fmt: skip
+        status, _, err = run(capsys, *argv, *costs)
+        refusal = err.splitlines()[-1]
+        assert status == 2, err
+        assert refusal.startswith(f"learnsched {argv[0]}: error: --costs {profile}: ")
+        assert "warm_recovery_s" in refusal
+        assert "(--accept-unconfirmed)" in refusal
+        status, _, err = run(capsys, *argv, *costs, "--accept-unconfirmed")
+        assert status == 0, err
+        assert f"learnsched {argv[0]}: warning: --costs {profile}: planning with " in err
+
+
 def write_spec(tmp_path: Path, spec: object, name: str = "spec.json") -> str:
     """``spec`` as a JSON file ``name`` in ``tmp_path``; returns its path."""
     path = tmp_path / name

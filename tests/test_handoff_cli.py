@@ -16,8 +16,8 @@ from learnsched.serving import read_ledger
 from learnsched.serving.errors import NvmlUnavailable
 from learnsched.testing import free_port
 
-from conftest import one_line, run, run_python
-from engine_support import shell_command
+from conftest import one_line, planners_refuse_unconfirmed, run, run_python
+from engine_support import engine, shell_command
 
 
 def run_probe(*argv: str) -> int:
@@ -99,6 +99,27 @@ def test_waits(capsys: pytest.CaptureFixture[str]) -> None:
     table = capsys.readouterr().out
     assert "ack delay coarse" in table
     assert "ack delay pollable" in table
+
+
+def test_a_release_no_device_showed_is_flagged_and_refused_by_the_planners(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No NVML watches the simulated engine: nothing can show its park freeing memory.
+    out = tmp_path / "profile.json"
+    with engine("vllm") as sim:
+        argv = [f"--url={sim.url}", f"--pid={sim.pid}", "--parked-s=0.01", "--poll-ms=10"]
+        assert run_probe("recovery", "--engine=vllm", *argv, "--warm-runs=2", f"--out={out}") == 0
+    err = capsys.readouterr().err
+    assert "flagged unconfirmed" in err
+    assert "refuse them without --accept-unconfirmed" in err
+    flagged = load_cost_profile(out).unconfirmed()
+    assert set(flagged) == {
+        "warm_recovery_s", "warm_ready_s", "host_pss_awake_gib", "host_pss_parked_gib",
+    }  # fmt: skip
+    assert set(flagged.values()) == {
+        "2 of 2 parks: no device to watch (NVML unavailable or not given)"
+    }
+    planners_refuse_unconfirmed(capsys, out, tmp_path)
 
 
 def test_recovery_writes_ledger_and_profile(
@@ -209,7 +230,9 @@ def test_all_runs_what_it_can_and_merges_the_profile(
     assert "warm #2" in table
     profile = load_cost_profile(out)
     assert profile.handoff_costs("cold").recovery_s == profile.mean("cold_recovery_s")
-    assert profile.handoff_costs("warm").save_s == profile.mean("checkpoint_save_s")
+    # No NVML watches the simulated engine: its warm figures are flagged, and accepted here.
+    warm = profile.handoff_costs("warm", accept_unconfirmed=True)
+    assert warm.save_s == profile.mean("checkpoint_save_s")
 
 
 ALL_QUICK = (

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import learnsched as ls
+from learnsched import handoff
 from learnsched.handoff import (
     PAPER_PROFILE,
     QUANTITIES,
@@ -59,7 +60,7 @@ def test_version_1_documents_are_still_read(tmp_path: Path) -> None:
     document = PAPER_PROFILE.to_json()
     document["version"] = 1
     for item in document["measurements"].values():
-        del item["device"], item["note"]
+        del item["device"], item["note"], item["unconfirmed"]
     path = tmp_path / "v1.json"
     path.write_text(json.dumps(document))
     loaded = load_cost_profile(path)
@@ -75,7 +76,7 @@ def test_file_round_trip_into_handoff_costs(tmp_path: Path) -> None:
     assert loaded.handoff_costs("warm") == ls.PAPER_WARM
     document = json.loads(path.read_text())
     assert document["format"] == "learnsched-cost-profile"
-    assert document["version"] == 2
+    assert document["version"] == 3
     assert document["measurements"]["warm_ready_s"]["device"] == "NVIDIA A100-80GB"
     assert document["measurements"]["cold_recovery_s"]["unit"] == "s"
 
@@ -120,10 +121,14 @@ def test_parking_that_frees_host_memory_costs_no_residency() -> None:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda d: d.update(version=3), r"version 3 is not supported .*reads versions 1, 2"),
+        (lambda d: d.update(version=4), r"version 4 is not supported .*reads versions 1, 2, 3"),
         (
             lambda d: d["measurements"]["cold_recovery_s"].pop("note"),
-            "must have device, first, mean, note, samples, unit",
+            "must have device, first, mean, note, samples, unconfirmed, unit",
+        ),
+        (
+            lambda d: d["measurements"]["warm_recovery_s"].update(unconfirmed=""),
+            "unconfirmed must be a non-empty string or null",
         ),
         (lambda d: d.update(format="other"), "format must be"),
         (
@@ -135,6 +140,7 @@ def test_parking_that_frees_host_memory_costs_no_residency() -> None:
                     "first": None,
                     "device": None,
                     "note": "",
+                    "unconfirmed": None,
                 }
             ),
             "unknown quantity 'speed'",
@@ -220,3 +226,43 @@ def test_two_processes_updating_one_profile_lose_nothing(tmp_path: Path) -> None
     profile = ls.handoff.load_cost_profile(path)
     assert sorted(profile.measurements) == names
     assert all(m.mean == 4.0 for m in profile.measurements.values())
+
+
+# What the recovery probe writes for parks nothing could be seen freeing.
+NOT_SEEN = "3 of 3 parks: no device to watch (NVML unavailable or not given)"
+
+
+def _unconfirmed_warm() -> CostProfile:
+    """The paper's profile with a warm resume measured on parks never seen to free memory."""
+    return PAPER_PROFILE.merged(
+        CostProfile(
+            {"warm_recovery_s": Measurement.of((0.006,), "s", unconfirmed=NOT_SEEN)},
+            device={"name": "NVIDIA A100-80GB"},
+        )
+    )
+
+
+def test_unconfirmed_figures_are_refused_unless_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "p.json"
+    _unconfirmed_warm().write(path)
+    profile = load_cost_profile(path)
+    assert profile.unconfirmed() == {"warm_recovery_s": NOT_SEEN}
+    with pytest.raises(handoff.UnconfirmedRelease, match="warm_recovery_s were measured on") as err:
+        profile.handoff_costs("warm")
+    assert "accept_unconfirmed=True" in str(err.value)
+    assert err.value.flagged == {"warm_recovery_s": NOT_SEEN}
+    assert profile.handoff_costs("warm", accept_unconfirmed=True).recovery_s == 0.006
+    # The cold path reads none of the flagged figures.
+    assert profile.handoff_costs("cold") == ls.PAPER_COLD
+
+
+def test_version_2_documents_carry_no_flag_and_plan_as_before(tmp_path: Path) -> None:
+    document = _unconfirmed_warm().to_json()
+    document["version"] = 2
+    for item in document["measurements"].values():
+        del item["unconfirmed"]
+    path = tmp_path / "v2.json"
+    path.write_text(json.dumps(document))
+    profile = load_cost_profile(path)
+    assert profile.unconfirmed() == {}
+    assert profile.handoff_costs("warm").recovery_s == 0.006

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.handoff import launch_engine, measure_warm_recovery
+from learnsched.handoff import CostProfile, launch_engine, measure_warm_recovery
 from learnsched.serving import HandoffProbeError, ServingEndpoint
 from learnsched.serving.endpoint import HttpStatusError
 from learnsched.testing import free_port
@@ -161,6 +161,14 @@ def test_engine_hidden_from_the_device_needs_release_bytes() -> None:
     assert unconfirmed.device_basis == "device-occupied"
     assert confirmed.release == "free-rose"
     assert confirmed.interval_s("release_sent", "release_confirmed") >= 0.2
+    # The profile flags what the unconfirmed park measured, and only that.
+    assert CostProfile.from_recoveries([confirmed]).unconfirmed() == {}
+    flagged = CostProfile.from_recoveries([confirmed, unconfirmed]).unconfirmed()
+    assert set(flagged) == {
+        "warm_recovery_s", "warm_ready_s", "host_pss_awake_gib", "host_pss_parked_gib",
+        "device_parked_gib",
+    }  # fmt: skip
+    assert flagged["warm_recovery_s"].startswith("1 of 2 parks: the device does not list")
 
 
 def test_failure_while_parked_resumes_the_engine() -> None:

@@ -47,6 +47,7 @@ from .profile import (
     QUANTITIES,
     CostProfile,
     Measurement,
+    UnconfirmedRelease,
     load_cost_profile,
 )
 from .recovery import measure_warm_recovery
@@ -72,6 +73,7 @@ __all__ = [
     "RecoveryRun",
     "ReleaseResult",
     "Timing",
+    "UnconfirmedRelease",
     "adapter_from_peft",
     "apply_adapter",
     "benchmark_lora",

@@ -15,7 +15,10 @@ from ..serving.memory import DeviceMemory, GpuProcess, HostMemory
 from .host_memory import PhaseSampler, process_tree
 from .release import MemoryReader
 
-__all__ = ["Phases", "RecoveryRun"]
+__all__ = ["UNCONFIRMED", "Phases", "RecoveryRun"]
+
+# How a warm run's ``release`` begins when the device could not show the memory freed.
+UNCONFIRMED = "unconfirmed: "
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,13 @@ class RecoveryRun:
             return self.engine_device.get(phase)
         memory = self.device.get(phase)
         return None if memory is None else memory.occupied
+
+    @property
+    def unconfirmed(self) -> str | None:
+        """Warm: why the release was never seen on the device (``None``: it was, or cold)."""
+        if not self.release.startswith(UNCONFIRMED):
+            return None
+        return self.release[len(UNCONFIRMED) :]
 
     def interval_s(self, start: str, end: str) -> float:
         """Seconds between two stamps."""

@@ -4,6 +4,12 @@
 reads it and :meth:`CostProfile.handoff_costs` turns it into the solver's
 :class:`~learnsched.HandoffCosts` (paper App. D.2). The paper's A100 figures ship as
 :data:`PAPER_PROFILE`.
+
+A warm figure measured on parks whose memory release the probe never saw (no device to
+watch, or one that did not list the engine) carries why, as ``unconfirmed``:
+:meth:`CostProfile.handoff_costs` refuses to plan with it (:class:`UnconfirmedRelease`)
+unless told to accept it. Documents of versions 1 and 2 hold no such flag and are read
+as they always were.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 import math
 import os
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -39,6 +45,7 @@ __all__ = [
     "RECOVERY_QUANTITIES",
     "CostProfile",
     "Measurement",
+    "UnconfirmedRelease",
     "base_profile",
     "costs_quantities",
     "load_cost_profile",
@@ -48,8 +55,9 @@ __all__ = [
 ]
 
 FORMAT = "learnsched-cost-profile"
-VERSION = 2  # 2 adds each measurement's device and note; version 1 files are still read
-READABLE_VERSIONS = (1, 2)
+# 2 adds each measurement's device and note, 3 its unconfirmed; older files are still read.
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 GIB = 2**30
 # App. D.2: an assumed price, not a measurement.
 PAPER_RESIDENCY_PRICE = 0.01  # s-eq. per GiB-second of incremental host PSS
@@ -88,6 +96,40 @@ RECOVERY_QUANTITIES = (
 PACKAGES = ("learnsched", "torch", "safetensors", "peft", "nvidia-ml-py", "psutil")
 
 
+class UnconfirmedRelease(ValueError):
+    """Costs asked of measurements taken on parks whose memory release was never seen.
+
+    A park that frees nothing still resumes in milliseconds: planning with its figures
+    would lend an engine whose memory never moved (CLI: exit 2, like other bad input).
+
+    Parameters
+    ----------
+    flagged
+        Each quantity refused, to why its parks' release was not confirmed.
+    source
+        Where the profile came from (a file, a flag), put before the message.
+    accept
+        How to plan with them all the same, as the caller spells it.
+    """
+
+    def __init__(
+        self,
+        flagged: Mapping[str, str],
+        *,
+        source: str = "",
+        accept: str = "accept_unconfirmed=True",
+    ) -> None:
+        self.flagged = dict(flagged)
+        why = "; ".join(dict.fromkeys(self.flagged.values()))
+        super().__init__(
+            f"{source}{': ' if source else ''}{', '.join(self.flagged)} were measured on "
+            f"parks whose memory release was never seen ({why}), so a plan would count on "
+            "memory that may not be freed; measure where the device shows the release "
+            "(NVML listing the engine's GPU, or --release-gib), or plan with them knowingly "
+            f"({accept})"
+        )
+
+
 @dataclass(frozen=True)
 class Measurement:
     """One measured quantity.
@@ -106,6 +148,9 @@ class Measurement:
         Where it was measured: ``"cpu"``, a GPU's name, or ``None`` if not known.
     note
         How it was measured where that matters (e.g. what device memory counts).
+    unconfirmed
+        Measured on parks whose memory release was never seen on the device: why
+        (``None``: confirmed, or not measured on a park).
     """
 
     mean: float
@@ -114,6 +159,7 @@ class Measurement:
     first: float | None = None
     device: str | None = None
     note: str = ""
+    unconfirmed: str | None = None
 
     def __post_init__(self) -> None:
         number("mean", self.mean)
@@ -123,6 +169,9 @@ class Measurement:
         note: object = self.note
         if not isinstance(note, str):
             raise TypeError(f"note must be a string, got {note!r}")
+        why: object = self.unconfirmed
+        if why is not None and (not isinstance(why, str) or not why):
+            raise TypeError(f"unconfirmed must be a non-empty string or null, got {why!r}")
         object.__setattr__(self, "samples", tuple(number("samples", s) for s in self.samples))
         if self.first is not None:
             number("first", self.first)
@@ -140,11 +189,13 @@ class Measurement:
         *,
         device: str | None = None,
         note: str = "",
+        unconfirmed: str | None = None,
     ) -> Measurement:
         """From warm samples (at least one)."""
         if not samples:
             raise ValueError("samples must hold at least one value")
-        return cls(math.fsum(samples) / len(samples), unit, samples, first, device, note)
+        mean = math.fsum(samples) / len(samples)
+        return cls(mean, unit, samples, first, device, note, unconfirmed)
 
 
 def package_versions() -> dict[str, str]:
@@ -211,6 +262,17 @@ class CostProfile:
             )
         return self.measurements[name].mean
 
+    def unconfirmed(self, names: Iterable[str] | None = None) -> dict[str, str]:
+        """Those of ``names`` (default: every quantity held) measured on parks whose
+        memory release was never seen, each with why (empty: none)."""
+        chosen = self.measurements if names is None else dict.fromkeys(names)
+        return {
+            name: why
+            for name in chosen
+            if name in self.measurements
+            and (why := self.measurements[name].unconfirmed) is not None
+        }
+
     def filled_from(self, base: CostProfile) -> CostProfile:
         """This profile with every quantity it lacks taken from ``base``.
 
@@ -230,7 +292,11 @@ class CostProfile:
         )
 
     def handoff_costs(
-        self, recovery: str | Recovery, residency_price: float = PAPER_RESIDENCY_PRICE
+        self,
+        recovery: str | Recovery,
+        residency_price: float = PAPER_RESIDENCY_PRICE,
+        *,
+        accept_unconfirmed: bool = False,
     ) -> HandoffCosts:
         """The solver's costs for ``"cold"`` or ``"warm"`` recovery (App. D.2).
 
@@ -243,6 +309,16 @@ class CostProfile:
             serving one costs nothing extra).
         residency_price
             s-eq. per GiB-second (App. D.2 assumes 0.01).
+        accept_unconfirmed
+            Plan with figures measured on parks whose release was never seen
+            (:meth:`unconfirmed`); by default they are refused.
+
+        Raises
+        ------
+        UnconfirmedRelease
+            A quantity these costs read is flagged unconfirmed, and not accepted.
+        ValueError
+            A quantity these costs read is missing.
         """
         recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
@@ -250,12 +326,16 @@ class CostProfile:
         if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
             residency = max(added, 0.0) * price
-        return HandoffCosts(
+        costs = HandoffCosts(
             recovery_s=self.mean(f"{recovery}_recovery_s"),
             residency_rate=residency,
             save_s=self.mean("checkpoint_save_s"),
             load_s=self.mean("checkpoint_load_s"),
         )
+        flagged = self.unconfirmed(costs_quantities(recovery))
+        if flagged and not accept_unconfirmed:
+            raise UnconfirmedRelease(flagged)
+        return costs
 
     def merged(self, newer: CostProfile) -> CostProfile:
         """This profile with ``newer``'s measurements (and metadata) taking precedence.
@@ -349,10 +429,13 @@ class CostProfile:
         CostProfile
             Those of ``cold_recovery_s``, ``warm_recovery_s``, ``warm_ready_s`` (seconds),
             ``host_pss_awake_gib``, ``host_pss_parked_gib`` and ``device_parked_gib`` (GiB)
-            that ``runs`` measured.
+            that ``runs`` measured; the warm ones flagged ``unconfirmed`` when a park's
+            release was not seen.
         """
         warm = [r for r in runs if r.kind is Recovery.WARM]
         name = None if device is None else device.name
+        why = _unconfirmed(warm)
+        host = {p: [r.host[p].pss / GIB for r in warm if p in r.host] for p in ("awake", "parked")}
         candidates = {
             "cold_recovery_s": _measured(
                 [r.ready_s for r in runs if r.kind is Recovery.COLD], "s", name
@@ -364,15 +447,12 @@ class CostProfile:
                 "resume sent to acknowledged with the device memory back"
                 if all("memory_back" in r.stamps_ns for r in warm)
                 else "resume sent to acknowledged (device memory not watched)",
+                why,
             ),
-            "warm_ready_s": _measured([r.ready_s for r in warm], "s", name),
-            "host_pss_awake_gib": _measured(
-                [r.host["awake"].pss / GIB for r in warm if "awake" in r.host], "GiB", name
-            ),
-            "host_pss_parked_gib": _measured(
-                [r.host["parked"].pss / GIB for r in warm if "parked" in r.host], "GiB", name
-            ),
-            "device_parked_gib": _parked_device(warm, name),
+            "warm_ready_s": _measured([r.ready_s for r in warm], "s", name, unconfirmed=why),
+            "host_pss_awake_gib": _measured(host["awake"], "GiB", name, unconfirmed=why),
+            "host_pss_parked_gib": _measured(host["parked"], "GiB", name, unconfirmed=why),
+            "device_parked_gib": _parked_device(warm, name, why),
         }
         return cls(
             measurements={k: m for k, m in candidates.items() if m is not None},
@@ -399,6 +479,7 @@ class CostProfile:
                     "first": m.first,
                     "device": m.device,
                     "note": m.note,
+                    "unconfirmed": m.unconfirmed,
                 }
                 for name, m in sorted(self.measurements.items())
             },
@@ -431,6 +512,8 @@ class CostProfile:
         keys = {"unit", "mean", "samples", "first"}
         if version >= 2:
             keys |= {"device", "note"}
+        if version >= 3:
+            keys |= {"unconfirmed"}
         for name, item in raw.items():
             if not isinstance(item, Mapping) or set(item) != keys:
                 raise ValueError(f"measurements.{name} must have {', '.join(sorted(keys))}")
@@ -442,6 +525,7 @@ class CostProfile:
                     first=item["first"],
                     device=item.get("device"),
                     note=item.get("note", ""),
+                    unconfirmed=item.get("unconfirmed"),
                 )
             except (TypeError, ValueError) as err:
                 raise ValueError(f"measurements.{name}: {err}") from err
@@ -465,12 +549,28 @@ class CostProfile:
 
 
 def _measured(
-    values: Sequence[float], unit: str, device: str | None, note: str = ""
+    values: Sequence[float],
+    unit: str,
+    device: str | None,
+    note: str = "",
+    unconfirmed: str | None = None,
 ) -> Measurement | None:
-    return Measurement.of(tuple(values), unit, device=device, note=note) if values else None
+    if not values:
+        return None
+    return Measurement.of(tuple(values), unit, device=device, note=note, unconfirmed=unconfirmed)
 
 
-def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measurement | None:
+def _unconfirmed(warm: Sequence[RecoveryRun]) -> str | None:
+    """Why some of ``warm``'s parks were never seen to free memory (``None``: all were)."""
+    reasons = [r.unconfirmed for r in warm if r.unconfirmed is not None]
+    if not reasons:
+        return None
+    return f"{len(reasons)} of {len(warm)} parks: {'; '.join(dict.fromkeys(reasons))}"
+
+
+def _parked_device(
+    warm: Sequence[RecoveryRun], device: str | None, unconfirmed: str | None
+) -> Measurement | None:
     """Device memory held while parked, on one basis for all runs (the note says which)."""
     bases = {r.device_basis for r in warm if "parked" in r.device}
     if not bases:
@@ -491,7 +591,7 @@ def _parked_device(warm: Sequence[RecoveryRun], device: str | None) -> Measureme
         else "the whole device's occupied bytes, total - free (other processes included): NVML "
         "does not list the engine's processes with their memory"
     )
-    return _measured(values, "GiB", device, note)
+    return _measured(values, "GiB", device, note, unconfirmed)
 
 
 def now_iso() -> str:

@@ -26,7 +26,7 @@ from ..serving.errors import HandoffProbeError, RecoveryFailed
 from ..serving.polling import poll_until
 from ..serving.preflight import check_server_config, wait_until_idle
 from ..serving.readiness import DEFAULT_POLL_S, Deadline, check_poll, wait_first_request
-from .phases import Phases, RecoveryRun
+from .phases import UNCONFIRMED, Phases, RecoveryRun
 from .release import MemoryReader, wait_for_release
 
 __all__ = ["DEFAULT_RELEASE_TIMEOUT_S", "measure_warm_recovery"]
@@ -71,19 +71,19 @@ class _WarmPhases(Phases):
             to check).
         """
         if self.reader is None:
-            return "unconfirmed: no device to watch (NVML unavailable or not given)"
+            return UNCONFIRMED + "no device to watch (NVML unavailable or not given)"
         awake = self.engine_device.get("awake")
         expected = release_bytes
         if expected is None and tagged:
-            return (
-                "unconfirmed: a tagged release frees only its tags' memory and the engine "
+            return UNCONFIRMED + (
+                "a tagged release frees only its tags' memory and the engine "
                 "does not report how much they hold; give release_bytes"
             )
         if expected is None and awake is not None:
             expected = max(1, int(awake * RELEASE_SHARE))
         if expected is None:
-            return (
-                "unconfirmed: the device does not list the engine's processes with their "
+            return UNCONFIRMED + (
+                "the device does not list the engine's processes with their "
                 "memory (another PID namespace, or no PID given); give release_bytes"
             )
         self.expected_bytes = expected

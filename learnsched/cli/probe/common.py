@@ -79,9 +79,18 @@ def check_out(
 
 
 def write_profile(args: argparse.Namespace, profile: CostProfile) -> None:
-    """Write ``profile`` to ``--out`` (if given), kept merged with what the file holds."""
+    """Write ``profile`` to ``--out`` (if given), kept merged with what the file holds;
+    a warning on stderr names the figures it flags unconfirmed."""
     if getattr(args, "out", None) is None:
         return
     out = Path(args.out)
     update_cost_profile(out, profile)
     print(f"cost profile: {out}", file=sys.stderr)
+    flagged = profile.unconfirmed()
+    if flagged:
+        print(
+            f"{args.command_prog}: warning: {', '.join(flagged)} flagged unconfirmed in "
+            f"{out} ({next(iter(flagged.values()))}): grid, solve and explain --costs "
+            "refuse them without --accept-unconfirmed",
+            file=sys.stderr,
+        )
