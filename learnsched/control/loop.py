@@ -49,6 +49,7 @@ from typing import Any
 from .._checks import nonnegative
 from .._moved import moved_attribute
 from .._renamed import warn_renamed
+from ..handoff.engine_memory import EngineMemory
 from ..serving.endpoint import HttpStatusError
 from ..serving.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..serving.ledger import HandoffLedger, HandoffRecord
@@ -228,6 +229,7 @@ class ControlLoop:
         self.lent = False  # the engine parked for the trainer now
         self.gap_open = False  # waiting in an idle window for a move decider: arrivals end it
         self.held_latency_s: list[float] = []  # each held request's added latency
+        self.memory = EngineMemory(engine.url)  # read into the park and return records
 
     # --- clock, ledger, progress ----------------------------------------------------------
     def now(self) -> float:
@@ -643,6 +645,7 @@ class ControlLoop:
         self.trainer.clear_interrupt()
         # Recorded before the release is sent: a run killed at any point after this
         # line leaves an open park, and the next run returns the engine.
+        self.memory.mark("awake")
         self._record(
             "park",
             durable_progress=self.durable,
@@ -652,6 +655,7 @@ class ControlLoop:
                 "deadline_unix": self.unix_start + window.end_s,
                 "trainer_pid": self.trainer.pid,
             },
+            **self.memory.fields("awake"),
         )
         try:
             self._park_stamps = self.engine.park(on_mark=self._park_step)
@@ -662,6 +666,7 @@ class ControlLoop:
             self._park_failed(err)
             raise
         self.lent = True
+        self.memory.mark("parked")  # read beside the trainer's start, for the return record
         parked = self.engine.parked
         self._record(
             "parked", durable_progress=self.durable, stamps_ns=self._park_stamps,
@@ -900,6 +905,7 @@ class ControlLoop:
         self.totals.handoffs += 1
         self.totals.late_returns += late
         self.totals.early_returns += early
+        self.memory.mark("returned")
         self._record(
             "return",
             stamps_ns={**self._park_stamps, **stamps},
@@ -917,6 +923,7 @@ class ControlLoop:
                 "added_latency_s": self.engine.last_held_s,
             },
             failure=self.engine.failure,
+            **self.memory.fields("parked", "returned"),
         )
         self._park_stamps = {}
         self._say("returned late" if late else "returned")
