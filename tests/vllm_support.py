@@ -185,13 +185,14 @@ class VllmServer:
         self.process.wait(30)
 
 
-def start_server(python: str, kind: str, model: Path, log_dir: Path, *extra: str) -> VllmServer:
-    """Start one server of ``kind`` (not waiting for it: :meth:`VllmServer.wait_ready`)."""
+def server_command(
+    python: str, kind: str, model: Path, port: int
+) -> tuple[list[str], dict[str, str]]:
+    """A server of ``kind`` on ``port``: its command line, and the environment variables
+    it needs set (``PYTHONPATH``: the sleep-mode hook alone)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    port = free_port()
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE=KV_CACHE_GIB, TOKENIZERS_PARALLELISM="false")
-    env.pop("VLLM_SERVER_DEV_MODE", None)
+    env = {"VLLM_CPU_KVCACHE_SPACE": KV_CACHE_GIB, "TOKENIZERS_PARALLELISM": "false"}
     args = [
         python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
         "--dtype", "float32", "--max-model-len", str(MAX_MODEL_LEN), "--enforce-eager",
@@ -201,7 +202,20 @@ def start_server(python: str, kind: str, model: Path, log_dir: Path, *extra: str
         env["VLLM_SERVER_DEV_MODE"] = "1"
     if kind == "sleep":
         args.append("--enable-sleep-mode")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HOOKS), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = str(HOOKS)
+    return args, env
+
+
+def start_server(python: str, kind: str, model: Path, log_dir: Path, *extra: str) -> VllmServer:
+    """Start one server of ``kind`` (not waiting for it: :meth:`VllmServer.wait_ready`)."""
+    port = free_port()
+    args, needed = server_command(python, kind, model, port)
+    env = dict(os.environ)
+    env.pop("VLLM_SERVER_DEV_MODE", None)
+    paths = [needed.get("PYTHONPATH"), env.get("PYTHONPATH")]
+    env.update(needed)
+    if paths[0]:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     args.extend(extra)
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"vllm-{kind}-{port}.log"
