@@ -12,6 +12,7 @@ that reading (``None``), never with a made-up one.
 from __future__ import annotations
 
 import ipaddress
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,7 +33,8 @@ def _loopback_or_any(hex_address: str) -> bool:
     """Whether a ``/proc/net/tcp{,6}`` address (hex, 32-bit words in host order) is a
     loopback or wildcard address: one a loopback URL reaches."""
     raw = bytes.fromhex(hex_address)
-    packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    step = -1 if sys.byteorder == "little" else 1  # each word printed as a native integer
+    packed = b"".join(raw[i : i + 4][::step] for i in range(0, len(raw), 4))
     address = ipaddress.ip_address(packed)
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
