@@ -1,11 +1,13 @@
 """The gate: an OpenAI-compatible reverse proxy in front of a vLLM or SGLang server.
 
-Clients send their requests to the gate instead of the engine; the gate forwards every
-request unchanged (method, path, query, headers but the hop-by-hop ones, body) and
-copies the answer back unchanged as it arrives, server-sent event streams included. It
-counts what it sees (:class:`~.stats.GateStats`): arrivals of requests that run the
-model, requests in flight, completions and failures, so the scheduler's load signal
-does not depend on the engine's gauges, which stand still while the engine is parked.
+Clients send their requests to the gate instead of the engine; the gate forwards each
+request for a route clients use unchanged (method, query, headers but the hop-by-hop
+ones, body; the path normalised as the engine routes it:
+:mod:`~learnsched.gate.routes`) and copies the answer back unchanged as it arrives,
+server-sent event streams included. It counts what it sees
+(:class:`~.stats.GateStats`): arrivals of requests that run the model, requests in
+flight, completions and failures, so the scheduler's load signal does not depend on the
+engine's gauges, which stand still while the engine is parked.
 
 The door. Before a park the scheduler closes the door (:meth:`Gate.close`): new
 requests are held at the gate, none is failed, and the requests in flight get a bounded
@@ -16,8 +18,14 @@ capacity early; when the return is confirmed by a completed request the door ope
 (:meth:`Gate.open`) and the held requests are forwarded, each one's time at the door
 recorded as its added latency. The hold is bounded (``max_held``): a request past it
 goes on to the engine at once, which holds it itself while parked (a paused SGLang in
-its tokenizer manager, a sleeping vLLM in its queue), so even then none is failed. The
-engine's own park and resume routes are refused with 403: the scheduler owns them.
+its tokenizer manager, a sleeping vLLM in its queue), so even then none is failed.
+
+What passes. Only the routes the engine's dialect lists
+(:meth:`~learnsched.serving.Engine.forwards`: generation, models,
+health, tokenizer ...); every other one, each control route that parks, pauses, aborts
+or reloads the engine above all, is refused with 403 and an OpenAI-shaped error: the
+scheduler owns them. A redirect to the engine's own address comes back as one to the
+gate's.
 
 Why aiohttp. The gate must hold many idle connections cheaply, copy streams chunk by
 chunk as they arrive, and be told to close or open its door from the scheduler's
@@ -45,6 +53,7 @@ from .._url import http_url
 from ..serving.engines import AnswerScanner, Engine, Load
 from ..serving.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
+from .routes import Target, local_location
 from .stats import GateCounts, GateStats
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
@@ -277,21 +286,23 @@ class Gate:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         from aiohttp import web
 
-        path = request.path
-        if path == STATS_PATH and request.method == "GET":
+        # Decided on the path the engine will route, and that path is what goes on.
+        target = Target.of(request.raw_path)
+        if target.path == STATS_PATH and request.method == "GET":
             return web.json_response(self.stats.snapshot().to_json())
-        if path in self.dialect.control_routes:
+        if not self.dialect.forwards(target.path):
             self.stats.add("refused")
-            return web.json_response(
-                {"error": {"message": f"{path} is the scheduler's: the gate does not forward "
-                           "park and resume calls", "code": 403}},
-                status=403,
-            )  # fmt: skip
+            message = (
+                f"{target.path} is not forwarded: the gate passes on only the routes clients "
+                f"use ({self.dialect.name}'s generation, models, health, tokenizer); control "
+                "routes (park, pause, abort, reload ...) are the scheduler's"
+            )
+            return _error(403, "PermissionDeniedError", message)
         body = await request.read()
-        if not self.dialect.generates(request.method, path):
-            return await self._forward(request, body, work=False)
+        if not self.dialect.generates(request.method, target.path):
+            return await self._forward(request, target, body, work=False)
         await self._admit()
-        return await self._forward(request, body, work=True)
+        return await self._forward(request, target, body, work=True)
 
     async def _admit(self) -> None:
         """Count an arrival; hold it while the door is closed (within ``max_held``)."""
@@ -330,15 +341,16 @@ class Gate:
             self._idle.set()
 
     async def _forward(
-        self, request: web.Request, body: bytes, *, work: bool
+        self, request: web.Request, target: Target, body: bytes, *, work: bool
     ) -> web.StreamResponse:
-        """Send ``request`` on to the engine and copy its answer back as it arrives."""
+        """Send ``request`` on to the engine, at ``target``, and copy its answer back as it
+        arrives (a redirect to the engine's own address made one to the gate's)."""
         from aiohttp import ClientError, web
         from yarl import URL
 
         assert self._session is not None
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
-        url = URL(self.upstream + request.raw_path, encoded=True)
+        url = URL(self.upstream + target.raw, encoded=True)
         if work:
             self._started()
         outcome = "failed"
@@ -348,7 +360,10 @@ class Gate:
                 request.method, url, headers=headers, data=body, allow_redirects=False
             ) as answer:
                 response = web.StreamResponse(status=answer.status, reason=answer.reason)
+                origin = f"{request.scheme}://{request.host}"
                 for key, value in answer.headers.items():
+                    if key.lower() == "location":
+                        value = local_location(value, self.upstream, origin)
                     if key.lower() not in HOP_BY_HOP or key.lower() == "content-length":
                         response.headers.add(key, value)
                 kind = answer.headers.get("Content-Type", "")
@@ -381,10 +396,18 @@ class Gate:
                     request.transport.close()
                 return response
             message = f"the gate could not reach {self.upstream}: {err}"
-            return web.json_response({"error": {"message": message, "code": 502}}, status=502)
+            return _error(502, "BadGatewayError", message)
         finally:
             if work:
                 self._finished(outcome)
+
+
+def _error(status: int, kind: str, message: str) -> web.Response:
+    """The gate's own error answer, shaped as the OpenAI API's (and vLLM's) errors are."""
+    from aiohttp import web
+
+    body = {"error": {"message": message, "type": kind, "param": None, "code": status}}
+    return web.json_response(body, status=status)
 
 
 def _outcome(status: int, failure: str | None) -> str:

@@ -16,14 +16,13 @@ from typing import Any, ClassVar, Protocol
 
 from ..errors import HandoffProbeError
 from .load import Load, load_of
+from .routes import route_matches
 
-__all__ = ["GENERATION_PREFIX", "MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
+__all__ = ["MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
 
 PROMPT = "The capital of France is"
 # The memory kinds both engines release and resume by name.
 MEMORY_TAGS = ("weights", "kv_cache")
-# OpenAI-compatible generation routes (completions, chat, embeddings, responses ...).
-GENERATION_PREFIX = "/v1/"
 
 
 class Server(Protocol):
@@ -55,11 +54,14 @@ class Engine(ABC):
         Whether the engine has its own route saying it is parked (:meth:`is_parked`).
     load_metrics
         The Prometheus gauges of running and waiting requests on ``/metrics``.
-    control_routes
-        The routes that park, resume or reload the engine (a front door refuses them
-        from clients: the scheduler owns them).
     generation_routes
-        The engine's own routes, beyond ``/v1/...``, whose requests run the model.
+        The routes whose requests run the model (:meth:`generates`), as the engine's
+        router writes them (:mod:`~learnsched.serving.engines.routes`: ``{name}`` parameters).
+    forwarded_routes
+        Every route a front door passes on from clients (:meth:`forwards`): the
+        generation routes and the read-only ones clients use (models, health, tokenizer).
+        Every other route, each control route above all, is refused: parking, pausing,
+        aborting and reloading are the scheduler's.
     pauses
         Whether :meth:`pause` has a call (every park of this engine pauses first).
     pool_resolution_bytes
@@ -69,8 +71,8 @@ class Engine(ABC):
     name: ClassVar[str]
     reports_parked: ClassVar[bool] = False
     load_metrics: ClassVar[tuple[str, str]]
-    control_routes: ClassVar[frozenset[str]] = frozenset()
     generation_routes: ClassVar[frozenset[str]] = frozenset()
+    forwarded_routes: ClassVar[frozenset[str]] = frozenset()
     pauses: ClassVar[bool] = False
     pool_resolution_bytes: ClassVar[int] = 0
 
@@ -106,10 +108,14 @@ class Engine(ABC):
         return text + piece
 
     def generates(self, method: str, path: str) -> bool:
-        """Whether a request ``method path`` runs the model (load; held while parked)."""
-        if path in self.generation_routes:
-            return True
-        return method == "POST" and path.startswith(GENERATION_PREFIX)
+        """Whether a request ``method path`` (path decoded and normalised) runs the model
+        (load; held while parked). A CORS preflight (``OPTIONS``) never does."""
+        return method != "OPTIONS" and route_matches(self.generation_routes, path)
+
+    def forwards(self, path: str) -> bool:
+        """Whether a front door passes a request for ``path`` (decoded, normalised) on to
+        the engine, whatever its method (the engine answers a wrong one itself)."""
+        return route_matches(self.forwarded_routes, path)
 
     def load(self, server: Server, timeout_s: float) -> Load | None:
         """Running and waiting requests from ``/metrics`` (``None``: no such gauges)."""

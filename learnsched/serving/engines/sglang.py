@@ -51,17 +51,33 @@ class SGLang(Engine):
     pauses = True
     pool_resolution_bytes = GIB // 1000  # memory_usage pools in GiB to 3 decimals
     load_metrics = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
-    control_routes = frozenset(
+    # The routes whose requests run the model (SGLang's entrypoints/http_server.py):
+    # native, OpenAI, Anthropic, SageMaker, Vertex and Ollama (the last two at their
+    # default paths). /health and /health_generate run a one-token generation (on
+    # released memory too).
+    generation_routes = frozenset(
         {
-            "/release_memory_occupation",
-            "/resume_memory_occupation",
-            "/pause_generation",
-            "/continue_generation",
-            "/update_weights_from_disk",
+            "/generate", "/generate_from_file", "/encode", "/classify",
+            "/health", "/health_generate",
+            "/v1/completions", "/v1/chat/completions", "/v1/responses", "/v1/messages",
+            "/v1/embeddings", "/v1/classify", "/v1/score", "/v1/rerank",
+            "/v1/audio/transcriptions", "/invocations", "/vertex_generate",
+            "/api/chat", "/api/generate",
         }
-    )
-    # /health and /health_generate run a one-token generation (on released memory too).
-    generation_routes = frozenset({"/generate", "/health", "/health_generate"})
+    )  # fmt: skip
+    # And what clients read without running the model. Never a control route (memory,
+    # pause, weights, LoRA, cache, profiling, sessions, aborts) or /server_info, which
+    # holds the server's arguments, API keys included.
+    forwarded_routes = generation_routes | frozenset(
+        {
+            "/v1/models", "/v1/models/{model:path}", "/ping", "/metrics",
+            "/model_info", "/get_model_info", "/v1/loads", "/get_load",
+            "/tokenize", "/detokenize", "/v1/tokenize", "/v1/detokenize",
+            "/v1/messages/count_tokens", "/parse_function_call", "/separate_reasoning",
+            "/v1/responses/{response_id}", "/v1/responses/{response_id}/cancel",
+            "/api/tags", "/api/show",
+        }
+    )  # fmt: skip
 
     def check_config(
         self, server: Server, *, tags: Sequence[str], reload: bool, timeout_s: float

@@ -42,7 +42,34 @@ class Vllm(Engine):
     name = "vllm"
     reports_parked = True
     load_metrics = ("vllm:num_requests_running", "vllm:num_requests_waiting")
-    control_routes = frozenset({"/sleep", "/wake_up", "/collective_rpc"})
+    # The routes whose requests run the model, as vLLM 0.32 declares them (the routers
+    # under vllm/entrypoints/): OpenAI, Anthropic, Cohere, SageMaker, the structured-
+    # decision and token-in/token-out routes, pooling, scoring and speech.
+    generation_routes = frozenset(
+        {
+            "/v1/completions", "/v1/chat/completions", "/v1/chat/completions/batch",
+            "/v1/responses", "/v1/messages", "/cohere/v2/chat", "/invocations",
+            "/v1/systemone", "/generative_scoring", "/inference/v1/generate",
+            "/v1/embeddings", "/v2/embed", "/pooling", "/classify", "/score", "/v1/score",
+            "/rerank", "/v1/rerank", "/v2/rerank",
+            "/v1/audio/transcriptions", "/v1/audio/translations",
+        }
+    )  # fmt: skip
+    # And what clients read without running the model: models, health, version, load and
+    # metrics (a scraper pointed at the served address), the tokenizer, prompt rendering,
+    # their own stored responses. Never a dev-mode route (/sleep, /pause, /abort_requests,
+    # /collective_rpc, /server_info ...), LoRA loading, profiling, scaling, the engine's API
+    # description (/docs, /openapi.json) or its KV-event endpoints.
+    forwarded_routes = generation_routes | frozenset(
+        {
+            "/v1/models", "/health", "/ping", "/version", "/load", "/metrics",
+            "/tokenize", "/detokenize", "/tokenizer_info", "/v1/messages/count_tokens",
+            "/v1/completions/render", "/v1/chat/completions/render", "/v1/messages/render",
+            "/v1/responses/render", "/cohere/v2/chat/render",
+            "/v1/completions/derender", "/v1/chat/completions/derender",
+            "/v1/responses/{response_id}", "/v1/responses/{response_id}/cancel",
+        }
+    )  # fmt: skip
 
     def check_park(self, *, level: int, tags: Sequence[str], reload: bool) -> None:
         """Tags must be known; level 2 needs a reload step."""
