@@ -41,6 +41,7 @@ back; passed on, an operator's restart serves them. A later close takes the door
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -326,12 +327,15 @@ class ControlServer:
 
             def _answer(self, status: int, answer: object) -> None:
                 data = b"" if answer is None else json.dumps(answer).encode()
-                self.send_response(status)
-                if data:
-                    self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                # A caller that went away (a run killed during its arrivals poll) is
+                # not the gate's failure: its answer is dropped.
+                with contextlib.suppress(ConnectionError):
+                    self.send_response(status)
+                    if data:
+                        self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
 
         return Handler
 
@@ -341,17 +345,21 @@ def _count(values: Mapping[str, object], name: str) -> int:
     value = values.get(name, 0)
     try:
         return integer(name, int(value) if isinstance(value, str) else value, low=0)
-    except (TypeError, ValueError) as err:
-        raise BadRequest(str(err)) from None
+    except (TypeError, ValueError):
+        raise BadRequest(f"{name} must be a count (0, 1, ...), got {value!r}") from None
 
 
 def _seconds(
     values: Mapping[str, object], name: str, check: Callable[[str, object], float]
 ) -> float:
-    """Seconds ``name`` of a query (text) or a body (a JSON number), as ``check`` accepts
-    them (absent: 0)."""
+    """Seconds ``name`` of a query (text) or a body (a JSON number), as ``check``
+    (:func:`~learnsched._checks.positive`, ``nonnegative``) accepts them (absent: 0)."""
     value = values.get(name, 0)
     try:
-        return check(name, float(value) if isinstance(value, str) else value)
+        seconds = float(value) if isinstance(value, str) else value
+    except ValueError:
+        raise BadRequest(f"{name} must be a number of seconds, got {value!r}") from None
+    try:
+        return check(name, seconds)
     except (TypeError, ValueError) as err:
         raise BadRequest(str(err)) from None

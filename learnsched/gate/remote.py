@@ -1,12 +1,13 @@
 """A scheduler's end of a long-lived gate: :class:`RemoteGate`, the door of a
-``learnsched gate --control`` driven over its control listener (:mod:`.control`).
+``learnsched gate --control`` driven over its control listener
+(:mod:`learnsched.gate.control`).
 
 It has the in-process :class:`~.proxy.Gate`'s door (``close``, ``open``, ``load``,
 ``counts``, ``closed``, ``release_sent``, ``release_done``, ``on_arrival``), so the
 control loop cannot tell them apart; what differs is the lifetime: the gate runs on
 when the run ends, and the run's client only holds the door while it keeps it closed
-(it renews the gate's lease, :mod:`.control`). Standard library only: a run that
-attaches needs no extra.
+(it renews the gate's lease). Standard library only: a run that attaches needs no
+extra.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ __all__ = ["RemoteGate"]
 POLL_WAIT_S = 1.0
 # After a failed poll (the gate restarting), wait this long before the next, seconds.
 RETRY_S = 0.2
+# A door found closed at the start is taken over with this drain, seconds: what was in
+# flight when its holder closed it has long finished or never will.
+ADOPT_DRAIN_S = 0.1
 
 
 class RemoteGate:
@@ -93,7 +97,9 @@ class RemoteGate:
     # --- life ----------------------------------------------------------------------------
     def start(self) -> Self:
         """Read the gate's state, check it fronts ``upstream`` as ``engine``, and start
-        polling for arrivals (and renewing the lease while the door is held).
+        polling for arrivals (and renewing the lease while the door is held). A door
+        found closed (its holder was killed) is taken over: its requests stay held until
+        this run opens it, after its heal (:mod:`learnsched.control.restart`).
 
         Raises
         ------
@@ -114,6 +120,10 @@ class RemoteGate:
         self._start = state["counts"]
         self._told = (int(state["arrivals"]), int(state["held"]))
         self._thread.start()
+        if state["closed"]:
+            # Closed by a run that died (one engine, one run): hold what it held until
+            # this run has returned the engine, rather than let its lease lapse.
+            self.close(ADOPT_DRAIN_S)
         return self
 
     def stop(self) -> None:
