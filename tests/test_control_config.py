@@ -201,6 +201,10 @@ def test_build_run_refuses_what_learnsched_run_refuses(tmp_path: Path) -> None:
         ({"max_held": -1}, "--max-held must be at least 0, got -1"),
         ({"lookahead_windows": 0}, "--lookahead/--lookahead-cover"),
         ({"trainers": (COUNTING, COUNTING), "metrics_port": ("127.0.0.1", 0)}, "--metrics-port"),
+        ({"attach": "http://127.0.0.1:9", "gate": ("127.0.0.1", 0)}, "--attach and --gate"),
+        ({"attach": "http://127.0.0.1:9", "max_held": 5}, "--max-held is the attached gate's"),
+        ({"attach": "127.0.0.1:9"}, "--attach must be http://HOST:PORT, got '127.0.0.1:9'"),
+        ({"attach": "https://127.0.0.1:9"}, "--attach must be http://HOST:PORT"),
     ]:
         with pytest.raises(ValueError, match=message):
             build_run(replace(good, **change))  # type: ignore[arg-type]
