@@ -62,6 +62,7 @@ if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
 __all__ = ["DOOR_PATH", "MAX_WAIT_S", "ControlServer"]
 
 DOOR_PATH = "/door"
+"""Where the control listener's routes start."""
 MAX_WAIT_S = 30.0
 """The longest an arrivals poll waits for an arrival, seconds."""
 # A control request's body carries a few numbers: read at most this much.
@@ -72,6 +73,11 @@ LEASE_TICK_S = 0.05
 
 class BadRequest(ValueError):
     """A control request the listener refuses with 400 (the message names the field)."""
+
+
+class LeaseLost(RuntimeError):
+    """A renewal of a closing the door no longer holds (409): it was opened since, or
+    closed again by another."""
 
 
 class ControlServer:
@@ -246,9 +252,8 @@ class ControlServer:
 
     # --- HTTP ----------------------------------------------------------------------------
     def _route(self, method: str, path: str, query: Mapping[str, str], body: Any) -> Any:
-        """The answer to one control request (``None``: 204); :class:`BadRequest`, or
-        ``LookupError`` for a route that does not exist, or ``PermissionError`` for a
-        lease that is no longer held (409)."""
+        """The answer to one control request (``None``: 204); :class:`BadRequest` (400),
+        :class:`LeaseLost` (409), or ``LookupError`` for a route that does not exist."""
         if method == "GET" and path == DOOR_PATH:
             return self.state()
         if method == "GET" and path == f"{DOOR_PATH}/load":
@@ -269,7 +274,7 @@ class ControlServer:
         if path == f"{DOOR_PATH}/renew":
             left = self.renew(_count(body, "epoch"))
             if left is None:
-                raise PermissionError("the door was opened (or closed by another) since")
+                raise LeaseLost("the door was opened (or closed by another) since")
             return {"lease_left_s": left}
         if path == f"{DOOR_PATH}/open":
             return {"added_latency_s": self.open()}
@@ -318,7 +323,7 @@ class ControlServer:
                     answer = control._route(method, parts.path, query, body)
                 except BadRequest as err:
                     self._answer(400, {"error": str(err)})
-                except PermissionError as err:
+                except LeaseLost as err:
                     self._answer(409, {"error": str(err)})
                 except LookupError:
                     self._answer(404, {"error": f"no route {method} {parts.path}"})
