@@ -97,9 +97,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )  # fmt: skip
     add(
         "--lease-s", type=float, default=DEFAULT_LEASE_S, metavar="S",
-        help="with --control: a door the scheduler closed opens by itself S seconds after "
-        "the scheduler's last renewal (it vanished: the engine then holds the requests "
-        "until the next run returns it; default %(default)s)",
+        help="with --control: a door a scheduler closed opens by itself S seconds after "
+        "its last renewal (it vanished and no run took the door over: the held requests "
+        "go on to the engine, which holds them until a run returns it; default "
+        "%(default)s)",
     )  # fmt: skip
     add(
         "--max-held", type=int, default=DEFAULT_MAX_HELD,
