@@ -18,11 +18,16 @@ from ..errors import HandoffProbeError
 from .load import Load, load_of
 from .routes import route_matches
 
-__all__ = ["MEMORY_TAGS", "PROMPT", "Engine", "Server", "server_json"]
+__all__ = ["MEMORY_TAGS", "PARK_STATES", "PROMPT", "Engine", "Server", "server_json"]
 
 PROMPT = "The capital of France is"
 # The memory kinds both engines release and resume by name.
 MEMORY_TAGS = ("weights", "kv_cache")
+PARK_STATES = ("serving", "parked", "paused", "unconfirmed")
+"""What an engine that reports it says of itself (:meth:`Engine.park_state`): serving;
+parked (its memory released); paused (generation held by another controller, nothing
+released: vLLM's ``POST /pause``); unconfirmed (parked or paused, and it cannot tell
+which)."""
 
 
 class Server(Protocol):
@@ -152,6 +157,23 @@ class Engine(ABC):
     def is_parked(self, server: Server, timeout_s: float) -> bool:
         """The engine's own view of whether it is parked (only if ``reports_parked``)."""
         raise HandoffProbeError(f"{self.name} has no route that reports whether it is parked")
+
+    def park_state(self, server: Server, timeout_s: float) -> str:
+        """The engine's own view, one of
+        :data:`~learnsched.serving.engines.base.PARK_STATES` (only if ``reports_parked``).
+        Default: :meth:`is_parked` says ``parked`` or ``serving``."""
+        return "parked" if self.is_parked(server, timeout_s) else "serving"
+
+    def alive(self, server: Server, timeout_s: float) -> bool:
+        """Whether the server still lives, asked without running the model (so safe while
+        parked): ``GET /v1/models`` answers 200, from the front end alone.
+
+        Raises
+        ------
+        ConnectionError, TimeoutError
+            The server cannot be reached (refused: it is gone) or does not answer in time.
+        """
+        return server.request("GET", "/v1/models", None, timeout_s)[0] == 200
 
     @abstractmethod
     def generation(

@@ -16,7 +16,11 @@ executor's ``sleep``/``wake_up``), and this dialect follows:
 - Level 2 discards the weights: until ``collective_rpc("reload_weights")`` (dev-mode
   ``POST /collective_rpc``) the model answers from garbage. The docs' recipe is wake
   ``weights``, reload, wake ``kv_cache``; without a reload step level 2 is refused.
-- ``/health`` answers 200 while asleep: only a completed generation shows readiness.
+- ``/health`` answers 200 while asleep: only a completed generation shows readiness;
+  it answers 503 once the engine core died, which makes it the liveness check.
+- ``/is_sleeping`` is also true while generation is merely paused (``POST /pause``: the
+  RL weight-sync entry point, nothing released), and ``/is_paused`` is true while asleep:
+  only the ``vllm:engine_sleep_state`` gauge tells a park from a pause (:meth:`Vllm.park_state`).
 """
 
 from __future__ import annotations
@@ -29,11 +33,28 @@ from urllib.parse import urlencode
 from ..errors import ServerConfigError
 from .base import MEMORY_TAGS, PROMPT, Engine, Server, server_json
 
-__all__ = ["VLLM_SLEEP_LEVELS", "Vllm"]
+__all__ = ["SLEEP_STATE_GAUGE", "VLLM_SLEEP_LEVELS", "Vllm", "awake_gauge"]
 
 VLLM_SLEEP_LEVELS = (1, 2)
 # Drain in-flight requests before sleeping, never abort them.
 SLEEP_MODE = "wait"
+# vLLM's gauge of its sleep state (one sample per engine and state), and the state that
+# says awake: 1, or 0 after a /sleep (AsyncLLM.sleep records it; a full wake-up sets 1).
+SLEEP_STATE_GAUGE = "vllm:engine_sleep_state"
+_AWAKE_LABEL = 'sleep_state="awake"'
+
+
+def awake_gauge(metrics: str) -> bool | None:
+    """Whether every engine's ``vllm:engine_sleep_state{sleep_state="awake"}`` is 1 in
+    Prometheus ``metrics`` text (``None``: the gauge is absent)."""
+    values = []
+    for line in metrics.splitlines():
+        if line.startswith(SLEEP_STATE_GAUGE + "{") and _AWAKE_LABEL in line:
+            try:
+                values.append(float(line.rpartition(" ")[2]))
+            except ValueError:
+                continue  # a sample this reader cannot parse says nothing
+    return min(values) >= 1.0 if values else None
 
 
 class Vllm(Engine):
@@ -133,8 +154,32 @@ class Vllm(Engine):
         server.call("POST", "/collective_rpc", {"method": "reload_weights"}, timeout_s)
 
     def is_parked(self, server: Server, timeout_s: float) -> bool:
-        """``GET /is_sleeping``."""
-        return bool(json.loads(server.call("GET", "/is_sleeping", None, timeout_s))["is_sleeping"])
+        """Asleep by :meth:`park_state`, or saying so without the gauge that tells a pause
+        (``unconfirmed``); a mere pause is not a park."""
+        return self.park_state(server, timeout_s) in ("parked", "unconfirmed")
+
+    def park_state(self, server: Server, timeout_s: float) -> str:
+        """``GET /is_sleeping``, and where it says true the sleep-state gauge.
+
+        vLLM's ``is_sleeping`` is "the scheduler paused or the executor asleep", so it is
+        also true while generation is merely paused (``POST /pause``, the RL weight-sync
+        entry point: nothing released), and ``/is_paused`` is true while asleep too.
+        Only ``vllm:engine_sleep_state{sleep_state="awake"}`` on ``/metrics`` (0 from a
+        ``/sleep`` until a full wake-up; a pause leaves it 1) tells them apart: without
+        it (``--disable-log-stats``) the answer is ``unconfirmed``.
+        """
+        if not json.loads(server.call("GET", "/is_sleeping", None, timeout_s))["is_sleeping"]:
+            return "serving"
+        status, data = server.request("GET", "/metrics", None, timeout_s)
+        awake = awake_gauge(data.decode(errors="replace")) if status == 200 else None
+        if awake is None:
+            return "unconfirmed"
+        return "paused" if awake else "parked"
+
+    def alive(self, server: Server, timeout_s: float) -> bool:
+        """``GET /health``: 200 while the engine core lives, asleep or not; 503 once it
+        died (``EngineDeadError``)."""
+        return server.request("GET", "/health", None, timeout_s)[0] == 200
 
     def generation(
         self, server: Server, max_tokens: int, timeout_s: float
