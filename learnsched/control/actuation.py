@@ -16,7 +16,19 @@ failed return.
 With a front door (the gate, :class:`learnsched.gate.Gate`) the engine is parked only
 after the door is closed and the requests in flight have drained (bounded by
 ``drain_s``: otherwise the park is refused and the window skipped), requests that arrive
-meanwhile are held, and the door opens again only once the return is confirmed. Both
+meanwhile are held, and the door opens again only once the return is confirmed: the
+door's own counts are exact. Without one, idleness is the engine's ``/metrics`` gauges,
+which show a request only :data:`GAUGE_LAG_S` after it arrived (the engine's stats are
+refreshed by its own steps, and each read queues behind the requests on the API
+server's event loop): an engine that pauses first (SGLang) is checked again that long
+after its pause; vLLM's ``mode=wait`` sleep lets a request the gauges did not show yet
+finish first.
+
+A park also refuses an engine that says it is not serving when the scheduler did not
+park it (:class:`EnginePaused`: vLLM paused by another controller, e.g. an RL weight
+sync, whose pause a wake-up would end), and :meth:`ServingEngine.alive` tells whether
+the server still lives, without a generation (vLLM ``/health``, 503 once its engine
+core died; otherwise ``/v1/models``). Both
 greedy answers (the reference and the check after each return) are taken with the door
 closed, so the engine serves them alone, at a batch of one, where greedy decoding is
 deterministic; without the gate a check under load needs the engines' batch-invariant
@@ -36,7 +48,21 @@ from ..serving.errors import EngineBusy
 from ..serving.preflight import Load, check_server_config, read_load
 from ..serving.readiness import DEFAULT_POLL_S, Deadline, wait_first_request
 
-__all__ = ["EngineControl", "FrontDoor", "ServingEngine"]
+__all__ = ["GAUGE_LAG_S", "EngineControl", "EnginePaused", "FrontDoor", "ServingEngine"]
+
+GAUGE_LAG_S = 0.5
+"""How long an engine's ``/metrics`` load gauges may take to show a request it accepted,
+seconds. vLLM 0.32 (CPU build, a tiny model, a shared 2-core machine) showed one a median
+0.04-0.16 s after it was sent, up to about 0.5 s on a busy machine; on an overloaded one
+up to 1 s, and some requests never showed at all (the gate's counts are exact)."""
+
+
+class EnginePaused(EngineBusy):
+    """The engine says it is parked or paused, and the scheduler did not park it: another
+    controller holds it (vLLM ``POST /pause``: an RL weight sync). Nothing is touched: a
+    park would sleep it and its wake-up end the other controller's pause."""
+
+    exit_status = 3  # the command line's status: the engine is not ours to use now
 
 
 class FrontDoor(Door, Protocol):
@@ -72,8 +98,28 @@ class EngineControl(Protocol):
         """Refuse a server that cannot park as asked; notes on what went unchecked."""
         ...
 
+    def take_reference(self) -> None:
+        """Take the greedy answer every return must reproduce (the engine serving)."""
+        ...
+
     def load(self) -> Load | None:
         """Requests in the engine now (``None``: it exports no load gauges)."""
+        ...
+
+    @property
+    def reads_gauges(self) -> bool:
+        """Whether :meth:`load` reads the engine's ``/metrics`` (no door): each read
+        costs the engine's API server CPU, and the gauges cannot move while parked."""
+        ...
+
+    def alive(self) -> bool:
+        """Whether the server still lives (asked without a generation: safe while
+        parked); ``ConnectionError`` where it cannot be reached."""
+        ...
+
+    def abandon(self) -> None:
+        """The engine died while parked: forget the park and let what the door held go
+        on (to fail at once, rather than wait for a return that cannot come)."""
         ...
 
     def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -95,6 +141,11 @@ class EngineControl(Protocol):
     def is_parked(self) -> bool | None:
         """The engine's own view of whether it is parked (``None``: it has no route
         that says, as SGLang has none)."""
+        ...
+
+    def park_state(self) -> str | None:
+        """The engine's own view, one of :data:`~learnsched.serving.engines.base.PARK_STATES`
+        (``None``: it has no route that says)."""
         ...
 
     @property
@@ -136,6 +187,10 @@ class ServingEngine:
     drain_s
         How long the requests in flight at the door get to finish before a park,
         seconds (then the park is refused and the window skipped).
+    gauge_lag_s
+        Without a door: how long after a pause the engine's gauges are read again
+        before the release, seconds (:data:`GAUGE_LAG_S`: a request accepted just
+        before the pause shows only then).
 
     Attributes
     ----------
@@ -165,6 +220,7 @@ class ServingEngine:
         idle_wait_s: float = 0.5,
         door: FrontDoor | None = None,
         drain_s: float = 5.0,
+        gauge_lag_s: float = GAUGE_LAG_S,
     ) -> None:
         self.endpoint = endpoint
         self.engine = endpoint.engine
@@ -182,35 +238,44 @@ class ServingEngine:
         self.parked: Parked | None = None
         self.door = door
         self.drain_s = positive("drain_s", drain_s)
+        self.gauge_lag_s = nonnegative("gauge_lag_s", gauge_lag_s)
         self.last_held_s: list[float] = []
 
     def preflight(self) -> list[str]:
-        """:func:`~learnsched.serving.preflight.check_server_config` for this park, then
-        the reference answer every return must reproduce (one greedy request, taken once
-        here so that no park adds load the scheduler would see as an arrival; with a
-        door, while it holds traffic, so the engine serves it alone).
+        """:func:`~learnsched.serving.preflight.check_server_config` for this park, and
+        a way to tell idleness (read-only calls: safe before any heal); notes on what
+        went unchecked.
 
         Raises
         ------
         ServerConfigError
             A flag the park needs is missing, or, without a door, the engine exports no
             load gauges (a park could not know it is idle: SGLang ``--enable-metrics``).
-        EngineBusy
-            With a door: the requests in flight never drained within ``timeout_s``.
         """
         notes = check_server_config(
             self.endpoint, tags=self.tags, reload=self.reload, timeout_s=self.timeout_s
         )
-        door = self.door
-        gauges = read_load(self.endpoint, min(self.timeout_s, 5.0)) is not None
-        if not gauges and door is None:
-            check_idle(self.endpoint, None, self.timeout_s)  # raises, naming the flag
-        if not gauges:
+        if read_load(self.endpoint, min(self.timeout_s, 5.0)) is None:
+            if self.door is None:
+                check_idle(self.endpoint, None, self.timeout_s)  # raises, naming the flag
             names = " and ".join(self.endpoint.dialect.load_metrics)
             notes.append(f"no load gauges ({names}): idleness from the gate's counts alone")
+        return notes
+
+    def take_reference(self) -> None:
+        """The reference answer every return must reproduce: one greedy request, taken
+        once here so that no park adds load the scheduler would see as an arrival; with
+        a door, while it holds traffic, so the engine serves it alone.
+
+        Raises
+        ------
+        EngineBusy
+            With a door: the requests in flight never drained within ``timeout_s``.
+        """
+        door = self.door
         if door is None:
             self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
-            return notes
+            return
         deadline = time.monotonic() + self.timeout_s
         while not door.close(min(self.drain_s, self.timeout_s)):
             door.open()
@@ -224,7 +289,6 @@ class ServingEngine:
             self.reference = self.endpoint.generate(self.max_tokens, self.timeout_s).text
         finally:
             door.open()
-        return notes
 
     @property
     def reports_parked(self) -> bool:
@@ -232,10 +296,24 @@ class ServingEngine:
         return self.endpoint.dialect.reports_parked
 
     def is_parked(self) -> bool | None:
-        """vLLM's ``/is_sleeping``; ``None`` for SGLang (no route says)."""
+        """vLLM asleep (a pause is not a park: :meth:`Vllm.park_state
+        <learnsched.serving.engines.vllm.Vllm.park_state>`); ``None`` for SGLang (no route
+        says)."""
         if not self.reports_parked:
             return None
         return self.endpoint.is_sleeping(self.timeout_s)
+
+    def park_state(self) -> str | None:
+        """The engine's own view: ``serving``, ``parked``, ``paused`` (by another
+        controller) or ``unconfirmed``; ``None`` for SGLang (no route says)."""
+        if not self.reports_parked:
+            return None
+        return self.endpoint.dialect.park_state(self.endpoint, self.timeout_s)
+
+    def alive(self) -> bool:
+        """Whether the server still lives (the dialect's check, without a generation);
+        ``ConnectionError`` where it cannot be reached."""
+        return self.endpoint.dialect.alive(self.endpoint, min(self.timeout_s, 5.0))
 
     def load(self) -> Load | None:
         """Requests in flight and held at the door, or without one ``/metrics``' running
@@ -243,6 +321,11 @@ class ServingEngine:
         if self.door is not None:
             return self.door.load()
         return read_load(self.endpoint, min(self.timeout_s, 5.0))
+
+    @property
+    def reads_gauges(self) -> bool:
+        """Whether :meth:`load` reads the engine's ``/metrics`` (no door in front)."""
+        return self.door is None
 
     def park(self, on_mark: Callable[[str], None] | None = None) -> dict[str, int]:
         """Park the idle engine (:func:`~learnsched.serving.engines.park`); its stamps.
@@ -254,13 +337,18 @@ class ServingEngine:
 
         Raises
         ------
+        EnginePaused
+            The engine says it is not serving (paused or parked by another controller):
+            nothing was touched.
         EngineBusy
             The engine (or the door) was not idle: nothing was parked.
         """
+        self.last_held_s = []  # the last return's were counted there
+        self._check_serving()
         door = self.door
         if door is not None and not door.close(self.drain_s):
             held = door.load()
-            door.open()
+            self.last_held_s = door.open()
             raise EngineBusy(
                 f"{self.endpoint.url}: {held.running} requests still in flight at the gate "
                 f"after {self.drain_s:g} s; the window is skipped"
@@ -271,6 +359,10 @@ class ServingEngine:
                 door.release_sent()
             elif door is not None and name == "release_ack":
                 door.release_done()
+            elif door is None and name == "paused":
+                # The idleness check that follows the pause must see every request the
+                # engine accepted before it: its gauges show one this late.
+                time.sleep(self.gauge_lag_s)
             if on_mark is not None:
                 on_mark(name)
 
@@ -286,6 +378,17 @@ class ServingEngine:
                 self.last_held_s = door.open()
             raise
         return dict(self.parked.stamps)
+
+    def _check_serving(self) -> None:
+        """:class:`EnginePaused` unless the engine says it serves (where it can say)."""
+        state = self.park_state()
+        if state in (None, "serving"):
+            return
+        raise EnginePaused(
+            f"{self.engine} at {self.url} says it is {state}, and this scheduler did not "
+            "park it: another controller holds it (vLLM POST /pause: an RL weight sync?). "
+            "Nothing is touched: wait for it, or resume it (POST /resume)"
+        )
 
     def unpark(self) -> dict[str, int]:
         """Resume what the park released, then send real requests until one completes;
@@ -324,6 +427,14 @@ class ServingEngine:
     def _open_door(self) -> None:
         """Forward what the door held (whatever the return did: held forever is worse)."""
         self.last_held_s = self.door.open() if self.door is not None else []
+
+    def abandon(self) -> None:
+        """The engine died while parked: nothing to resume; the door opens, so each
+        request it held goes on and fails at once (the gate answers 502 for an engine
+        that does not answer) instead of waiting for a return that cannot come."""
+        self.parked = None
+        if self.door is not None:  # a failed return may have let some go already
+            self.last_held_s = [*self.last_held_s, *self.door.open()]
 
     def unpause(self) -> dict[str, int]:
         """A park that paused generation and died before its release: continue only

@@ -7,7 +7,10 @@ most 8 s, about 15 s of waiting in all) before the loop gives up with
 that may still be parked, or that came back answering differently (weights not
 restored), is *quarantined*: a ``quarantine`` record in the ledger stops every later
 run on that ledger from lending until an operator has looked at the engine and run
-``learnsched run --clear-quarantine`` (a ``quarantine-cleared`` record).
+``learnsched run --clear-quarantine`` (a ``quarantine-cleared`` record). An engine
+that dies while lent (:class:`EngineLost`: its server gone, or vLLM's engine core dead)
+has nothing to return to: the run records it and stops at once (``learnsched run`` exits
+4), and the next run confirms the restarted engine serves before it lends.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from .._checks import integer, nonnegative, positive
+from .._errors import EXIT_ENVIRONMENT
 from ..serving.endpoint import HttpStatusError, StreamError
 from ..serving.errors import HandoffProbeError
 
-__all__ = ["Backoff", "EngineUnreturnable", "Quarantined", "retryable"]
+__all__ = ["Backoff", "EngineLost", "EngineUnreturnable", "Quarantined", "retryable"]
 
 T = TypeVar("T")
 
@@ -30,6 +34,12 @@ class EngineUnreturnable(HandoffProbeError):
     """The engine could not be returned to serving (it may still be parked)."""
 
     exit_status = 3  # the command line's status: the engine or ledger is not ours to use
+
+
+class EngineLost(HandoffProbeError):
+    """The engine died while lent: there is nothing to return, and no more lending."""
+
+    exit_status = EXIT_ENVIRONMENT  # the command line's status: the engine does not answer
 
 
 class Quarantined(HandoffProbeError):

@@ -14,7 +14,9 @@ ledger (:class:`~learnsched.serving.HandoffLedger`), with the scheduler's fields
 ``reference``           the greedy answer every return must reproduce (``text``)
 ``decision``            what the policy (or the load signal) chose for a window, or
                         for an early return (``phase``: ``window`` or
-                        ``early-return``), a move decider's answer at a later
+                        ``early-return``; ``policy`` ``resume``: a stop or a dead
+                        engine checkpoints for a later run), a move decider's answer
+                        at a later
                         boundary of an idle window (``phase`` ``idle``, ``move``;
                         ``policy`` ``load``: an arrival ended the wait), or a move
                         between quanta other than ``work`` (``phase`` ``quantum``)
@@ -23,7 +25,9 @@ ledger (:class:`~learnsched.serving.HandoffLedger`), with the scheduler's fields
                         park)
 ``skip``                a window the policy would lend was not: ``reason`` ``busy``
                         (requests did not drain at the gate, or the engine reported
-                        load: nothing was released), or ``no time left``
+                        load: nothing was released), ``paused`` (another controller
+                        holds the engine paused: nothing was touched), or ``no time
+                        left``
 ``park-step``           how far a park got before its answer (``step``: ``paused``,
                         SGLang's generation paused; ``release_sent``, the release
                         about to go out), and on an engine that cannot say whether
@@ -50,6 +54,9 @@ ledger (:class:`~learnsched.serving.HandoffLedger`), with the scheduler's fields
                         each one's added seconds)
 ``return-retry``        a return failed and is tried again (``attempt``, ``error``,
                         ``wait_s``)
+``engine-lost``         the engine died while lent (``failure``; ``held_requests``:
+                        those the gate let go, to fail at once): no return, the run
+                        stops; its park stays open for the next run to close
 ``quarantine``          the engine may be parked or serving a different model
                         (``reason``): no run lends it again until
                         ``quarantine-cleared``

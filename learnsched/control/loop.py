@@ -20,8 +20,14 @@ lost, as the model does. A failed return is retried with
 bounded backoff; if the engine still cannot be returned the run quarantines it and stops
 (``learnsched run`` exits 3 naming it). :meth:`ControlLoop.stop` (SIGTERM or SIGINT, to the
 loop or its process group: the trainer leads its own session) ends the current quantum,
-lets the model checkpoint or discard, returns the engine and ends the run: within one
-quantum, one checkpoint and the return path.
+checkpoints the unsaved work if the save and the return fit before the deadline (a later
+run resumes from it, whatever the calendar ahead), returns the engine and ends the run:
+within one quantum, one checkpoint and the return path. The server's configuration is
+checked before anything touches the engine; a heal undoes only a park the ledger shows
+or the engine confirms, and an engine another controller has paused is waited for, never
+healed or lent (:class:`~.actuation.EnginePaused`). While lent, the engine's liveness is
+watched (:mod:`.watcher`): one that dies is recorded (``engine-lost``), its unsaved work
+checkpointed, what the gate held let go, and the run stops (:class:`~.healing.EngineLost`).
 
 Threads, not asyncio. Everything the loop calls blocks: the engines' HTTP dialects and
 readiness waits in :mod:`learnsched.handoff` are synchronous, the trainer answers over a
@@ -54,12 +60,12 @@ from ..serving.endpoint import HttpStatusError
 from ..serving.errors import EngineBusy, HandoffProbeError, ServerConfigError
 from ..serving.ledger import HandoffLedger, HandoffRecord
 from ..solver import Action, ActionKind
-from .actuation import EngineControl
+from .actuation import EngineControl, EnginePaused
 from .deciders import MOVES, Decider, MoveDecider
-from .healing import Backoff, EngineUnreturnable, Quarantined
+from .healing import Backoff, EngineLost, EngineUnreturnable, Quarantined
 from .journal import Totals
 from .locks import RunLocks
-from .restart import plan_heal, quarantined, read_start
+from .restart import engine_view, plan_heal, quarantined, read_start
 from .trainer import Advanced, TrainerError, TrainerIgnoredInterrupt, TrainerLost, TrainerProcess
 from .watcher import LoadWatcher
 from .windows import CalendarSource, Window
@@ -97,6 +103,10 @@ class LoopOptions:
         An operator has checked the engine: lift the ledger's quarantine at start.
     lease_dir
         Where engine leases live (default :func:`~.locks.lease_dir`).
+    pause_wait_s
+        How long a starting run waits for another controller's pause of the engine to
+        end (an RL weight sync) before it refuses with
+        :class:`~.actuation.EnginePaused`, seconds.
     """
 
     poll_s: float = 0.05
@@ -105,6 +115,10 @@ class LoopOptions:
     return_backoff: Backoff = field(default_factory=Backoff)
     clear_quarantine: bool = False
     lease_dir: str | None = None
+    pause_wait_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        nonnegative("pause_wait_s", self.pause_wait_s)
 
 
 @dataclass
@@ -210,7 +224,7 @@ class ControlLoop:
         self.report = progress
         self.on_ready = on_ready
         self.watcher = LoadWatcher(engine, self.now, self.options.poll_s)
-        self.watcher.on_arrival = self._arrival
+        self.watcher.on_arrival = self.watcher.on_lost = self._cut_quantum
         self.totals = Totals()
         self.overhead = Overhead(decision_s=[])
         self.run_id = 0
@@ -247,8 +261,9 @@ class ControlLoop:
         warn_renamed("attribute", "ControlLoop.return_s", "ControlLoop.worst_recovery_s")
         return self.worst_recovery_s
 
-    def _arrival(self) -> None:
-        """Load arrived (the watcher's thread): cut the lent window's quantum short."""
+    def _cut_quantum(self) -> None:
+        """Load arrived or the engine died (the watcher's thread): cut the lent window's
+        quantum short."""
         if self.lent:
             self.trainer.interrupt()
 
@@ -289,10 +304,13 @@ class ControlLoop:
                 "quarantine": None if quarantine is None else quarantine.reason,
             },
         )
+        # Read-only calls, before anything touches the engine: a server that cannot
+        # park is named, not met as a failed heal.
+        notes = self.engine.preflight()
         self._heal(start.records, cleared)
         if quarantine is not None:
             raise quarantined(self._engine_name(), quarantine)
-        notes = self.engine.preflight()
+        self.engine.take_reference()
         if self.engine.reference is not None:
             self._record("reference", detail={"text": self.engine.reference})
         self.trainer.start()
@@ -352,7 +370,7 @@ class ControlLoop:
         """Return an engine a killed run left parked (the ledger says so, or the engine
         does), as :func:`~.restart.plan_heal` says, counting its unsaved work as lost; or
         quarantine it where SGLang cannot say whether it is parked."""
-        heal = plan_heal(records, self.engine.is_parked(), cleared)
+        heal = plan_heal(records, self._parked_view(records), cleared)
         if heal is None:
             return
         if heal.parked is not None:
@@ -365,6 +383,23 @@ class ControlLoop:
         late = time.time() > float(heal.deadline_unix)
         self.totals.unsaved_lost += heal.lost
         self._returned(stamps, late=late, early=False, lost=heal.lost, window=None, recovered=True)
+
+    def _parked_view(self, records: list[HandoffRecord]) -> bool | None:
+        """The engine's parked state as a heal reads it (:func:`~.restart.engine_view`),
+        once another controller's pause has ended: waited for up to ``pause_wait_s``,
+        touching nothing, then :class:`~.actuation.EnginePaused`."""
+        deadline = time.monotonic() + self.options.pause_wait_s
+        while True:
+            try:
+                return engine_view(self.engine.park_state(), records)
+            except EnginePaused as err:
+                left = deadline - time.monotonic()
+                if left <= 0.0:
+                    raise EnginePaused(
+                        f"{self._engine_name()} after {self.options.pause_wait_s:g} s: {err}"
+                    ) from err
+                self._say("engine paused by another controller: waiting")
+                time.sleep(min(left, 1.0))
 
     def _give_back(self, call: Callable[[], dict[str, int]] | None = None) -> dict[str, int]:
         """Return the engine (``call``: resume, then a completed request), retried with
@@ -380,6 +415,10 @@ class ControlLoop:
                 )
 
         def retrying(attempt: int, err: BaseException, wait: float) -> None:
+            if self.lent and self.watcher.lost is None:
+                self.watcher.check_alive()  # a dead engine is not retried for seconds
+            if self.lent and self.watcher.lost is not None:
+                raise self._engine_lost(self.watcher.lost) from err
             self._record("return-retry", detail={"attempt": attempt, "error": str(err),
                                                  "wait_s": wait})  # fmt: skip
             self._say(f"return failed ({attempt})")
@@ -529,6 +568,8 @@ class ControlLoop:
         window = Window(max(windows[0].start_s, now), windows[0].end_s)
         windows = [window, *windows[1:]]
         self._handled_end = window.end_s
+        if self.engine.reads_gauges:  # backed off while unchanged: read them afresh
+            self.watcher.poll_once()
         if self.watcher.busy:  # the load signal wins: the engine is serving now
             self._decision("window", window, Action(ActionKind.WAIT), "load", reason="busy")
             self._say("busy: no loan")
@@ -561,12 +602,14 @@ class ControlLoop:
         ``/metrics`` shows) ends the window unlent, and so does a next boundary after
         which no quantum fits before the deadline.
         """
-        self.gap_open = True  # the gate tells every arrival from here (held_arrivals)
+        # The gate tells every arrival from here (held_arrivals); the gauges are read
+        # at the poll interval.
+        self.gap_open = self.watcher.urgent = True
         self.watcher.arrived.clear()  # from here an arrival ends the idle window
         try:
             lend = self._wait_for_work(decider, window)
         finally:
-            self.gap_open = False
+            self.gap_open = self.watcher.urgent = False
         if not lend:
             return
         window = Window(max(window.start_s, self.now()), window.end_s)
@@ -659,13 +702,16 @@ class ControlLoop:
         )
         try:
             self._park_stamps = self.engine.park(on_mark=self._park_step)
+        except EnginePaused as err:  # another controller holds it: touched not at all
+            self._skip("paused", why=str(err))
+            return
         except EngineBusy as err:  # nothing was released: serving keeps the GPU
             self._skip("busy", why=str(err), added_latency_s=self.engine.last_held_s)
             return
         except Exception as err:
             self._park_failed(err)
             raise
-        self.lent = True
+        self.lent = self.watcher.lent = True
         self.memory.mark("parked")  # read beside the trainer's start, for the return record
         parked = self.engine.parked
         self._record(
@@ -694,7 +740,7 @@ class ControlLoop:
                 # When the early return began (in the return record's stamps).
                 self._park_stamps["interrupted"] = time.perf_counter_ns()
                 early = why.args[0] == "load"
-                self._early_save(windows, why.args[0])
+                self._early_save(window, windows, why.args[0])
             lost = self._discard()
         except TrainerLost as err:
             if isinstance(err, TrainerIgnoredInterrupt):  # an early return all the same
@@ -705,20 +751,43 @@ class ControlLoop:
             lost = self._trainer_failed(str(err))
             failed = err
         finally:  # capacity goes back whatever happened to the trainer
-            stamps = self._give_back()
-            late = self.now() > window.end_s
-            self._returned(
-                stamps, late=late, early=early, lost=lost, window=window, recovered=False
-            )
+            dead = self.watcher.lost
+            if dead is None:
+                stamps = self._give_back()
+                late = self.now() > window.end_s
+                self._returned(
+                    stamps, late=late, early=early, lost=lost, window=window, recovered=False
+                )
+        if dead is not None:  # nothing to return to: the run stops, saying so
+            raise self._engine_lost(dead)
         if failed is not None:  # capacity is back: now the trainer's failure stops the run
             raise failed
         if not self.trainer.running:  # restarted only now: serving came first
             self._restart_trainer()
 
+    def _engine_lost(self, why: str) -> EngineLost:
+        """The engine died while lent: recorded (its park stays open: the next run
+        confirms the restarted engine serves before it lends); what the door held goes
+        on at once, to fail fast; the error that stops the run."""
+        self.engine.abandon()
+        self.lent = self.watcher.lent = False
+        held = len(self.engine.last_held_s)
+        self._record(
+            "engine-lost", durable_progress=self.durable, failure=why,
+            detail={"url": self.engine.url, "held_requests": held},
+        )  # fmt: skip
+        self._say("engine lost")
+        return EngineLost(
+            f"{self._engine_name()} died while lent ({why}); {held} held requests let go. "
+            f"No more lending: restart it, and the next run confirms it serves before it "
+            f"lends, resuming from {self.durable} durable quanta"
+        )
+
     def _skip(self, reason: str, **detail: Any) -> None:
         """The window is not lent after all (recorded; it closes a ``park`` record)."""
         self.totals.skipped_windows += 1
-        self.held_latency_s.extend(self.engine.last_held_s)
+        # Requests are held only where a park closed the door (a busy skip passes them).
+        self.held_latency_s.extend(detail.get("added_latency_s", ()))
         self._record("skip", durable_progress=self.durable, detail={"reason": reason, **detail})
         self._say(reason if reason != "busy" else "busy: skipped")
 
@@ -729,7 +798,10 @@ class ControlLoop:
         return (self.now() if at_s is None else at_s) + need <= window.end_s + _EPS_S
 
     def _interrupt(self) -> None:
-        """Raise :class:`_Interrupted` if load arrived or the loop must stop."""
+        """Raise :class:`_Interrupted` if the engine died, the loop must stop or load
+        arrived."""
+        if self.watcher.lost is not None:
+            raise _Interrupted("lost")
         until = self.options.until_s
         if self._stop.is_set() or (until is not None and self.now() >= until):
             raise _Interrupted("stop")
@@ -791,7 +863,7 @@ class ControlLoop:
         if advanced.interrupted:
             self.progress = advanced.progress
             self._cut_short(seconds, honoured=True)
-            raise _Interrupted("load")
+            raise _Interrupted("lost" if self.watcher.lost is not None else "load")
         return advanced, seconds
 
     def _cut_short(self, seconds: float, *, honoured: bool) -> None:
@@ -830,17 +902,26 @@ class ControlLoop:
         self._record("publish", durable_progress=self.durable, detail={"path": path})
         self._say("published")
 
-    def _early_save(self, windows: list[Window], reason: str) -> None:
-        """Cut short: checkpoint if the model says the progress is worth the save.
+    def _early_save(self, window: Window, windows: list[Window], reason: str) -> None:
+        """Cut short: checkpoint if the model says the progress is worth the save, or
+        at a stop or an engine's death, where a later run resumes from it.
 
         The state is active with unsaved work, and all that is left of the window is
         the save and the return; the model weighs checkpoint-and-return against
-        discard-and-return with the windows after this one as the continuation.
+        discard-and-return with the windows after this one as the continuation. At a
+        stop the work goes on in a later run, whatever this calendar holds after the
+        window (near its end, nothing): the save is taken whenever it and the return
+        fit before the deadline; a dead engine has no return to wait for.
         """
         if self.progress <= self.durable:
             return
         now = self.now()
         budget = Window(now, now + self.save_s + self.worst_recovery_s + _EPS_S)
+        if reason == "lost" or (reason == "stop" and self._fits(window, 0, True)):
+            resume = Action(ActionKind.CHECKPOINT_RETURN, 0, checkpoint=True)
+            self._decision("early-return", budget, resume, "resume", reason=reason)
+            self._checkpoint()
+            return
         ahead = [budget, *(w for w in windows[1:] if w.start_s >= budget.end_s)]
         action = self._decide(ahead, self.progress, self.durable, True)
         self._decision("early-return", budget, action, "model", reason=reason)
@@ -899,7 +980,7 @@ class ControlLoop:
     ) -> None:
         ready_unix = time.time()
         readiness = (stamps["request_done"] - stamps["resume_sent"]) / 1e9
-        self.lent = False
+        self.lent = self.watcher.lent = False
         self.held_latency_s.extend(self.engine.last_held_s)
         self.worst_recovery_s = max(self.worst_recovery_s, readiness)
         self.totals.handoffs += 1

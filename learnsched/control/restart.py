@@ -9,6 +9,11 @@ awake, the pause undone if the release never went out, and a quarantine where SG
 cannot say whether a release or resume it was sent happened. The unsaved work of the
 killed run is counted as lost, as the model does. An uncleared quarantine then stops
 the run (:func:`quarantined`).
+
+A heal undoes only a park the ledger shows or the engine's own sleep state confirms
+(:func:`engine_view`): vLLM's ``/is_sleeping`` is also true while another controller has
+merely paused generation (``POST /pause``, an RL weight sync), and a wake-up would end
+that pause; such an engine is not this scheduler's to return (:class:`~.actuation.EnginePaused`).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from ..serving.engines import Parked
 from ..serving.ledger import HandoffRecord, read_ledger
+from .actuation import EnginePaused
 from .healing import Quarantined
 from .journal import (
     QuarantineNote,
@@ -33,7 +39,9 @@ from .journal import (
     quarantine_of,
 )
 
-__all__ = ["HEAL_CALLS", "Heal", "LedgerStart", "plan_heal", "quarantined", "read_start"]
+__all__ = [
+    "HEAL_CALLS", "Heal", "LedgerStart", "engine_view", "plan_heal", "quarantined", "read_start",
+]
 
 HEAL_CALLS = ("unpark", "ready", "unpause")
 """How a heal returns the engine: resume and a completed request (``unpark``), a
@@ -114,6 +122,40 @@ class Heal:
     reference: str | None
     lost: int
     deadline_unix: float
+
+
+def engine_view(state: str | None, records: Sequence[HandoffRecord]) -> bool | None:
+    """Whether a heal takes the engine for parked (``None``: it cannot say, as SGLang).
+
+    Parameters
+    ----------
+    state
+        The engine's own view (:meth:`~.actuation.EngineControl.park_state`).
+    records
+        The ledger.
+
+    Raises
+    ------
+    EnginePaused
+        The engine is paused by another controller (it says it sleeps while its
+        sleep-state gauge says awake), or says it sleeps without the gauge to confirm
+        it and the ledger shows no park of its own: not this scheduler's to undo.
+    """
+    if state in (None, "serving", "parked"):
+        return None if state is None else state == "parked"
+    if state == "unconfirmed" and open_park(records) is not None:
+        return True
+    why = (
+        "generation is paused (/is_sleeping true, vllm:engine_sleep_state awake)"
+        if state == "paused"
+        else "it says it sleeps, without the vllm:engine_sleep_state gauge to confirm a "
+        "park, and the ledger shows none"
+    )
+    raise EnginePaused(
+        f"{why}: another controller holds the engine (an RL weight sync?) and this "
+        "scheduler did not park it; it is left as it is: resume it (POST /resume) or "
+        "wait for it, then run again"
+    )
 
 
 def plan_heal(records: Sequence[HandoffRecord], asleep: bool | None, cleared: bool) -> Heal | None:
