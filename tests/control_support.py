@@ -127,10 +127,12 @@ def make_loop(
     forecast: str | None = None,
     door: Any = None,
     drain_s: float = 2.0,
+    gauge_lag_s: float = 0.0,
 ) -> ControlLoop:
     """A loop on a known calendar (relative seconds), ledger and state under ``folder``;
     ``forecast`` (``"empirical"``, ``"exact"``) decides under sampled calendars; ``door``
-    is a gate in front of the engine."""
+    is a gate in front of the engine; ``gauge_lag_s`` is waited out after a pause (0: the
+    simulated engine's gauges are exact unless it is given a lag)."""
 
     def decider(work_quanta: int, costs: TrainerCosts) -> Any:
         handoff = HandoffCosts(recovery_s=recovery_s, save_s=costs.save_s, load_s=costs.load_s)
@@ -142,7 +144,10 @@ def make_loop(
         )  # fmt: skip
 
     return ControlLoop(
-        ServingEngine(ServingEndpoint(url, dialect), timeout_s=20.0, door=door, drain_s=drain_s),
+        ServingEngine(
+            ServingEndpoint(url, dialect), timeout_s=20.0, door=door, drain_s=drain_s,
+            gauge_lag_s=gauge_lag_s,
+        ),
         TrainerProcess(trainer, folder / "state", trainer_options or {}),
         KnownCalendar([Window(a, b) for a, b in windows]),
         decider,

@@ -11,23 +11,29 @@ import json
 import os
 import signal
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from learnsched.cli import main
+from learnsched.control.actuation import GAUGE_LAG_S
 from learnsched.control.deciders import ForecastDecider, ModelDecider
+from learnsched.control.healing import EngineLost
 from learnsched.control.journal import replay
 from learnsched.control.loadgen import LoadGenerator, TraceRequest
 from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
 from learnsched.scenario import HandoffCosts
 from learnsched.serving.endpoint import ServingEndpoint
-from learnsched.serving.errors import ServerConfigError
+from learnsched.serving.errors import HandoffProbeError, ServerConfigError
 from learnsched.serving.ledger import read_ledger
-from learnsched.testing import EngineConfig, SimulatedEngine
+from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
 
-from control_support import COUNTING, make_loop
+from control_support import COUNTING, live_records, make_loop
+from engine_support import Client, config, strict_config
 
 FAST = {"token_s": 0.001}
 
@@ -343,7 +349,6 @@ def test_a_server_that_cannot_park_is_refused_before_anything_starts(tmp_path: P
 def test_a_unix_calendar_is_not_shifted_by_the_start_up_time(tmp_path: Path) -> None:
     """The trainer takes 1.5 s to start: a unix window must still be lent from its
     start and returned by its deadline in epoch seconds, as the ledger records them."""
-    import time
 
     with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
         start = time.time() + 4.0  # the loop is ready after the trainer's 1.5 s and more
@@ -374,3 +379,152 @@ def test_the_deprecated_return_s_reads_the_worst_recovery_s(tmp_path: Path) -> N
     loop = make_loop("http://127.0.0.1:9", "vllm", [(0.0, 1.0)], tmp_path, recovery_s=0.3)
     with pytest.warns(DeprecationWarning, match="'ControlLoop.return_s' is deprecated"):
         assert loop.return_s == loop.worst_recovery_s == 0.3
+
+
+# --- stops, the load gauges, other controllers and dead engines ---------------------------
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_a_stop_checkpoints_the_work_a_later_run_resumes(tmp_path: Path, dialect: str) -> None:
+    """Stopped inside the calendar's last window: the model alone sees no window to
+    continue in and would discard the unsaved quanta; a later run resumes them."""
+    options = {"work_quanta": 500, "quantum_s": 0.02}
+    with SimulatedEngine(EngineConfig(dialect, **FAST)) as engine:
+        first = make_loop(engine.url, dialect, [(0.3, 30.0)], tmp_path, until_s=1.5,
+                          trainer_options=options).run()  # fmt: skip
+        second = make_loop(engine.url, dialect, [(5.0, 30.0)], tmp_path, until_s=0.1,
+                           trainer_options=options).run()  # fmt: skip
+    assert first.quanta_done > 0
+    assert (first.unsaved_lost, first.durable_quanta) == (0, first.quanta_done)
+    assert second.resumed_from_quanta == first.durable_quanta
+    stop = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "decision"
+                and r.detail["phase"] == "early-return")  # fmt: skip
+    assert (stop.detail["reason"], stop.detail["policy"]) == ("stop", "resume")
+
+
+def request_at(
+    url: str, dialect: str, t_s: float, tokens: int, sent: list[threading.Thread]
+) -> Callable[[float], None]:
+    """An ``on_ready`` that sends one generation of ``tokens`` at ``t_s`` on the loop's
+    clock, from a thread (appended to ``sent``)."""
+
+    def on_ready(clock_start: float) -> None:
+        def send() -> None:
+            time.sleep(max(clock_start + t_s - time.monotonic(), 0.0))
+            ServingEndpoint(url, dialect).generate(tokens, 30.0)
+
+        sent.append(threading.Thread(target=send, daemon=True))
+        sent[-1].start()
+
+    return on_ready
+
+
+def counting_reads(loop: Any) -> list[float]:
+    """The loop clock of each load read the loop makes from now on."""
+    reads: list[float] = []
+    load = loop.engine.load
+
+    def counted() -> Any:
+        reads.append(loop.now())
+        return load()
+
+    loop.engine.load = counted
+    return reads
+
+
+def test_the_gauges_are_read_rarely_while_nothing_changes(tmp_path: Path) -> None:
+    """Without a gate, each /metrics read costs the engine's API server CPU: none while
+    lent (the gauges cannot move while parked), backed off while they do not change,
+    yet a request of two seconds is seen."""
+    sent: list[threading.Thread] = []
+    with SimulatedEngine(EngineConfig("vllm", token_s=0.01)) as engine:
+        loop = make_loop(
+            engine.url, "vllm", [(0.3, 1.5), (2.8, 60.0)], tmp_path, until_s=3.0,
+            trainer_options={"work_quanta": 500},
+            on_ready=request_at(engine.url, "vllm", 1.7, 200, sent),
+        )  # fmt: skip
+        reads = counting_reads(loop)
+        loop.run()
+        sent[0].join(30.0)
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    parked = next(r for r in records if r.kind == "parked").detail["t_s"]
+    returned = next(r for r in records if r.kind == "return")
+    back = returned.detail["t_s"]
+    # Lent until the return's readiness request completed, before its record was written.
+    resumed = back - (returned.readiness_s or 0.0)
+    assert not [t for t in reads if parked < t < resumed], (parked, resumed, reads)
+    assert len(reads) <= 20, reads  # 20 Hz: 60
+    assert any(start > back for start, _ in loop.watcher.busy_periods), reads
+
+
+def test_sglang_reads_its_gauges_again_a_lag_after_its_pause(tmp_path: Path) -> None:
+    """Gauges that show a request 0.3 s late: a request sent just before the park is
+    running when the pause lands, and a release then would kill SGLang. The idleness
+    check after the pause waits out the lag and sees it: the window is skipped."""
+    sent: list[threading.Thread] = []
+    with EngineProcess(strict_config("sglang", gauge_lag_s=0.3, token_s=0.01),
+                       lifetime_s=120.0) as sim:  # fmt: skip
+        loop = make_loop(
+            sim.url, "sglang", [(0.5, 3.0)], tmp_path, until_s=3.0,
+            trainer_options={"work_quanta": 50, "quantum_s": 0.02},
+            on_ready=request_at(sim.url, "sglang", 0.4, 150, sent), gauge_lag_s=GAUGE_LAG_S,
+        )  # fmt: skip
+        totals = loop.run()
+        sent[0].join(30.0)
+        assert sim.alive(), sim.stderr_text()
+    skip = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "skip")
+    assert skip.detail["reason"] == "busy"
+    assert totals.skipped_windows == 1
+
+
+def test_an_engine_paused_during_the_run_is_not_lent(tmp_path: Path) -> None:
+    """Paused by another controller between windows (vLLM POST /pause): the window is
+    skipped; a park would have slept the engine and its wake-up ended the pause."""
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        client = Client(engine.url)
+        loop = make_loop(engine.url, "vllm", [(0.5, 1.5)], tmp_path, until_s=1.8,
+                         on_ready=lambda _: client.call("POST", "/pause?mode=keep"))  # fmt: skip
+        totals = loop.run()
+        assert engine.state.is_paused()
+        assert not engine.state.sleeping
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert "parked" not in [r.kind for r in records]
+    assert next(r for r in records if r.kind == "skip").detail["reason"] == "paused"
+    assert totals.skipped_windows == 1
+
+
+def test_an_engine_that_dies_while_lent_stops_the_run_at_once(tmp_path: Path) -> None:
+    """Killed inside a 30 s loan: found within about a second (not at the return),
+    recorded, the unsaved quanta checkpointed, no return tried and no quarantine."""
+    with EngineProcess(config("vllm"), lifetime_s=120.0) as sim:
+        loop = make_loop(sim.url, "vllm", [(0.3, 30.0)], tmp_path,
+                         trainer_options={"work_quanta": 300, "quantum_s": 0.05})  # fmt: skip
+        errors: list[Exception] = []
+
+        def run() -> None:
+            try:
+                loop.run()
+            except HandoffProbeError as err:  # the test reads it
+                errors.append(err)
+
+        runner = threading.Thread(target=run, daemon=True)
+        runner.start()
+        ledger = tmp_path / "ledger.jsonl"
+        deadline = time.monotonic() + 30.0
+        while "work" not in [r.kind for r in live_records(ledger)]:
+            assert time.monotonic() < deadline, errors
+            assert runner.is_alive(), errors
+            time.sleep(0.02)
+        sim.process.kill()
+        killed = time.monotonic()
+        runner.join(10.0)
+        found_s = time.monotonic() - killed
+        if runner.is_alive():  # not found: stop it, to fail with the run cleaned up
+            loop.stop()
+            runner.join(60.0)
+    assert found_s < 3.0, errors
+    assert [type(err) for err in errors] == [EngineLost], errors
+    records = read_ledger(ledger)
+    kinds = [r.kind for r in records]
+    assert not {"return", "return-retry", "quarantine"} & set(kinds), kinds
+    lost = next(r for r in records if r.kind == "engine-lost")
+    assert lost.durable_progress == loop.durable > 0
+    assert loop.totals.unsaved_lost == 0

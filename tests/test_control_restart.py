@@ -13,24 +13,28 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from learnsched.cli import main
+from learnsched.cli import exit_status, main
+from learnsched.control.actuation import EnginePaused
 from learnsched.control.healing import Backoff, EngineUnreturnable
 from learnsched.control.journal import quarantine_of
 from learnsched.control.locks import LEASE_DIR_ENV, LockHeld, RunLocks, engine_key
 from learnsched.control.loop import LoopOptions
+from learnsched.control.restart import engine_view
 from learnsched.serving.endpoint import ServingEndpoint
 from learnsched.serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 from learnsched.testing.device import SimulatedDeviceReader
 
 from control_support import COUNTING, live_records, make_loop
-from engine_support import strict_engine
+from engine_support import Client, strict_engine
 
 TESTS = Path(__file__).resolve().parent
 FAST = {"token_s": 0.001}
@@ -405,3 +409,75 @@ def test_an_engine_without_load_gauges_is_refused_not_run_blind(
     assert len(err) == 1
     assert "--enable-metrics" in err[0]
     assert "park" not in [r.kind for r in read_ledger(tmp_path / "ledger.jsonl")]
+
+
+# --- what a heal must not undo: a server that cannot park, another controller's pause ---
+def test_a_server_that_cannot_park_is_named_before_the_heal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A killed run's open park sends the start-up heal to the engine first: the
+    configuration check comes before it, so nothing is recorded as returned from an
+    engine that can never be parked (a real vLLM without dev mode even answered the heal
+    with a raw 404)."""
+    with SimulatedEngine(EngineConfig("vllm", memory_saver=False, **FAST)) as engine:
+        killed_while_parked(tmp_path / "ledger.jsonl", ServingEndpoint(engine.url, "vllm"),
+                            acked=False)  # fmt: skip
+        assert main(run_argv(engine.url, tmp_path)) == 1
+    err = [line for line in capsys.readouterr().err.splitlines() if "run:" in line]
+    assert len(err) == 1
+    assert "restart it with --enable-sleep-mode" in err[0]
+    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl")]
+    assert "return" not in kinds
+
+
+def test_a_pause_by_another_controller_is_waited_out_never_healed(tmp_path: Path) -> None:
+    """vLLM's /is_sleeping is true while generation is merely paused (POST /pause, an RL
+    weight sync); only its sleep-state gauge says nothing was released. The run waits
+    for the pause to end, never ends it itself, and records no return for it."""
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        client = Client(engine.url)
+        assert client.call("POST", "/pause?mode=keep")[0] == 200
+        resumed = threading.Timer(1.0, client.call, ("POST", "/resume"))
+        resumed.start()
+        loop = make_loop(engine.url, "vllm", [(5.0, 60.0)], tmp_path, until_s=0.3)
+        loop.run()
+        resumed.join()
+        ready = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "reference")
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    assert "return" not in [r.kind for r in records]
+    assert ready.wall_time - records[0].wall_time >= 1.0  # waited for the other controller
+
+
+def test_a_pause_that_outlasts_the_wait_is_refused_and_left_alone(tmp_path: Path) -> None:
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        Client(engine.url).call("POST", "/pause?mode=keep")
+        loop = make_loop(engine.url, "vllm", [(5.0, 60.0)], tmp_path, until_s=0.3)
+        loop.options = replace(loop.options, pause_wait_s=0.3)
+        with pytest.raises(EnginePaused, match="POST /resume") as raised:
+            loop.run()
+        assert engine.state.is_paused()
+        assert not engine.state.sleeping
+    assert exit_status(raised.value) == 3
+    kinds = [r.kind for r in read_ledger(tmp_path / "ledger.jsonl")]
+    assert kinds == ["run-start", "run-end"]
+
+
+@pytest.mark.parametrize(
+    ("state", "open_park", "view"),
+    [(None, False, None), ("serving", True, False), ("parked", False, True),
+     ("unconfirmed", True, True), ("unconfirmed", False, EnginePaused),
+     ("paused", True, EnginePaused), ("paused", False, EnginePaused)],
+)  # fmt: skip
+def test_a_heal_undoes_only_a_park_the_ledger_shows_or_the_engine_confirms(
+    state: str | None, open_park: bool, view: object
+) -> None:
+    """``unconfirmed``: vLLM says it sleeps without the sleep-state gauge that tells a
+    park from another controller's pause; only the ledger's open park settles it."""
+    records = [HandoffRecord("run-start", "vllm", detail={"run": 1})]
+    if open_park:
+        records.append(HandoffRecord("park", "vllm", detail={"run": 1}))
+    if view is EnginePaused:
+        with pytest.raises(EnginePaused, match="did not park it"):
+            engine_view(state, records)
+    else:
+        assert engine_view(state, records) is view
