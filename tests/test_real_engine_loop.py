@@ -191,7 +191,7 @@ def test_an_engine_paused_during_the_run_is_not_lent(vllm_sleep: Any, tmp_path: 
 def test_the_gauges_are_read_rarely_while_nothing_changes(
     vllm_sleep: Any, tmp_path: Path
 ) -> None:
-    """Each /metrics read costs vLLM's API server 5-9 ms of CPU (at 20 Hz a tenth of a
+    """Each /metrics read costs vLLM's API server 7-10 ms of CPU (at 20 Hz a tenth of a
     core or more), and the gauges cannot move while the engine sleeps: a lent window
     reads none, and a serving stretch backs off (the simulated engine's test shows a
     backed-off poll still sees a request: the real gauges miss many, whatever the poll)."""

@@ -3,7 +3,7 @@ engine's liveness while it is lent.
 
 The load is the door's counts where a gate stands in front (exact, and free to read:
 polled every ``poll_s``), else the engine's ``/metrics`` gauges. Those cost the engine's
-API server CPU at every read (vLLM 0.32: about 5-9 ms for its ~700 lines, so a tenth of
+API server CPU at every read (vLLM 0.32: 7-10 ms for its 660-930 lines, so a tenth of
 a core at 20 Hz), and they lag: a request shows :data:`~.actuation.GAUGE_LAG_S` after
 it arrived, one shorter than that perhaps never. So they are read every ``poll_s`` only
 while they change or an arrival must end an idle window at once (``urgent``), the wait
