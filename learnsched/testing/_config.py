@@ -1,9 +1,13 @@
 """How a simulated engine behaves: :class:`EngineConfig`, one field per behaviour.
 
-The defaults are a forgiving engine (a refused call answers 400 or 503 and the server
-lives on); :meth:`EngineConfig.strict` turns on every behaviour of the real engine of
-its dialect that can break a scheduler (``python -m learnsched.testing.engine
---strict``). Each strict behaviour has its own field and flag, so a test can ask for one.
+The defaults answer as the real engine of the dialect does where it answers and lives on
+(vLLM queues requests while asleep and aborts, drains or freezes in-flight ones on
+``/sleep``); where the real engine dies (SGLang) or numerics vary, the default is a
+forgiving engine (a refused call answers 400 or 503 and the server lives on).
+:meth:`EngineConfig.strict` turns on every behaviour of the real engine of its dialect
+that can break a scheduler (``python -m learnsched.testing.engine --strict``). Each
+behaviour has its own field and flag, so a test can ask for one, or turn one off to
+inject the fault it stands for.
 """
 
 from __future__ import annotations
@@ -12,27 +16,30 @@ from dataclasses import dataclass
 
 from .._checks import integer, nonnegative
 
-__all__ = ["DIALECTS", "SGLANG_ONLY", "STRICT", "VLLM_ONLY", "EngineConfig"]
+__all__ = ["DIALECTS", "DIALECT_DEFAULTS", "SGLANG_ONLY", "STRICT", "VLLM_ONLY", "EngineConfig"]
 
 DIALECTS = ("vllm", "sglang")
 NONNEGATIVE = (
     *("weights_mib", "kv_mib", "resident_mib", "token_s", "slow_health_s", "ready_delay_s"),
-    *("release_s", "resume_s", "free_delay_s"),
+    *("release_s", "resume_s", "free_delay_s", "gauge_lag_s"),
 )
 # Behaviours only one engine has (a flag given to the other dialect is refused).
-SGLANG_ONLY = ("die_on_released_generation", "die_on_busy_release", "die_on_unreleased_resume")
+SGLANG_ONLY = (
+    *("die_on_released_generation", "die_on_busy_release", "die_on_unreleased_resume"),
+    "frozen_metrics",
+)
 VLLM_ONLY = ("queue_while_asleep", "sleep_modes")
+# The vLLM behaviours on by default (``None``: the dialect's own; ``False`` injects a fault).
+DIALECT_DEFAULTS = VLLM_ONLY
 # What --strict sets, per dialect: every real failure mode of that engine.
 STRICT: dict[str, dict[str, object]] = {
     "sglang": {
         **dict.fromkeys(SGLANG_ONLY, True),
-        "frozen_metrics": True,
         "batch_variant": True,
         "slow_health_s": 1.0,  # /health is a one-token generation polled with 1 s sleeps
     },
     "vllm": {
         **dict.fromkeys(VLLM_ONLY, True),
-        "frozen_metrics": True,
         "batch_variant": True,
         "force_include_usage": True,
     },
@@ -60,6 +67,11 @@ class EngineConfig:
         ``cpu`` (host memory) or ``cuda[:N]`` (device memory through torch).
     token_s
         Decode time per generated token, seconds.
+    max_model_len
+        The context length, tokens (vLLM ``--max-model-len``): vLLM refuses (400) a
+        prompt longer than this, or ``max_tokens`` above it, and clamps ``max_tokens`` to
+        what the prompt leaves; SGLang refuses ``max_new_tokens`` above it. The simulated
+        tokenizer counts one token per whitespace-separated word.
     max_running
         Requests decoded at once; later ones wait (``num_requests_waiting``).
     weights_backup
@@ -96,16 +108,25 @@ class EngineConfig:
         SGLang: ``/resume_memory_occupation`` of a tag never released raises
         ``KeyError`` in the scheduler and the server process dies.
     queue_while_asleep
-        vLLM: a generation sent while asleep is accepted and waits, uncounted by the
-        gauges, until the engine wakes (instead of a 503).
+        vLLM (on by default, as vLLM does): a generation sent while asleep is accepted
+        and waits, uncounted by the gauges, until the engine wakes. ``False``: it is
+        refused with 503 (a fault no vLLM shows).
     sleep_modes
-        vLLM: ``/sleep?mode=abort`` (the default) aborts in-flight requests (their
-        streams end with ``finish_reason: "abort"``, then ``[DONE]``), ``mode=wait``
-        drains them first, ``mode=keep`` freezes them until the wake-up; level 0
-        pauses only. Without it a busy sleep follows ``refuse_busy``.
+        vLLM (on by default, as vLLM does): ``/sleep`` pauses the scheduler first, with
+        ``mode=abort`` (the default) aborting in-flight requests (their streams end with
+        ``finish_reason: "abort"``, then ``[DONE]``), ``mode=wait`` draining them,
+        ``mode=keep`` freezing them until the wake-up; level 0 pauses only. ``False``: a
+        busy sleep follows ``refuse_busy`` and level 0 is refused (faults no vLLM shows).
     frozen_metrics
-        ``/metrics`` gauges keep the values they had when the engine parked (or
-        paused) until it is back: the engines emit stats only after a step.
+        SGLang: ``/metrics`` gauges keep the values they had when the engine paused or
+        released until it is back (its stats are logged only after a batch). vLLM's
+        pause emits its own stats (after an abort the gauges read 0), so its gauges
+        are never frozen.
+    gauge_lag_s
+        ``/metrics`` shows the load as it was this long ago, seconds (an engine's stats
+        reach its front end after its next step; vLLM's CPU build showed a new request
+        31-524 ms late and a finished one 7-57 ms late). 0, the default: the gauges are
+        exact (no one lag fits every machine, and a lag makes every gauge read a race).
     batch_variant
         Greedy text depends on the batch a request runs in: a token decoded beside
         other requests may differ from the one decoded alone (batch-size-dependent
@@ -135,6 +156,7 @@ class EngineConfig:
     resident_mib: float = 2.0
     device: str = "cpu"
     token_s: float = 0.002
+    max_model_len: int = 4096
     max_running: int = 8
     weights_backup: bool = True
     memory_saver: bool = True
@@ -151,9 +173,10 @@ class EngineConfig:
     die_on_released_generation: bool = False
     die_on_busy_release: bool = False
     die_on_unreleased_resume: bool = False
-    queue_while_asleep: bool = False
-    sleep_modes: bool = False
+    queue_while_asleep: bool | None = None
+    sleep_modes: bool | None = None
     frozen_metrics: bool = False
+    gauge_lag_s: float = 0.0
     batch_variant: bool = False
     force_include_usage: bool = False
     metrics: bool = True
@@ -171,6 +194,7 @@ class EngineConfig:
         check_device(self.device)
         integer("seed", self.seed, low=None)
         integer("max_running", self.max_running, low=1)
+        integer("max_model_len", self.max_model_len, low=1)
         for name in NONNEGATIVE:
             nonnegative(name, getattr(self, name))
         integer("resume_status", self.resume_status, low=100, high=599)
@@ -186,6 +210,9 @@ class EngineConfig:
         for name in other:
             if getattr(self, name):
                 raise ValueError(f"{name} is a behaviour of the other engine, not {self.dialect}")
+        for name in DIALECT_DEFAULTS:
+            if getattr(self, name) is None:  # frozen: set as the constructor would
+                object.__setattr__(self, name, self.vllm)
 
     @classmethod
     def strict(cls, dialect: str, **overrides: object) -> EngineConfig:

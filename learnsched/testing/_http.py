@@ -1,12 +1,15 @@
 """The simulated engine's HTTP routes, in vLLM's or SGLang's dialect.
 
-Both dialects: ``GET /health``, ``GET /v1/models``, ``GET /metrics`` (Prometheus text),
-``POST /v1/completions`` and ``POST /v1/chat/completions`` (OpenAI-compatible, with
-``"stream": true`` as server-sent events ending in ``data: [DONE]``), and the
-simulator's own ``GET /sim/state`` (memory held, tags asleep, load: what NVML and
-``/proc`` would show a test). vLLM adds ``POST /sleep?level=N``, ``POST /wake_up?tags=..``,
-``GET /is_sleeping``, ``GET /server_info`` and ``POST /collective_rpc``
-(``reload_weights``); SGLang adds
+Both dialects: ``GET /health``, ``GET /v1/models``, ``GET /metrics`` (Prometheus text,
+:mod:`._metrics`), ``POST /v1/completions`` and ``POST /v1/chat/completions``
+(OpenAI-compatible, :mod:`._openai`, with ``"stream": true`` as server-sent events ending
+in ``data: [DONE]``), and the simulator's own ``GET /sim/state`` (memory held, tags
+asleep, load: what NVML and ``/proc`` would show a test). vLLM adds ``POST /invocations``
+(a completion or a chat, by the body), ``GET|POST /ping``, ``POST /tokenize``,
+``GET /version`` and its dev-mode routes: ``POST /sleep?level=N&mode=M``,
+``POST /wake_up?tags=..``, ``GET /is_sleeping``, ``POST /pause?mode=M``, ``POST /resume``,
+``GET /is_paused``, ``POST /abort_requests``, ``GET /server_info`` and
+``POST /collective_rpc`` (``reload_weights``), each answering vLLM's JSON. SGLang adds
 ``POST /generate``, ``POST /release_memory_occupation``, ``POST
 /resume_memory_occupation``, ``GET /get_server_info``, ``GET /health_generate`` and
 ``POST /update_weights_from_disk``.
@@ -28,7 +31,24 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from ._state import HEALTH_TIMEOUT_S, EngineDied, EngineError, EngineState, Request
+from ._metrics import metrics_text
+from ._openai import (
+    CHAT,
+    COMPLETIONS,
+    GENERATE,
+    Ask,
+    answer,
+    check_model,
+    chunk,
+    error_body,
+    model_card,
+    parse,
+    prompt_of,
+    role_chunk,
+    token_ids,
+    usage_chunk,
+)
+from ._state import HEALTH_TIMEOUT_S, EngineDied, EngineError, EngineState, NoRoute, Request
 
 __all__ = ["make_handler", "token", "tokens"]
 
@@ -37,8 +57,9 @@ WORDS = (
     "paris", "france", "capital", "river", "city", "light", "north", "stone", "bridge", "old",
     "new", "time", "of", "in", "on", "is", "was", "very", "quiet", "green", "blue", "road",
 )  # fmt: skip
-DEFAULT_MAX_TOKENS = 16
-MAX_TOKENS = 4096
+# The vLLM release whose dialect this follows (``GET /version``).
+VLLM_VERSION = "0.32.0"
+MAX_SLEEP_LEVEL = 2
 
 
 def token(model_print: str, prompt: str, index: int, nonce: str = "") -> str:
@@ -54,40 +75,40 @@ def tokens(model_print: str, prompt: str, count: int, nonce: str = "") -> Iterat
         yield token(model_print, prompt, index, nonce)
 
 
-def _prompt_of(body: dict[str, Any], path: str) -> str:
-    """The prompt text of a completion, chat or SGLang generate request."""
-    if path == "/v1/chat/completions":
-        messages = body.get("messages") or []
-        return "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-    prompt = body.get("prompt" if path == "/v1/completions" else "text", "")
-    return str(prompt[0] if isinstance(prompt, list) and prompt else prompt)
-
-
-def _count_of(body: dict[str, Any], path: str) -> int:
-    """Tokens asked for; ``EngineError`` 400 for a bad count."""
-    if path == "/generate":
-        params = body.get("sampling_params") or {}
-        value = params.get("max_new_tokens", DEFAULT_MAX_TOKENS)
+def _sleep_level(text: str, lowest: int) -> int:
+    """``/sleep``'s ``level`` query, an integer in ``[lowest, 2]``, or the 400 vLLM's
+    query check answers (vLLM's lowest is 0; without ``sleep_modes``, 1)."""
+    try:
+        level = int(text)
+    except ValueError:
+        check = ("int_parsing", "be a valid integer")
     else:
-        value = body.get("max_completion_tokens", body.get("max_tokens", DEFAULT_MAX_TOKENS))
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKENS:
-        raise EngineError(400, f"max tokens must be an integer in [1, {MAX_TOKENS}], got {value!r}")
-    return value
-
-
-def _temperature_of(body: dict[str, Any], path: str) -> float:
-    params = (body.get("sampling_params") or {}) if path == "/generate" else body
-    value = params.get("temperature", 1.0)
-    return float(value) if isinstance(value, (int, float)) else 1.0
+        if lowest <= level <= MAX_SLEEP_LEVEL:
+            return level
+        check = (
+            ("greater_than_equal", f"be greater than or equal to {lowest}")
+            if level < lowest
+            else ("less_than_equal", f"be less than or equal to {MAX_SLEEP_LEVEL}")
+        )
+    raise EngineError(
+        400,
+        f"1 validation error:\n  {{'type': '{check[0]}', 'loc': 'query.level', "
+        f"'msg': 'Input should {check[1]}', 'input': {text!r}}}",
+        kind="Bad Request",
+        param="query.level",
+    )
 
 
 def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to ``state``."""
     config = state.config
     vllm = config.vllm
+    # Made once: the same bytes on every call (vLLM stamps each answer anew).
+    models = {"object": "list", "data": [model_card(config)]}
 
     class Handler(BaseHTTPRequestHandler):
         server_version = f"learnsched-sim-{config.dialect}"
+        raw = b""  # a POST's body
 
         def log_message(self, format: str, *args: object) -> None:
             return  # quiet: tests and the control loop read stdout
@@ -104,20 +125,35 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             self._send(status, json.dumps(obj).encode(), "application/json")
 
         def _error(self, err: EngineError) -> None:
-            # SGLang's _create_error_response and vLLM's ErrorResponse both nest it.
-            self._json(err.status, {"error": {"message": str(err), "code": err.status}})
+            self._json(err.status, error_body(err, vllm))
+
+        def _read_body(self) -> bytes:
+            """The request's body, read whatever the route (unread bytes would reset the
+            connection when it closes)."""
+            length = int(self.headers.get("Content-Length") or 0)
+            return self.rfile.read(length) if length else b""
 
         def _body(self) -> dict[str, Any]:
-            length = int(self.headers.get("Content-Length") or 0)
-            if not length:
+            """The request's JSON object (none: ``{}``); a 400 as the engine words it."""
+            if not self.raw:
                 return {}
             try:
-                body = json.loads(self.rfile.read(length))
+                body = json.loads(self.raw)
             except ValueError as err:
-                raise EngineError(400, f"body is not JSON: {err}") from err
+                where = getattr(err, "pos", 0)
+                raise self._body_error(f"body is not JSON: {err}", where) from err
             if not isinstance(body, dict):
-                raise EngineError(400, "body must be a JSON object")
+                raise self._body_error("body must be a JSON object", None)
             return body
+
+        def _body_error(self, message: str, position: int | None) -> EngineError:
+            if not vllm:
+                return EngineError(400, message)
+            loc = "body" if position is None else f"body.{position}"  # FastAPI's location
+            return EngineError(
+                400, f"1 validation error:\n  {{'loc': '{loc}', 'msg': {message!r}}}",
+                kind="Bad Request", param=loc,
+            )  # fmt: skip
 
         def _event(self, obj: object) -> None:
             data = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
@@ -131,7 +167,8 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             parts = urlsplit(self.path)
-            self._serve(lambda: self._post(parts.path, parse_qs(parts.query), self._body()))
+            self.raw = self._read_body()
+            self._serve(lambda: self._post(parts.path, parse_qs(parts.query)))
 
         def _authorised(self, path: str) -> None:
             """The engines' ``--api-key`` check (vLLM: ``/v1`` routes; SGLang: all but
@@ -163,67 +200,114 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             if path == "/health" or (path == "/health_generate" and not vllm):
                 self._health()
             elif path == "/v1/models":
-                owner = config.dialect
-                self._json(200, {"object": "list", "data": [
-                    {"id": config.model, "object": "model", "owned_by": owner},
-                ]})  # fmt: skip
+                self._json(200, models)
             elif path == "/metrics" and (vllm or config.metrics):
-                self._send(200, self._metrics().encode(), "text/plain; version=0.0.4")
+                self._send(200, metrics_text(state).encode(), "text/plain; version=0.0.4")
             elif path == "/sim/state":
                 self._json(200, state.snapshot())
-            elif vllm and path == "/is_sleeping":
-                self._json(200, {"is_sleeping": state.is_sleeping()})
-            elif vllm and path == "/server_info":  # dev mode; ?config_format=json
-                self._json(200, self._vllm_info(query))
-            elif not vllm and path in ("/get_server_info", "/server_info"):
+            elif vllm:
+                self._vllm_get(path, query)
+            elif path in ("/get_server_info", "/server_info"):
                 if path == "/get_server_info":  # deprecated: SGLang warns on every call
                     with state.lock:
                         state.deprecated_calls += 1
                 self._json(200, self._server_info())
             else:
-                raise EngineError(404, f"no route GET {path}")
+                raise NoRoute("GET", path)
 
-        def _post(self, path: str, query: dict[str, list[str]], body: dict[str, Any]) -> None:
+        def _vllm_get(self, path: str, query: dict[str, list[str]]) -> None:
+            if path == "/is_sleeping":
+                self._json(200, {"is_sleeping": state.is_sleeping()})
+            elif path == "/is_paused":
+                self._json(200, {"is_paused": state.is_paused()})
+            elif path == "/server_info":  # dev mode; ?config_format=json
+                self._json(200, self._vllm_info(query))
+            elif path == "/version":
+                self._json(200, {"version": VLLM_VERSION})
+            elif path == "/ping":
+                self._health()
+            else:
+                raise NoRoute("GET", path)
+
+        def _post(self, path: str, query: dict[str, list[str]]) -> None:
             self._authorised(path)
-            if path in ("/v1/completions", "/v1/chat/completions") or (
-                path == "/generate" and not vllm
-            ):
-                self._generate(path, body)
-            elif vllm and path == "/sleep":
-                levels = ("0", "1", "2") if config.sleep_modes else ("1", "2")
-                level = query.get("level", ["1"])[0]
-                if level not in levels:
-                    raise EngineError(
-                        400, f"level must be one of {', '.join(levels)}, got {level!r}"
-                    )
-                mode = query.get("mode", ["abort"])[0]
-                state.release(int(level), [], mode)  # vLLM's /sleep reads no tags
-                self._send(200, b"", "text/plain")
-            elif vllm and path == "/wake_up":
-                state.resume(query.get("tags", []))
-                self._send(200, b"", "text/plain")
-            elif vllm and path == "/collective_rpc":
+            if path in (COMPLETIONS, CHAT) or (path == GENERATE and not vllm):
+                self._generate(path, self._body())
+            elif vllm:
+                self._vllm_post(path, query)
+            else:
+                self._sglang_post(path, self._body())
+
+        def _vllm_post(self, path: str, query: dict[str, list[str]]) -> None:
+            if path == "/invocations":  # SageMaker: the body says which generation
+                body = self._body()
+                self._generate(CHAT if "messages" in body else COMPLETIONS, body)
+            elif path == "/sleep":
+                level = _sleep_level(query.get("level", ["1"])[0], 0 if config.sleep_modes else 1)
+                state.release(level, [], query.get("mode", ["abort"])[0])  # reads no tags
+                self._json(200, {"status": "sleeping", "level": level})
+            elif path == "/wake_up":
+                tags = query.get("tags") or None
+                awake = state.resume(tags or [])
+                self._json(200, {"status": "awake" if awake else "sleeping", "tags": tags})
+            elif path == "/pause":
+                state.pause(query.get("mode", ["abort"])[0])
+                self._json(200, {"status": "paused"})
+            elif path == "/resume":
+                state.unpause()
+                self._json(200, {"status": "resumed"})
+            elif path == "/abort_requests":
+                self._abort_requests()
+            elif path == "/tokenize":
+                self._tokenize(self._body())
+            elif path == "/ping":
+                self._health()
+            elif path == "/collective_rpc":
+                body = self._body()
                 if body.get("method") != "reload_weights":
                     raise EngineError(400, f"unsupported method {body.get('method')!r}")
                 state.reload_weights()
                 self._json(200, {"results": [None]})
-            elif not vllm and path == "/release_memory_occupation":
+            else:
+                raise NoRoute("POST", path)
+
+        def _sglang_post(self, path: str, body: dict[str, Any]) -> None:
+            if path == "/release_memory_occupation":
                 state.release(1, list(body.get("tags") or []))
                 self._json(200, None)  # SGLang answers null
-            elif not vllm and path == "/resume_memory_occupation":
+            elif path == "/resume_memory_occupation":
                 state.resume(list(body.get("tags") or []))
                 self._json(200, None)
-            elif not vllm and path == "/pause_generation":
+            elif path == "/pause_generation":
                 state.pause(str(body.get("mode", "abort")))
                 self._json(200, {"message": "Generation paused successfully."})
-            elif not vllm and path == "/continue_generation":
+            elif path == "/continue_generation":
                 state.unpause()
                 self._json(200, {"message": "Generation continued successfully."})
-            elif not vllm and path == "/update_weights_from_disk":
+            elif path == "/update_weights_from_disk":
                 state.reload_weights()
                 self._json(200, {"success": True, "message": "Succeeded to update model weights."})
             else:
-                raise EngineError(404, f"no route POST {path}")
+                raise NoRoute("POST", path)
+
+        def _abort_requests(self) -> None:
+            """vLLM ``/abort_requests``: ids given abort those (none the simulator
+            tracks: it answers how many were asked); none, everything held or running."""
+            try:
+                body = json.loads(self.raw)
+            except ValueError as err:
+                raise EngineError(400, "Invalid JSON format", kind="Bad Request") from err
+            if not isinstance(body, dict):
+                raise EngineError(400, "Request body must be a JSON object", kind="Bad Request")
+            ids = body.get("request_ids")
+            count = len(ids) if ids else state.abort_all()
+            self._json(200, {"status": "aborted", "aborted": count})
+
+        def _tokenize(self, body: dict[str, Any]) -> None:
+            check_model(body, config)
+            ids = token_ids(prompt_of(body, "/tokenize"))
+            self._json(200, {"count": len(ids), "max_model_len": config.max_model_len,
+                             "tokens": ids, "token_strs": None})  # fmt: skip
 
         def _health(self) -> None:
             if not state.ready():
@@ -261,66 +345,45 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             text = ", ".join(f"{k}={v!r}" for k, v in model_config.items())
             return {"vllm_config": text}
 
-        def _metrics(self) -> str:
-            if not config.metrics:  # vLLM --disable-log-stats: no engine gauges
-                return "# no engine stats (--disable-log-stats)\n"
-            label = f'{{model_name="{config.model}"}}'
-            if vllm:
-                names = ("vllm:num_requests_running", "vllm:num_requests_waiting")
-            else:
-                names = ("sglang:num_running_reqs", "sglang:num_queue_reqs")
-            lines = []
-            for name, value in zip(names, state.load(), strict=True):
-                lines += [f"# TYPE {name} gauge", f"{name}{label} {float(value)}"]
-            return "\n".join(lines) + "\n"
-
         # --- generation --------------------------------------------------------------
         def _generate(self, path: str, body: dict[str, Any]) -> None:
             if not state.ready():
                 raise EngineError(503, "the engine is still starting")
             if config.generate_status != 200:
                 raise EngineError(config.generate_status, "generation refused")
-            if path != "/generate" and body.get("model", config.model) != config.model:
-                raise EngineError(404, f"The model `{body.get('model')}` does not exist.")
-            count = _count_of(body, path)
-            temperature = _temperature_of(body, path)
-            prompt = _prompt_of(body, path)
-            nonce = "" if temperature == 0 else uuid.uuid4().hex  # only greedy repeats
-            options = body.get("stream_options") or {}
-            usage = path != "/generate" and (
-                config.force_include_usage
-                or (isinstance(options, dict) and bool(options.get("include_usage")))
-            )
+            ask = parse(body, path, config)
+            nonce = "" if ask.temperature == 0 else uuid.uuid4().hex  # only greedy repeats
             # The request leaves the running count before its last bytes go out, as an
             # engine finishes a request before its server flushes the answer: a client
             # that read the whole answer never sees its own request still running.
-            finish: tuple[str, int] | None = None
+            finish: int | None = None
             text, done = "", 0
             with state.request() as request:
-                model_print = state.current_print()
-                if body.get("stream"):
-                    finish = self._stream(path, request, model_print, prompt, count, nonce)
+                # An abort while it was held: no token, and the weights need not be there.
+                model_print = "" if request.aborted else state.current_print()
+                if ask.stream:
+                    finish = self._stream(ask, request, model_print, nonce)
                 else:
-                    text, done = self._decode(request, model_print, prompt, count, nonce)
-            if body.get("stream"):
-                if usage and finish is not None:
-                    self._event(self._usage_event(path, prompt, finish[1]))
+                    text, done = self._decode(ask, request, model_print, nonce)
+            if ask.stream:
+                if ask.usage and finish is not None:
+                    self._event(usage_chunk(ask, finish, config.model))
                 self._event(b"[DONE]")
             else:
-                self._json(200, self._answer(path, text, done, count))
+                self._json(200, answer(ask, text, done, config.model))
 
         def _decode(
-            self, request: Request, model_print: str, prompt: str, count: int, nonce: str
+            self, ask: Ask, request: Request, model_print: str, nonce: str
         ) -> tuple[str, int]:
             """The whole answer (non-streaming): its text and tokens (short if aborted)."""
             text = ""
-            for index in range(count):
+            for index in range(ask.count):
                 batch = request.step()
                 if request.aborted:
                     return text, index
                 time.sleep(config.token_s)
-                text += self._token(model_print, prompt, index, nonce, batch)
-            return text, count
+                text += self._token(model_print, ask.prompt, index, nonce, batch)
+            return text, ask.count
 
         def _token(self, model_print: str, prompt: str, index: int, nonce: str, batch: int) -> str:
             """One token; a batch-variant engine's numerics change it beside other requests."""
@@ -328,46 +391,8 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 nonce += f"|batch{batch}"
             return token(model_print, prompt, index, nonce)
 
-        def _answer(self, path: str, text: str, done: int, count: int) -> dict[str, Any]:
-            reason = "length" if done == count else "abort"
-            if path == "/generate":
-                meta = {"finish_reason": {"type": reason, "length": done},
-                        "completion_tokens": done}  # fmt: skip
-                return {"text": text, "meta_info": meta}
-            choice: dict[str, Any] = {"index": 0, "finish_reason": reason}
-            if path == "/v1/chat/completions":
-                choice["message"] = {"role": "assistant", "content": text}
-            else:
-                choice["text"] = text
-            kind = "chat.completion" if path == "/v1/chat/completions" else "text_completion"
-            return {
-                "id": f"cmpl-{uuid.uuid4().hex[:12]}",
-                "object": kind,
-                "created": int(time.time()),
-                "model": config.model,
-                "choices": [choice],
-                "usage": {"completion_tokens": done},
-            }
-
-        def _usage_event(self, path: str, prompt: str, done: int) -> dict[str, Any]:
-            """vLLM's usage-only last event (``--enable-force-include-usage``)."""
-            kind = "chat.completion.chunk" if path == "/v1/chat/completions" else "text_completion"
-            prompt_tokens = len(prompt.split())
-            return {"id": f"cmpl-{uuid.uuid4().hex[:12]}", "object": kind,
-                    "created": int(time.time()), "model": config.model, "choices": [],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": done,
-                              "total_tokens": prompt_tokens + done}}  # fmt: skip
-
-        def _stream(
-            self,
-            path: str,
-            request: Request,
-            model_print: str,
-            prompt: str,
-            count: int,
-            nonce: str,
-        ) -> tuple[str, int] | None:
-            """Every token's event; the finish reason and tokens sent (``None``: broken).
+        def _stream(self, ask: Ask, request: Request, model_print: str, nonce: str) -> int | None:
+            """Every token's event; the tokens sent (``None``: a broken stream).
 
             The caller ends the stream (usage event, ``[DONE]``).
             """
@@ -378,27 +403,20 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 broken = b'{"error": {"message": "out of memory"}}'
                 self._event(broken if config.stream == "error" else b"{oops")
                 return None
+            opening = role_chunk(ask, config.model)
+            if opening is not None:
+                self._event(opening)
             text = ""
-            for index in range(count):
+            for index in range(ask.count):
                 batch = request.step()
                 if request.aborted:  # the stream still ends normally, then [DONE]
-                    self._event(self._chunk(path, "", text, "abort"))
-                    return "abort", index
+                    self._event(chunk(ask, "", text, "abort", config.model))
+                    return index
                 time.sleep(config.token_s)
-                word = self._token(model_print, prompt, index, nonce, batch)
+                word = self._token(model_print, ask.prompt, index, nonce, batch)
                 text += word
-                self._event(self._chunk(path, word, text, "length" if index == count - 1 else None))
-            return "length", count
-
-        def _chunk(self, path: str, word: str, text: str, reason: str | None) -> dict[str, Any]:
-            if path == "/generate":  # cumulative text
-                finish = None if reason is None else {"type": reason}
-                return {"text": text, "meta_info": {"finish_reason": finish}}
-            if path == "/v1/chat/completions":
-                choice = {"index": 0, "delta": {"content": word}, "finish_reason": reason}
-                return {"object": "chat.completion.chunk", "model": config.model,
-                        "choices": [choice]}  # fmt: skip
-            return {"object": "text_completion", "model": config.model,
-                    "choices": [{"index": 0, "text": word, "finish_reason": reason}]}  # fmt: skip
+                reason = "length" if index == ask.count - 1 else None
+                self._event(chunk(ask, word, text, reason, config.model))
+            return ask.count
 
     return Handler

@@ -1,18 +1,25 @@
 """The simulated engine's state: what is parked, paused, held, running, and whether it died.
 
-Each behaviour copies the engine it names (sources read for this module, vLLM 0.33 and
-SGLang 0.5.23):
+Each behaviour copies the engine it names (sources read for this module, vLLM 0.32 and
+SGLang 0.5.23; ``tests/test_engine_conformance.py`` checks the vLLM side against a
+running vLLM):
 
-- vLLM (``vllm/executor`` ``Executor.sleep``/``wake_up``,
-  ``entrypoints/serve/dev/sleep/api_router.py``): ``sleep(level, mode)`` takes no tags
-  and puts both ``weights`` and ``kv_cache`` to sleep; ``mode`` defaults to ``abort``
-  (in-flight requests end with ``finish_reason: "abort"``), ``wait`` drains them
-  first, ``keep`` freezes them; level 0 only pauses the scheduler. ``wake_up(tags)``
-  wakes the tags given (all when none), ignores (logs) a tag that is not sleeping, and
-  ``is_sleeping`` stays true until every sleeping tag is woken (and while paused). A
-  request sent while asleep is queued, not refused, and no gauge counts it. Level 1
-  keeps the weights in host memory; level 2 discards them, and the model answers
-  garbage until ``collective_rpc("reload_weights")``.
+- vLLM (``v1/engine/core.py`` ``EngineCore.sleep``/``wake_up``/``pause_scheduler``,
+  ``v1/executor/abstract.py``, ``entrypoints/serve/dev/sleep/api_router.py``,
+  ``entrypoints/rl/online/api_router.py``): ``sleep(level, mode)`` pauses the scheduler
+  first (``mode`` ``abort``, the default: in-flight requests end with
+  ``finish_reason: "abort"``; ``wait`` drains them; ``keep`` freezes them), then puts
+  both ``weights`` and ``kv_cache`` to sleep (no tags; a no-op when already asleep);
+  level 0 only pauses. ``/pause`` and ``/resume`` pause and resume the scheduler alone.
+  ``wake_up(tags)`` wakes the tags given (all when none; the pseudo-tag ``scheduling``
+  is not the executor's), ignores (logs) a call that names a tag not sleeping, and
+  resumes the scheduler once every tag is awake; ``is_sleeping`` is true while a tag
+  sleeps or the scheduler is paused. A request sent while paused or asleep is queued,
+  not refused, and no gauge counts it; ``/abort_requests`` aborts it too. The
+  ``vllm:engine_sleep_state`` gauge shows the level of the last ``/sleep`` until a
+  wake-up leaves every tag awake (a ``/pause`` does not touch it). Level 1 keeps the
+  weights in host memory; level 2 discards them, and the model answers garbage until
+  ``collective_rpc("reload_weights")``.
 - SGLang (``scheduler_update_weights_mixin``, ``scheduler.pause_generation``,
   ``http_server.health_generate``): ``release_memory_occupation`` asserts the
   scheduler is idle (``assert self.is_fully_idle()``: on a busy engine the assertion
@@ -27,8 +34,8 @@ SGLang 0.5.23):
   release is accepted and frees nothing; without ``--enable-weights-cpu-backup`` the
   weights' pages come back without their content.
 
-Which of these failures are on is :class:`~._config.EngineConfig`'s (the defaults
-answer 400 or 503 and live on; ``strict`` dies as the engines do).
+Which of these behaviours are on is :class:`~._config.EngineConfig`'s (vLLM's are on by
+default; SGLang's fatal ones answer 400 or 503 and live on unless ``strict``).
 """
 
 from __future__ import annotations
@@ -36,13 +43,22 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from ._config import EngineConfig
 from ._memory import Buffer, fingerprint
 
-__all__ = ["HEALTH_TIMEOUT_S", "TAGS", "EngineDied", "EngineError", "EngineState", "Request"]
+__all__ = [
+    "HEALTH_TIMEOUT_S",
+    "TAGS",
+    "EngineDied",
+    "EngineError",
+    "EngineState",
+    "NoRoute",
+    "Request",
+]
 
 TAGS = ("weights", "kv_cache")
 MIB = 2**20
@@ -51,15 +67,56 @@ HEALTH_TIMEOUT_S = 20.0
 # How often a held or frozen request looks again (and notices a death), seconds.
 _WAKE_S = 0.05
 PAUSE_MODES = ("abort", "retract", "in_place")
+# vLLM's PauseMode, for /sleep and /pause.
 SLEEP_MODES = ("abort", "wait", "keep")
+# The "tag" vLLM's wake_up reads as the scheduler's, not the executor's.
+SCHEDULING_TAG = "scheduling"
 
 
 class EngineError(Exception):
-    """A call the engine refuses, with the HTTP status its real counterpart answers."""
+    """A call the engine refuses, with the HTTP status its real counterpart answers.
 
-    def __init__(self, status: int, message: str) -> None:
+    Parameters
+    ----------
+    status
+        The HTTP status.
+    message
+        What the engine says.
+    kind
+        vLLM's error ``type`` (``None``: the one vLLM gives this status, e.g.
+        ``BadRequestError``; FastAPI's own checks say ``Bad Request``).
+    param
+        vLLM's error ``param``: the request field at fault (``None``: none named).
+    """
+
+    def __init__(
+        self, status: int, message: str, *, kind: str | None = None, param: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.kind = kind
+        self.param = param
+
+
+def check_sleep_mode(mode: str) -> None:
+    """Refuse a ``mode`` that is not one of vLLM's pause modes, with the 400 its query
+    check answers."""
+    if mode not in SLEEP_MODES:
+        allowed = "'abort', 'wait' or 'keep'"
+        raise EngineError(
+            400,
+            f"1 validation error:\n  {{'type': 'literal_error', 'loc': 'query.mode', "
+            f"'msg': \"Input should be {allowed}\", 'input': {mode!r}}}",
+            kind="Bad Request",
+            param="query.mode",
+        )
+
+
+class NoRoute(EngineError):
+    """A path (or method) the engine does not serve: 404."""
+
+    def __init__(self, method: str, path: str) -> None:
+        super().__init__(404, f"no route {method} {path}")
 
 
 class EngineDied(Exception):
@@ -127,6 +184,9 @@ class EngineState:
         self.epoch = 0  # bumped by every abort of the in-flight requests
         self.aborted = 0
         self.frozen_load: tuple[int, int] | None = None  # the gauges while parked
+        # The gauges' (time, (running, waiting)) history kept for gauge_lag_s.
+        self.shown: deque[tuple[float, tuple[int, int]]] = deque([(time.monotonic(), (0, 0))])
+        self.sleep_gauge: int | None = None  # vLLM's engine_sleep_state level; None: awake
         self.deprecated_calls = 0  # SGLang /get_server_info (warns on every call)
         self.resumes = 0
         self.death: str | None = None
@@ -138,15 +198,39 @@ class EngineState:
         return time.monotonic() - self.started >= self.config.ready_delay_s
 
     def is_sleeping(self) -> bool:
-        """vLLM's ``is_sleeping``: a tag asleep, or the scheduler paused by a sleep."""
-        return bool(self.sleeping) or self.paused == "sleep"
+        """vLLM's ``is_sleeping``: a tag asleep, or the scheduler paused."""
+        return bool(self.sleeping) or self.paused is not None
+
+    def is_paused(self) -> bool:
+        """vLLM's ``is_paused``: the scheduler paused (by ``/pause`` or a ``/sleep``)."""
+        return self.paused is not None
 
     def load(self) -> tuple[int, int]:
-        """``(running, waiting)`` as the gauges show them (frozen while parked)."""
+        """``(running, waiting)`` as the gauges show them: frozen while parked (SGLang's
+        ``frozen_metrics``), ``gauge_lag_s`` late."""
         with self.lock:
-            if self.frozen_load is not None:
-                return self.frozen_load
-            return self.running, self.waiting
+            horizon = time.monotonic() - self.config.gauge_lag_s
+            shown = self.shown[0][1]
+            for at, load in self.shown:
+                if at > horizon:
+                    break
+                shown = load
+            return shown
+
+    def _note(self) -> None:
+        """Record what the gauges show from now on (the lock held)."""
+        load = self.frozen_load if self.frozen_load is not None else (self.running, self.waiting)
+        now = time.monotonic()
+        self.shown.append((now, load))
+        horizon = now - self.config.gauge_lag_s
+        while len(self.shown) > 1 and self.shown[1][0] <= horizon:
+            self.shown.popleft()  # never shown again: a later entry is already due
+
+    def _count(self, running: int = 0, waiting: int = 0) -> None:
+        """Move requests between running and waiting (the lock held)."""
+        self.running += running
+        self.waiting += waiting
+        self._note()
 
     def device_bytes(self) -> int:
         """Bytes held on the engine's device now (weights, KV cache, resident)."""
@@ -211,13 +295,14 @@ class EngineState:
     # --- requests --------------------------------------------------------------------------
     def _holds_arrivals(self) -> bool:
         """Whether a new request waits outside the scheduler now (the lock held)."""
-        if self.paused is not None:
-            return True  # SGLang's tokenizer manager / vLLM's paused scheduler keep it
-        return self.config.queue_while_asleep and bool(self.sleeping)
+        if self.config.vllm and self.sleeping:
+            return bool(self.config.queue_while_asleep)  # False: refused (503)
+        return self.paused is not None  # SGLang's tokenizer manager / vLLM's scheduler
 
     def admit(self, timeout_s: float | None = None, *, probe: bool = False) -> int:
         """A new request enters the scheduler: held while paused (invisible to the
-        gauges), refused or fatal while released; the abort epoch it entered at.
+        gauges), refused or fatal while released; the abort epoch it arrived at (vLLM:
+        an abort while it was held aborts it too).
 
         ``probe``: SGLang's health generation, which a forgiving engine answers while
         released.
@@ -233,17 +318,20 @@ class EngineState:
         config = self.config
         with self.changed:
             self._alive()
+            arrived = self.epoch
             if self._holds_arrivals():
                 end = None if timeout_s is None else time.monotonic() + timeout_s
                 self.held += 1
                 try:
-                    while self._holds_arrivals():
+                    while self._holds_arrivals() and not self._aborted_since(arrived):
                         self._alive()
                         if end is not None and time.monotonic() >= end:
                             raise EngineError(503, "held by a pause past the timeout")
                         self.changed.wait(_WAKE_S)
                 finally:
                     self.held -= 1
+            if self._aborted_since(arrived):
+                return arrived
             if self.sleeping:
                 if config.die_on_released_generation:
                     raise self.die(
@@ -254,29 +342,41 @@ class EngineState:
                     raise EngineError(503, "the model is sleeping")
             return self.epoch
 
+    def _aborted_since(self, epoch: int) -> bool:
+        """vLLM: whether a held request that arrived at ``epoch`` was aborted meanwhile
+        (the lock held); SGLang's held requests outlive an abort."""
+        return self.config.vllm and self.epoch != epoch
+
     @contextmanager
     def request(self, timeout_s: float | None = None) -> Iterator[Request]:
         """:meth:`admit`, wait for a decode slot (counted as waiting), then hold it
-        (counted as running) while the request decodes."""
-        epoch = self.admit(timeout_s)
+        (counted as running) while the request decodes; a request aborted while held
+        never enters (it is :attr:`Request.aborted` at once)."""
+        request = Request(self, self.admit(timeout_s))
         with self.lock:
-            self.waiting += 1
+            if request.epoch != self.epoch:
+                request.aborted = True
+                self.aborted += 1
+            else:
+                self._count(waiting=1)
+        if request.aborted:
+            yield request
+            return
         try:
             while not self.slots.acquire(timeout=_WAKE_S):
                 with self.lock:
                     self._alive()
         except BaseException:
             with self.lock:
-                self.waiting -= 1
+                self._count(waiting=-1)
             raise
         with self.lock:
-            self.waiting -= 1
-            self.running += 1
+            self._count(running=1, waiting=-1)
         try:
-            yield Request(self, epoch)
+            yield request
         finally:
             with self.changed:
-                self.running -= 1
+                self._count(running=-1)
                 self.changed.notify_all()
             self.slots.release()
 
@@ -292,12 +392,10 @@ class EngineState:
                     break
                 if self.frozen_mode == "retract" and not retracted:
                     retracted = True
-                    self.running -= 1
-                    self.waiting += 1
+                    self._count(running=-1, waiting=1)
                 self.changed.wait(_WAKE_S)
             if retracted:
-                self.waiting -= 1
-                self.running += 1
+                self._count(running=1, waiting=-1)
             if request.epoch != self.epoch:
                 if not request.aborted:
                     request.aborted = True
@@ -322,22 +420,29 @@ class EngineState:
     def _freeze_gauges(self) -> None:
         if self.config.frozen_metrics and self.frozen_load is None:
             self.frozen_load = (self.running, self.waiting)
+            self._note()
 
     def _thaw(self) -> None:
         """Back from a park or pause: gauges live, frozen requests go on."""
         if self.paused is None and not self.sleeping:
             self.frozen_load = None
             self.frozen_mode = None
+            self._note()
         self.changed.notify_all()
 
-    # --- SGLang's pause -------------------------------------------------------------------
+    # --- pause and abort ------------------------------------------------------------------
     def pause(self, mode: str) -> None:
-        """SGLang ``/pause_generation``: hold new requests; abort, retract or freeze the
-        running ones."""
-        if mode not in PAUSE_MODES:
+        """SGLang ``/pause_generation`` or vLLM ``/pause``: hold new requests; abort,
+        retract (SGLang), drain (vLLM ``wait``) or freeze the running ones."""
+        if self.config.vllm:
+            check_sleep_mode(mode)
+        elif mode not in PAUSE_MODES:
             raise EngineError(400, f"mode must be one of {', '.join(PAUSE_MODES)}, got {mode!r}")
         with self.changed:
             self._alive()
+            if self.config.vllm:
+                self._vllm_pause(mode)
+                return
             self._freeze_gauges()
             self.paused = mode
             if mode == "abort":
@@ -346,12 +451,34 @@ class EngineState:
                 self.frozen_mode = mode
 
     def unpause(self) -> None:
-        """SGLang ``/continue_generation`` (a no-op when not paused)."""
+        """SGLang ``/continue_generation`` or vLLM ``/resume`` (a no-op when not paused;
+        vLLM: the tags asleep stay asleep)."""
         with self.changed:
             self._alive()
             self.paused = None
             self.frozen_mode = None
             self._thaw()
+
+    def abort_all(self) -> int:
+        """vLLM ``/abort_requests`` without ids: abort every request it holds or runs,
+        the scheduler left as it is; how many there were."""
+        with self.changed:
+            self._alive()
+            count = self.running + self.waiting + self.held
+            self._abort_in_flight()
+            return count
+
+    def _vllm_pause(self, mode: str) -> None:
+        """vLLM's ``pause_scheduler(mode)`` (the lock held): arrivals wait from now on;
+        ``abort`` ends the in-flight requests, ``wait`` lets them finish (a ``keep``
+        pause's frozen ones too), ``keep`` freezes them until the scheduler resumes."""
+        self.paused = mode
+        self.frozen_mode = "keep" if mode == "keep" else None
+        if mode == "abort":
+            self._abort_in_flight()
+        self.changed.notify_all()
+        if mode != "keep":
+            self._drain()
 
     # --- park and resume ---------------------------------------------------------------
     def release(self, level: int, tags: Sequence[str], mode: str = "abort") -> None:
@@ -362,15 +489,16 @@ class EngineState:
         unknown = chosen - set(TAGS)
         if unknown:
             raise EngineError(400, f"unknown memory tags {sorted(unknown)}; known: {list(TAGS)}")
+        if config.vllm:
+            check_sleep_mode(mode)
         with self.changed:
             self._alive()
-            if config.vllm and self.is_sleeping():
-                return  # vLLM: "Executor is already sleeping." (a no-op)
             if config.vllm and config.sleep_modes:
-                self._vllm_pause(mode)
-                if level == 0:
-                    return  # level 0 pauses only; nothing is freed
-            busy = self.running or self.waiting
+                self._vllm_pause(mode)  # vLLM pauses before it sleeps: never busy then
+            if config.vllm and (self.sleeping or level == 0):
+                self.sleep_gauge = level  # already asleep ("a no-op"), or a pause only
+                return
+            busy = (self.running or self.waiting) and not (config.vllm and config.sleep_modes)
             if busy and config.die_on_busy_release:
                 raise self.die(
                     "AssertionError in the scheduler: release_memory_occupation should be "
@@ -388,10 +516,10 @@ class EngineState:
         with self.changed:
             self.sleeping |= chosen
             self.level = level
+            if config.vllm:
+                self.sleep_gauge = level
             self.parks += 1
             park = self.parks
-            if config.vllm and config.sleep_modes and self.paused == "sleep":
-                self.paused = None  # asleep now: queue_while_asleep says what arrivals get
             if config.memory_saver and "weights" in chosen and self.weights is not None:
                 keep = config.weights_backup and not (config.vllm and level == 2)
                 self.backup = self.weights.to_host() if keep else None
@@ -403,20 +531,6 @@ class EngineState:
             timer.start()
         else:
             self._free(park, chosen)
-
-    def _vllm_pause(self, mode: str) -> None:
-        """vLLM's ``pause_generation(mode)`` before a sleep (the lock held)."""
-        if mode not in SLEEP_MODES:
-            raise EngineError(400, f"mode must be one of {', '.join(SLEEP_MODES)}, got {mode!r}")
-        self._freeze_gauges()
-        self.paused = "sleep"
-        if mode == "abort":
-            self._abort_in_flight()
-            self._drain()
-        elif mode == "wait":
-            self._drain()
-        else:
-            self.frozen_mode = "keep"
 
     def _free(self, park: int, tags: set[str]) -> None:
         with self.lock:
@@ -432,26 +546,46 @@ class EngineState:
         for buffer in freed:
             buffer.free()
 
-    def resume(self, tags: Sequence[str]) -> None:
-        """vLLM ``wake_up(tags)`` or SGLang ``resume_memory_occupation``."""
+    def resume(self, tags: Sequence[str]) -> bool:
+        """vLLM ``wake_up(tags)`` or SGLang ``resume_memory_occupation``; whether every
+        tag is awake after it (vLLM then resumes its scheduler)."""
         config = self.config
-        chosen = set(tags) if tags else set(TAGS)
         with self.changed:
             self._alive()
-            if config.vllm:
-                if self.paused == "sleep" and not self.sleeping:  # level 0: resume the pause
-                    self.paused = None
-                    self._thaw()
-                    return
-                if not self.sleeping or not chosen <= self.sleeping:
-                    return  # vLLM logs "not sleeping" / "not in sleeping tags" and returns
-                chosen = set(tags) if tags else set(self.sleeping)
-            else:
-                missing = chosen - self.sleeping
-                if missing and config.die_on_unreleased_resume:
-                    raise self.die(f"KeyError in the scheduler: {min(missing)!r}")
-                if missing:  # offload_tags.remove(tag) raises KeyError
-                    raise EngineError(400, f"KeyError: {min(missing)!r} was never released")
+            chosen = self._vllm_waking(tags) if config.vllm else self._sglang_resuming(tags)
+        if chosen:
+            self._wake(chosen)
+        with self.changed:
+            awake = not self.sleeping
+            if config.vllm and awake:
+                self.paused = None
+                self.sleep_gauge = None
+            self._thaw()
+            return awake
+
+    def _vllm_waking(self, tags: Sequence[str]) -> set[str]:
+        """The tags vLLM's executor wakes for ``wake_up(tags)`` (the lock held): none
+        when it is not sleeping or a tag asked is not (it logs and returns), or when
+        only ``scheduling`` is asked."""
+        asked = {tag for tag in tags if tag != SCHEDULING_TAG}
+        if (tags and not asked) or not self.sleeping or not asked <= self.sleeping:
+            return set()
+        return asked or set(self.sleeping)
+
+    def _sglang_resuming(self, tags: Sequence[str]) -> set[str]:
+        """The tags SGLang resumes (the lock held); a tag never released is a
+        ``KeyError`` in its scheduler."""
+        chosen = set(tags) if tags else set(TAGS)
+        missing = chosen - self.sleeping
+        if missing and self.config.die_on_unreleased_resume:
+            raise self.die(f"KeyError in the scheduler: {min(missing)!r}")
+        if missing:  # offload_tags.remove(tag) raises KeyError
+            raise EngineError(400, f"KeyError: {min(missing)!r} was never released")
+        return chosen
+
+    def _wake(self, tags: set[str]) -> None:
+        """Map ``tags`` back after ``resume_s`` (or answer ``resume_status``)."""
+        config = self.config
         time.sleep(config.resume_s)
         with self.lock:
             self.resumes += 1
@@ -462,9 +596,8 @@ class EngineState:
             raise EngineError(config.resume_status, "resume refused")
         with self.changed:
             if config.memory_saver:
-                self._restore(chosen)
-            self.sleeping -= chosen
-            self._thaw()
+                self._restore(tags)
+            self.sleeping -= tags
 
     def _restore(self, tags: set[str]) -> None:
         """Map memory back for ``tags`` (the caller holds the lock)."""

@@ -7,19 +7,21 @@ Run it::
 It prints ``PORT <n>`` once listening (``--port 0`` picks a free one), serves until
 stopped (or ``--lifetime S``), and behaves as the engines do where a handoff probe or a
 scheduler could be fooled (:mod:`._state` cites the sources): ``/health`` answers while
-parked, vLLM's ``is_sleeping`` stays true until every tag is woken, SGLang refuses a
-release while busy and a resume of a tag never released, a server without the memory
-saver accepts a release and frees nothing, and a resume without the weights' backup
-answers with different text. Its weights and KV cache are real memory (host pages, or
-CUDA memory with ``--device cuda``) freed while parked. Stdlib only (torch for CUDA).
+parked, vLLM's ``is_sleeping`` stays true until every tag is woken (and while paused),
+vLLM queues requests while asleep and its ``/sleep`` aborts, drains or freezes
+in-flight ones, SGLang refuses a release while busy and a resume of a tag never
+released, a server without the memory saver accepts a release and frees nothing, and a
+resume without the weights' backup answers with different text. Its weights and KV
+cache are real memory (host pages, or CUDA memory with ``--device cuda``) freed while
+parked. Stdlib only (torch for CUDA). ``tests/test_engine_conformance.py`` runs the same
+requests against it and a real vLLM.
 
 ``--strict`` fails as the real engine of its dialect does instead of answering 400 or
 503 (:data:`~._config.STRICT`; one flag per behaviour too, see ``--help``): SGLang's
 server process exits on a generation while memory is released without
 ``/pause_generation``, on a release while busy and on a resume of a tag never released;
-vLLM queues requests while asleep and ``/sleep``'s default ``mode=abort`` aborts
-in-flight streams; ``/metrics`` freezes while parked; greedy text depends on the batch;
-SGLang's ``/health`` takes 1 s; vLLM streams end with the usage-only event.
+SGLang's ``/metrics`` freezes while parked; greedy text depends on the batch; SGLang's
+``/health`` takes 1 s; vLLM streams end with the usage-only event.
 
 From Python: :class:`SimulatedEngine` runs one in this process (a thread);
 :class:`EngineProcess` runs one as a child process, whose memory is its own.
@@ -44,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from ._config import DIALECTS, STRICT, EngineConfig
+from ._config import DIALECT_DEFAULTS, DIALECTS, STRICT, EngineConfig
 from ._http import make_handler
 from ._state import EngineState
 
@@ -73,8 +75,6 @@ ON_FLAGS = {
     "die_on_released_generation": "--die-on-released-generation",
     "die_on_busy_release": "--die-on-busy-release",
     "die_on_unreleased_resume": "--die-on-unreleased-resume",
-    "queue_while_asleep": "--queue-while-asleep",
-    "sleep_modes": "--sleep-modes",
     "frozen_metrics": "--frozen-metrics",
     "batch_variant": "--batch-variant",
     "force_include_usage": "--force-include-usage",
@@ -87,7 +87,11 @@ FLAG_NAMES = {
     "resume_s": "--resume-delay",
     "free_delay_s": "--free-delay",
     "token_s": "--token-s",
+    "gauge_lag_s": "--gauge-lag",
 }
+# Boolean fields whose default is the dialect's (:data:`~._config.DIALECT_DEFAULTS`): each
+# flag has its ``--no-`` form.
+DIALECT_FLAGS = {name: "--" + name.replace("_", "-") for name in DIALECT_DEFAULTS}
 # String fields that are unset (``None``) by default, and their flags.
 OPTIONAL_FLAGS = {
     "api_key": "--api-key",
@@ -203,6 +207,9 @@ def config_argv(config: EngineConfig) -> list[str]:
             argv += [OPTIONAL_FLAGS[field.name], str(value)]
         elif field.name in ON_FLAGS:
             argv.append(ON_FLAGS[field.name])
+        elif field.name in DIALECT_FLAGS:
+            flag = DIALECT_FLAGS[field.name]
+            argv.append(flag if value else "--no-" + flag[2:])
         else:
             flag = FLAG_NAMES.get(field.name, "--" + field.name.replace("_", "-"))
             argv += [flag, str(value)]
@@ -352,6 +359,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--device", default="cpu", help="cpu, cuda or cuda:N (needs torch)")
     add("--token-s", type=float, default=0.002, help="decode time per token, s")
     add("--max-running", type=int, default=8, help="requests decoded at once")
+    add("--max-model-len", type=int, default=4096,
+        help="context length, tokens (one per word): longer prompts are refused")  # fmt: skip
     add("--no-weights-backup", action="store_true", help="resume loses the weights")
     add("--no-memory-saver", action="store_true", help="release accepted, nothing freed")
     add("--allow-busy-release", action="store_true", help="release even while requests run")
@@ -364,6 +373,8 @@ def _parser() -> argparse.ArgumentParser:
     add("--release-delay", type=float, default=0.0, help="release call takes this long, s")
     add("--resume-delay", type=float, default=0.0, help="resume call takes this long, s")
     add("--free-delay", type=float, default=0.0, help="memory freed this long after ack, s")
+    add("--gauge-lag", type=float, default=0.0, metavar="S",
+        help="/metrics shows the load as it was S s ago (default 0: exact)")  # fmt: skip
     add("--resume-status", type=int, default=200, help="answer resumes with this status")
     add("--resume-failures", type=int, default=0,
         help="only the first N resumes get --resume-status (0: all)")  # fmt: skip
@@ -378,7 +389,7 @@ def _parser() -> argparse.ArgumentParser:
         "real failure modes",
         "--strict turns on every one of these the dialect has (SGLang: the three --die-on "
         "flags, --frozen-metrics, --batch-variant, --slow-health 1; vLLM: "
-        "--queue-while-asleep, --sleep-modes, --frozen-metrics, --batch-variant, "
+        "--queue-while-asleep, --sleep-modes (both on by default), --batch-variant, "
         "--force-include-usage); each can also be given alone.",
     )
     add = strict.add_argument
@@ -392,16 +403,17 @@ def _parser() -> argparse.ArgumentParser:
     add("--die-on-unreleased-resume", action="store_true",
         help="SGLang: /resume_memory_occupation of a tag never released raises KeyError "
              "in the scheduler and kills the server")  # fmt: skip
-    add("--queue-while-asleep", action="store_true",
-        help="vLLM: requests sent while asleep are queued, unseen by the gauges, until "
-             "wake-up (no 503)")  # fmt: skip
-    add("--sleep-modes", action="store_true",
-        help="vLLM: /sleep?mode=abort (default) aborts in-flight requests (finish_reason "
-             "abort, then [DONE]), mode=wait drains, mode=keep freezes; level 0 pauses")  # fmt: skip
+    add("--queue-while-asleep", action=argparse.BooleanOptionalAction,
+        help="vLLM (default on): requests sent while asleep are queued, unseen by the "
+             "gauges, until wake-up; --no-queue-while-asleep answers them 503")  # fmt: skip
+    add("--sleep-modes", action=argparse.BooleanOptionalAction,
+        help="vLLM (default on): /sleep?mode=abort (default) aborts in-flight requests "
+             "(finish_reason abort, then [DONE]), mode=wait drains, mode=keep freezes; "
+             "level 0 pauses; --no-sleep-modes refuses a busy sleep and level 0")  # fmt: skip
     add(
         "--frozen-metrics",
         action="store_true",
-        help="/metrics gauges keep their values while parked or paused",
+        help="SGLang: /metrics gauges keep their values while released or paused",
     )
     add(
         "--batch-variant",
@@ -422,6 +434,9 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
     chosen: dict[str, object] = {
         name: True for name, flag in ON_FLAGS.items() if getattr(args, _dest(flag))
     }
+    for name in DIALECT_FLAGS:
+        if getattr(args, name) is not None:
+            chosen[name] = getattr(args, name)
     if args.strict:
         chosen = {**STRICT[args.dialect], **chosen}
     if args.slow_health is not None:
@@ -437,6 +452,7 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         resident_mib=args.resident_mib,
         device=args.device,
         token_s=args.token_s,
+        max_model_len=args.max_model_len,
         max_running=args.max_running,
         weights_backup=not args.no_weights_backup,
         memory_saver=not args.no_memory_saver,
@@ -446,6 +462,7 @@ def config_from_args(args: argparse.Namespace) -> EngineConfig:
         release_s=args.release_delay,
         resume_s=args.resume_delay,
         free_delay_s=args.free_delay,
+        gauge_lag_s=args.gauge_lag,
         resume_status=args.resume_status,
         resume_failures=args.resume_failures,
         generate_status=args.generate_status,
