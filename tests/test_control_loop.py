@@ -200,7 +200,8 @@ def test_busy_engine_at_a_window_start_is_not_lent(tmp_path: Path) -> None:
 
 
 def test_load_generator_replays_open_loop_and_counts_misses() -> None:
-    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+    # An engine that refuses (503) while parked, so that the generator retries.
+    with SimulatedEngine(EngineConfig("vllm", queue_while_asleep=False, **FAST)) as engine:
         requests = [TraceRequest(0.05 * i, 8, 4, 1.0) for i in range(10)]
         arrivals: list[float] = []
         served = LoadGenerator(engine.url, requests, on_arrival=arrivals.append)

@@ -263,7 +263,8 @@ def test_an_unreturnable_engine_exits_3_naming_it(
         (
             f"learnsched run: vllm at {engine.url}: not returned to serving after 3 "
             f"tries (POST {engine.url}/wake_up answered 500: "
-            '{"error": {"message": "resume refused", "code": 500}}); it may still be parked'
+            '{"error": {"message": "resume refused", "type": "InternalServerError", '
+            '"param": null, "code": 500}}); it may still be parked'
         )
     ]
     records = read_ledger(tmp_path / "ledger.jsonl")

@@ -75,7 +75,6 @@ def test_vllm_sleep_takes_no_tags_and_stays_asleep_until_every_tag_wakes(vllm: C
     assert vllm.call("POST", "/sleep?level=1&tags=kv_cache")[0] == 200  # tags ignored
     assert vllm.json("GET", "/is_sleeping") == {"is_sleeping": True}
     assert vllm.state()["sleeping_tags"] == ["kv_cache", "weights"]
-    assert vllm.call("POST", "/v1/completions", {"model": "sim-model", "prompt": "x"})[0] == 503
     assert vllm.call("GET", "/health")[0] == 200  # vLLM's health answers while asleep
     vllm.call("POST", "/wake_up?tags=weights")
     assert vllm.json("GET", "/is_sleeping") == {"is_sleeping": True}
@@ -84,6 +83,16 @@ def test_vllm_sleep_takes_no_tags_and_stays_asleep_until_every_tag_wakes(vllm: C
     vllm.call("POST", "/wake_up?tags=kv_cache")
     assert vllm.json("GET", "/is_sleeping") == {"is_sleeping": False}
     assert vllm.complete() == before  # level 1 kept the weights in host memory
+
+
+def test_vllm_refusing_while_asleep_is_a_fault_to_ask_for() -> None:
+    with SimulatedEngine(EngineConfig("vllm", token_s=0, queue_while_asleep=False)) as engine:
+        client = Client(engine.url)
+        client.json("POST", "/sleep?level=1")
+        status, data = client.call("POST", "/v1/completions", {"prompt": "x", "max_tokens": 2})
+        assert (status, json.loads(data)["error"]["type"]) == (503, "ServiceUnavailableError")
+        assert client.json("POST", "/wake_up") == {"status": "awake", "tags": None}
+        assert client.complete()
 
 
 def test_vllm_level_2_needs_a_reload(vllm: Client) -> None:
@@ -167,6 +176,21 @@ def test_busy_engine_refuses_a_release_and_counts_its_load() -> None:
         client.json("POST", "/release_memory_occupation", {})  # idle now
 
 
+def test_gauges_show_the_load_gauge_lag_late() -> None:
+    with SimulatedEngine(EngineConfig("vllm", token_s=0.02, gauge_lag_s=0.5)) as engine:
+        client = Client(engine.url)
+        worker = threading.Thread(target=client.complete, args=("p", 100))  # 2 s
+        worker.start()
+        client.wait_for(lambda s: s["running"] == 1)
+        assert client.gauges() == (0.0, 0.0)  # not yet
+        time.sleep(0.6)
+        assert client.gauges() == (1.0, 0.0)
+        worker.join()
+        assert client.gauges() == (1.0, 0.0)  # the finish shows late too
+        time.sleep(0.6)
+        assert client.gauges() == (0.0, 0.0)
+
+
 def test_vllm_metrics_names(vllm: Client) -> None:
     metrics = vllm.call("GET", "/metrics")[1].decode()
     assert re.search(r"^vllm:num_requests_running\{.*\} 0\.0$", metrics, re.MULTILINE)
@@ -200,6 +224,14 @@ def test_config_round_trips_through_the_command_line() -> None:
         "sglang", seed=3, weights_mib=1.5, weights_backup=False, refuse_busy=False, free_delay_s=0.2
     )
     assert config_from_args(_parser().parse_args(config_argv(config))) == config
+    faulty = EngineConfig(
+        "vllm", queue_while_asleep=False, sleep_modes=False, gauge_lag_s=0.1, max_model_len=512
+    )
+    argv = config_argv(faulty)
+    assert "--no-queue-while-asleep" in argv
+    assert config_from_args(_parser().parse_args(argv)) == faulty
+    assert EngineConfig("vllm").queue_while_asleep is True  # vLLM's own behaviour
+    assert EngineConfig("sglang").queue_while_asleep is False
 
 
 def test_process_holds_real_memory_and_frees_it_when_parked() -> None:
