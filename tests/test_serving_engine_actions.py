@@ -101,17 +101,19 @@ def test_vllm_parks_idle_with_mode_wait_and_wakes_only_a_sleeping_engine() -> No
     state = Sleeping()
     server = FakeServer("vllm", state.routes())
     parked = park(server, level=1, timeout_s=1.0, poll_s=0.01)
+    # Asleep by /is_sleeping, then the sleep-state gauge tells a park from a pause.
     assert server.calls == [
         "GET /metrics",
         "POST /sleep?level=1&mode=wait",
         "GET /is_sleeping",
+        "GET /metrics",
     ]
     assert parked.released == MEMORY_TAGS
     assert not parked.paused
     assert set(parked.stamps) == {"idle_checked", "release_sent", "release_ack", "asleep_reported"}
     server.calls.clear()
     stamps = resume(server, parked, timeout_s=1.0, poll_s=0.01)
-    assert server.calls == ["GET /is_sleeping", "POST /wake_up", "GET /is_sleeping"]
+    assert server.calls == ["GET /is_sleeping", "GET /metrics", "POST /wake_up", "GET /is_sleeping"]
     assert "awake_reported" in stamps
     server.calls.clear()
     stamps = resume(server, parked, timeout_s=1.0, poll_s=0.01)  # already awake
@@ -161,12 +163,13 @@ def test_a_request_that_reached_sglang_before_the_pause_stops_the_park() -> None
 
 
 def test_gauges_that_lag_are_waited_for_within_the_bound() -> None:
-    loads = iter([(1, 0), (1, 0), (0, 0)])
+    # Busy twice, then idle; the last is read again where the park is confirmed.
+    loads = iter([(1, 0), (1, 0), (0, 0), (0, 0)])
     server = FakeServer(
         "vllm", {**Sleeping().routes(), "GET /metrics": lambda: metrics("vllm", *next(loads))}
     )
     park(server, timeout_s=1.0, poll_s=0.01, idle_wait_s=1.0)
-    assert server.calls.count("GET /metrics") == 3
+    assert server.calls[:4] == ["GET /metrics"] * 3 + ["POST /sleep?level=1&mode=wait"]
 
 
 def test_a_failed_sglang_release_continues_and_never_resumes() -> None:

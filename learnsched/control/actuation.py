@@ -359,12 +359,14 @@ class ServingEngine:
                 door.release_sent()
             elif door is not None and name == "release_ack":
                 door.release_done()
-            elif door is None and name == "paused":
-                # The idleness check that follows the pause must see every request the
-                # engine accepted before it: its gauges show one this late.
-                time.sleep(self.gauge_lag_s)
             if on_mark is not None:
                 on_mark(name)
+            if door is None and name == "paused":
+                # The idleness check that follows the pause must see every request the
+                # engine accepted before it: its gauges show one this late. The wait
+                # comes after the pause is journalled, so a run killed during it leaves
+                # a pause its restart knows to undo.
+                time.sleep(self.gauge_lag_s)
 
         try:
             self.parked = park(
