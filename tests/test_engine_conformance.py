@@ -37,7 +37,7 @@ from vllm_support import MAX_MODEL_LEN
 # again, up to TRIES times.
 LONG = MAX_MODEL_LEN - 32
 IN_FLIGHT_S = 0.1
-TRIES = 5
+TRIES = 8
 ERROR_KEYS = {"message", "type", "param", "code"}
 GAUGES = {
     "vllm:num_requests_running": {"engine", "model_name"},
@@ -209,7 +209,10 @@ def in_flight(
     call: ``streamed=False`` where the stream's shape is not the point."""
     for _ in range(TRIES):
         stream = Stream(engine.url, "/v1/completions", engine.completion(LONG), streamed)
-        time.sleep(IN_FLIGHT_S)
+        if streamed:  # its first event: it decodes now, neither queued nor held
+            eventually(lambda: bool(stream.events) or stream.done, 5.0)
+        else:
+            time.sleep(IN_FLIGHT_S)
         answer = engine.post(path, body)
         if not missed(engine, stream, answer):
             return stream, answer
