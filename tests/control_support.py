@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -17,6 +18,7 @@ from learnsched.control.trainer import Advanced, Trainer, TrainerCosts, TrainerP
 from learnsched.control.windows import KnownCalendar, Window
 from learnsched.scenario import HandoffCosts
 from learnsched.serving.endpoint import ServingEndpoint
+from learnsched.serving.errors import HandoffProbeError
 from learnsched.serving.ledger import HandoffRecord, TornRecordWarning, read_ledger
 
 COUNTING = "control_support:CountingTrainer"
@@ -145,7 +147,10 @@ def make_loop(
 
     return ControlLoop(
         ServingEngine(
-            ServingEndpoint(url, dialect), timeout_s=20.0, door=door, drain_s=drain_s,
+            ServingEndpoint(url, dialect),
+            timeout_s=20.0,
+            door=door,
+            drain_s=drain_s,
             gauge_lag_s=gauge_lag_s,
         ),
         TrainerProcess(trainer, folder / "state", trainer_options or {}),
@@ -168,3 +173,42 @@ def unix_calendar(path: Path, start_unix: float, count: int, length_s: float, ga
     last = windows[-1][1]
     windows.append([last + 3600.0, last + 7200.0])
     path.write_text(json.dumps({"windows": windows, "clock": "unix"}))
+
+
+def in_background(loop: ControlLoop) -> tuple[threading.Thread, dict[str, Any]]:
+    """``loop.run()`` on a thread; its totals (``"totals"``) or the error it stopped with
+    (``"error"``, for the test to read) land in the dict."""
+    out: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            out["totals"] = loop.run()
+        except HandoffProbeError as err:
+            out["error"] = err
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def until_recorded(
+    ledger: Path, kind: str, thread: threading.Thread, out: dict[str, Any], timeout_s: float
+) -> None:
+    """Wait until the run on ``thread`` (:func:`in_background`) records a ``kind``."""
+    deadline = time.monotonic() + timeout_s
+    while kind not in [r.kind for r in live_records(ledger)]:
+        assert time.monotonic() < deadline, out
+        assert thread.is_alive(), out
+        time.sleep(0.02)
+
+
+def found_within(loop: ControlLoop, thread: threading.Thread, timeout_s: float) -> float:
+    """Seconds until the run on ``thread`` ended, at most ``timeout_s``; a run still going
+    is stopped then (so the test fails with it cleaned up)."""
+    start = time.monotonic()
+    thread.join(timeout_s)
+    waited = time.monotonic() - start
+    if thread.is_alive():
+        loop.stop()
+        thread.join(60.0)
+    return waited

@@ -120,3 +120,19 @@ class Client:
         while not test(self.state()):
             assert time.monotonic() < end, self.state()
             time.sleep(0.005)
+
+
+def raw_request(
+    url: str, method: str, path: str, body: object = None, timeout_s: float = 30.0
+) -> tuple[int, dict[str, str], bytes]:
+    """One request with ``path`` sent exactly as written (no client normalises it);
+    status, headers (lower-case names) and body."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=timeout_s)
+    try:
+        data = None if body is None else json.dumps(body)
+        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
+        answer = conn.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        conn.close()

@@ -28,11 +28,17 @@ from learnsched.control.trainer import TrainerError
 from learnsched.control.windows import Window
 from learnsched.scenario import HandoffCosts
 from learnsched.serving.endpoint import ServingEndpoint
-from learnsched.serving.errors import HandoffProbeError, ServerConfigError
+from learnsched.serving.errors import ServerConfigError
 from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
 
-from control_support import COUNTING, live_records, make_loop
+from control_support import (
+    COUNTING,
+    found_within,
+    in_background,
+    make_loop,
+    until_recorded,
+)
 from engine_support import Client, config, strict_config
 
 FAST = {"token_s": 0.001}
@@ -498,31 +504,13 @@ def test_an_engine_that_dies_while_lent_stops_the_run_at_once(tmp_path: Path) ->
     with EngineProcess(config("vllm"), lifetime_s=120.0) as sim:
         loop = make_loop(sim.url, "vllm", [(0.3, 30.0)], tmp_path,
                          trainer_options={"work_quanta": 300, "quantum_s": 0.05})  # fmt: skip
-        errors: list[Exception] = []
-
-        def run() -> None:
-            try:
-                loop.run()
-            except HandoffProbeError as err:  # the test reads it
-                errors.append(err)
-
-        runner = threading.Thread(target=run, daemon=True)
-        runner.start()
+        thread, out = in_background(loop)
         ledger = tmp_path / "ledger.jsonl"
-        deadline = time.monotonic() + 30.0
-        while "work" not in [r.kind for r in live_records(ledger)]:
-            assert time.monotonic() < deadline, errors
-            assert runner.is_alive(), errors
-            time.sleep(0.02)
+        until_recorded(ledger, "work", thread, out, 30.0)
         sim.process.kill()
-        killed = time.monotonic()
-        runner.join(10.0)
-        found_s = time.monotonic() - killed
-        if runner.is_alive():  # not found: stop it, to fail with the run cleaned up
-            loop.stop()
-            runner.join(60.0)
-    assert found_s < 3.0, errors
-    assert [type(err) for err in errors] == [EngineLost], errors
+        found_s = found_within(loop, thread, 10.0)
+    assert found_s < 3.0, out
+    assert isinstance(out.get("error"), EngineLost), out
     records = read_ledger(ledger)
     kinds = [r.kind for r in records]
     assert not {"return", "return-retry", "quarantine"} & set(kinds), kinds

@@ -210,7 +210,7 @@ def in_flight(
     for _ in range(TRIES):
         stream = Stream(engine.url, "/v1/completions", engine.completion(LONG), streamed)
         if streamed:  # its first event: it decodes now, neither queued nor held
-            eventually(lambda: bool(stream.events) or stream.done, 5.0)
+            eventually(lambda s=stream: bool(s.events) or s.done, 5.0)
         else:
             time.sleep(IN_FLIGHT_S)
         answer = engine.post(path, body)

@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 
 from learnsched.control.healing import EngineLost
-from learnsched.serving import HandoffProbeError, ServerConfigError, read_ledger
+from learnsched.serving import ServerConfigError, read_ledger
 from learnsched.serving.engines import AnswerScanner
 from learnsched.testing import EngineProcess
 
-from control_support import live_records, make_loop
+from control_support import found_within, in_background, make_loop, until_recorded
 from engine_support import strict_config
 
 pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
@@ -274,7 +274,6 @@ def test_an_engine_that_dies_while_lent_lets_its_held_requests_fail_at_once(
     """A request waits at the closed door while the engine is lent, and the engine dies:
     the run stops within about a second and lets the request go, to fail at once (the
     gate's 502) rather than wait for a return that cannot come."""
-    errors: list[HandoffProbeError] = []
     held = Sent(0)
     with (
         EngineProcess(strict_config("vllm"), lifetime_s=120.0) as sim,
@@ -282,33 +281,20 @@ def test_an_engine_that_dies_while_lent_lets_its_held_requests_fail_at_once(
     ):
         loop = make_loop(sim.url, "vllm", [(0.3, 30.0)], tmp_path, door=gate,
                          trainer_options={"work_quanta": 300, "quantum_s": 0.05})  # fmt: skip
-
-        def run() -> None:
-            try:
-                loop.run()
-            except HandoffProbeError as err:  # the test reads it
-                errors.append(err)
-
-        runner = threading.Thread(target=run, daemon=True)
-        runner.start()
-        deadline = time.monotonic() + 30.0
-        while "work" not in [r.kind for r in live_records(tmp_path / "ledger.jsonl")]:
-            assert time.monotonic() < deadline, errors
-            time.sleep(0.02)
+        thread, out = in_background(loop)
+        until_recorded(tmp_path / "ledger.jsonl", "work", thread, out, 30.0)
         held.sent_ns = time.perf_counter_ns()
         sender = threading.Thread(target=send, args=("127.0.0.1", gate.port, held), daemon=True)
         sender.start()
+        deadline = time.monotonic() + 30.0
         while gate.load().waiting == 0:  # held at the door (nothing tells the loop)
             assert time.monotonic() < deadline
             time.sleep(0.01)
         sim.process.kill()
         killed_ns = time.perf_counter_ns()
-        runner.join(10.0)
+        found_within(loop, thread, 10.0)
         sender.join(10.0)
-        if runner.is_alive():  # not found: stop it, to fail with the run cleaned up
-            loop.stop()
-            runner.join(60.0)
-    assert [type(err) for err in errors] == [EngineLost], errors
+    assert isinstance(out.get("error"), EngineLost), out
     assert held.status == 502, held
     assert (held.done_ns - killed_ns) / 1e9 < 3.0
     lost = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "engine-lost")

@@ -21,22 +21,7 @@ from hypothesis import strategies as st
 from learnsched.gate.routes import Target, local_location
 from learnsched.testing import EngineProcess
 
-from engine_support import LIFETIME_S, strict_config
-
-
-def send(
-    url: str, method: str, path: str, body: object = None
-) -> tuple[int, dict[str, str], bytes]:
-    """One request with ``path`` sent exactly as written; status, headers (lower-case), body."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=10.0)
-    try:
-        data = None if body is None else json.dumps(body)
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        answer = conn.getresponse()
-        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
-    finally:
-        conn.close()
+from engine_support import LIFETIME_S, raw_request, strict_config
 
 
 # --- the path the engine routes ---------------------------------------------------------------
@@ -162,11 +147,11 @@ def escaped(route: str) -> str:
 def test_control_routes_are_refused_in_every_spelling_and_change_nothing(
     sim: EngineProcess, dialect: str, gate: Any
 ) -> None:
-    before = json.loads(send(sim.url, "GET", "/sim/state")[2])
+    before = json.loads(raw_request(sim.url, "GET", "/sim/state")[2])
     paths = [s.format(route) for route in CONTROL[dialect] for s in SPELLINGS]
     paths += [escaped(route) for route in CONTROL[dialect]]
     for path in paths:
-        status, headers, body = send(gate.url, "POST", path, {})
+        status, headers, body = raw_request(gate.url, "POST", path, {})
         assert status == 403, path
         assert "location" not in headers
         error = json.loads(body)["error"]
@@ -176,7 +161,7 @@ def test_control_routes_are_refused_in_every_spelling_and_change_nothing(
             403,
         )
         assert "scheduler" in error["message"]
-    assert json.loads(send(sim.url, "GET", "/sim/state")[2]) == before
+    assert json.loads(raw_request(sim.url, "GET", "/sim/state")[2]) == before
     assert settled(gate).refused == len(paths)
 
 
@@ -184,13 +169,13 @@ def test_control_routes_are_refused_in_every_spelling_and_change_nothing(
     "path", ["/no/such/route", "/docs", "/server_info", "/v1/load_lora_adapter"]
 )
 def test_a_route_that_is_not_listed_is_refused(gate: Any, path: str) -> None:
-    assert send(gate.url, "GET", path)[0] == 403
+    assert raw_request(gate.url, "GET", path)[0] == 403
     assert settled(gate).arrivals == 0
 
 
 def test_a_path_goes_on_normalised(gate: Any) -> None:
     for path in ("/v1/models/", "//v1//models", "/v1/./models", "/v1/%6Dodels"):
-        status, _, body = send(gate.url, "GET", path)
+        status, _, body = raw_request(gate.url, "GET", path)
         assert (status, json.loads(body)["data"][0]["id"]) == (200, "sim-model"), path
 
 
@@ -205,7 +190,7 @@ def test_a_generation_outside_v1_is_an_arrival_held_at_the_closed_door(
     )
     assert gate.close(1.0)
     answers: list[int] = []
-    thread = threading.Thread(target=lambda: answers.append(send(gate.url, "POST", path, body)[0]))
+    thread = threading.Thread(target=lambda: answers.append(raw_request(gate.url, "POST", path, body)[0]))
     thread.start()
     deadline = time.monotonic() + 5.0
     while gate.load().waiting == 0 and time.monotonic() < deadline:
@@ -214,16 +199,16 @@ def test_a_generation_outside_v1_is_an_arrival_held_at_the_closed_door(
     assert answers == []
     gate.open()
     thread.join(10)
-    assert answers == [send(sim.url, "POST", path, body)[0]]  # the engine's own answer
+    assert answers == [raw_request(sim.url, "POST", path, body)[0]]  # the engine's own answer
     counts = settled(gate)
     assert (counts.arrivals, counts.held, counts.in_flight) == (1, 1, 0)
 
 
 def test_routes_that_run_no_model_pass_without_counting(dialect: str, gate: Any) -> None:
-    send(gate.url, "GET", "/v1/models")
-    send(gate.url, "POST", "/tokenize", {"model": "sim-model", "prompt": "hello"})
+    raw_request(gate.url, "GET", "/v1/models")
+    raw_request(gate.url, "POST", "/tokenize", {"model": "sim-model", "prompt": "hello"})
     if dialect == "vllm":
-        send(gate.url, "POST", "/v1/completions/render", {"model": "sim-model", "prompt": "x"})
+        raw_request(gate.url, "POST", "/v1/completions/render", {"model": "sim-model", "prompt": "x"})
     counts = settled(gate)
     assert (counts.arrivals, counts.refused) == (0, 0)
 
@@ -256,6 +241,6 @@ def redirecting_engine() -> Iterator[str]:
 
 def test_a_redirect_never_names_the_engines_address(gate_class: Any) -> None:
     with redirecting_engine() as url, gate_class(url, "vllm") as gate:
-        status, headers, _ = send(gate.url, "GET", "/v1/models")
+        status, headers, _ = raw_request(gate.url, "GET", "/v1/models")
     assert status == 307
     assert headers["location"] == f"{gate.url}/v1/models?page=2"

@@ -9,7 +9,6 @@ exist there) and leave it awake and unpaused; run them under
 
 from __future__ import annotations
 
-import http.client
 import itertools
 import json
 import threading
@@ -24,23 +23,12 @@ from learnsched.gate import Gate
 from learnsched.gate.stats import GateCounts
 from learnsched.serving.engines import Load, engine, load_of
 
+from engine_support import raw_request
+
 pytestmark = pytest.mark.real_engine
 
 # Long enough that a stream is still decoding when a test acts on it (the model is tiny).
 LONG_TOKENS = 480
-
-
-def raw(url: str, method: str, path: str, body: object = None) -> tuple[int, dict[str, str], bytes]:
-    """One request with ``path`` sent exactly as written; status, headers (lower-case), body."""
-    host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=30.0)
-    try:
-        data = None if body is None else json.dumps(body)
-        conn.request(method, path, body=data, headers={"Content-Type": "application/json"})
-        answer = conn.getresponse()
-        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
-    finally:
-        conn.close()
 
 
 def engine_json(url: str, path: str) -> Any:
@@ -112,9 +100,9 @@ def sleep_gate(vllm_sleep: Any) -> Iterator[Gate]:
             yield gate
     finally:
         if engine_json(vllm_sleep.url, "/is_paused")["is_paused"]:
-            raw(vllm_sleep.url, "POST", "/resume")
+            raw_request(vllm_sleep.url, "POST", "/resume")
         if engine_json(vllm_sleep.url, "/is_sleeping")["is_sleeping"]:
-            raw(vllm_sleep.url, "POST", "/wake_up")
+            raw_request(vllm_sleep.url, "POST", "/wake_up")
 
 
 # --- transparency ---------------------------------------------------------------------------
@@ -202,16 +190,16 @@ def test_a_client_that_cancels_mid_stream_is_counted_cancelled_and_the_engine_se
         while True:
             stream = client.completions.create(**ask)
             assert len(list(itertools.islice(stream, 3))) == 3  # the stream has begun
-            raw(url, "POST", "/pause?mode=keep")
+            raw_request(url, "POST", "/pause?mode=keep")
             time.sleep(0.2)  # the gate forwards what was decoded before the pause
             if sleep_gate.load().running:
                 break  # frozen mid-stream
-            raw(url, "POST", "/resume")  # it had ended before the pause: again
+            raw_request(url, "POST", "/resume")  # it had ended before the pause: again
             stream.close()
             ended += 1
             assert ended < 3, "every stream had ended before the engine was paused"
         stream.close()  # the client goes away mid-stream ...
-        raw(url, "POST", "/resume")  # ... and the engine decodes on, for nobody
+        raw_request(url, "POST", "/resume")  # ... and the engine decodes on, for nobody
         deadline = time.monotonic() + 20.0
         while sleep_gate.counts().cancelled == 0 and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -263,7 +251,7 @@ def test_control_routes_are_refused_in_every_spelling_and_streams_run_on(
         )  # fmt: skip
         events = iter(stream)
         first = next(events)  # a stream in flight while the control calls come in
-        answers = {path: raw(sleep_gate.url, method, path, {}) for method, path in SPELLINGS}
+        answers = {path: raw_request(sleep_gate.url, method, path, {}) for method, path in SPELLINGS}
         finishes = [first.choices[0].finish_reason] + [e.choices[0].finish_reason for e in events]
     for path, (status, headers, body) in answers.items():
         assert status == 403, (path, status, headers.get("location"))
@@ -287,22 +275,22 @@ def test_every_route_dev_mode_adds_is_refused(vllm_sleep: Any, vllm_plain: Any) 
     added = sorted(dev - plain)
     assert {"/sleep", "/wake_up", "/pause", "/abort_requests", "/collective_rpc"} <= set(added)
     with Gate(vllm_sleep.url, "vllm") as gate:
-        statuses = {path: raw(gate.url, "GET", path)[0] for path in added}
+        statuses = {path: raw_request(gate.url, "GET", path)[0] for path in added}
     assert statuses == dict.fromkeys(added, 403)
 
 
 @pytest.mark.parametrize("path", ["/docs", "/openapi.json", "/server_info", "/kv_event_sources"])
 def test_the_engines_own_descriptions_are_refused(vllm_dev: Any, dev_gate: Gate, path: str) -> None:
-    assert raw(vllm_dev.url, "GET", path)[0] == 200
-    assert raw(dev_gate.url, "GET", path)[0] == 403
+    assert raw_request(vllm_dev.url, "GET", path)[0] == 200
+    assert raw_request(dev_gate.url, "GET", path)[0] == 403
 
 
 @pytest.mark.parametrize("path", ["/v1/models", "/health", "/ping", "/version", "/metrics"])
 def test_read_only_routes_pass_unchanged_and_are_not_arrivals(
     vllm_dev: Any, dev_gate: Gate, path: str
 ) -> None:
-    status, headers, _ = raw(dev_gate.url, "GET", path)
-    kind = raw(vllm_dev.url, "GET", path)[1].get("content-type")
+    status, headers, _ = raw_request(dev_gate.url, "GET", path)
+    kind = raw_request(vllm_dev.url, "GET", path)[1].get("content-type")
     assert (status, headers.get("content-type")) == (200, kind)
     assert settled(dev_gate).arrivals == 0
 
@@ -315,7 +303,7 @@ def test_invocations_is_an_arrival_held_at_the_closed_door(vllm_dev: Any, dev_ga
     answers: list[tuple[int, dict[str, str], bytes]] = []
     ask = {"model": vllm_dev.model_name, "prompt": "hello", "max_tokens": 4}
     thread = threading.Thread(
-        target=lambda: answers.append(raw(dev_gate.url, "POST", "/invocations", ask))
+        target=lambda: answers.append(raw_request(dev_gate.url, "POST", "/invocations", ask))
     )
     thread.start()
     deadline = time.monotonic() + 10.0
@@ -346,7 +334,7 @@ def test_routes_that_run_no_model_pass_without_counting(
         ask["prompt"] = "hello"
     # The render routes answer 403 unless vLLM runs with --enable-scale-out: the same
     # answer through the gate either way.
-    direct = raw(vllm_dev.url, "POST", path, ask)
-    assert raw(dev_gate.url, "POST", path, ask)[::2] == direct[::2]
+    direct = raw_request(vllm_dev.url, "POST", path, ask)
+    assert raw_request(dev_gate.url, "POST", path, ask)[::2] == direct[::2]
     counts = settled(dev_gate)
     assert (counts.arrivals, counts.completed) == (0, 0)

@@ -17,7 +17,6 @@ starts its own.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -30,11 +29,15 @@ import pytest
 
 from learnsched.cli import main
 from learnsched.control.healing import Backoff
-from learnsched.control.loop import ControlLoop
-from learnsched.serving.errors import HandoffProbeError
 from learnsched.serving.ledger import HandoffLedger, HandoffRecord, read_ledger
 
-from control_support import COUNTING, live_records, make_loop
+from control_support import (
+    COUNTING,
+    found_within,
+    in_background,
+    make_loop,
+    until_recorded,
+)
 
 pytestmark = pytest.mark.real_engine
 
@@ -65,21 +68,6 @@ def paused(url: str) -> Iterator[None]:
         if call(url, "GET", "/is_sleeping")["is_sleeping"]:
             call(url, "POST", "/wake_up")
         assert call(url, "GET", "/is_sleeping") == {"is_sleeping": False}
-
-
-def in_background(loop: ControlLoop) -> tuple[threading.Thread, dict[str, Any]]:
-    """``loop.run()`` on a thread; its totals or its error land in the dict."""
-    out: dict[str, Any] = {}
-
-    def body() -> None:
-        try:
-            out["totals"] = loop.run()
-        except HandoffProbeError as err:  # the test reads it
-            out["error"] = err
-
-    thread = threading.Thread(target=body, daemon=True)
-    thread.start()
-    return thread, out
 
 
 def open_park(ledger: Path, engine: str = "vllm") -> None:
@@ -230,20 +218,10 @@ def test_an_engine_that_dies_while_lent_is_found_within_seconds(
     loop.options = replace(loop.options, return_backoff=Backoff(tries=2, first_s=0.1))
     thread, out = in_background(loop)
     ledger = tmp_path / "ledger.jsonl"
-    deadline = time.monotonic() + 60
-    while "parked" not in [r.kind for r in live_records(ledger)]:
-        assert time.monotonic() < deadline, out
-        assert thread.is_alive(), out
-        time.sleep(0.05)
+    until_recorded(ledger, "parked", thread, out, 60.0)
     time.sleep(0.5)
     server.kill()
-    killed = time.monotonic()
-    thread.join(10)
-    found_s = time.monotonic() - killed
-    if thread.is_alive():  # not found: stop it, to fail with the run cleaned up
-        loop.stop()
-        thread.join(60)
-    assert found_s < 5.0, out
+    assert found_within(loop, thread, 10.0) < 5.0, out
     from learnsched.control.healing import EngineLost
 
     assert isinstance(out.get("error"), EngineLost), out
