@@ -361,18 +361,12 @@ class ServingEngine:
                 door.release_done()
             if on_mark is not None:
                 on_mark(name)
-            if door is None and name == "paused":
-                # The idleness check that follows the pause must see every request the
-                # engine accepted before it: its gauges show one this late. The wait
-                # comes after the pause is journalled, so a run killed during it leaves
-                # a pause its restart knows to undo.
-                time.sleep(self.gauge_lag_s)
 
         try:
             self.parked = park(
                 self.endpoint, level=self.level, tags=self.tags, door=door,
                 timeout_s=self.timeout_s, poll_s=self.poll_s, idle_wait_s=self.idle_wait_s,
-                on_mark=mark,
+                gauge_lag_s=self.gauge_lag_s, on_mark=mark,
             )  # fmt: skip
         except BaseException:
             if door is not None:

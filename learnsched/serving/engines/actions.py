@@ -228,6 +228,7 @@ def park(
     timeout_s: float,
     poll_s: float = DEFAULT_POLL_S,
     idle_wait_s: float = 0.0,
+    gauge_lag_s: float = 0.0,
     stamps: dict[str, int] | None = None,
     on_mark: Callable[[str], None] | None = None,
 ) -> Parked:
@@ -249,6 +250,10 @@ def park(
         Poll interval, seconds.
     idle_wait_s
         How long the engine's gauges may take to show idle, seconds.
+    gauge_lag_s
+        Without a door: how late the gauges show a request the engine accepted just
+        before its pause, seconds, waited out before the check after the pause (after
+        ``paused`` is marked, so a caller killed meanwhile knows to undo the pause).
     stamps
         Filled as the park goes (also when it raises), if given.
     on_mark
@@ -282,6 +287,8 @@ def park(
     try:
         if paused:
             mark("paused")
+            if door is None:
+                time.sleep(gauge_lag_s)
             check_idle(server, door, timeout_s, wait_s=idle_wait_s, poll_s=poll_s)
         mark("release_sent")
         dialect.park(server, level=level, tags=tags, timeout_s=timeout_s)
