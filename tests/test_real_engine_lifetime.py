@@ -232,6 +232,13 @@ def awake_after(vllm_sleep: Any) -> Iterator[Any]:
             vllm_sleep.url + "/wake_up", method="POST"), timeout=30).close()  # fmt: skip
 
 
+def attached(url: str, folder: Path, control: str, started: list[Child]) -> Child:
+    """A ``learnsched run --attach`` to the standalone gate's ``control`` listener."""
+    run = Child(*run_args(url, folder, "--attach", control), cwd=folder)
+    started.append(run)
+    return run
+
+
 def test_sigterm_while_parked_returns_the_engine_and_the_gate_serves_on(
     awake_after: Any, tmp_path: Path
 ) -> None:
@@ -240,8 +247,7 @@ def test_sigterm_while_parked_returns_the_engine_and_the_gate_serves_on(
     with children() as started:
         client, control = standalone_gate(engine.url, tmp_path, started)
         traffic.start(client)
-        run = Child(*run_args(engine.url, tmp_path, "--attach", control), cwd=tmp_path)
-        started.append(run)
+        run = attached(engine.url, tmp_path, control, started)
         park_quietly(traffic, tmp_path / "ledger.jsonl", run)
         traffic.quiet.clear()  # requests from now on are held at the closed door
         assert run.signal(signal.SIGTERM) == 0, run.why("SIGTERM")
@@ -264,8 +270,7 @@ def test_kill_9_while_parked_the_gate_serves_on_and_the_next_run_heals(
     with children() as started:
         client, control = standalone_gate(engine.url, tmp_path, started)
         traffic.start(client)
-        run = Child(*run_args(engine.url, tmp_path, "--attach", control), cwd=tmp_path)
-        started.append(run)
+        run = attached(engine.url, tmp_path, control, started)
         park_quietly(traffic, ledger, run)
         assert run.signal(signal.SIGKILL) == -signal.SIGKILL
         traffic.quiet.clear()  # held at the door the killed run left closed
@@ -273,8 +278,7 @@ def test_kill_9_while_parked_the_gate_serves_on_and_the_next_run_heals(
         time.sleep(1.0)
         assert door(control)["closed"]
         seen = len(live_records(ledger))
-        again = Child(*run_args(engine.url, tmp_path, "--attach", control), cwd=tmp_path)
-        started.append(again)
+        again = attached(engine.url, tmp_path, control, started)
         healed = wait_record(ledger, "return", seen, again)
         assert healed.detail["recovered"] is True
         assert healed.failure is None  # the check ran alone: the held ones were at the gate
