@@ -165,6 +165,43 @@ def test_a_killed_trainer_loses_only_unsaved_work(tmp_path: Path) -> None:
     assert replay(records, loop.run_id) == totals
 
 
+def test_a_trainer_that_cannot_restart_stops_the_run_recording_what_it_lost(
+    tmp_path: Path,
+) -> None:
+    """The trainer is killed while lent and its fresh start fails: both losses are
+    recorded with the quanta they lost (none at the failed start), and the run stops."""
+    with SimulatedEngine(EngineConfig("vllm", **FAST)) as engine:
+        timers: list[threading.Timer] = []
+
+        def fail_to_start() -> None:
+            raise TrainerError("trainer start: the trainer process died (EOFError())")
+
+        def kill_trainer(clock_start: float) -> None:
+            pid = loop.trainer.pid
+            assert pid is not None
+            loop.trainer.start = fail_to_start  # type: ignore[method-assign]
+            timer = threading.Timer(1.0, os.kill, (pid, signal.SIGKILL))
+            timers.append(timer)
+            timer.start()
+
+        loop = make_loop(
+            engine.url, "vllm", [(0.2, 3.0), (4.0, 60.0)], tmp_path,
+            trainer_options={"work_quanta": 1000, "quantum_s": 0.02}, on_ready=kill_trainer,
+            until_s=6.0,
+        )  # fmt: skip
+        totals = loop.run()
+        for timer in timers:
+            timer.join()
+    records = read_ledger(tmp_path / "ledger.jsonl")
+    lost = [r for r in records if r.kind == "trainer-lost"]
+    assert [r.unsaved_lost for r in lost][1:] == [0]
+    assert lost[0].unsaved_lost is not None
+    assert "trainer start" in lost[1].detail["why"]
+    assert not any(r.kind == "park" for r in records[records.index(lost[1]) :])
+    assert totals.handoffs == 1
+    assert replay(records, loop.run_id) == totals
+
+
 def test_a_second_run_resumes_from_the_durable_checkpoint(tmp_path: Path) -> None:
     """Each run is stopped inside a long window (``until_s``), so it ends by the model's
     early-return save, not by a window's deadline a loaded machine can squeeze out."""

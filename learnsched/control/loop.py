@@ -961,7 +961,7 @@ class ControlLoop:
             self.durable = self.progress = self._trainer_durable()
             self.totals.durable_quanta = self.durable
         except TrainerError as err:
-            self._record("trainer-lost", durable_progress=self.durable, detail={"why": str(err)})
+            self._trainer_lost(str(err))
             self.stop()
 
     def _unix(self, window: Window) -> list[float]:
