@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_side_servers import needs_ipv6
 
 from learnsched.control.observe import LoopObserver
 from learnsched.testing import EngineConfig, SimulatedEngine
@@ -21,7 +22,7 @@ pytest.importorskip("prometheus_client", reason="needs prometheus_client (learns
 
 def get(url: str, path: str) -> tuple[int, str]:
     host, port = url.removeprefix("http://").rsplit(":", 1)
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=10)
     try:
         conn.request("GET", path)
         response = conn.getresponse()
@@ -93,7 +94,13 @@ def test_a_quarantined_run_is_unhealthy(tmp_path: Path) -> None:
     assert value(text, "learnsched_quarantined") == 1.0
 
 
-def test_run_serves_them_on_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("flag", "shown"),
+    [("{port}", "127.0.0.1"), pytest.param("[::1]:{port}", "[::1]", marks=needs_ipv6)],
+)
+def test_run_serves_them_on_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, shown: str
+) -> None:
     from learnsched.cli import main
     from learnsched.testing import free_port
 
@@ -106,7 +113,7 @@ def test_run_serves_them_on_the_flag(tmp_path: Path, capsys: pytest.CaptureFixtu
             "run", "--engine", "vllm", "--url", engine.url, "--trainer", COUNTING,
             "--calendar", str(tmp_path / "calendar.json"), "--ledger",
             str(tmp_path / "ledger.jsonl"), "--state-dir", str(tmp_path / "state"),
-            "--metrics-port", str(port), "--seconds", "2.0",
+            "--metrics-port", flag.format(port=port), "--seconds", "2.0",
         ]  # fmt: skip
         seen: list[tuple[int, str]] = []
 
@@ -114,7 +121,7 @@ def test_run_serves_them_on_the_flag(tmp_path: Path, capsys: pytest.CaptureFixtu
             end = time.monotonic() + 30
             while time.monotonic() < end and not seen:
                 try:
-                    answer = get(f"http://127.0.0.1:{port}", "/healthz")
+                    answer = get(f"http://{shown}:{port}", "/healthz")
                     if answer[0] == 200:
                         seen.append(answer)
                 except OSError:
@@ -129,4 +136,4 @@ def test_run_serves_them_on_the_flag(tmp_path: Path, capsys: pytest.CaptureFixtu
     body = seen[0][1]
     assert result == [0]
     assert json.loads(body)["status"] == "running"
-    assert f"metrics http://127.0.0.1:{port}/metrics" in capsys.readouterr().err
+    assert f"metrics http://{shown}:{port}/metrics" in capsys.readouterr().err

@@ -26,16 +26,14 @@ collector reads the loop's counters, which the control thread alone writes.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 
 from .._extras import require
+from .._http_server import SideServer
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
-    from typing_extensions import Self
-
     from .loop import ControlLoop
 
 __all__ = ["LATENCY_BUCKETS_S", "LoopObserver"]
@@ -96,7 +94,7 @@ class _Collector:
         )  # fmt: skip
 
 
-class LoopObserver:
+class LoopObserver(SideServer):
     """``/metrics`` and ``/healthz`` of a :class:`~.loop.ControlLoop`, on a thread.
 
     Parameters
@@ -120,25 +118,7 @@ class LoopObserver:
         self._registry = registry
         self._generate = client.generate_latest
         self._content_type = str(client.CONTENT_TYPE_LATEST)
-        self.server = ThreadingHTTPServer((host, port), self._handler())
-        self.server.daemon_threads = True
-        self.port = int(self.server.server_address[1])
-        self.url = f"http://{host}:{self.port}"
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="learnsched-metrics", daemon=True
-        )
-
-    def start(self) -> Self:
-        """Serve in the background; returns ``self``."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._thread.is_alive():
-            self.server.shutdown()
-            self._thread.join()
-        self.server.server_close()
+        super().__init__(host, port, self._handler(), "learnsched-metrics")
 
     def metrics_text(self) -> bytes:
         """The Prometheus exposition of the loop now."""

@@ -47,11 +47,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
 
 from .._checks import integer, nonnegative, positive
+from .._http_server import SideServer
 from . import DEFAULT_LEASE_S
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
@@ -80,7 +81,7 @@ class LeaseLost(RuntimeError):
     closed again by another."""
 
 
-class ControlServer:
+class ControlServer(SideServer):
     """The door API of ``gate`` on a listener of its own; a context manager.
 
     Parameters
@@ -122,28 +123,15 @@ class ControlServer:
                 previous(held)
 
         gate.on_arrival = on_arrival
-        self.server = ThreadingHTTPServer(
-            (host, integer("port", port, low=0, high=65535)), self._handler()
-        )
-        self.server.daemon_threads = True
-        self.host = host
-        self.port = int(self.server.server_address[1])
-        self._serving = threading.Thread(
-            target=self.server.serve_forever, name="learnsched-door", daemon=True
-        )
+        super().__init__(host, port, self._handler(), "learnsched-door")
         self._stop = threading.Event()
         self._watch = threading.Thread(target=self._watch_lease, name="learnsched-lease",
                                        daemon=True)  # fmt: skip
 
-    @property
-    def url(self) -> str:
-        """``http://HOST:PORT``: what ``learnsched run --attach`` takes."""
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{shown}:{self.port}"
-
     def start(self) -> Self:
-        """Serve, and watch the lease, on daemon threads."""
-        self._serving.start()
+        """Serve, and watch the lease, on daemon threads (:attr:`url` is what
+        ``learnsched run --attach`` takes)."""
+        super().start()
         self._watch.start()
         return self
 
@@ -153,16 +141,9 @@ class ControlServer:
             self._stopping = True
             self._told.notify_all()  # end the arrivals polls under way
         self._stop.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().stop()
         if self._watch.is_alive():
             self._watch.join(5.0)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- the door ------------------------------------------------------------------------
     def _arrived(self, held: bool) -> None:

@@ -16,10 +16,10 @@ import http.client
 import queue
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING
 
-from .._checks import integer
+from .._http_server import SideServer
 from .._url import http_url
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
@@ -32,7 +32,7 @@ ARRIVAL_PATH = "/arrival"
 MAX_BODY_BYTES = 1 << 16
 
 
-class NotifyServer:
+class NotifyServer(SideServer):
     """``POST /arrival`` calls ``on_arrival()``; a context manager.
 
     Parameters
@@ -49,36 +49,12 @@ class NotifyServer:
         self.on_arrival = on_arrival
         self.received = 0
         self._lock = threading.Lock()
-        handler = self._handler()
-        self.server = ThreadingHTTPServer((host, integer("port", port, low=0, high=65535)), handler)
-        self.server.daemon_threads = True
-        self.host = host
-        self.port = int(self.server.server_address[1])
-        self._thread = threading.Thread(
-            target=self.server.serve_forever, name="learnsched-notify", daemon=True
-        )
+        super().__init__(host, port, self._handler(), "learnsched-notify")
 
     @property
     def url(self) -> str:
         """``http://HOST:PORT/arrival``."""
-        shown = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{shown}:{self.port}{ARRIVAL_PATH}"
-
-    def start(self) -> Self:
-        """Serve on a daemon thread."""
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving."""
-        self.server.shutdown()
-        self.server.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return super().url + ARRIVAL_PATH
 
     def _arrived(self) -> None:
         with self._lock:
