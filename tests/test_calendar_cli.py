@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -387,3 +388,40 @@ def test_online_trace_names_the_flag_of_a_horizon_too_long_to_solve(
     with pytest.raises(causal.HorizonTooLong, match=r"horizon \[600, 1200\] s: .*max_nodes") as e:
         causal.clairvoyant(trace, scenario, 600.0, 1200.0, max_nodes=1)
     assert (e.value.from_s, e.value.to_s) == (600.0, 1200.0)
+
+
+def test_a_trace_with_no_gap_as_long_as_a_quantum_is_warned_of(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A request every 2 s: no idle gap is 5 s long, so nothing can be lent and every
+    policy earns 0; the study says why, with the longest gap."""
+    start = 1_700_000_000
+    rows = [
+        f"{datetime.fromtimestamp(start + 2 * i, timezone.utc):%Y-%m-%d %H:%M:%S},200,20"
+        for i in range(700)
+    ]
+    path = tmp_path / "dense.csv"
+    path.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "\n".join(rows) + "\n")
+    argv = ["online", "--trace", str(path), "--samples", "2", "--horizon-s", "600"]
+    status, out, err = run(capsys, *argv, "--warmup-s", "600", "--json")
+    assert status == 0
+    gaps = json.loads(out)["gaps"]
+    assert gaps["gaps"] > 0
+    assert gaps["fitting_one_quantum"] == 0
+    assert 0 < gaps["longest_s"] < 2.0
+    assert gaps["quantum_s"] == 5.0
+    assert "no idle gap" in err
+    assert f"the longest is {gaps['longest_s']:.3g} s" in err
+    assert err == f"learnsched online: warning: {gaps['warning']}\n"
+    policies = json.loads(out)["samples"]["2"]["policies"]
+    assert policies["clairvoyant"]["values"] == [0.0]
+
+
+def test_a_trace_with_room_is_not_warned_of(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "online", "--trace", "--samples", "2", "--json")
+    assert status == 0
+    gaps = json.loads(out)["gaps"]
+    assert gaps["fitting_one_quantum"] > 0
+    assert gaps["longest_s"] >= gaps["quantum_s"]
+    assert gaps["warning"] is None
+    assert "warning" not in err

@@ -49,6 +49,7 @@ from .windows import IdleWindows
 
 __all__ = [
     "MAX_HORIZONS",
+    "GapFit",
     "StudyCandidate",
     "StudyResult",
     "StudySettings",
@@ -225,6 +226,66 @@ class StudyResult:
 
 
 @dataclass(frozen=True)
+class GapFit:
+    """The idle gaps that begin in a study's horizons against one quantum.
+
+    A gap shorter than one quantum ends before any work is done in it, and the causal
+    rule returns at its arrival: where no gap is as long, nothing can be lent, and every
+    policy, the clairvoyant included, earns 0.
+
+    Attributes
+    ----------
+    gaps
+        Idle gaps beginning in the horizons.
+    fitting
+        Those at least one quantum long.
+    longest_s
+        The longest of them, seconds (0 without any).
+    quantum_s
+        The candidate's quantum, seconds.
+    """
+
+    gaps: int
+    fitting: int
+    longest_s: float
+    quantum_s: float
+
+    @classmethod
+    def of(cls, trace: CausalTrace, starts: Sequence[float], horizon_s: float,
+           quantum_s: float) -> GapFit:  # fmt: skip
+        """The gaps of ``trace`` that begin in the horizons starting at ``starts``."""
+        start, arrival, _ = trace.gaps()
+        inside = np.zeros(start.shape, dtype=bool)
+        for begin in starts:
+            inside |= (start >= begin) & (start < begin + horizon_s)
+        lengths = (arrival - start)[inside]
+        longest = float(lengths.max()) if lengths.size else 0.0
+        return cls(int(lengths.size), int(np.sum(lengths >= quantum_s)), longest, quantum_s)
+
+    @property
+    def warning(self) -> str | None:
+        """Why nothing can be lent, when no gap fits one quantum; else None."""
+        if self.fitting:
+            return None
+        return (
+            f"no idle gap of the {self.gaps} in these horizons is as long as one quantum "
+            f"(the longest is {self.longest_s:.3g} s, quantum_s = {self.quantum_s:g} s): "
+            "nothing can be lent, and every policy earns 0; a shorter --quantum-s or a "
+            "sparser trace (one GPU's share of a cluster's) has room"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"gaps", "fitting_one_quantum", "longest_s", "quantum_s", "warning"}``."""
+        return {
+            "gaps": self.gaps,
+            "fitting_one_quantum": self.fitting,
+            "longest_s": self.longest_s,
+            "quantum_s": self.quantum_s,
+            "warning": self.warning,
+        }
+
+
+@dataclass(frozen=True)
 class TraceStudy:
     """A study's results per forecast size ``N``, and the forecast calibration."""
 
@@ -235,6 +296,7 @@ class TraceStudy:
     trace: dict[str, Any]
     settings: dict[str, Any]
     calibration: dict[str, dict[str, Any]] | None = None
+    gap_fit: GapFit | None = None
 
     @property
     def calendars(self) -> int:
@@ -243,7 +305,7 @@ class TraceStudy:
 
     def to_json(self) -> dict[str, Any]:
         """``{"mode", "trace", "settings", "horizons", "seeds", "samples": {N: ...},
-        "calibration"}``."""
+        "calibration", "gaps"}`` (``gaps``: :class:`GapFit`, causal mode; else None)."""
         return {
             "mode": self.mode,
             "trace": self.trace,
@@ -253,6 +315,7 @@ class TraceStudy:
             "seeds": list(self.seeds),
             "samples": {str(n): r.to_json() for n, r in self.results.items()},
             "calibration": self.calibration,
+            "gaps": None if self.gap_fit is None else self.gap_fit.to_json(),
         }
 
 
@@ -472,6 +535,7 @@ def causal_study(
         trace.to_json(),
         _settings_json(settings, candidate),
         calibration,
+        GapFit.of(trace, starts, settings.horizon_s, candidate.quantum_s),
     )
 
 

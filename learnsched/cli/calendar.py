@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import IO, Any
 
@@ -439,6 +440,8 @@ def run_online(args: argparse.Namespace) -> int:
             print(f"\n{_difference_table(out['differences'])}")
         return 0
     study = _study(args)
+    if study.gap_fit is not None and study.gap_fit.warning is not None:
+        print(f"{args.command_prog}: warning: {study.gap_fit.warning}", file=sys.stderr)
     out = study.to_json()
     _write(args, out)
     if args.plot:
