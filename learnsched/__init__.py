@@ -16,12 +16,14 @@ import importlib
 from types import ModuleType
 
 try:
-    from . import _core  # noqa: F401  (fail early, with a build hint)
-except ImportError as err:  # pragma: no cover - only without a built extension
-    raise ImportError(
-        "learnsched's C++ core (learnsched._core) is not built. Install the package with "
-        "`pip install .` (or `pip install -e .` for development) from the source tree."
-    ) from err
+    # Fail early, with a build hint. A submodule, since an unbuilt tree's stub folder
+    # learnsched/_core/ imports as an empty namespace package.
+    from ._core import finite as _finite
+except ImportError as err:  # only without a built extension
+    from ._build_hint import core_import_error
+
+    raise core_import_error(err) from None
+del _finite
 
 from . import _moved
 from .batch import BatchResult, solve_batch
