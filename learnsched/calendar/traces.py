@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._checks import FloatArray, nonnegative, positive
+from .._csvcolumns import BLOCK_ROWS, POWERS_OF_TEN, Table, numbers, read_table
 from .._csvfile import csv_header, read_csv
 from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 
@@ -46,6 +47,7 @@ __all__ = [
 ]
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+IntArray = npt.NDArray[np.int64]
 
 SYNTHETIC_COLUMN = "Synthetic"
 """The column every row of a synthesized trace carries (:mod:`.synth`)."""
@@ -64,6 +66,12 @@ AZURE_TRACE = _shipped_trace()
 
 # "2023-11-16 18:17:03.9799600": seconds with any number of fractional digits.
 _TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
+# The same, byte by byte, for the columnar read: 19 characters to the seconds.
+_CLOCK_CHARS = 19
+_CLOCK_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+_CLOCK_MARKS = [4, 7, 13, 16]
+_CLOCK_MARK_BYTES = np.frombuffer(b"--::", dtype=np.uint8)
+_DATE_TIME_SEPARATORS = np.frombuffer(b" T", dtype=np.uint8)
 
 
 @dataclass(frozen=True)
@@ -160,12 +168,16 @@ def _tokens(path: object, line: int, name: str, cell: str) -> float:
 
 
 def _checked_columns(
-    path: object, lines: list[int], rows: list[list[str]], at: list[int], sort: bool
-) -> tuple[list[float], list[tuple[float, float]]]:
-    """The rows parsed one by one: the first bad cell raises, naming its line."""
+    path: str | os.PathLike[str], at: list[int], sort: bool
+) -> tuple[FloatArray, FloatArray]:
+    """The rows parsed one by one (times, s, and token counts, one row each); the first bad
+    cell raises, naming its line."""
+    records = read_csv(path)
+    next(records)  # the header, checked by the caller
+    rows = list(records)  # every record read (a bad byte refused) before any cell
     times: list[float] = []
     tokens: list[tuple[float, float]] = []
-    for line, row in zip(lines, rows, strict=True):
+    for line, row in rows:
         cells = [row[i] if i < len(row) else "" for i in at]
         try:
             stamp = _timestamp(cells[0])
@@ -186,42 +198,86 @@ def _checked_columns(
                 _tokens(path, line, AZURE_COLUMNS[2], cells[2]),
             )
         )
-    return times, tokens
+    return np.array(times, dtype=np.float64), np.array(tokens, dtype=np.float64).reshape(-1, 2)
 
 
-def _columns(
-    rows: list[list[str]], at: list[int], sort: bool
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-    """The rows parsed column by column, the same values as :func:`_checked_columns`
-    bit for bit; None if any cell is bad (then the checked path names it)."""
-    if not rows or any(len(row) <= max(at) for row in rows):
-        return None
-    matches = [_TIMESTAMP.match(row[at[0]].strip()) for row in rows]
-    if any(m is None for m in matches):
-        return None
-    groups = [m.groups() for m in matches if m is not None]
-    days: dict[str, float] = {}
-    for day in {g[0] for g in groups}:
+def _day_starts(year: IntArray, month: IntArray, day: IntArray) -> FloatArray | None:
+    """Seconds since the epoch at 00:00 UTC of each row's day; None for a day that is not
+    a date. Rows run in time order, so a day's rows mostly follow each other: each run of
+    a day is converted once."""
+    key = (year * 100 + month) * 100 + day
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    starts = []
+    for y, m, d in zip(year[first], month[first], day[first], strict=True):
         try:
-            stamp = datetime.fromisoformat(f"{day}T00:00:00").replace(tzinfo=timezone.utc)
+            stamp = datetime.fromisoformat(f"{y:04d}-{m:02d}-{d:02d}T00:00:00")
         except ValueError:
             return None
-        days[day] = stamp.timestamp()
-    hours = np.array([int(g[1]) for g in groups], dtype=np.int64)
-    minutes = np.array([int(g[2]) for g in groups], dtype=np.int64)
-    seconds = np.array([int(g[3]) for g in groups], dtype=np.int64)
-    if np.any(hours > 23) or np.any(minutes > 59) or np.any(seconds > 59):
+        starts.append(stamp.replace(tzinfo=timezone.utc).timestamp())
+    return np.repeat(starts, np.diff(np.append(first, key.shape[0])))
+
+
+def _fast_timestamps(table: Table) -> FloatArray | None:
+    """The TIMESTAMP column as :func:`_timestamp` reads each cell, bit for bit; None if a
+    cell is not a bare ``YYYY-MM-DD HH:MM:SS[.digits]`` (then the checked path names it)."""
+    start, length = table.field(AZURE_COLUMNS[0])
+    width = int(length.max())
+    # At most 15 digits of fraction: all exact.
+    if (
+        int(length.min()) < _CLOCK_CHARS
+        or width > _CLOCK_CHARS + 16
+        or np.any(length == _CLOCK_CHARS + 1)
+    ):
         return None
+    times = np.empty(len(table), dtype=np.float64)
+    for at in range(0, len(table), BLOCK_ROWS):
+        block = slice(at, at + BLOCK_ROWS)
+        # One byte past the widest cell: the point, or what follows a cell without one.
+        stamps = _clock(table.cells(start[block], width + 1), length[block])
+        if stamps is None:
+            return None
+        times[block] = stamps
+    return times
+
+
+def _clock(cells: npt.NDArray[np.uint8], length: IntArray) -> FloatArray | None:
+    """:func:`_fast_timestamps` of the first ``length`` bytes of each row of ``cells``
+    (one byte wider than the widest)."""
+    digit = cells[:, :-1] - np.uint8(ord("0"))  # wraps below "0": then > 9
+    fraction = np.arange(_CLOCK_CHARS + 1, digit.shape[1]) < length[:, None]
+    if (
+        np.any(digit[:, _CLOCK_DIGITS] > 9)
+        or np.any(cells[:, _CLOCK_MARKS] != _CLOCK_MARK_BYTES)
+        or not np.all(np.isin(cells[:, 10], _DATE_TIME_SEPARATORS))
+        or np.any((cells[:, _CLOCK_CHARS] != ord(".")) & (length > _CLOCK_CHARS))
+        or np.any((digit[:, _CLOCK_CHARS + 1 :] > 9) & fraction)
+    ):
+        return None
+    clock = digit[:, _CLOCK_DIGITS].astype(np.int64)
+    century, year, month, day, hour, minute, second = (clock[:, 0::2] * 10 + clock[:, 1::2]).T
+    if np.any(hour > 23) or np.any(minute > 59) or np.any(second > 59):
+        return None
+    day_start = _day_starts(century * 100 + year, month, day)
+    if day_start is None:
+        return None
+    places = fraction.shape[1]
+    # The fraction's digits left-aligned as an integer over 10**places: the same quotient,
+    # correctly rounded, as float("0." + digits).
+    digits = np.where(fraction, digit[:, _CLOCK_CHARS + 1 :], np.uint8(0))
+    decimal = (digits @ POWERS_OF_TEN[:places][::-1]) / POWERS_OF_TEN[places]
     # As _timestamp: whole seconds since the epoch (exact), plus the fraction, once rounded.
-    whole = np.array([days[g[0]] for g in groups]) + (hours * 3600 + minutes * 60 + seconds)
-    fraction = np.array([float(f"0.{g[4]}") if g[4] else 0.0 for g in groups])
-    times = whole.astype(np.float64) + fraction
-    if not sort and np.any(np.diff(times) < 0):
+    stamps: FloatArray = (day_start + (hour * 3600 + minute * 60 + second)) + decimal
+    return stamps
+
+
+def _columns(table: Table, sort: bool) -> tuple[FloatArray, FloatArray] | None:
+    """The trace read column by column, the same values as :func:`_checked_columns` bit
+    for bit; None if any cell is bad (then the checked path names it)."""
+    times = _fast_timestamps(table)
+    if times is None or (not sort and np.any(np.diff(times) < 0)):
         return None
-    try:
-        context = np.array(list(map(float, (row[at[1]] for row in rows))))
-        generated = np.array(list(map(float, (row[at[2]] for row in rows))))
-    except ValueError:
+    context, generated = (numbers(table, name) for name in AZURE_COLUMNS[1:])
+    if context is None or generated is None:
         return None
     counts = np.stack([context, generated], axis=1)
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
@@ -231,6 +287,9 @@ def _columns(
 
 def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = False) -> TokenTrace:
     """Read an Azure LLM inference trace CSV (``TIMESTAMP,ContextTokens,GeneratedTokens``).
+
+    A regular file is read column by column (:mod:`learnsched._csvcolumns`), any other
+    row by row; both give the same values.
 
     Parameters
     ----------
@@ -246,25 +305,18 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
         count, an empty trace, or (unless ``sort``) a row earlier than the one before it;
         the message names the line.
     """
-    records = read_csv(path)
-    _, header = next(records, (0, []))
-    header = [name.strip() for name in header]
+    header = csv_header(path)
     missing = [name for name in AZURE_COLUMNS if name not in header]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    table = read_table(path)
+    fast = None if table is None else _columns(table, sort)
     at = [header.index(name) for name in AZURE_COLUMNS]
-    lines: list[int] = []
-    rows: list[list[str]] = []
-    for line, row in records:
-        lines.append(line)
-        rows.append(row)
-    fast = _columns(rows, at, sort)
-    times, tokens = fast if fast is not None else _checked_columns(path, lines, rows, at, sort)
-    if len(times) == 0:
+    stamps, tokens = fast if fast is not None else _checked_columns(path, at, sort)
+    if len(stamps) == 0:
         raise ValueError(f"{path}: the trace holds no requests")
-    stamps = np.asarray(times, dtype=np.float64)
     order = np.argsort(stamps, kind="stable")
-    counts = np.asarray(tokens, dtype=np.float64).reshape(-1, 2)[order]
+    counts = tokens[order]
     return TokenTrace(stamps[order] - stamps[order[0]], counts[:, 0].copy(), counts[:, 1].copy())
 
 

@@ -15,13 +15,14 @@ import os
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, cast
 
 import numpy as np
 
 from .._atomic import atomic_write
 from .._checks import FloatArray, nonnegative, positive
-from .._csvfile import MAX_ROWS, read_csv
+from .._csvcolumns import numbers, read_table
+from .._csvfile import MAX_ROWS, csv_header, read_csv
 from ._checks import (
     deadlines_after_arrivals,
     first_index,
@@ -182,16 +183,26 @@ def burst_trace(
 def _read_columns(
     path: str | os.PathLike[str], required: Sequence[str], optional: Sequence[str] = ()
 ) -> dict[str, FloatArray]:
-    """Numeric columns of a CSV with a header row; rows are parsed one at a time."""
-    records = read_csv(path)
-    _, header = next(records, (0, []))
-    header = [name.strip() for name in header]
+    """Numeric columns of a CSV with a header row: column by column if the file is regular
+    (:mod:`learnsched._csvcolumns`), else row by row; both give the same values."""
+    header = csv_header(path)
     missing = [name for name in required if name not in header]
     if missing:
         raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
     wanted = [*required, *(name for name in optional if name in header)]
-    index = {name: header.index(name) for name in wanted}
-    columns = {name: array("d") for name in wanted}  # 8 bytes a value, not a float object
+    table = read_table(path)
+    if table is not None:
+        parsed = {name: numbers(table, name) for name in wanted}
+        if all(values is not None for values in parsed.values()):
+            return cast(dict[str, FloatArray], parsed)
+    return _checked_columns(path, {name: header.index(name) for name in wanted})
+
+
+def _checked_columns(path: str | os.PathLike[str], index: dict[str, int]) -> dict[str, FloatArray]:
+    """The columns at ``index`` parsed row by row: the first bad cell raises, naming its line."""
+    records = read_csv(path)
+    next(records)  # the header, checked by the caller
+    columns = {name: array("d") for name in index}  # 8 bytes a value, not a float object
     for line, row in records:
         for name, i in index.items():
             try:
