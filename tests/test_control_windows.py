@@ -70,3 +70,35 @@ def test_planned_is_the_calendar_window_before_it_was_trimmed() -> None:
     assert calendar.planned(Window(25.0, 30)) == Window(20, 30)
     with pytest.raises(ValueError, match="no window of the calendar ends there"):
         calendar.planned(Window(4.0, 11))
+
+
+NOW_UNIX = 1_796_000_000.0  # 2026-11-30T00:53:20Z
+
+
+def test_epoch_milliseconds_are_named(tmp_path: Path) -> None:
+    ms = 1000 * NOW_UNIX
+    path = write(tmp_path, {"windows": [[ms + 1000, ms + 60_000]], "clock": "unix"})
+    with pytest.raises(ValueError, match=r"windows\[0\] ends at .* looks like milliseconds"):
+        read_calendar(path, NOW_UNIX)
+
+
+@pytest.mark.parametrize(
+    ("obj", "when"),
+    [
+        ({"windows": [[NOW_UNIX - 7200, NOW_UNIX - 3600]], "clock": "unix"},
+         "at 2026-11-29T23:53:20Z, 3600 s before the loop starts"),
+        ({"windows": [[-50, -10]]}, "10 s before the loop starts"),
+    ],
+)  # fmt: skip
+def test_a_calendar_wholly_past_is_refused_where_it_is_to_lend(
+    tmp_path: Path, obj: object, when: str
+) -> None:
+    path = write(tmp_path, obj)
+    with pytest.raises(ValueError, match=f"every window is over: the last ended {when}"):
+        read_calendar(path, NOW_UNIX, ahead=True)
+    assert len(read_calendar(path, NOW_UNIX).windows) == 1  # a history of past windows
+
+
+def test_a_calendar_with_a_window_still_open_lends(tmp_path: Path) -> None:
+    path = write(tmp_path, {"windows": [[NOW_UNIX - 60, NOW_UNIX + 60]], "clock": "unix"})
+    assert read_calendar(path, NOW_UNIX, ahead=True).windows == [Window(-60.0, 60.0)]

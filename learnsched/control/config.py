@@ -380,7 +380,7 @@ def build_run(config: RunConfig, *, progress: Callable[[str], None] | None = Non
     if not config.ledger.parent.is_dir():
         raise ValueError(f"--ledger {config.ledger}: folder {config.ledger.parent} does not exist")
     start_unix = time.time()
-    calendar = read_calendar(config.calendar, start_unix)
+    calendar = read_calendar(config.calendar, start_unix, ahead=True)
     causal = config.forecast == "causal"
     if causal and config.history is None:
         raise ValueError("--forecast causal is fitted on past requests: give --history TRACE.csv")

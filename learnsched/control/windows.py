@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from .._checks import number
@@ -136,7 +137,9 @@ class KnownCalendar:
         return ahead
 
 
-def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> KnownCalendar:
+def read_calendar(
+    path: str | os.PathLike[str], loop_start_unix: float, *, ahead: bool = False
+) -> KnownCalendar:
     """A calendar file (see the module docstring) on the loop's clock.
 
     Parameters
@@ -147,11 +150,15 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
         The epoch second the loop's clock counts from for a ``"clock": "unix"`` file
         (the calendar's :attr:`~KnownCalendar.origin` is that instant, which the loop
         adopts as its clock's zero).
+    ahead
+        The windows to lend: at least one must end after the loop starts (a history of
+        past windows passes False).
 
     Raises
     ------
     ValueError, TypeError
-        Not JSON, no ``windows``, an unknown clock, or bad windows (named).
+        Not JSON, no ``windows``, an unknown clock, bad windows (named), epoch
+        milliseconds where seconds are meant, or, ``ahead``, every window already over.
     """
     data: Any = read_json(path)
     clock = "relative"
@@ -166,10 +173,43 @@ def read_calendar(path: str | os.PathLike[str], loop_start_unix: float) -> Known
         raise TypeError(f"{path}: windows must be a list of [start, end] pairs")
     windows = check_windows(data, f"{path}: ")
     if clock == "relative":
-        return KnownCalendar(windows)
-    if not math.isfinite(loop_start_unix):
-        raise ValueError(f"loop_start_unix must be finite, got {loop_start_unix!r}")
-    # The monotonic instant of loop_start_unix: the loop's clock zero for these windows.
-    origin = time.monotonic() - (time.time() - loop_start_unix)
-    shifted = [Window(w.start_s - loop_start_unix, w.end_s - loop_start_unix) for w in windows]
-    return KnownCalendar(shifted, origin, loop_start_unix)
+        calendar = KnownCalendar(windows)
+    else:
+        if not math.isfinite(loop_start_unix):
+            raise ValueError(f"loop_start_unix must be finite, got {loop_start_unix!r}")
+        _check_seconds(windows, path)
+        # The monotonic instant of loop_start_unix: the loop's clock zero for these windows.
+        origin = time.monotonic() - (time.time() - loop_start_unix)
+        shifted = [Window(w.start_s - loop_start_unix, w.end_s - loop_start_unix) for w in windows]
+        calendar = KnownCalendar(shifted, origin, loop_start_unix)
+    if ahead:
+        _check_ahead(calendar, clock, path)
+    return calendar
+
+
+# Epoch seconds past this are after the year 5000: a time this large is milliseconds.
+_LATEST_EPOCH_S = 1e11
+
+
+def _check_seconds(windows: Sequence[Window], path: str | os.PathLike[str]) -> None:
+    """``"clock": "unix"`` times are epoch seconds; milliseconds are named, not read as
+    windows thousands of years ahead."""
+    for i, window in enumerate(windows):
+        if window.end_s > _LATEST_EPOCH_S:
+            raise ValueError(
+                f"{path}: windows[{i}] ends at {window.end_s!r}, after the year 5000 in epoch "
+                f'seconds: it looks like milliseconds; "clock": "unix" takes seconds'
+            )
+
+
+def _check_ahead(calendar: KnownCalendar, clock: str, path: str | os.PathLike[str]) -> None:
+    """At least one window ends after the loop's clock zero: a calendar wholly in the past
+    would lend nothing and end at once, as if it had worked."""
+    if not calendar.windows or calendar.windows[-1].end_s > 0.0:
+        return
+    last = calendar.windows[-1].end_s
+    when = f"{-last:.0f} s before the loop starts"
+    if clock == "unix" and calendar.origin_unix is not None:
+        stamp = datetime.fromtimestamp(calendar.origin_unix + last, timezone.utc)
+        when = f"at {stamp:%Y-%m-%dT%H:%M:%SZ}, {when}"
+    raise ValueError(f"{path}: every window is over: the last ended {when}; nothing would be lent")
