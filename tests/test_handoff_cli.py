@@ -157,7 +157,9 @@ def test_recovery_writes_ledger_and_profile(
     assert all(r["resume_s"] <= r["ready_s"] for r in warm)
     # On cpu the simulated device is host memory: parked, its KV cache's pages are gone.
     assert profile.mean("host_pss_parked_gib") < profile.mean("host_pss_awake_gib")
-    with pytest.raises(ValueError, match="no checkpoint_save_s; measure it with"):
+    with pytest.raises(
+        ValueError, match="no checkpoint_save_s, checkpoint_load_s; measure checkpoint_save_s and"
+    ):
         profile.handoff_costs("warm")
 
 

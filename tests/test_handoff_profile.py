@@ -108,6 +108,30 @@ def test_measured_profile_feeds_a_scenario() -> None:
         profile.handoff_costs("cold")
 
 
+def test_every_missing_quantity_is_named_with_the_probe_flag_that_measures_it() -> None:
+    """What a `probe all` without --pid or --launch leaves out, named in one error."""
+    profile = CostProfile(
+        measurements={
+            "warm_recovery_s": Measurement.of((0.5,), "s"),
+            "host_pss_awake_gib": Measurement.of((4.0,), "GiB"),
+        }
+    )
+    with pytest.raises(ValueError, match="cost profile has no") as caught:
+        profile.handoff_costs("warm")
+    message = str(caught.value)
+    assert message.startswith(
+        "cost profile has no host_pss_parked_gib, checkpoint_save_s, checkpoint_load_s; "
+    )
+    assert (
+        "host_pss_parked_gib with `learnsched probe recovery` (or `probe all`) with "
+        "`--pid ENGINE_PID` or `--launch COMMAND`" in message
+    )
+    assert "checkpoint_save_s and checkpoint_load_s with `learnsched probe lora`" in message
+    assert message.endswith("or fill them from a base profile (paper: --base NAME)")
+    with pytest.raises(ValueError, match=r"no cold_recovery_s; .* with `--launch COMMAND`"):
+        profile.mean("cold_recovery_s")
+
+
 def test_parking_that_frees_host_memory_costs_no_residency() -> None:
     profile = PAPER_PROFILE.merged(
         CostProfile(

@@ -255,11 +255,7 @@ class CostProfile:
             The profile does not hold it (the message says which probe measures it).
         """
         if name not in self.measurements:
-            hint = "probe lora" if name.startswith(("checkpoint", "adapter")) else "probe recovery"
-            raise ValueError(
-                f"cost profile has no {name}; measure it with `learnsched {hint}`, or fill "
-                f"it from a base profile ({', '.join(BASE_PROFILE_NAMES)}: --base NAME)"
-            )
+            raise ValueError(_missing([name]))
         return self.measurements[name].mean
 
     def unconfirmed(self, names: Iterable[str] | None = None) -> dict[str, str]:
@@ -322,6 +318,9 @@ class CostProfile:
         """
         recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
+        missing = [n for n in costs_quantities(recovery) if n not in self.measurements]
+        if missing:  # every one named at once: one probe run can then measure them all
+            raise ValueError(_missing(missing))
         residency = 0.0
         if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
@@ -668,6 +667,40 @@ def base_profile(name: str) -> CostProfile:
     if name not in BASE_PROFILES:
         raise ValueError(f"base must be one of {', '.join(BASE_PROFILE_NAMES)}, got {name!r}")
     return BASE_PROFILES[name]
+
+
+# The probe run, with the flag it needs, that measures a quantity a plan reads: the
+# engine's host memory is read only from a process it knows (--pid, or the one --launch
+# starts), and a cold start is timed only when it can launch the engine. `probe all`
+# takes the same flags.
+_RECOVERY = "`learnsched probe recovery` (or `probe all`)"
+_MEASURED_BY = {
+    "cold_recovery_s": f"{_RECOVERY} with `--launch COMMAND`",
+    "host_pss_awake_gib": f"{_RECOVERY} with `--pid ENGINE_PID` or `--launch COMMAND`",
+    "host_pss_parked_gib": f"{_RECOVERY} with `--pid ENGINE_PID` or `--launch COMMAND`",
+}
+
+
+def _measured_by(name: str) -> str:
+    """The probe run that measures quantity ``name``."""
+    if name in _MEASURED_BY:
+        return _MEASURED_BY[name]
+    if name.startswith(("checkpoint", "adapter")):
+        return "`learnsched probe lora` (or `probe all`)"
+    return _RECOVERY
+
+
+def _missing(names: Sequence[str]) -> str:
+    """What a profile without ``names`` says: each with the probe run that measures it."""
+    base = f"or fill {'it' if len(names) == 1 else 'them'} from a base profile "
+    base += f"({', '.join(BASE_PROFILE_NAMES)}: --base NAME)"
+    if len(names) == 1:
+        return f"cost profile has no {names[0]}; measure it with {_measured_by(names[0])}, {base}"
+    by_probe: dict[str, list[str]] = {}
+    for name in names:
+        by_probe.setdefault(_measured_by(name), []).append(name)
+    each = "; ".join(f"{' and '.join(n)} with {probe}" for probe, n in by_probe.items())
+    return f"cost profile has no {', '.join(names)}; measure {each}; {base}"
 
 
 def costs_quantities(recovery: str | Recovery) -> tuple[str, ...]:
