@@ -246,7 +246,8 @@ def _decimals(cells: ByteArray, length: Int64Array, first: ByteArray) -> FloatAr
         rest = cells[other]
         rest[~inside[other]] = ord(" ")  # Python's float strips spaces
         try:
-            values[other] = rest.view(f"S{width}").ravel().astype(np.float64)
+            with np.errstate(over="ignore"):  # float("1e999") is inf, with no warning
+                values[other] = rest.view(f"S{width}").ravel().astype(np.float64)
         except ValueError:
             return None
     return values
