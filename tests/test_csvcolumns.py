@@ -11,13 +11,12 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_calendar_windows_scale import window_bits
 
 from learnsched._csvcolumns import numbers, read_table
 from learnsched.calendar import idle_windows, load_trace, read_azure_trace, traces
 from learnsched.capacity import ReturnPath, read_rate_csv, read_trace_csv
 from learnsched.capacity import traces as capacity_traces
-
-from test_calendar_windows_scale import window_bits
 
 AZURE_HEADER = "TIMESTAMP,ContextTokens,GeneratedTokens"
 ON_TMP = settings(
@@ -35,9 +34,7 @@ def row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(capacity_traces, "read_table", lambda path: None)
 
 
-def both_ways(
-    monkeypatch: pytest.MonkeyPatch, read: Callable[[], object]
-) -> tuple[object, object]:
+def both_ways(monkeypatch: pytest.MonkeyPatch, read: Callable[[], object]) -> tuple[object, object]:
     """``read()`` as it is and row by row: its result or its error's message."""
 
     def outcome() -> object:
