@@ -6,7 +6,9 @@ Times are seconds on the loop's clock (seconds since the loop started). A window
 
 A calendar file is JSON: ``{"windows": [[start, end], ...], "clock": "relative"}``
 (``"relative"``: seconds after the loop starts; ``"unix"``: seconds since the epoch),
-or a list of pairs (relative). ``learnsched windows TRACE.csv`` writes windows a
+a list of pairs (relative), or windows that recur daily in local time
+(``{"daily": [["01:00", "06:00"]], "timezone": "Europe/Berlin"}``:
+:mod:`~learnsched.control.recurring`). ``learnsched windows TRACE.csv`` writes windows a
 scenario can use directly, and any JSON object with a ``windows`` list reads here.
 """
 
@@ -23,6 +25,7 @@ from typing import Any, Protocol
 
 from .._checks import number
 from .._json import read_json
+from .recurring import recurring_windows
 
 __all__ = ["CLOCKS", "CalendarSource", "KnownCalendar", "Window", "read_calendar"]
 
@@ -162,9 +165,13 @@ def read_calendar(
     """
     data: Any = read_json(path)
     clock = "relative"
-    if isinstance(data, dict):
+    if isinstance(data, dict) and "daily" in data:
+        if "windows" in data:
+            raise ValueError(f"{path}: give 'windows' or 'daily' (recurring), not both")
+        clock, data = "unix", recurring_windows(data, loop_start_unix, f"{path}: ")
+    elif isinstance(data, dict):
         if "windows" not in data:
-            raise ValueError(f"{path}: no 'windows' list")
+            raise ValueError(f"{path}: no 'windows' list (or 'daily' for recurring windows)")
         clock = data.get("clock", "relative")
         data = data["windows"]
     if clock not in CLOCKS:
