@@ -219,6 +219,23 @@ def _windows() -> Pair:
     return Pair(lambda: idle_windows(trace, 1.0, PATH, 10.0), lambda: np.cumsum(work), 3)
 
 
+def _trace_read() -> Pair:
+    """load_trace of a 100,000-row synthetic Azure trace (read column by column) against
+    numpy's CSV parser on its two token columns."""
+    from test_bench_traces import azure_file, numpy_floor, row_by_row, trace_bits
+
+    from learnsched.calendar import load_trace
+
+    folder = tempfile.TemporaryDirectory(prefix="learnsched-guard-")  # gone at exit
+    path = azure_file(Path(folder.name), 100_000)
+    assert trace_bits(load_trace(path)) == trace_bits(row_by_row(path))
+
+    def read() -> object:
+        return load_trace(Path(folder.name) / path.name)
+
+    return Pair(read, partial(numpy_floor, path), 1)
+
+
 def _sweep() -> Pair:
     """`sweep` of the paper grid over 5 cold recovery times (9600 rows, one thread, CSV
     written) against a bare solve_batch of as many paper-grid rows."""
@@ -274,6 +291,7 @@ CASES = (
     Case("Eq. 6 scan, 1000 requests", "a numpy reduction over its columns", 5.6, _scan),
     Case("AIMD replay, 1000 requests", "a numpy reduction over its columns", 27.5, _replay),
     Case("idle windows, 100,000 rows", "a running sum of its work", 83.0, _windows),
+    Case("reading a trace, 100,000 rows", "np.loadtxt of its token columns", 1.9, _trace_read),
     Case("sweep, 9600 rows to CSV", "bare solve_batch of as many rows", 10.5, _sweep),
     Case("loop decision, 600 windows ahead", "the kept model rebuilt", 1.8, _loop_decision),
 )
