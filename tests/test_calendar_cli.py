@@ -425,3 +425,35 @@ def test_a_trace_with_room_is_not_warned_of(capsys: pytest.CaptureFixture[str]) 
     assert gaps["longest_s"] >= gaps["quantum_s"]
     assert gaps["warning"] is None
     assert "warning" not in err
+
+
+def test_online_trace_plans_with_a_probes_measured_costs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from learnsched.handoff import CostProfile, Measurement
+
+    profile = tmp_path / "profile.json"
+    CostProfile(
+        measurements={
+            "warm_recovery_s": Measurement.of((0.25,), "s"),
+            "checkpoint_save_s": Measurement.of((0.5,), "s"),
+        }
+    ).write(profile)
+    argv = ["online", "--trace", "--samples", "2", "--recovery", "warm", "--json"]
+    status, _, err = run(capsys, *argv, "--costs", str(profile))
+    assert status == 2
+    assert "host_pss_awake_gib" in err  # every missing quantity named at once
+    assert "checkpoint_load_s" in err
+    status, out, err = run(capsys, *argv, "--costs", str(profile), "--base", "paper")
+    assert status == 0, err
+    settings = json.loads(out)["settings"]
+    paper = ls.HandoffCosts.paper("warm")
+    assert (settings["recovery_s"], settings["save_s"]) == (0.25, 0.5)
+    assert (settings["load_s"], settings["residency_rate"]) == (
+        paper.load_s,
+        paper.residency_rate,
+    )
+    assert "warm_recovery_s, checkpoint_save_s from" in err  # which number came from where
+    status, _, err = run(capsys, "online", "spec.json", "--costs", str(profile))
+    assert status == 2
+    assert "--costs works over a trace" in err

@@ -367,6 +367,9 @@ def _settings_json(settings: StudySettings, candidate: StudyCandidate) -> dict[s
         "tail_s": candidate.tail_s,
         "recovery_s": candidate.costs.recovery_s,
         "return_s": candidate.costs.recovery_s,  # its deprecated key, for one release
+        "save_s": candidate.costs.save_s,
+        "load_s": candidate.costs.load_s,
+        "residency_rate": candidate.costs.residency_rate,
     }
 
 

@@ -17,6 +17,7 @@ from ..calendar.causal import DEFAULT_GAP_MODEL, GAP_MODELS
 from ..calendar.windows import IdleWindows
 from ..capacity import ReturnPath
 from ..scenario import HandoffCosts, Recovery
+from .costs import add_cost_flags, profile_costs
 from .output import emit_json, flag_names, nonnegative_float
 
 __all__ = ["register"]
@@ -114,7 +115,8 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
         "--recovery",
         choices=tuple(sorted(r.value for r in Recovery)),
         default="cold",
-        help="the paper's recovery path (the windows' return path too; default cold)",
+        help="the return path: the paper's, or that of --costs PROFILE (the windows' return "
+        "path too; default cold)",
     )
     study.add_argument(
         "--forecaster",
@@ -144,6 +146,7 @@ def _register_online(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="write every decision as one JSON object per line (one forecast size)",
     )
     study.add_argument("--plot", metavar="FILE.png", help="value per policy against N (matplotlib)")
+    add_cost_flags(study)
     _add_trace_options(online)
     online.set_defaults(func=run_online)
 
@@ -324,7 +327,8 @@ def _candidate(args: argparse.Namespace) -> Any:
         raise ValueError(
             f"--work-s must be a positive multiple of --quantum-s, got {args.work_s} / {args.quantum_s}"
         )
-    costs = HandoffCosts.paper(args.recovery)
+    measured = profile_costs(args, (args.recovery,))
+    costs = HandoffCosts.paper(args.recovery) if measured is None else measured[args.recovery]
     return StudyCandidate(int(quanta), args.quantum_s, args.benefit_rate, args.tail_s, costs)
 
 
@@ -409,7 +413,8 @@ def _print_study(args: argparse.Namespace, out: dict[str, Any]) -> None:
     label = _label(args.trace)
     print(
         f"{out['horizons']} horizons of {args.horizon_s:g} s x {seeds} seed(s){label}, {mode}, "
-        f"{args.recovery} return, {args.work_s:g} s work, g = {args.benefit_rate:g}"
+        f"{args.recovery} return{'' if args.costs is None else f' of {args.costs}'}, "
+        f"{args.work_s:g} s work, g = {args.benefit_rate:g}"
         + (f", lateness {args.lateness_price:g} s-eq./request-s" if out["mode"] == "causal" else "")
     )
     for n, result in out["samples"].items():
@@ -427,9 +432,10 @@ def run_online(args: argparse.Namespace) -> int:
         from ..calendar.online import evaluate_online
         from ..calendar.spec import read_online_spec
 
-        for flag in ("plot", "steps"):
+        for flag in ("plot", "steps", "costs", "base", "accept_unconfirmed"):
             if getattr(args, flag):
-                raise ValueError(f"--{flag} works over a trace: use it with --trace")
+                name = flag.replace("_", "-")
+                raise ValueError(f"--{name} works over a trace: use it with --trace")
         cases = read_online_spec(args.spec)
         result = evaluate_online(cases, threads=args.threads, seeds=_seeds(args))
         out = result.to_json()

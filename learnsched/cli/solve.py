@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from .._atomic import atomic_write_text
@@ -19,6 +18,7 @@ from ..grid import Grid, paper_grid, scenario_by_id
 from ..scenario import HandoffCosts, Recovery, scenarios_from_json
 from ..solver import ALL_POLICIES, Model, Policy, guard_epsilon
 from ..summary import PAPER_FIGURES, GridSummary, summarize
+from .costs import add_cost_flags, profile_costs
 from .output import PLOT_EXTRA, emit_json
 
 __all__ = ["register"]
@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     grid.add_argument(
         "--plot", metavar="FILE", help=f"draw Fig. 4(a, b) style panels ({PLOT_EXTRA})"
     )
-    _add_costs(grid)
+    add_cost_flags(grid)
     grid.set_defaults(func=run_grid)
 
     solve = commands.add_parser("solve", help="solve scenarios from a JSON file ('-' for stdin)")
@@ -52,7 +52,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="score-error bound of --policy guarded, s-eq. (default 0: rollout; inf: costed_window)",
     )
     solve.add_argument("--json", action="store_true", help="print plans as JSON")
-    _add_costs(solve)
+    add_cost_flags(solve)
     solve.add_argument(
         "--recovery",
         choices=(*sorted(r.value for r in Recovery), "both"),
@@ -73,87 +73,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     explain.add_argument(
         "--json", action="store_true", help="print the scenario, its labels and plans as JSON"
     )
-    _add_costs(explain)
+    add_cost_flags(explain)
     explain.set_defaults(func=run_explain)
-
-
-def _add_costs(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--costs",
-        metavar="PROFILE",
-        help="plan with the handoff costs of a cost profile (learnsched probe ... --out)",
-    )
-    parser.add_argument(
-        "--base",
-        metavar="NAME",
-        help="fill what --costs PROFILE lacks from a named profile ('paper': the paper's "
-        "A100 figures), saying which number came from where",
-    )
-    parser.add_argument(
-        "--accept-unconfirmed",
-        action="store_true",
-        help="plan with --costs figures measured on parks whose memory release was never "
-        "seen (refused otherwise, exit 2), with a warning on stderr",
-    )
-
-
-def _profile_costs(
-    args: argparse.Namespace, recoveries: Sequence[str] = tuple(Recovery)
-) -> dict[str, HandoffCosts] | None:
-    """The costs of the recovery paths asked for, from ``--costs PROFILE`` (None: the paper's).
-
-    Only those paths are read, so a profile that measured only one of them still serves;
-    with ``--base NAME`` what the profile lacks comes from that named profile, and one line
-    on stderr says which quantity came from where (``args.costs_from`` keeps it). Figures
-    measured on parks whose release was never seen are refused
-    (:class:`~learnsched.handoff.UnconfirmedRelease`), or with ``--accept-unconfirmed``
-    used with a warning on stderr.
-    """
-    args.costs_from = None
-    if args.costs is None:
-        if args.base is not None:
-            raise ValueError("--base NAME fills a partial --costs PROFILE; give --costs too")
-        if args.accept_unconfirmed:
-            raise ValueError("--accept-unconfirmed accepts a --costs PROFILE; give --costs too")
-        return None
-    # The handoff wing loads only for --costs: plain `learnsched grid` never pays for it.
-    from ..handoff.profile import (
-        UnconfirmedRelease,
-        base_profile,
-        costs_quantities,
-        load_cost_profile,
-        provenance,
-    )
-
-    profile = load_cost_profile(args.costs)
-    if args.base is not None:
-        base = base_profile(args.base)
-        used = [q for r in recoveries for q in costs_quantities(r)]
-        args.costs_from = provenance(
-            profile, args.costs, base, args.base, list(dict.fromkeys(used))
-        )
-        profile = profile.filled_from(base)
-        by_source: dict[str, list[str]] = {}
-        for name, source in args.costs_from.items():
-            by_source.setdefault(source, []).append(name)
-        said = "; ".join(f"{', '.join(names)} from {src}" for src, names in by_source.items())
-        print(f"costs: {said}", file=sys.stderr)
-    accept = args.accept_unconfirmed
-    try:
-        costs = {r: profile.handoff_costs(r, accept_unconfirmed=accept) for r in recoveries}
-    except UnconfirmedRelease as err:
-        source, flag = f"--costs {args.costs}", "--accept-unconfirmed"
-        raise UnconfirmedRelease(err.flagged, source=source, accept=flag) from None
-    flagged = profile.unconfirmed(q for r in recoveries for q in costs_quantities(r))
-    if flagged:
-        why = "; ".join(dict.fromkeys(flagged.values()))
-        print(
-            f"{args.command_prog}: warning: --costs {args.costs}: planning with "
-            f"{', '.join(flagged)}, measured on parks whose memory release was never seen "
-            f"({why}), as --accept-unconfirmed asks",
-            file=sys.stderr,
-        )
-    return costs
 
 
 def _paper_key(args: argparse.Namespace) -> str | None:
@@ -232,7 +153,7 @@ def _grid_csv(grid: Grid, result: BatchResult) -> str:
 
 def run_grid(args: argparse.Namespace) -> int:
     """``learnsched grid``: solve the grid with all six policies and print the aggregates."""
-    grid = paper_grid(args.quantum, args.fresh_only, _profile_costs(args))
+    grid = paper_grid(args.quantum, args.fresh_only, profile_costs(args))
     started = time.perf_counter()
     with Progress(len(grid), "solving grid") as progress:
         result = solve_batch(grid.batch, ALL_POLICIES, args.threads, progress.advance)
@@ -263,7 +184,7 @@ def run_solve(args: argparse.Namespace) -> int:
     if (args.costs is None) != (args.recovery is None):
         raise ValueError("--costs PROFILE and --recovery cold|warm|both go together")
     paths = (Recovery.WARM, Recovery.COLD) if args.recovery == "both" else (args.recovery,)
-    costs = _profile_costs(args, paths)
+    costs = profile_costs(args, paths)
     if costs is not None:
         scenarios = [s.with_costs(_recovery_costs(costs, args.recovery)) for s in scenarios]
     plans = [
@@ -290,7 +211,7 @@ def _recovery_costs(costs: dict[str, HandoffCosts], recovery: str) -> HandoffCos
 def run_explain(args: argparse.Namespace) -> int:
     """``learnsched explain SID``: the plans of a grid scenario as timelines."""
     item = scenario_by_id(args.sid, args.quantum)
-    costs = _profile_costs(args, (item.recovery,))
+    costs = profile_costs(args, (item.recovery,))
     scenario = item.scenario if costs is None else item.scenario.with_costs(costs[item.recovery])
     policies = ALL_POLICIES if args.all else (Policy.COSTED_WINDOW, Policy.ROLLOUT)
     plans = Model(scenario).solve_all(policies)
