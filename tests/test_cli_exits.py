@@ -395,3 +395,13 @@ def test_command_sizes_and_overflows_are_named(
     status, _, err = run(capsys, *argv)
     assert status == 2
     assert message in one_line(err)
+
+
+def test_called_bare_it_prints_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    from learnsched.cli import main
+
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: learnsched")
+    assert all(f"    {command} " in out for command in ("grid", "online", "run", "gate"))
+    assert EXIT_STATUSES.split(",")[0] in " ".join(out.split())

@@ -262,10 +262,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         hardware or library, 4 environment failure, 70 a bug (:mod:`.output`); 130
         after Ctrl-C (one line on stderr), 141 when the reader of stdout has gone
         (``learnsched grid | head -1``: quiet). ``--help``, ``--version`` and usage
-        errors exit through ``SystemExit`` (usage: 2).
+        errors exit through ``SystemExit`` (usage: 2); called bare, it prints the help
+        and returns 2.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = "learnsched"
+    if not argv:  # called bare: what it can do, not only that a command is missing
+        build_parser(argv).print_help()
+        return EXIT_BAD_INPUT
     try:
         try:
             args = build_parser(argv).parse_args(argv)
