@@ -34,6 +34,7 @@ __all__ = [
     "atomic_write_text",
     "fsync_folder",
     "locked",
+    "naming_file",
     "remove_stale_temps",
 ]
 
@@ -94,11 +95,25 @@ def _remove_open_temps() -> None:
         _open_temps.clear()
 
 
+@contextmanager
+def naming_file(path: str | os.PathLike[str]) -> Iterator[None]:
+    """An operating-system error raised inside (one with an ``errno``) names ``path`` if
+    it names no file: ``os.write``, ``os.fsync`` and a buffered file's writes name none,
+    so a full disk's ``ENOSPC`` would not say which file it stopped."""
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None or err.errno is None:
+            raise
+        raise OSError(err.errno, err.strerror, os.fspath(path)) from err
+
+
 def fsync_folder(folder: str | os.PathLike[str]) -> None:
     """Flush a folder's entries to disk, so that a new or renamed name survives a crash."""
     fd = os.open(folder, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        with naming_file(folder):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -148,7 +163,7 @@ def atomic_write(
     remove_stale_temps(target.parent)
     fd, tmp = _create_sibling(target)
     try:
-        with os.fdopen(fd, "wb") as file:
+        with naming_file(target), os.fdopen(fd, "wb") as file:
             _keep_mode(file.fileno(), target)
             write(file)
             if durable:

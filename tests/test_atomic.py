@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import stat
@@ -190,3 +191,22 @@ def test_remove_stale_temps_touches_only_its_own_files(tmp_path: Path) -> None:
     assert all((tmp_path / name).exists() for name in look_alikes)
     assert folder.is_dir()
     atomic_write_text(tmp_path / "result.csv", "x")  # and writes still work beside them
+
+
+def test_a_full_disk_names_the_file_it_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``os.fsync`` (and a buffered write) raise ``ENOSPC`` naming no file: the error
+    names the file being written, with the errno's text."""
+    target = tmp_path / "count.json"
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space left on device") as err:
+        atomic_write_text(target, "{}")
+    assert err.value.errno == errno.ENOSPC
+    assert err.value.filename == str(target)
+    assert not target.exists()
+    assert not temps(tmp_path)
