@@ -21,6 +21,7 @@ from learnsched.serving import (
 )
 
 from conftest import run_python
+from disk_support import FullDisk
 
 GIB = 2**30
 
@@ -140,3 +141,49 @@ def test_a_failed_ledger_append_leaves_no_torn_record(
     monkeypatch.undo()
     assert ledger.path.stat().st_size == size  # the half line was cut
     assert len(read_ledger(ledger.path)) == 1  # and no warning (filterwarnings: error)
+
+
+def test_a_full_disk_names_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``os.write`` names no file: the append's error does, with the errno's text."""
+    ledger = HandoffLedger(tmp_path / "l.jsonl")
+    ledger.append(HandoffRecord(kind="checkpoint", durable_progress=0))
+    FullDisk(tmp_path, monkeypatch).fill()
+    with pytest.raises(OSError, match="No space left on device") as err:
+        ledger.append(HandoffRecord(kind="checkpoint", durable_progress=1))
+    assert err.value.errno == errno.ENOSPC
+    assert err.value.filename == str(ledger.path)
+
+
+def test_a_reserved_append_is_written_in_the_reserve_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a full disk only a ``reserved`` append gets the reserve's room, and the
+    reserve is spent then; re-reserving needs room again, and names its file."""
+    ledger = HandoffLedger(tmp_path / "l.jsonl")
+    ledger.reserve(4096)
+    ledger.append(HandoffRecord(kind="park", durable_progress=0))
+    disk = FullDisk(tmp_path, monkeypatch)
+    disk.fill()
+    with pytest.raises(OSError, match="No space left"):
+        ledger.append(HandoffRecord(kind="work", durable_progress=0))
+    assert not ledger.reserve_spent
+    ledger.append(HandoffRecord(kind="return", durable_progress=0), reserved=True)
+    assert ledger.reserve_spent
+    assert ledger.reserve_path.stat().st_size == 0
+    assert [r.kind for r in read_ledger(ledger.path)] == ["park", "return"]
+    disk.capacity = disk.used()  # the room the reserve freed is taken
+    with pytest.raises(OSError, match="No space left") as err:
+        ledger.append(HandoffRecord(kind="run-end"), reserved=True)
+    assert err.value.filename == str(ledger.path)
+    with pytest.raises(OSError, match="No space left") as err:
+        ledger.reserve(4096)
+    assert err.value.filename == str(ledger.reserve_path)
+    disk.free()
+    ledger.reserve(4096)
+    assert not ledger.reserve_spent
+    assert ledger.reserve_path.stat().st_size == 4096
+
+
+def test_a_reserve_of_no_bytes_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="size must be >= 1, got 0"):
+        HandoffLedger(tmp_path / "l.jsonl").reserve(0)

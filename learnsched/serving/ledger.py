@@ -4,11 +4,18 @@ Each append takes an exclusive lock, writes the whole line, then fsyncs the file
 the folder when it creates the file). A writer killed mid-append can leave only its own
 uncommitted line torn at the end: the next append cuts it off, and :func:`read_ledger`
 skips it with a :class:`TornRecordWarning`. No record whose append returned is lost.
+
+A full disk must not stop the records that say an engine came back: a run preallocates
+:data:`RESERVE_BYTES` in the file ``.NAME.reserve`` beside the ledger
+(:meth:`HandoffLedger.reserve`), and an append marked ``reserved`` that meets a full disk
+(``ENOSPC``, ``EDQUOT``) frees that file and tries once more. Every operating-system
+error of an append names the file.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -19,12 +26,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._atomic import FILE_MODE, fsync_folder
+from .._atomic import FILE_MODE, fsync_folder, naming_file
 from .._checks import integer
 from .._json import parse as parse_json
 from .memory import DeviceMemory, HostMemory
 
-__all__ = ["HandoffLedger", "HandoffRecord", "TornRecordWarning", "read_ledger"]
+__all__ = ["RESERVE_BYTES", "HandoffLedger", "HandoffRecord", "TornRecordWarning", "read_ledger"]
+
+RESERVE_BYTES = 1 << 20
+"""Room a run keeps beside its ledger for the records of a return on a full disk, bytes
+(a return record is a few KiB; the latencies of thousands of held requests, tens)."""
+
+# A full disk, or the user's quota spent: what freeing the reserve can cure.
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
 class TornRecordWarning(UserWarning):
@@ -137,14 +151,63 @@ class HandoffLedger:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
+        self.reserve_path = self.path.with_name(f".{self.path.name}.reserve")
+        self.reserve_spent = False  # a reserved append freed the reserve
 
     def __repr__(self) -> str:
         return f"HandoffLedger({str(self.path)!r})"
 
-    def append(self, record: HandoffRecord) -> None:
-        """Write one record durably (flushed and fsynced before returning)."""
+    def reserve(self, size: int = RESERVE_BYTES) -> None:
+        """Preallocate ``size`` bytes in :attr:`reserve_path` for reserved appends (an
+        ``OSError`` naming that file where the disk has no room for it)."""
+        integer("size", size, low=1)
+        created = not self.reserve_path.exists()
+        with naming_file(self.reserve_path):
+            fd = os.open(self.reserve_path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
+            try:
+                os.posix_fallocate(fd, 0, size)  # blocks already held cost no new room
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if created:
+            fsync_folder(self.path.parent)
+        self.reserve_spent = False
+
+    def append(self, record: HandoffRecord, *, reserved: bool = False) -> None:
+        """Write one record durably (flushed and fsynced before returning).
+
+        With ``reserved``, a full disk (``ENOSPC``, ``EDQUOT``) frees the reserve
+        (:meth:`reserve`; :attr:`reserve_spent` is then set) and the write is tried once
+        more. An ``OSError`` names the ledger.
+        """
         line = (json.dumps(record.to_json(), sort_keys=True, allow_nan=False) + "\n").encode()
+        try:
+            self._write(line)
+        except OSError as err:
+            if not (reserved and err.errno in _FULL and self._free_reserve()):
+                raise
+            self._write(line)
+
+    def _free_reserve(self) -> bool:
+        """Give the reserve's room back to the disk; whether it held any."""
+        try:
+            if self.reserve_path.stat().st_size == 0:
+                return False
+            os.truncate(self.reserve_path, 0)
+        except FileNotFoundError:
+            return False
+        self.reserve_spent = True
+        return True
+
+    def _write(self, line: bytes) -> None:
+        """Append ``line`` under the lock, fsynced; a failed write is cut off."""
         created = not self.path.exists()
+        with naming_file(self.path):
+            self._write_locked(line)
+        if created:
+            fsync_folder(self.path.parent)
+
+    def _write_locked(self, line: bytes) -> None:
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, FILE_MODE)
         try:
             # One writer at a time: the torn-tail cut must not race another append.
@@ -165,8 +228,6 @@ class HandoffLedger:
                 raise
         finally:
             os.close(fd)  # closing releases the lock
-        if created:
-            fsync_folder(self.path.parent)
 
     def records(self) -> list[HandoffRecord]:
         """Every committed record, oldest first (see :func:`read_ledger`)."""
