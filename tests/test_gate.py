@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learnsched.serving.engines import AnswerScanner, failure_of
+from learnsched.serving.engines import AnswerScanner, Load, failure_of
 from learnsched.testing import EngineProcess
 
 from engine_support import config, strict_config
@@ -30,6 +30,7 @@ aiohttp = pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve
 from learnsched.cli.gate import address
 from learnsched.gate import Gate, NotifyServer
 from learnsched.gate.notify import ArrivalForwarder
+from learnsched.gate.proxy import RETRY_AFTER_S
 from learnsched.gate.stats import GateCounts, GateStats, nearest_rank
 
 LIFETIME_S = 120.0
@@ -327,13 +328,48 @@ def test_close_waits_for_requests_in_flight_within_the_bound() -> None:
         assert counts_settled(gate).completed == 1
 
 
-def test_past_the_hold_bound_requests_go_on_to_the_engine(sim: EngineProcess, dialect: str) -> None:
-    with Gate(sim.url, dialect, max_held=0) as gate:
+def test_past_the_hold_bound_the_gate_answers_503_with_retry_after(
+    sim: EngineProcess, dialect: str
+) -> None:
+    """A request past ``max_held`` never reaches the (parked) engine: the gate answers it
+    503 with ``Retry-After`` and an OpenAI-shaped error, and tells the scheduler."""
+    told: list[bool] = []
+    with Gate(sim.url, dialect, max_held=1, on_arrival=told.append) as gate:
         gate.close(1.0)
-        assert post(gate.url, "/v1/completions", completion(False))[0] == 200  # not held
+        held = threading.Thread(target=post, args=(gate.url, "/v1/completions", completion(False)))
+        held.start()
+        deadline = time.monotonic() + 10.0
+        while gate.load().waiting < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        status, headers, body = post(gate.url, "/v1/completions", completion(False))
+        assert (status, headers["retry-after"]) == (503, str(RETRY_AFTER_S))
+        error = json.loads(body)["error"]
+        assert (error["type"], error["code"]) == ("ServiceUnavailableError", 503)
+        assert "--max-held" in error["message"]
+        assert gate.load() == Load(0, 1)  # nothing forwarded: the engine never saw it
         gate.open()
+        held.join(10.0)
         counts = counts_settled(gate)
-        assert (counts.overflowed, counts.held, counts.completed) == (1, 0, 1)
+    assert (counts.arrivals, counts.held, counts.overflowed, counts.completed) == (2, 1, 1, 1)
+    assert told == [True, True]
+
+
+def test_a_gate_started_closed_holds_until_opened(sim: EngineProcess, dialect: str) -> None:
+    with Gate(sim.url, dialect, closed=True) as gate:
+        assert gate.closed
+        sender = threading.Thread(
+            target=post, args=(gate.url, "/v1/completions", completion(False))
+        )
+        sender.start()
+        deadline = time.monotonic() + 10.0
+        while gate.load().waiting < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert gate.open()[0] > 0.0
+        sender.join(10.0)
+        counts = counts_settled(gate)
+    assert (counts.held, counts.completed) == (1, 1)
 
 
 def test_a_park_is_busy_if_a_request_was_in_flight_at_its_release() -> None:

@@ -163,8 +163,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )  # fmt: skip
     add(
         "--max-held", type=int, default=RunConfig.max_held,
-        help="with --gate: requests held at the closed door at most (later ones go on to "
-        f"the engine, which holds them itself while parked; default {DEFAULT_MAX_HELD})",
+        help="with --gate: requests held at the closed door at most (later ones are "
+        f"answered 503 with Retry-After; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
     add(
         "--metrics-port", type=address, metavar="[HOST:]PORT",

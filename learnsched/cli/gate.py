@@ -104,8 +104,8 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )  # fmt: skip
     add(
         "--max-held", type=int, default=DEFAULT_MAX_HELD,
-        help="with --control: requests held at the closed door at most (later ones go on "
-        "to the engine, which holds them itself while parked; default %(default)s)",
+        help="with --control: requests held at the closed door at most (later ones are "
+        "answered 503 with Retry-After; default %(default)s)",
     )  # fmt: skip
     add("--json", action="store_true", help="print the counts as JSON when stopped")
     gate.set_defaults(func=run_gate)

@@ -31,7 +31,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .._atomic import FILE_MODE
+from .._atomic import FILE_MODE, naming_file
 
 if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
     from typing_extensions import Self
@@ -163,13 +163,18 @@ class RunLocks:
         except BaseException:
             file.close()
             raise
-        file.seek(0)
-        file.truncate()
-        file.write(json.dumps({
-            "pid": os.getpid(), "host": socket.gethostname(), "since_unix": time.time(),
-            "ledger": self.ledger, "engine": self.engine_url,
-        }))  # fmt: skip
-        file.flush()
+        try:
+            with naming_file(path):  # a full disk names the lock file
+                file.seek(0)
+                file.truncate()
+                file.write(json.dumps({
+                    "pid": os.getpid(), "host": socket.gethostname(), "since_unix": time.time(),
+                    "ledger": self.ledger, "engine": self.engine_url,
+                }))  # fmt: skip
+                file.flush()
+        except BaseException:
+            file.close()
+            raise
         return file
 
     def release(self) -> None:

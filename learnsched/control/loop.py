@@ -8,7 +8,10 @@ the trainer ``u`` quanta, checkpoint or not, return capacity by the window's dea
 wins over the calendar: the loop stops at the next quantum, lets the model choose
 between checkpointing and discarding the unsaved work (an active state with only the
 return left), records the loss and returns at once. Every decision, quantum and
-handoff goes to the fsynced ledger (:mod:`.journal`).
+handoff goes to the fsynced ledger (:mod:`.journal`). A disk that fills while the engine
+is lent still takes the return's records, in a reserve the run preallocates beside the
+ledger (:meth:`~learnsched.serving.HandoffLedger.reserve`); SGLang's resume is never sent
+unless its ``resume_sent`` record is durable, and the run then stops.
 
 A run holds the ledger lock and the engine's lease (:mod:`.locks`: one loop per engine
 and per ledger). A restarted loop reads the ledger and asks the engine first, returns an
@@ -43,7 +46,7 @@ of those calls to executor threads and would add no concurrency the loop can use
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import math
 import os
 import threading
@@ -267,10 +270,13 @@ class ControlLoop:
         if self.lent:
             self.trainer.interrupt()
 
-    def _record(self, kind: str, **fields: Any) -> None:
+    def _record(self, kind: str, *, reserved: bool = False, **fields: Any) -> None:
+        """Append a ``kind`` record; ``reserved``: one of a return's, which a full disk
+        writes in the ledger's reserve (:meth:`~learnsched.serving.HandoffLedger.append`)."""
         detail = {"run": self.run_id, "t_s": self.now(), **fields.pop("detail", {})}
         self.ledger.append(
-            HandoffRecord(kind=kind, engine=self.engine.engine, detail=detail, **fields)
+            HandoffRecord(kind=kind, engine=self.engine.engine, detail=detail, **fields),
+            reserved=reserved,
         )
 
     def _say(self, event: str) -> None:
@@ -287,6 +293,9 @@ class ControlLoop:
         """Read the ledger and the engine first; return a parked engine before anything
         else starts (a trainer may take minutes); honour a quarantine; then the trainer."""
         start = read_start(self.ledger.path)
+        # Room for a return's records before anything is lent or healed: a disk that
+        # fills while the engine is parked must still let the run write them.
+        self.ledger.reserve()
         self.run_id = start.run_id
         published, quarantine = start.published, start.quarantine
         cleared = False
@@ -406,21 +415,16 @@ class ControlLoop:
         backoff; quarantined and :class:`EngineUnreturnable` if every try fails."""
         if not self.engine.reports_parked:
             # Written ahead, as the release is: a run killed from here until the return
-            # record leaves a resume SGLang may or may not have done, and cannot say. A
-            # ledger that cannot be written does not keep serving waiting (the return
-            # record's own failure then stops the run).
-            with contextlib.suppress(OSError):
-                self._record(
-                    "park-step", durable_progress=self.durable, detail={"step": "resume_sent"}
-                )
+            # record leaves a resume SGLang may or may not have done, and cannot say.
+            self._resume_written_ahead()
 
         def retrying(attempt: int, err: BaseException, wait: float) -> None:
             if self.lent and self.watcher.lost is None:
                 self.watcher.check_alive()  # a dead engine is not retried for seconds
             if self.lent and self.watcher.lost is not None:
                 raise self._engine_lost(self.watcher.lost) from err
-            self._record("return-retry", detail={"attempt": attempt, "error": str(err),
-                                                 "wait_s": wait})  # fmt: skip
+            self._record("return-retry", reserved=True, detail={
+                "attempt": attempt, "error": str(err), "wait_s": wait})  # fmt: skip
             self._say(f"return failed ({attempt})")
 
         try:
@@ -431,9 +435,28 @@ class ControlLoop:
             self._quarantine(str(err))
             raise
 
+    def _resume_written_ahead(self) -> None:
+        """Record ``resume_sent`` (in the ledger's reserve on a full disk); where even
+        that fails, the resume is not sent, and the error says why and what to do."""
+        try:
+            self._record(
+                "park-step", reserved=True, durable_progress=self.durable,
+                detail={"step": "resume_sent"},
+            )  # fmt: skip
+        except OSError as err:
+            # Sent unrecorded, a resume done or not looks the same to the next run,
+            # which would resume again: a second resume kills SGLang.
+            raise OSError(
+                err.errno,
+                f"{err.strerror}: the resume of {self._engine_name()} was not sent, as its "
+                "record could not be written first; the engine stays parked: free space "
+                "for the ledger, then run again (the restart returns it)",
+                err.filename,
+            ) from err
+
     def _quarantine(self, reason: str) -> None:
-        self._record("quarantine", failure=reason, detail={"reason": reason,
-                                                           "url": self.engine.url})  # fmt: skip
+        self._record("quarantine", reserved=True, failure=reason, detail={
+            "reason": reason, "url": self.engine.url})  # fmt: skip
         self.totals.quarantined = True
 
     def _trainer_durable(self) -> int:
@@ -479,17 +502,29 @@ class ControlLoop:
             self.overhead.wall_s = time.perf_counter() - wall
             self.trainer.close()
             if self.run_id:  # the run started: say how it ended
-                self._record(
-                    "run-end",
-                    durable_progress=self.durable,
-                    detail={
-                        "totals": self.totals.to_json(),
-                        "overhead": self.overhead.to_json(),
-                        "error": error,
-                    },
-                )
+                self._end(error)
         self._say("stopped")
         return self.totals
+
+    def _end(self, error: str | None) -> None:
+        """The ``run-end`` record (in the ledger's reserve on a full disk). Where it
+        cannot be written after an error, that error is the one raised: the ledger then
+        ends as a killed run's does, which the next run reads."""
+        try:
+            self._record(
+                "run-end",
+                reserved=True,
+                durable_progress=self.durable,
+                detail={
+                    "totals": self.totals.to_json(),
+                    "overhead": self.overhead.to_json(),
+                    "error": error,
+                },
+            )
+        except OSError as err:
+            if error is None:
+                raise
+            self._say(f"run-end not recorded: {err}")
 
     def _next_window(self) -> list[Window] | None:
         """The windows ahead, the next unhandled one first (``None``: none to act in)."""
@@ -773,7 +808,7 @@ class ControlLoop:
         self.lent = self.watcher.lent = False
         held = len(self.engine.last_held_s)
         self._record(
-            "engine-lost", durable_progress=self.durable, failure=why,
+            "engine-lost", reserved=True, durable_progress=self.durable, failure=why,
             detail={"url": self.engine.url, "held_requests": held},
         )  # fmt: skip
         self._say("engine lost")
@@ -989,6 +1024,7 @@ class ControlLoop:
         self.memory.mark("returned")
         self._record(
             "return",
+            reserved=True,
             stamps_ns={**self._park_stamps, **stamps},
             readiness_s=readiness,
             durable_progress=self.durable,
@@ -1011,6 +1047,14 @@ class ControlLoop:
         if self.engine.failure is not None:  # serving is not what it was: lend no more
             self._quarantine(self.engine.failure)
             raise HandoffProbeError(f"{self._engine_name()} return: {self.engine.failure}")
+        if self.ledger.reserve_spent:  # no room for the next return's records: lend no more
+            raise OSError(
+                errno.ENOSPC,
+                f"{os.strerror(errno.ENOSPC)}: the return of {self._engine_name()} was "
+                "recorded in the ledger's reserve, and no loan goes out without one; the "
+                "engine serves: free space for the ledger, then run again",
+                str(self.ledger.path),
+            )
 
 
 def __getattr__(name: str) -> object:

@@ -17,8 +17,11 @@ door is closed is held and reported at once (``on_arrival``), so the scheduler r
 capacity early; when the return is confirmed by a completed request the door opens
 (:meth:`Gate.open`) and the held requests are forwarded, each one's time at the door
 recorded as its added latency. The hold is bounded (``max_held``): a request past it
-goes on to the engine at once, which holds it itself while parked (a paused SGLang in
-its tokenizer manager, a sleeping vLLM in its queue), so even then none is failed.
+is answered ``503`` with ``Retry-After`` (:data:`RETRY_AFTER_S`) and an OpenAI-shaped
+error, counted as ``overflowed``; it never reaches the engine, so nothing queues inside a
+parked engine, where it would share a batch with the return's same-model check. A gate
+may start with its door closed (``closed=True``, as ``learnsched run --gate`` starts it):
+then nothing reaches the engine until the scheduler has confirmed it serves.
 
 What passes. Only the routes the engine's dialect lists
 (:meth:`~learnsched.serving.Engine.forwards`: generation, models,
@@ -60,7 +63,7 @@ if TYPE_CHECKING:  # typing.Self needs Python 3.11; mypy ships typing_extensions
     from aiohttp import ClientSession, web
     from typing_extensions import Self
 
-__all__ = ["HOP_BY_HOP", "Gate"]
+__all__ = ["HOP_BY_HOP", "RETRY_AFTER_S", "Gate"]
 
 T = TypeVar("T")
 # Headers that describe one connection, not the request (RFC 9110 7.6.1), and the
@@ -76,6 +79,9 @@ STATS_PATH = "/gate/stats"
 SHUTDOWN_S = 5.0
 # Request bodies up to this size (long prompts, images in chat messages).
 MAX_BODY_BYTES = 64 << 20
+RETRY_AFTER_S = 1
+"""The ``Retry-After`` of the ``503`` a request past ``max_held`` gets, seconds: the door
+opens as soon as the return is confirmed, which the gate cannot foresee."""
 
 
 class Gate:
@@ -91,7 +97,8 @@ class Gate:
     host, port
         Where the gate listens (loopback by default; port 0: a free one).
     max_held
-        Requests held at the closed door at most (later ones go on to the engine).
+        Requests held at the closed door at most (later ones are answered ``503`` with
+        ``Retry-After``).
     on_arrival
         Called, on the gate's thread, for each arrival of a request that runs the
         model, with whether it was held (the door was closed): the scheduler's signal
@@ -99,6 +106,8 @@ class Gate:
     connect_timeout_s
         Bound on connecting to the engine, seconds (the answer itself is not bounded:
         generations take as long as they take).
+    closed
+        Start with the door closed: requests are held until :meth:`open`.
     """
 
     def __init__(
@@ -111,6 +120,7 @@ class Gate:
         max_held: int = DEFAULT_MAX_HELD,
         on_arrival: Callable[[bool], None] | None = None,
         connect_timeout_s: float = 10.0,
+        closed: bool = False,
     ) -> None:
         http_url("upstream", upstream)
         self.upstream = upstream.rstrip("/")
@@ -121,7 +131,7 @@ class Gate:
         self.on_arrival = on_arrival
         self.connect_timeout_s = positive("connect_timeout_s", connect_timeout_s)
         self.stats = GateStats()
-        self._door_open = True
+        self._door_open = not closed
         self._holding: dict[int, float] = {}  # held request -> arrival (monotonic s)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -130,7 +140,8 @@ class Gate:
         # Bound to the gate's loop on first use (Python 3.10+).
         self._opened = asyncio.Event()  # set while the door is open
         self._idle = asyncio.Event()  # set while nothing is in flight
-        self._opened.set()
+        if not closed:
+            self._opened.set()
         self._idle.set()
         self._session: ClientSession | None = None
         self._runner: web.AppRunner | None = None
@@ -301,17 +312,27 @@ class Gate:
         body = await request.read()
         if not self.dialect.generates(request.method, target.path):
             return await self._forward(request, target, body, work=False)
-        await self._admit()
+        if not await self._admit():
+            message = (
+                f"the engine is lent or being returned, and {self.max_held} requests are "
+                f"already held at the gate (its --max-held): try again in {RETRY_AFTER_S} s"
+            )
+            answer = _error(503, "ServiceUnavailableError", message)
+            answer.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return answer
         return await self._forward(request, target, body, work=True)
 
-    async def _admit(self) -> None:
-        """Count an arrival; hold it while the door is closed (within ``max_held``)."""
+    async def _admit(self) -> bool:
+        """Count an arrival; hold it while the door is closed; whether it may go on
+        (``False``: past ``max_held``, to be refused)."""
         arrival = time.monotonic()
         self.stats.add("arrivals")
         held = not self._door_open
         if held and len(self._holding) >= self.max_held:
-            self.stats.add("overflowed")  # the engine holds it itself while parked
-        elif held:
+            self.stats.add("overflowed")
+            self._notify(held=True)  # load all the same: the scheduler returns early
+            return False
+        if held:
             key = id(asyncio.current_task())
             self._holding[key] = arrival
             self.stats.add("held")
@@ -323,8 +344,9 @@ class Gate:
             finally:
                 self._holding.pop(key, None)  # counted at the open (or dropped)
                 self.stats.add("holding", -1)
-            return
-        self._notify(held=held)
+            return True
+        self._notify(held=False)
+        return True
 
     def _notify(self, *, held: bool) -> None:
         if self.on_arrival is not None:

@@ -41,8 +41,8 @@ class GateCounts:
     held
         Arrivals held at the closed door (each later forwarded).
     overflowed
-        Arrivals past the hold bound, passed on at once to the engine, which holds them
-        itself while parked (a paused SGLang, a sleeping vLLM).
+        Arrivals past the hold bound, answered ``503`` with ``Retry-After`` by the gate
+        (never forwarded).
     refused
         Requests to the engine's park and resume routes, refused (the scheduler owns them).
     in_flight, holding
