@@ -31,7 +31,9 @@ the server still lives, without a generation (vLLM ``/health``, 503 once its eng
 core died; otherwise ``/v1/models``). Both
 greedy answers (the reference and the check after each return) are taken with the door
 closed, so the engine serves them alone, at a batch of one, where greedy decoding is
-deterministic; without the gate a check under load needs the engines' batch-invariant
+deterministic: a return that finds the door open (a start-up heal, an attached gate whose
+lease lapsed) closes it before the resume and lets the requests already past it finish
+before its check; without the gate a check under load needs the engines' batch-invariant
 modes (``VLLM_BATCH_INVARIANT=1``, SGLang ``--enable-deterministic-inference``).
 """
 
@@ -231,7 +233,7 @@ class ServingEngine:
         endpoint.dialect.check_park(level=self.level, tags=self.tags, reload=self.reload)
         self.timeout_s = positive("timeout_s", timeout_s)
         self.max_tokens = integer("max_tokens", max_tokens, low=1)
-        self.poll_s = poll_s
+        self.poll_s = positive("poll_s", poll_s)
         self.idle_wait_s = nonnegative("idle_wait_s", idle_wait_s)
         self.reference: str | None = None
         self.failure: str | None = None
@@ -394,6 +396,7 @@ class ServingEngine:
         engine parks: vLLM only if ``/is_sleeping`` says so.
         """
         parked = self.parked or self._assumed_park()
+        self._hold()
         try:
             # Level 2 dropped the weights: reload them on the way back (vLLM reload_weights).
             stamps = resume(
@@ -415,10 +418,27 @@ class ServingEngine:
 
     def ready(self) -> dict[str, int]:
         """Send real requests until one completes; stamps (``resume_sent`` = the start)."""
+        self._hold()
         try:
             return self._ready({"resume_sent": time.perf_counter_ns()})
         finally:
             self._open_door()
+
+    def _hold(self) -> None:
+        """Close the door for a return that finds it open (a start-up heal, or one after a
+        failed park): no request reaches the engine until it is confirmed back. Those
+        already past the door wait in the parked engine; :meth:`_alone` lets them finish."""
+        door = self.door
+        if door is not None and not door.closed:
+            door.close(self.poll_s)  # not drained: what is in flight waits for the resume
+
+    def _alone(self) -> bool:
+        """With a door: wait (up to ``timeout_s``) until nothing is in flight through it, so
+        the check after a resume runs at a batch of one; whether nothing was."""
+        door = self.door
+        if door is None or door.load().running == 0:
+            return True
+        return door.close(self.timeout_s)  # closed already: this waits for the drain
 
     def _open_door(self) -> None:
         """Forward what the door held (whatever the return did: held forever is worse)."""
@@ -436,16 +456,26 @@ class ServingEngine:
         """A park that paused generation and died before its release: continue only
         (a resume of memory never released would kill SGLang's scheduler)."""
         stamps = {"resume_sent": time.perf_counter_ns()}
-        self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
-        stamps["continued"] = time.perf_counter_ns()
-        self.parked = None
-        return self._ready(stamps)
+        self._hold()
+        try:
+            self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+            stamps["continued"] = time.perf_counter_ns()
+            self.parked = None
+            return self._ready(stamps)
+        finally:
+            self._open_door()
 
     def _ready(self, stamps: dict[str, int]) -> dict[str, int]:
+        alone = self._alone()
         deadline = Deadline(self.timeout_s, f"{self.endpoint.url} after resume")
         answer = wait_first_request(
             self.endpoint, stamps, deadline, self.poll_s, self.max_tokens, health=False
         )
         reference = self.reference
         self.failure = None if reference is None else same_model(reference, answer.text)
+        if self.failure is not None and not alone:
+            self.failure += (
+                f" (requests sent before the door closed were still in flight after "
+                f"{self.timeout_s:g} s, so the check may have shared their batch)"
+            )
         return stamps
