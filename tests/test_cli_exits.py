@@ -405,3 +405,23 @@ def test_called_bare_it_prints_the_commands(capsys: pytest.CaptureFixture[str]) 
     assert out.startswith("usage: learnsched")
     assert all(f"    {command} " in out for command in ("grid", "online", "run", "gate"))
     assert EXIT_STATUSES.split(",")[0] in " ".join(out.split())
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (None, "-"),
+        (True, "yes"),
+        (False, "no"),
+        (0.1 + 0.2, "0.3"),
+        (3, "3"),
+        ([0.5, None], "0.5, -"),
+        ([], "-"),
+        ({"running": 1, "waiting": 0}, "running 1, waiting 0"),
+        ("path/x", "path/x"),
+    ],
+)
+def test_text_output_shows_json_values_without_python_reprs(value: object, shown: str) -> None:
+    from learnsched.cli.output import text_value
+
+    assert text_value(value) == shown

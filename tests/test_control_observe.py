@@ -136,4 +136,8 @@ def test_run_serves_them_on_the_flag(
     body = seen[0][1]
     assert result == [0]
     assert json.loads(body)["status"] == "running"
-    assert f"metrics http://{shown}:{port}/metrics" in capsys.readouterr().err
+    printed = capsys.readouterr()
+    assert f"metrics http://{shown}:{port}/metrics" in printed.err
+    # The run's summary in words, not Python's reprs.
+    assert "published" in printed.out
+    assert not set(printed.out.split()) & {"None", "True", "False"}

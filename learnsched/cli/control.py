@@ -15,7 +15,15 @@ from ..gate import DEFAULT_MAX_HELD
 from ._config import ConfigFlags
 from ._engine import add_connection_arguments
 from .gate import address, url_argument
-from .output import EXIT_MISSING, EXIT_OK, EXIT_VIOLATION, emit_json, print_rows
+from .output import (
+    EXIT_MISSING,
+    EXIT_OK,
+    EXIT_VIOLATION,
+    emit_json,
+    print_rows,
+    print_values,
+    text_value,
+)
 
 __all__ = ["register"]
 
@@ -273,15 +281,10 @@ def run_run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result)
     elif run.queue is not None:
-        print_rows(
-            [
-                (f"{name} {k}", str(v))
-                for name, job in result["jobs"].items()
-                for k, v in job.items()
-            ]
-        )
+        jobs = result["jobs"].items()
+        print_rows([(f"{name} {k}", text_value(v)) for name, job in jobs for k, v in job.items()])
     else:
-        print_rows([(key, str(value)) for key, value in result.items() if key != "overhead"])
+        print_values({key: value for key, value in result.items() if key != "overhead"})
     return EXIT_OK
 
 
@@ -329,5 +332,5 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(summary)
     else:
-        print_rows([(key, str(value)) for key, value in summary.items()])
+        print_values(summary)
     return EXIT_OK

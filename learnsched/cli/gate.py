@@ -12,7 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ..gate import DEFAULT_LEASE_S, DEFAULT_MAX_HELD
-from .output import EXIT_OK, emit_json, print_rows
+from .output import EXIT_OK, emit_json, print_values
 
 if TYPE_CHECKING:
     from ..gate import Gate
@@ -163,7 +163,7 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(counts.to_json())
     else:
-        print_rows([(key, str(value)) for key, value in counts.to_json().items()])
+        print_values(counts.to_json())
     return EXIT_OK
 
 

@@ -22,7 +22,7 @@ import json
 import math
 import re
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -48,6 +48,8 @@ __all__ = [
     "flag_names",
     "nonnegative_float",
     "print_rows",
+    "print_values",
+    "text_value",
 ]
 
 EXIT_OK = 0
@@ -114,6 +116,27 @@ def finite(value: float | None) -> float | None:
 def print_rows(rows: Rows) -> None:
     """Print ``(label, value)`` rows as the shared two-column table."""
     print(format_rows(rows))
+
+
+def text_value(value: Any) -> str:
+    """A JSON value as the text tables show it: ``-`` for none, ``yes``/``no``, numbers
+    to six significant digits, lists comma-separated (never Python's ``None``/``True``)."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(text_value(item) for item in value) or "-"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {text_value(v)}" for k, v in value.items()) or "-"
+    return str(value)
+
+
+def print_values(values: Mapping[str, Any]) -> None:
+    """Print a JSON object's keys and values (:func:`text_value`) as the two-column table."""
+    print_rows([(key, text_value(value)) for key, value in values.items()])
 
 
 def nonnegative_float(text: str) -> float:
