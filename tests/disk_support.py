@@ -92,3 +92,20 @@ class FullDisk:
             self.refused += 1
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         self._fallocate(fd, offset, length)
+
+
+def main(argv: list[str]) -> int:
+    """``python disk_support.py FOLDER AFTER_KIND TAKEN ARGS...``: ``learnsched ARGS`` in
+    this process on a :class:`FullDisk` over ``FOLDER`` (a test's subprocess hook)."""
+    from learnsched.cli import main as learnsched
+
+    folder, after_kind, taken, *args = argv
+    with pytest.MonkeyPatch.context() as patch:
+        FullDisk(Path(folder), patch, after_kind=after_kind, taken=int(taken))
+        return learnsched(args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

@@ -10,16 +10,24 @@ leads to when the restart resumes again.
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from test_control_restart import run_argv
 
+from learnsched.cli import main
 from learnsched.control.journal import quarantine_of
 from learnsched.serving.ledger import RESERVE_BYTES, read_ledger
 from learnsched.testing import EngineConfig, SimulatedEngine
 
 from control_support import make_loop
 from disk_support import FullDisk
+from engine_support import strict_engine
+
+TESTS = Path(__file__).resolve().parent
 
 FAST = {"token_s": 0.001}
 LOAN = {"work_quanta": 200, "quantum_s": 0.02}
@@ -114,3 +122,28 @@ def test_a_disk_too_full_for_the_reserve_stops_the_run_before_the_engine_is_touc
     assert raised.value.errno == errno.ENOSPC
     assert raised.value.filename == str(tmp_path / ".ledger.jsonl.reserve")
     assert not (tmp_path / "ledger.jsonl").exists()
+
+
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_run_on_a_full_disk_exits_4_naming_the_ledger_and_the_restart_returns_once(
+    tmp_path: Path, dialect: str
+) -> None:
+    """``learnsched run`` as a process (the disk hook on its path), the reserve's room
+    taken: exit 4, its error line naming the ledger; once space is freed, the next run
+    returns the engine once and exits 0, the strict engine alive (before: exit 4 naming
+    no file, then SGLang resumed twice and dead)."""
+    ledger = tmp_path / "ledger.jsonl"
+    with strict_engine(dialect, slow_health_s=0.0) as engine:
+        hook = [sys.executable, str(TESTS / "disk_support.py"), str(tmp_path), "work"]
+        done = subprocess.run(
+            [*hook, str(RESERVE_BYTES), *run_argv(engine.url, tmp_path, dialect)],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(TESTS)},
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 4, done.stderr
+        line = f"learnsched run: error: {ledger}: No space left on device"
+        assert done.stderr.splitlines()[-1].startswith(line), done.stderr
+        assert main(run_argv(engine.url, tmp_path, dialect, seconds=0.2)) == 0
+        assert engine.alive(), engine.stderr_text()
+    returns = [r for r in read_ledger(ledger) if r.kind == "return"]
+    assert [r.detail["recovered"] for r in returns][:1] == [True]
