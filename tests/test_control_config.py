@@ -240,3 +240,55 @@ def test_run_config_is_read_by_the_one_reader(
     assert line.startswith("learnsched run: error: "), line
     assert re.search(message, line), line
     assert str(config) in line
+
+
+def costs_from(argv: list[str]) -> RunConfig:
+    """:func:`config_from`, with ``--costs PROFILE`` resolved as ``learnsched run`` does."""
+    from learnsched.cli.control import _handoff_costs
+
+    args = build_parser(["run"]).parse_args(["run", *argv])
+    return RunConfig.from_args(_handoff_costs(args.config_flags.resolve(args)))
+
+
+def test_a_probes_profile_gives_the_run_its_costs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from learnsched.handoff import PAPER_PROFILE, CostProfile, Measurement
+
+    profile = tmp_path / "profile.json"
+    CostProfile(
+        measurements={
+            "warm_recovery_s": Measurement.of((0.25, 0.35), "s"),
+            "host_pss_awake_gib": Measurement.of((4.0,), "GiB"),
+            "host_pss_parked_gib": Measurement.of((6.0,), "GiB"),
+            "checkpoint_save_s": Measurement.of((0.04,), "s"),
+        }
+    ).write(profile)
+    (tmp_path / "calendar.json").write_text(json.dumps({"windows": [[0.2, 2.0]]}))
+    base = [
+        "--engine", "vllm", "--url", "http://127.0.0.1:9", "--trainer", COUNTING,
+        "--calendar", str(tmp_path / "calendar.json"), "--ledger", str(tmp_path / "l.jsonl"),
+        "--state-dir", str(tmp_path / "state"),
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="no checkpoint_load_s; measure it with `learnsched"):
+        costs_from([*base, "--costs", str(profile)])
+    config = costs_from([*base, "--costs", str(profile), "--base", "paper"])
+    assert "checkpoint_load_s from paper" in capsys.readouterr().err
+    assert config.recovery_s == pytest.approx(0.3)
+    assert config.residency_rate == pytest.approx(2.0 * 0.01)
+    assert config.save_s == 0.04
+    assert config.load_s == PAPER_PROFILE.mean("checkpoint_load_s")
+
+
+def test_the_profile_and_the_flags_do_not_both_give_the_return_path(tmp_path: Path) -> None:
+    from learnsched.handoff import PAPER_PROFILE
+
+    profile = tmp_path / "paper.json"
+    PAPER_PROFILE.write(profile)
+    path = write_config(tmp_path, "http://127.0.0.1:9")
+    # The file's recovery_s is a flag too: the profile and it cannot both give it.
+    with pytest.raises(ValueError, match="gives the return path and residency: drop --recovery-s"):
+        costs_from(["--config", str(path), "--costs", str(profile)])
+    unset = costs_from(["--config", str(path)])  # no --costs: the flags, the trainer's timings
+    assert (unset.recovery_s, unset.residency_rate) == (0.2, RunConfig.residency_rate)
+    assert (unset.save_s, unset.load_s) == (None, None)

@@ -14,6 +14,7 @@ from ..control.config import RunConfig, build_run
 from ..gate import DEFAULT_MAX_HELD
 from ._config import ConfigFlags
 from ._engine import add_connection_arguments
+from .costs import add_cost_flags, profile_costs
 from .gate import address, url_argument
 from .output import (
     EXIT_MISSING,
@@ -119,15 +120,16 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     add(
         "--recovery-s",
         type=float,
-        default=RunConfig.recovery_s,
-        help="return path t_ret, s (0.487 paper warm)",
+        help=f"return path t_ret, s (default {RunConfig.recovery_s:g}, or --costs PROFILE's "
+        "warm one; 0.487 paper warm)",
     )
     add(
         "--residency-rate",
         type=float,
-        default=RunConfig.residency_rate,
-        help="rho, s-eq. per parked s",
+        help=f"rho, s-eq. per parked s (default {RunConfig.residency_rate:g}, or --costs "
+        "PROFILE's)",
     )
+    add_cost_flags(run)
     add(
         "--quantum-margin",
         type=float,
@@ -262,9 +264,28 @@ def _failed(prog: str, err: Exception) -> int:
     return status
 
 
+def _handoff_costs(args: argparse.Namespace) -> argparse.Namespace:
+    """``args`` with the return path, residency, save and load the run plans with: a
+    probe's profile (``--costs``: its warm path, the run returns by resume), or the flags
+    and the trainer's own timings."""
+    measured = profile_costs(args, ("warm",))
+    if measured is None:
+        return args  # the flags (RunConfig's defaults where unset), the trainer's timings
+    flags = (("--recovery-s", "recovery_s"), ("--residency-rate", "residency_rate"))
+    given = [flag for flag, dest in flags if getattr(args, dest) is not None]
+    if given:
+        raise ValueError(
+            f"--costs {args.costs} gives the return path and residency: drop {', '.join(given)}"
+        )
+    costs = measured["warm"]
+    args.recovery_s, args.residency_rate = costs.recovery_s, costs.residency_rate
+    args.save_s, args.load_s = costs.save_s, costs.load_s
+    return args
+
+
 def run_run(args: argparse.Namespace) -> int:
     """``learnsched run``."""
-    config = RunConfig.from_args(args.config_flags.resolve(args))
+    config = RunConfig.from_args(_handoff_costs(args.config_flags.resolve(args)))
     line = _ProgressLine()
     run = build_run(config, progress=line)
     _stop_on_signals(run.stop)

@@ -115,6 +115,9 @@ class RunConfig:
         The return path's estimate ``t_ret``, seconds (``--recovery-s``).
     residency_rate
         ``rho``, s-eq. per parked second (``--residency-rate``).
+    save_s, load_s
+        The checkpoint's save and load, seconds (``--costs PROFILE``'s; ``None``: the
+        trainer's own timings, :class:`~.trainer.TrainerCosts`).
     quantum_margin
         Plan each quantum as this many times the measured one (``--quantum-margin``).
     lookahead_windows
@@ -170,6 +173,8 @@ class RunConfig:
     horizon_s: float | None = None
     recovery_s: float = 0.5
     residency_rate: float = 0.0
+    save_s: float | None = None
+    load_s: float | None = None
     quantum_margin: float = 1.5
     lookahead_windows: int = 64
     lookahead_cover: float = 2.0
@@ -186,14 +191,22 @@ class RunConfig:
     return_backoff_s: float = 0.5
     clear_quarantine: bool = False
 
+    def checkpoint_s(self, trainer: TrainerCosts) -> dict[str, float]:
+        """``{"save_s", "load_s"}`` a plan uses: ``--costs``'s, else the trainer's own."""
+        return {
+            "save_s": trainer.save_s if self.save_s is None else self.save_s,
+            "load_s": trainer.load_s if self.load_s is None else self.load_s,
+        }
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> RunConfig:
         """The configuration of ``learnsched run``'s parsed flags (``--config`` already
         resolved): each field from the flag of its name, or of the name without the unit
         (``--horizon`` gives ``horizon_s``; ``--trainer``, ``trainers``; ``--lookahead``,
         ``lookahead_windows``; ``--level``, ``sleep_level``; ``--seconds``, ``until_s``),
-        ``--trainer-options`` parsed from its JSON (``ValueError``/``TypeError`` naming
-        the flag)."""
+        a field no flag gave (``None`` for ``--recovery-s`` and ``--residency-rate``) its
+        default, ``--trainer-options`` parsed from its JSON (``ValueError``/``TypeError``
+        naming the flag)."""
         trainers = tuple(args.trainer or ())
         _check_job_source(trainers, args.queue)
         options = parse_json(args.trainer_options, "--trainer-options")
@@ -205,8 +218,11 @@ class RunConfig:
         values = {
             f: getattr(args, names[f])
             for f in cls.__dataclass_fields__
-            if f not in ("trainers", "trainer_options")
+            if f in names and f not in ("trainers", "trainer_options")
         }
+        for unset in ("recovery_s", "residency_rate"):  # None: the default
+            if values.get(unset, 0.0) is None:
+                del values[unset]
         return cls(trainers=trainers, trainer_options=options, **values)
 
 
@@ -472,8 +488,7 @@ def _build_loop(
         handoff = HandoffCosts(
             recovery_s=config.recovery_s,
             residency_rate=config.residency_rate,
-            save_s=costs.save_s,
-            load_s=costs.load_s,
+            **config.checkpoint_s(costs),
         )
         quantum_s = config.quantum_margin * costs.quantum_s
         g, h = config.benefit_rate, horizon_s
@@ -533,7 +548,8 @@ def _build_queue(
 
 def _queue_jobs(config: RunConfig, horizon_s: float) -> list[QueuedJob]:
     """The queue file's jobs, or one per trainer (each started once to read its ``J``
-    and timings; named job-0, job-1, ...; every one with ``benefit_rate``)."""
+    and timings, the save and load ``--costs``'s where given; named job-0, job-1, ...;
+    every one with ``benefit_rate``)."""
     from .queue import QueuedJob, read_queue
     from .trainer import TrainerProcess
 
@@ -558,8 +574,7 @@ def _queue_jobs(config: RunConfig, horizon_s: float) -> list[QueuedJob]:
                 costs.quantum_s,
                 config.benefit_rate,
                 horizon_s,
-                costs.save_s,
-                costs.load_s,
+                **config.checkpoint_s(costs),
             )
         )
     return jobs
