@@ -44,6 +44,11 @@ from engine_support import LIFETIME_S, raw_request, strict_config
         ("", "/", ""),
         ("/v1/responses/resp%20one", "/v1/responses/resp one", ""),
         ("/v1/responses/%FF", "/v1/responses/\ufffd", ""),  # as the engine decodes it
+        # The absolute form a proxy client sends: its path, whatever host it names.
+        ("http://127.0.0.1:8000/v1/models", "/v1/models", ""),
+        ("HTTPS://example.com/v1/%70ause/?x=1", "/v1/pause", "x=1"),
+        ("http://example.com", "/", ""),
+        ("http://example.com?x=1", "/", "x=1"),
     ],
 )
 def test_a_target_is_the_path_the_engine_routes(raw: str, path: str, query: str) -> None:
@@ -177,6 +182,14 @@ def test_a_path_goes_on_normalised(gate: Any) -> None:
     for path in ("/v1/models/", "//v1//models", "/v1/./models", "/v1/%6Dodels"):
         status, _, body = raw_request(gate.url, "GET", path)
         assert (status, json.loads(body)["data"][0]["id"]) == (200, "sim-model"), path
+
+
+def test_a_request_in_absolute_form_goes_to_the_engine(gate: Any) -> None:
+    """``GET http://HOST/v1/models`` (as a client configured for a forward proxy sends):
+    the gate's engine answers, whatever host the target names."""
+    for host in (gate.url, "http://elsewhere.example"):
+        status, _, body = raw_request(gate.url, "GET", f"{host}/v1/models")
+        assert (status, json.loads(body)["data"][0]["id"]) == (200, "sim-model"), host
 
 
 def test_a_generation_outside_v1_is_an_arrival_held_at_the_closed_door(

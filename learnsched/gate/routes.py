@@ -42,9 +42,14 @@ class Target:
 
     @classmethod
     def of(cls, raw: str) -> Target:
-        """The target of a request line's ``raw`` path (``/a%2Fb/../c?x=1``); a fragment
-        (which no client should send) is dropped, as the engine's HTTP parser drops it."""
+        """The target of a request line's ``raw`` path (``/a%2Fb/../c?x=1``), or of its
+        absolute form (``http://HOST/v1/models``, which a server must accept: RFC 9112
+        3.2.2; the gate routes it to its engine whatever host it names); a fragment (which
+        no client should send) is dropped, as the engine's HTTP parser drops it."""
         raw = raw.partition("#")[0]
+        if not raw.startswith("/") and urlsplit(raw).scheme.lower() in ("http", "https"):
+            absolute = urlsplit(raw)
+            raw = (absolute.path or "/") + (f"?{absolute.query}" if absolute.query else "")
         path, _, query = raw.partition("?")
         segments: list[str] = []
         # Decoded before splitting: the engine sees %2F as a slash too.
