@@ -1,12 +1,15 @@
 """One parser for the ``http(s)://HOST:PORT`` addresses the engine, the gate and the
-notifier take: the scheme, the host and the port all checked, the field named."""
+notifier take: the scheme, the host and the port all checked, the field named; and the
+TLS context of an ``https://`` engine, which the scheduler's calls and the gate share."""
 
 from __future__ import annotations
 
+import os
+import ssl
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["DEFAULT_PORTS", "HttpUrl", "http_url"]
+__all__ = ["DEFAULT_PORTS", "HttpUrl", "http_url", "tls_context"]
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -65,3 +68,23 @@ def http_url(
         DEFAULT_PORTS[parts.scheme] if port is None else port,
         parts.path,
     )
+
+
+def tls_context(
+    url: HttpUrl, ca_file: str | os.PathLike[str] | None, name: str = "ca_file"
+) -> ssl.SSLContext | None:
+    """The verifying TLS context for an ``https://`` ``url`` (``ca_file``: PEM certificate
+    authorities in place of the system's, for a private CA); None for ``http://``.
+
+    Raises
+    ------
+    ValueError
+        ``ca_file`` for an ``http://`` URL (``name`` is the field named).
+    OSError
+        ``ca_file`` cannot be read (the error names it).
+    """
+    if url.scheme != "https":
+        if ca_file is not None:
+            raise ValueError(f"{name} is for an https:// server, got {url.scheme}://{url.host}")
+        return None
+    return ssl.create_default_context(cafile=None if ca_file is None else os.fspath(ca_file))

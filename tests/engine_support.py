@@ -11,10 +11,15 @@ from __future__ import annotations
 import http.client
 import json
 import re
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import pytest
 
 from learnsched.testing import EngineConfig, EngineProcess, engine_command
 
@@ -136,3 +141,18 @@ def raw_request(
         return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
     finally:
         conn.close()
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key (openssl), PEM files: an https engine's,
+    signed by a CA no system trusts."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key

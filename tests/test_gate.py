@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from learnsched.serving.engines import AnswerScanner, Load, failure_of
 from learnsched.testing import EngineProcess
 
-from engine_support import config, strict_config
+from engine_support import config, raw_request, self_signed, strict_config
 
 aiohttp = pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
 
@@ -439,6 +439,26 @@ def test_nearest_rank_is_a_sample_with_that_share_at_or_below_it(
     assert value in samples
     assert sum(s <= value for s in samples) >= q * len(samples)
     assert nearest_rank([], q) is None
+
+
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_an_https_engine_of_a_private_ca_is_reached_with_its_ca_file(
+    tmp_path: Path, dialect: str
+) -> None:
+    from learnsched.testing import SimulatedEngine
+
+    cert, key = self_signed(tmp_path)
+    tls = config(dialect, ssl_certfile=str(cert), ssl_keyfile=str(key))
+    with SimulatedEngine(tls) as sim:
+        with Gate(sim.url, dialect, ca_file=cert) as gate:
+            status, _, body = raw_request(gate.url, "GET", "/v1/models")
+            assert status == 200, body
+        with Gate(sim.url, dialect) as gate:  # the system's CAs do not know it
+            status, _, body = raw_request(gate.url, "GET", "/v1/models")
+            assert status == 502
+            assert b"CERTIFICATE_VERIFY_FAILED" in body
+    with pytest.raises(ValueError, match="ca_file is for an https:// server"):
+        Gate("http://127.0.0.1:9", dialect, ca_file=cert)
 
 
 # --- notifications, the command ------------------------------------------------------------------

@@ -8,7 +8,7 @@ import pytest
 
 from learnsched.serving import HandoffProbeError, ServingEndpoint
 
-from engine_support import engine
+from engine_support import engine, self_signed
 
 
 @pytest.mark.parametrize(("dialect", "refusal"), [("vllm", "stalled"), ("sglang", "503")])
@@ -40,23 +40,6 @@ def test_broken_streams_are_named(stream: str, message: str) -> None:
         ServingEndpoint(sim.url, "sglang").generate(2, timeout_s=5)
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 and its key (openssl), PEM files."""
-    import shutil
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("needs the openssl command to make a test certificate")
-    cert, key = folder / "cert.pem", folder / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
-
-
 @pytest.mark.parametrize("dialect", ["vllm", "sglang"])
 def test_https_and_api_key(tmp_path: Path, dialect: str) -> None:
     """https:// and an API key reach an engine started with --ssl-* and --api-key
@@ -64,7 +47,7 @@ def test_https_and_api_key(tmp_path: Path, dialect: str) -> None:
     from learnsched.serving.endpoint import HttpStatusError, ServingEndpoint
     from learnsched.testing import EngineConfig, SimulatedEngine
 
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     config = EngineConfig(
         dialect, token_s=0.0, api_key="sesame", ssl_certfile=str(cert), ssl_keyfile=str(key)
     )

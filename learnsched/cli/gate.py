@@ -107,6 +107,10 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --control: requests held at the closed door at most (later ones are "
         "answered 503 with Retry-After; default %(default)s)",
     )  # fmt: skip
+    add(
+        "--ca-file", metavar="PEM",
+        help="certificate authorities for an https:// engine URL (a private CA)",
+    )  # fmt: skip
     add("--json", action="store_true", help="print the counts as JSON when stopped")
     gate.set_defaults(func=run_gate)
 
@@ -140,6 +144,7 @@ def run_gate(args: argparse.Namespace) -> int:
         port=port,
         max_held=args.max_held,
         on_arrival=None if forwarder is None else forwarder.arrived,
+        ca_file=args.ca_file,
     )
     stop = threading.Event()
 

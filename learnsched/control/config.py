@@ -445,7 +445,7 @@ def _front(config: RunConfig) -> Gate | RemoteGate | None:
         # Closed until the loop has returned the engine a killed run left parked and
         # taken its reference: no request reaches an engine not yet confirmed serving.
         return Gate(config.url, config.engine, host=config.gate[0], port=config.gate[1],
-                    max_held=config.max_held, closed=True)  # fmt: skip
+                    max_held=config.max_held, closed=True, ca_file=config.ca_file)  # fmt: skip
     from .._url import http_url
     from ..gate import RemoteGate
 

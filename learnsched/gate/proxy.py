@@ -45,6 +45,7 @@ starts it.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -52,7 +53,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._checks import integer, positive
 from .._extras import require
-from .._url import http_url
+from .._url import http_url, tls_context
 from ..serving.engines import AnswerScanner, Engine, Load
 from ..serving.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
@@ -108,6 +109,9 @@ class Gate:
         generations take as long as they take).
     closed
         Start with the door closed: requests are held until :meth:`open`.
+    ca_file
+        PEM certificate authorities that sign an ``https://`` engine's certificate (a
+        private CA), in place of the system's.
     """
 
     def __init__(
@@ -121,8 +125,9 @@ class Gate:
         on_arrival: Callable[[bool], None] | None = None,
         connect_timeout_s: float = 10.0,
         closed: bool = False,
+        ca_file: str | os.PathLike[str] | None = None,
     ) -> None:
-        http_url("upstream", upstream)
+        self._tls = tls_context(http_url("upstream", upstream), ca_file)
         self.upstream = upstream.rstrip("/")
         self.dialect: Engine = engine_dialect(engine)
         self.host = host
@@ -211,7 +216,8 @@ class Gate:
         from aiohttp import ClientSession, ClientTimeout, TCPConnector, web
 
         self._session = ClientSession(
-            connector=TCPConnector(limit=0),  # the engine decides how many run at once
+            # The engine decides how many run at once; https verified (True: the system's CAs).
+            connector=TCPConnector(limit=0, ssl=self._tls if self._tls is not None else True),
             timeout=ClientTimeout(total=None, sock_connect=self.connect_timeout_s),
             auto_decompress=False,  # bytes through unchanged
         )

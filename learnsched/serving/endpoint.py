@@ -19,13 +19,12 @@ import http.client
 import json
 import os
 import socket
-import ssl
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
-from .._url import http_url
+from .._url import http_url, tls_context
 from .engines import engine as engine_dialect
 from .errors import HandoffProbeError
 
@@ -106,16 +105,10 @@ class ServingEndpoint:
         parts = http_url("url", url)
         if api_key is not None and (not api_key or any(c in api_key for c in "\r\n")):
             raise ValueError("api_key must be a non-empty single line")
-        if ca_file is not None and parts.scheme != "https":
-            raise ValueError(f"ca_file is for an https:// server, got {url!r}")
+        self.tls = tls_context(parts, ca_file)
         self.url = url.rstrip("/")
         self.host = parts.host
         self.port = parts.port
-        self.tls = (
-            ssl.create_default_context(cafile=None if ca_file is None else os.fspath(ca_file))
-            if parts.scheme == "https"
-            else None
-        )
         self._auth = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
         self.model: str | None = None
 
