@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import socket
 import subprocess
 import sys
 import threading
@@ -306,6 +307,28 @@ def test_held_requests_wait_at_the_closed_door_and_go_on_when_it_opens(
     counts = counts_settled(gate)
     assert (counts.held, counts.holding, counts.failed) == (3, 0, 0)
     assert counts.summary()["added_latency_p99_s"] == max(added)
+
+
+def test_a_held_client_that_hangs_up_is_never_forwarded(dialect: str, gate: Gate) -> None:
+    assert gate.close(1.0)
+    body = json.dumps(completion(False)).encode()
+    with socket.create_connection((gate.host, gate.port)) as client:
+        client.sendall(
+            b"POST /v1/completions HTTP/1.1\r\nHost: gate\r\nContent-Type: application/json"
+            + f"\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        deadline = time.monotonic() + 5.0
+        while gate.load().waiting == 0 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert gate.load().waiting == 1
+    deadline = time.monotonic() + 5.0  # the hang-up is seen within HANGUP_CHECK_S
+    while gate.load().waiting and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gate.open() == []  # no one left at the door to let through
+    counts = counts_settled(gate)
+    assert (counts.held, counts.abandoned, counts.holding) == (1, 1, 0)
+    assert counts.completed + counts.failed + counts.cancelled == 0  # never forwarded
 
 
 def test_close_waits_for_requests_in_flight_within_the_bound() -> None:

@@ -78,6 +78,8 @@ HOP_BY_HOP = frozenset(
 STATS_PATH = "/gate/stats"
 # Requests still answering at a stop get this long, seconds.
 SHUTDOWN_S = 5.0
+# How often a held request looks whether its client is still there, seconds.
+HANGUP_CHECK_S = 0.25
 # Request bodies up to this size (long prompts, images in chat messages).
 MAX_BODY_BYTES = 64 << 20
 RETRY_AFTER_S = 1
@@ -318,7 +320,10 @@ class Gate:
         body = await request.read()
         if not self.dialect.generates(request.method, target.path):
             return await self._forward(request, target, body, work=False)
-        if not await self._admit():
+        admitted = await self._admit(request)
+        if admitted is None:  # held, and its client hung up: nothing to answer
+            return web.Response(status=499)
+        if not admitted:
             message = (
                 f"the engine is lent or being returned, and {self.max_held} requests are "
                 f"already held at the gate (its --max-held): try again in {RETRY_AFTER_S} s"
@@ -328,9 +333,10 @@ class Gate:
             return answer
         return await self._forward(request, target, body, work=True)
 
-    async def _admit(self) -> bool:
+    async def _admit(self, request: web.Request) -> bool | None:
         """Count an arrival; hold it while the door is closed; whether it may go on
-        (``False``: past ``max_held``, to be refused)."""
+        (``False``: past ``max_held``, to be refused; ``None``: held, and its client hung
+        up, so it must not reach the engine)."""
         arrival = time.monotonic()
         self.stats.add("arrivals")
         held = not self._door_open
@@ -345,13 +351,27 @@ class Gate:
             self.stats.add("holding")
             self._notify(held=True)
             try:
-                while not self._door_open:
-                    await self._opened.wait()
+                if not await self._held(request):
+                    self.stats.add("abandoned")
+                    return None
             finally:
                 self._holding.pop(key, None)  # counted at the open (or dropped)
                 self.stats.add("holding", -1)
             return True
         self._notify(held=False)
+        return True
+
+    async def _held(self, request: web.Request) -> bool:
+        """Wait at the closed door until it opens; ``False`` once the client has hung up
+        (looked at every :data:`HANGUP_CHECK_S`: a handler is not cancelled when its
+        client goes)."""
+        while not self._door_open:
+            try:
+                await asyncio.wait_for(self._opened.wait(), HANGUP_CHECK_S)
+            except asyncio.TimeoutError:
+                transport = request.transport
+                if transport is None or transport.is_closing():
+                    return False
         return True
 
     def _notify(self, *, held: bool) -> None:

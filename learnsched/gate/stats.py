@@ -39,7 +39,9 @@ class GateCounts:
         client's error, not a failure); dropped by their client (or cut off by the
         gate's own stop).
     held
-        Arrivals held at the closed door (each later forwarded).
+        Arrivals held at the closed door (each later forwarded, unless abandoned).
+    abandoned
+        Held arrivals whose client hung up before the door opened: never forwarded.
     overflowed
         Arrivals past the hold bound, answered ``503`` with ``Retry-After`` by the gate
         (never forwarded).
@@ -62,6 +64,7 @@ class GateCounts:
     rejected: int = 0
     cancelled: int = 0
     held: int = 0
+    abandoned: int = 0
     overflowed: int = 0
     refused: int = 0
     in_flight: int = 0
@@ -104,7 +107,8 @@ LEVELS = ("in_flight", "holding")
 """The counts that say how many now (the others are totals since the gate started)."""
 
 _COUNTERS = (
-    *("arrivals", "completed", "failed", "rejected", "cancelled", "held", "overflowed"),
+    *("arrivals", "completed", "failed", "rejected", "cancelled", "held", "abandoned"),
+    "overflowed",
     "refused",
     *LEVELS,
     *("parks", "parks_on_busy_engine"),
