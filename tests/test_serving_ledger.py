@@ -187,3 +187,17 @@ def test_a_reserved_append_is_written_in_the_reserve_once(
 def test_a_reserve_of_no_bytes_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="size must be >= 1, got 0"):
         HandoffLedger(tmp_path / "l.jsonl").reserve(0)
+
+
+def test_a_file_system_that_cannot_preallocate_gets_the_reserve_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unsupported(fd: int, offset: int, size: int) -> None:
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(os, "posix_fallocate", unsupported)
+    ledger = HandoffLedger(tmp_path / "l.jsonl")
+    ledger.reserve(200_000)
+    assert ledger.reserve_path.read_bytes() == bytes(200_000)
+    ledger.reserve(200_000)  # again: the same room, not more
+    assert ledger.reserve_path.stat().st_size == 200_000

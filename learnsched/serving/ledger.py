@@ -41,6 +41,21 @@ RESERVE_BYTES = 1 << 20
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
+def _allocate(fd: int, size: int) -> None:
+    """Hold ``size`` bytes of disk for ``fd``: preallocated (blocks already held cost no
+    new room), or written as zeros where the file system cannot preallocate (NFS before
+    4.2, some FUSE file systems)."""
+    try:
+        os.posix_fallocate(fd, 0, size)
+    except OSError as err:
+        if err.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+            raise
+        zeros = bytes(min(size, 1 << 16))
+        written = os.lseek(fd, 0, os.SEEK_SET)
+        while written < size:
+            written += os.write(fd, zeros[: size - written])
+
+
 class TornRecordWarning(UserWarning):
     """The ledger ends in a partial line (a writer was killed mid-append)."""
 
@@ -165,7 +180,7 @@ class HandoffLedger:
         with naming_file(self.reserve_path):
             fd = os.open(self.reserve_path, os.O_WRONLY | os.O_CREAT, FILE_MODE)
             try:
-                os.posix_fallocate(fd, 0, size)  # blocks already held cost no new room
+                _allocate(fd, size)
                 os.fsync(fd)
             finally:
                 os.close(fd)
