@@ -57,6 +57,7 @@ def test_grid_loads_only_its_command(tmp_path: Path) -> None:
     code = "from learnsched.cli import main\nmain(['grid', '--json'])"
     assert loaded_after(code, tmp_path) == {
         "learnsched.cli",
+        "learnsched.cli.costs",  # --costs: its flags (the handoff wing loads only with it)
         "learnsched.cli.output",
         "learnsched.cli.solve",
     }
