@@ -1,9 +1,13 @@
-"""Model tables: only those the policies read are built, rebuilds reuse their memory, and
-every value is bit for bit a fresh model's."""
+"""Model tables: only those the policies read are built, rebuilds reuse their memory, new
+models reuse what their thread's last ones released, and every value is bit for bit a fresh
+model's."""
 
 from __future__ import annotations
 
 import math
+import pathlib
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _core
 
+from conftest import run_python
 from strategies import scenarios
 
 POLICIES = list(_core.finite.Policy.__members__.values())
@@ -168,10 +173,15 @@ def test_a_model_for_one_policy_solves_it_as_the_full_model(
     ],
 )
 def test_a_policy_whose_table_was_not_built_is_refused(
-    small: _core.finite.Scenario, built: list[_core.finite.Policy], policy: _core.finite.Policy, table: str
+    small: _core.finite.Scenario,
+    built: list[_core.finite.Policy],
+    policy: _core.finite.Policy,
+    table: str,
 ) -> None:
     model = _core.finite.Model(small, built)
-    message = f"policy {_core.finite.policy_name(policy)} reads the {table}, which this model was built"
+    message = (
+        f"policy {_core.finite.policy_name(policy)} reads the {table}, which this model was built"
+    )
     with pytest.raises(ValueError, match=message):
         model.solve(policy)
     with pytest.raises(ValueError, match=message):
@@ -182,9 +192,16 @@ def test_a_policy_whose_table_was_not_built_is_refused(
 
 
 def test_tables_need_nothing_for_the_table_free_policies(small: _core.finite.Scenario) -> None:
-    model = _core.finite.Model(small, [_core.finite.Policy.NEVER, _core.finite.Policy.WINDOW, _core.finite.Policy.STATIC_ROI])
+    model = _core.finite.Model(
+        small,
+        [_core.finite.Policy.NEVER, _core.finite.Policy.WINDOW, _core.finite.Policy.STATIC_ROI],
+    )
     full = _core.finite.Model(small)
-    for policy in (_core.finite.Policy.NEVER, _core.finite.Policy.WINDOW, _core.finite.Policy.STATIC_ROI):
+    for policy in (
+        _core.finite.Policy.NEVER,
+        _core.finite.Policy.WINDOW,
+        _core.finite.Policy.STATIC_ROI,
+    ):
         assert plan_bits(model.solve(policy)) == plan_bits(full.solve(policy))
     state = _core.finite.State(0, 0, 0, False)
     for reader, table in [
@@ -263,3 +280,90 @@ def test_python_model_builds_the_tables_of_its_policies(s0348: ls.Scenario) -> N
     with pytest.raises(ValueError, match="policy must be one of"):
         ls.Model(scenario, policies=["nope"])
     assert math.isfinite(ls.Model(scenario, policies=()).solve("never").value)
+
+
+def solved(scenario: _core.finite.Scenario) -> list[tuple[object, ...]]:
+    """Every policy's plan, each from a new model built for it alone (as ``ls.solve``)."""
+    return [plan_bits(_core.finite.Model(scenario, [p]).solve(p)) for p in POLICIES]
+
+
+def on_a_new_thread(scenario: _core.finite.Scenario) -> list[tuple[object, ...]]:
+    """:func:`solved` on a thread of its own, whose table cache starts empty."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(solved, scenario).result()
+
+
+# Tables of 0.1-0.3 MB, which the thread's table cache keeps: larger, then smaller, then
+# with two paths (six tables a model), then the first again.
+CACHED_SHAPES = [(8, 3000, False), (6, 2500, False), (5, 3500, True), (8, 3000, False)]
+
+
+def test_models_built_one_after_another_answer_as_fresh_ones() -> None:
+    """Each model takes the blocks its thread's last models released (larger ones holding
+    their values): its answers are those of a model built where the cache is empty, one
+    thread after another and on two threads at once."""
+    every = [long_window_scenario(*shape) for shape in CACHED_SHAPES]
+    fresh = [on_a_new_thread(s) for s in every]
+    assert [solved(s) for s in every] == fresh
+    with ThreadPoolExecutor(2) as pool:
+        forward = pool.submit(lambda: [solved(s) for s in every])
+        backward = pool.submit(lambda: [solved(s) for s in reversed(every)])
+        assert forward.result() == fresh
+        assert backward.result() == fresh[::-1]
+
+
+# 1000 windows x J quanta: each table (1001 x (J+1) doubles) 16-32 MB, under the mapped size.
+AT_1000_WINDOWS = """
+import os, resource, sys
+import learnsched as ls
+def scenario(quanta):
+    windows = [(200.0 * k, 200.0 * k + 150.0) for k in range(1000)]
+    return ls.Scenario(windows=windows, work_quanta=quanta, quantum_s=1.0, benefit_rate=0.5,
+                       horizon_s=3.0e5, costs=ls.PAPER_COLD)
+"""
+
+SECOND_SOLVE_FAULTS = (
+    AT_1000_WINDOWS
+    + """
+policy, s = sys.argv[1], scenario(3600)
+ls.solve(s, policy)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+ls.solve(s, policy)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's allocator")
+@pytest.mark.parametrize("policy", ["rollout", "guarded"])
+def test_a_second_one_shot_solve_takes_the_first_ones_table_memory(
+    policy: str, tmp_path: pathlib.Path
+) -> None:
+    """At 1000 x 3600 each table is 28.8 MB (7031 pages): the second solve finds the
+    first one's blocks in its thread's cache, where glibc would have unmapped or trimmed
+    them and faulted them in again (14,072 faults for rollout's two)."""
+    out = run_python(["-c", SECOND_SOLVE_FAULTS, policy], tmp_path, check=True)
+    assert int(out.stdout) < 700
+
+
+CACHE_BOUND = (
+    AT_1000_WINDOWS
+    + """
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+ls.solve(scenario(10), "rollout")
+before = rss()
+for quanta in range(2000, 4000, 100):
+    ls.solve(scenario(quanta), "rollout")
+print(rss() - before)
+"""
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+def test_the_table_cache_holds_at_most_128_mib(tmp_path: pathlib.Path) -> None:
+    """Twenty rollout solves of growing tables (2 x 16-32 MB each, 1 GB in all) leave at
+    most the cache's 128 MiB resident once their models are gone."""
+    out = run_python(["-c", CACHE_BOUND], tmp_path, check=True)
+    assert int(out.stdout) <= (128 + 8) * 2**20

@@ -20,10 +20,11 @@
 namespace learnsched {
 
 // Blocks of at least this many bytes are fresh anonymous mappings (Linux); smaller ones
-// (and every block elsewhere) come from operator new. 32 MiB is glibc's largest mmap
-// threshold: below it a freed table may stay in the heap, already faulted in, for the next
-// model (or be trimmed: Model::rebuild is what never faults); above it every block is a
-// fresh mapping anyway, and ours is known to be zero.
+// (and every block elsewhere) come from operator new, and from 128 KiB on are kept when
+// released by a per-thread cache (128 MiB at most in a process, table_storage.cpp) that lends
+// them, already faulted in, to the thread's next tables: a model built for one solve then
+// writes memory faulted in before, as Model::rebuild does. 32 MiB is glibc's largest mmap
+// threshold: above it every block is a fresh mapping anyway, and ours is known to be zero.
 inline constexpr std::size_t kMappedBlockBytes = std::size_t{32} << 20;
 
 namespace detail {
@@ -35,7 +36,8 @@ struct BlockRelease {
 };
 
 // At least `bytes` of uninitialised memory, aligned for any scalar (page-aligned from
-// kMappedBlockBytes on, on Linux); std::bad_alloc if there is none.
+// kMappedBlockBytes on, on Linux), from the thread's cache where it holds a block that large;
+// std::bad_alloc if there is none.
 std::unique_ptr<void, BlockRelease> allocate_block(std::size_t bytes);
 
 // Whether allocate_block(bytes) returns zero-filled memory: a fresh anonymous mapping reads
