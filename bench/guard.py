@@ -281,6 +281,17 @@ def _loop_decision() -> Pair:
     return Pair(lambda: decider.decide(ahead, 0, 0, False), floor, 300)
 
 
+def _one_shot_solve() -> Pair:
+    """A one-shot rollout solve at 1000 x 3600 (``ls.solve``: a new model, its tables from
+    the thread's table cache) against the same solve into a kept model, rebuilt."""
+    from test_bench_solver import ONE_SHOT, solve_into_kept_model
+
+    scenario = ONE_SHOT["one path"]
+    reused = solve_into_kept_model(scenario, "rollout")
+    assert ls.solve(scenario, "rollout") == reused()
+    return Pair(partial(ls.solve, scenario, "rollout"), reused, 20)
+
+
 # Ceilings: the largest ratio of the runs on each development machine, x 1.3, rounded up
 # (docs/performance.md, "The benchmark guard", lists the machines and the ratios).
 CASES = (
@@ -294,6 +305,7 @@ CASES = (
     Case("reading a trace, 100,000 rows", "np.loadtxt of its token columns", 1.9, _trace_read),
     Case("sweep, 9600 rows to CSV", "bare solve_batch of as many rows", 10.5, _sweep),
     Case("loop decision, 600 windows ahead", "the kept model rebuilt", 1.8, _loop_decision),
+    Case("one-shot solve, 1000 x 3600", "a solve into a kept model", 1.4, _one_shot_solve),
 )
 
 
