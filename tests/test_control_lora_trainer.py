@@ -73,3 +73,12 @@ def test_an_interrupted_quantum_is_undone(tmp_path: Path) -> None:
     want = load_file(str(tmp_path / "whole" / CHECKPOINT_FILE))
     assert got.keys() == want.keys()
     assert all(torch.equal(got[k], want[k]) for k in want)
+
+
+def test_a_one_quantum_job_calibrates_and_publishes(tmp_path: Path) -> None:
+    """Calibration times at most the job's quanta: a job of one quantum can be built."""
+    trainer = LoraTrainer(tmp_path, work_quanta=1, steps_per_quantum=1)
+    assert trainer.costs().quantum_s > 0
+    trainer.resume()
+    assert trainer.advance(1).progress == 1
+    assert (Path(trainer.publish()) / "adapter_model.safetensors").exists()
