@@ -176,3 +176,34 @@ def test_an_empty_path_names_its_argument(
     status, _, err = run(capsys, *argv)
     assert status == 2
     assert one_line(err) == f"learnsched {argv[0]}: error: {named}: an empty path names no file"
+
+
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["grid", "--costs", "-1"], "--costs -1"),
+        (["solve", "--", "-1"], "file -1"),
+        (
+            [
+                *("run", "--engine", "vllm", "--url", "http://127.0.0.1:9", "--trainer", "m:T"),
+                *("--calendar", "c.json", "--ledger", "l.jsonl", "--state-dir", "."),
+                *("--costs", "-1"),
+            ],
+            "--costs -1",
+        ),
+    ],
+)
+def test_a_path_that_reads_as_a_flag_names_its_argument(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    named: str,
+) -> None:
+    """A missing path such as ``-1`` names the argument that gave it: "-1: No such file or
+    directory" alone reads as a stray option, not as the value of ``--costs``."""
+    monkeypatch.chdir(tmp_path)
+    write_file(tmp_path / "c.json", json.dumps({"windows": [[0.0, 5.0]]}))
+    status, _, err = run(capsys, *argv)
+    assert status == 2
+    assert one_line(err) == f"learnsched {argv[0]}: error: {named}: No such file or directory"

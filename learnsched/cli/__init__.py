@@ -220,18 +220,34 @@ def _report(prog: str, err: BaseException) -> int:
     return code
 
 
-def _empty_path(args: argparse.Namespace, err: Exception) -> Exception:
-    """``err``, or for an ``OSError`` on the empty path (": No such file or directory"
-    names nothing) a ``ValueError`` naming the arguments that were given ``''``."""
-    if not isinstance(err, OSError) or err.filename != "":
-        return err
+def _given_to(args: argparse.Namespace, path: str) -> list[str]:
+    """The arguments of ``args`` that were given ``path`` (flags, or positionals' names)."""
     parser: argparse.ArgumentParser = args.command_parser
-    given = [
+    return [
         action.option_strings[-1] if action.option_strings else str(action.metavar or action.dest)
         for action in parser._actions
-        if getattr(args, action.dest, None) == "" or getattr(args, action.dest, None) == [""]
+        if getattr(args, action.dest, None) in (path, [path])
     ]
-    return ValueError(f"{' or '.join(given) or 'a path'} '': an empty path names no file")
+
+
+def _unnamed_path(args: argparse.Namespace, err: Exception) -> Exception:
+    """``err``, or for an ``OSError`` on a path that names nothing alone the same error
+    naming the arguments that gave it: the empty path (": No such file or directory"
+    becomes a ``ValueError``), or one that reads as a flag (``--costs -1``, whose
+    "-1: No such file or directory" reads as a stray option)."""
+    if not isinstance(err, OSError) or not isinstance(err.filename, str):
+        return err
+    path = err.filename
+    if path == "":
+        given = _given_to(args, path)
+        return ValueError(f"{' or '.join(given) or 'a path'} '': an empty path names no file")
+    if not path.startswith("-") or not err.strerror:
+        return err
+    given = _given_to(args, path)
+    if not given:
+        return err
+    # The same errno keeps the exit status; only the name the line shows changes.
+    return OSError(err.errno, err.strerror, f"{' or '.join(given)} {path}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -241,7 +257,7 @@ def run(args: argparse.Namespace) -> int:
     except BrokenPipeError:  # not a failure of the command: main() handles it
         raise
     except Exception as err:  # noqa: BLE001 - the catch-all: every exception is one line
-        return _report(args.command_prog, _empty_path(args, err))
+        return _report(args.command_prog, _unnamed_path(args, err))
     return status
 
 
