@@ -11,6 +11,8 @@
 - :mod:`.actuation`: parking and returning the engine (:class:`ServingEngine`);
 - :mod:`.trainer`: the trainer protocol over a process boundary (:class:`Trainer`,
   :class:`TrainerProcess`); :mod:`.lora_trainer`: the reference LoRA trainer;
+  :mod:`.peft_trainer`: the user's own LoRA job (:class:`PeftTrainer`), both on
+  :mod:`.adapter_trainer`;
 - :mod:`.journal`: the ledger's records and their replay (:func:`replay`);
 - :mod:`.loadgen`: the trace replayer; :mod:`.demo`, :mod:`.timeline`: the demo and its plot.
 
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
     from .journal import SUMMARY_KEYS, Totals, replay
     from .loadgen import LoadGenerator, RequestResult, TraceRequest, read_requests
     from .loop import ControlLoop, LoopOptions
+    from .lora_trainer import LoraTrainer
+    from .peft_trainer import PeftTrainer
     from .trainer import Advanced, Trainer, TrainerCosts, TrainerError, TrainerLost, TrainerProcess
     from .windows import KnownCalendar, Window, read_calendar
 
@@ -66,6 +70,8 @@ _NAMES = {
     "TrainerError": "trainer",
     "TrainerLost": "trainer",
     "TrainerProcess": "trainer",
+    "LoraTrainer": "lora_trainer",
+    "PeftTrainer": "peft_trainer",
     "KnownCalendar": "windows",
     "Window": "windows",
     "read_calendar": "windows",
@@ -82,8 +88,10 @@ __all__ = [
     "KnownCalendar",
     "LoadGenerator",
     "LoopOptions",
+    "LoraTrainer",
     "ModelDecider",
     "MoveDecider",
+    "PeftTrainer",
     "QueueDecider",
     "RequestResult",
     "RunConfig",
