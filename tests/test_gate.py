@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learnsched.serving.engines import AnswerScanner, Load, failure_of
+from learnsched.serving.engines import AnswerScanner, Load, ends_at_close, failure_of
 from learnsched.testing import EngineProcess
 
 from engine_support import config, raw_request, self_signed, strict_config
@@ -199,6 +199,45 @@ def test_a_stream_vllm_aborts_counts_as_failed() -> None:
         assert answers[0][0] == 200  # an abort still ends the stream normally ...
         assert any('"finish_reason": "abort"' in event for event in events(answers[0][2]))
         assert counts_settled(gate).failed == 1  # ... and the gate counts it
+
+
+@pytest.mark.parametrize(
+    ("dialect", "path", "body"),
+    [
+        ("vllm", "/v1/completions", completion(True, 40)),
+        ("vllm", "/v1/chat/completions", {
+            "model": "sim-model", "messages": [{"role": "user", "content": "hi"}],
+            "max_tokens": 40, "temperature": 0, "stream": True,
+            "stream_options": {"include_usage": True}}),
+        ("sglang", "/generate", {
+            "text": "hello", "sampling_params": {"max_new_tokens": 40, "temperature": 0},
+            "stream": True}),
+    ],
+)  # fmt: skip
+def test_a_stream_cut_off_by_the_engines_death_counts_as_failed(
+    dialect: str, path: str, body: dict[str, object]
+) -> None:
+    """An engine killed mid-stream whose body ends at its connection's close (no length,
+    no chunks, as the simulator's HTTP/1.0 answers): the gate sees the close, not
+    ``[DONE]``, counts the request failed, and breaks off the client's stream too."""
+    config = strict_config(dialect, token_s=0.05)
+    with EngineProcess(config, lifetime_s=LIFETIME_S) as sim, Gate(sim.url, dialect) as gate:
+        conn = http.client.HTTPConnection("127.0.0.1", gate.port, timeout=10.0)
+        got: list[bytes] = []
+        try:
+            conn.request(
+                "POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"}
+            )
+            answer = conn.getresponse()
+            got.append(answer.read1(64))  # the stream has begun ...
+            sim.process.kill()  # ... and the engine dies (SIGKILL)
+            with pytest.raises(http.client.IncompleteRead):
+                answer.read()  # the client's stream is broken off, not ended
+        finally:
+            conn.close()
+        assert got[0]
+        counts = counts_settled(gate)
+        assert (counts.failed, counts.completed) == (1, 0)
 
 
 def test_a_client_that_gives_up_is_cancelled_not_failed() -> None:
@@ -443,6 +482,51 @@ def test_any_chunking_of_a_stream_reads_the_same(
     for a, b in itertools.pairwise(edges):
         scanner.feed(data[a:b])
     assert scanner.close() == expected
+
+
+# Streams that reached their last event, and that event: the OpenAI routes' (vLLM's
+# usage-only event before it), SGLang's /generate, the Responses and Messages APIs'.
+ENDED = [
+    (SSE_OK, b"data: [DONE]"),
+    (SSE_OK.replace(b"\n", b"\r\n"), b"data: [DONE]"),
+    (b'data: {"text": "a", "meta_info": {"finish_reason": null}}\n\ndata:[DONE]\n\n',
+     b"data:[DONE]"),
+    ((b'event: response.output_text.delta\ndata: {"delta": "a"}\n\n'
+      b'event: response.completed\ndata: {"type": "response.completed"}\n\n'),
+     b"event: response.completed"),
+    ((b'event: content_block_delta\ndata: {"delta": {"text": "a"}}\n\n'
+      b'event: message_stop\ndata: {"type": "message_stop"}\n\n'), b"event: message_stop"),
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(ENDED), st.integers(0, 1000), st.lists(st.integers(0, 200), max_size=8))
+def test_a_stream_that_closes_before_its_last_event_was_cut_off(
+    case: tuple[bytes, bytes], at: int, cuts: list[int]
+) -> None:
+    """Ended only by its connection's close, a stream is whole once its last event came
+    (however it was chunked) and cut off before; a framed one is the HTTP reader's to
+    judge."""
+    data, last = case
+    whole = data.index(last) + len(last)
+    cut = data[: at % whole]
+    for stream, until_close, expected in [
+        (data, True, None),
+        (cut, True, "cut off"),
+        (cut, False, None),
+    ]:
+        scanner = AnswerScanner(event_stream=True, until_close=until_close)
+        edges = sorted({0, len(stream), *(c % (len(stream) + 1) for c in cuts)})
+        for a, b in itertools.pairwise(edges):
+            scanner.feed(stream[a:b])
+        assert scanner.close() == expected
+
+
+def test_an_answer_ends_at_its_close_without_a_length_or_chunks() -> None:
+    assert ends_at_close(None, None)
+    assert ends_at_close(None, "identity")
+    assert not ends_at_close("12", None)
+    assert not ends_at_close(None, "gzip, Chunked")
 
 
 def test_a_plain_json_answer_is_read_at_its_end() -> None:

@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .._checks import integer, positive
 from .._extras import require
 from .._url import http_url, tls_context
-from ..serving.engines import AnswerScanner, Engine, Load
+from ..serving.engines import CUT_OFF, AnswerScanner, Engine, Load, ends_at_close
 from ..serving.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
 from .routes import Target, local_location
@@ -415,7 +415,13 @@ class Gate:
                     if key.lower() not in HOP_BY_HOP or key.lower() == "content-length":
                         response.headers.add(key, value)
                 kind = answer.headers.get("Content-Type", "")
-                scanner = AnswerScanner(kind.startswith("text/event-stream"))
+                until_close = ends_at_close(
+                    answer.headers.get("Content-Length"), answer.headers.get("Transfer-Encoding")
+                )
+                scanner = AnswerScanner(
+                    kind.startswith("text/event-stream"), until_close=until_close
+                )
+                failure = None
                 delivered = False
                 try:
                     await response.prepare(request)
@@ -423,6 +429,12 @@ class Gate:
                         if work:
                             scanner.feed(chunk)
                         await response.write(chunk)
+                    failure = scanner.close() if work else None
+                    if failure == CUT_OFF:
+                        # The engine died mid-stream: break off the client's stream too.
+                        if request.transport is not None:
+                            request.transport.close()
+                        return response
                     delivered = True
                     await response.write_eof()
                 except ConnectionResetError:
@@ -432,7 +444,7 @@ class Gate:
                     if not delivered:
                         outcome = "cancelled"
                         return response
-                outcome = _outcome(answer.status, scanner.close() if work else None)
+                outcome = _outcome(answer.status, failure)
                 return response
         except asyncio.CancelledError:
             outcome = "cancelled"  # the client went away, or the gate is stopping

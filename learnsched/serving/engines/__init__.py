@@ -14,11 +14,12 @@ from __future__ import annotations
 from .actions import Door, EngineServer, Parked, check_idle, park, resume, same_model
 from .base import MEMORY_TAGS, PROMPT, Engine, Server
 from .load import Load, load_of, metric_sum
-from .outcome import AnswerScanner, failure_of
+from .outcome import CUT_OFF, AnswerScanner, ends_at_close, failure_of
 from .sglang import SGLang
 from .vllm import VLLM_SLEEP_LEVELS, Vllm
 
 __all__ = [
+    "CUT_OFF",
     "ENGINES",
     "MEMORY_TAGS",
     "PROMPT",
@@ -32,6 +33,7 @@ __all__ = [
     "Parked",
     "Server",
     "check_idle",
+    "ends_at_close",
     "engine",
     "failure_of",
     "load_of",

@@ -8,6 +8,13 @@ byte for byte unchanged, and counts such a request as failed; the load generator
 its answers the same way. The usage-only last event
 of vLLM's ``--enable-force-include-usage`` (``"choices": []``) is an ordinary event.
 
+An answer whose end is its connection's close (no ``Content-Length``, not chunked: an
+HTTP/1.0 server's stream) looks the same whether it ended or its engine died; such an event
+stream that closes before its last event (``data: [DONE]`` of the OpenAI routes and
+SGLang's ``/generate``, the Responses API's ``response.completed``/``incomplete``/``failed``,
+the Messages API's ``message_stop``) was ``"cut off"``. A framed body cut short is the
+HTTP reader's error.
+
 Only lines that could carry a failure (they contain ``abort`` or ``error``) are parsed,
 so a stream costs a substring search per line.
 """
@@ -18,11 +25,23 @@ import contextlib
 import json
 from typing import Any
 
-__all__ = ["MAX_BODY_BYTES", "AnswerScanner", "failure_of"]
+__all__ = ["CUT_OFF", "MAX_BODY_BYTES", "AnswerScanner", "ends_at_close", "failure_of"]
 
 # A plain (non-stream) JSON answer longer than this is not parsed (counted as it stands).
 MAX_BODY_BYTES = 1 << 20
 MARKERS = (b"abort", b"error")
+CUT_OFF = "cut off"
+"""Why an event stream that closed before its last event failed."""
+LAST_EVENTS = frozenset(
+    {b"response.completed", b"response.incomplete", b"response.failed", b"message_stop"}
+)
+
+
+def ends_at_close(content_length: str | None, transfer_encoding: str | None) -> bool:
+    """Whether an answer with these headers ends only at its connection's close (its
+    body framed neither by a length nor by chunks)."""
+    chunked = transfer_encoding is not None and "chunked" in transfer_encoding.lower()
+    return content_length is None and not chunked
 
 
 def failure_of(event: Any) -> str | None:
@@ -59,16 +78,22 @@ class AnswerScanner:
     ----------
     event_stream
         Whether the answer is ``text/event-stream``.
+    until_close
+        Whether the answer ends only at its connection's close (:func:`ends_at_close`):
+        an event stream must then reach its last event, or it was :data:`CUT_OFF`.
 
     Attributes
     ----------
     failure : str or None
-        Why the answer failed (``"error event"``, ``"aborted"``) once seen, else ``None``.
+        Why the answer failed (``"error event"``, ``"aborted"``, ``"cut off"``) once seen,
+        else ``None``.
     """
 
-    def __init__(self, event_stream: bool) -> None:
+    def __init__(self, event_stream: bool, *, until_close: bool = False) -> None:
         self.event_stream = event_stream
+        self.until_close = until_close
         self.failure: str | None = None
+        self.ended = False  # an event stream's last event came
         self._pending = b""
         self._size = 0
 
@@ -91,6 +116,8 @@ class AnswerScanner:
         if self.event_stream:
             if self._pending:
                 self._line(self._pending)
+            if self.failure is None and self.until_close and not self.ended:
+                self.failure = CUT_OFF
         elif self.failure is None and self._size <= MAX_BODY_BYTES and _marked(self._pending):
             with contextlib.suppress(ValueError):  # not JSON: the status says the rest
                 self.failure = failure_of(json.loads(self._pending))
@@ -98,7 +125,14 @@ class AnswerScanner:
         return self.failure
 
     def _line(self, line: bytes) -> None:
-        if self.failure is not None or not line.startswith(b"data:") or not _marked(line):
+        if self.failure is not None:
+            return
+        field, _, value = line.partition(b":")
+        if (field == b"data" and value.strip() == b"[DONE]") or (
+            field == b"event" and value.strip() in LAST_EVENTS
+        ):
+            self.ended = True
+        if field != b"data" or not _marked(line):
             return
         try:
             self.failure = failure_of(json.loads(line[len(b"data:") :]))
