@@ -63,7 +63,8 @@ def read_texts(path: Path, field: str) -> list[str]:
 def work_quanta_of(work_quanta: int | None, steps: int | None, steps_per_quantum: int) -> int:
     """``J`` from exactly one of ``work_quanta`` and ``steps`` (a whole number of quanta)."""
     if (work_quanta is None) == (steps is None):
-        raise ValueError("give one of work_quanta and steps (the job's length), not both")
+        given = "neither" if work_quanta is None else "both"
+        raise ValueError(f"give one of work_quanta and steps (the job's length), got {given}")
     if work_quanta is not None:
         return integer("work_quanta", work_quanta, low=1)
     total = integer("steps", steps, low=1)
