@@ -14,6 +14,7 @@ import pytest
 
 from learnsched.cli import build_parser, main
 from learnsched.control import RunConfig, build_run
+from learnsched.gate.limits import GateLimits
 from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
 
@@ -203,6 +204,10 @@ def test_build_run_refuses_what_learnsched_run_refuses(tmp_path: Path) -> None:
         ({"trainers": (COUNTING, COUNTING), "metrics_port": ("127.0.0.1", 0)}, "--metrics-port"),
         ({"attach": "http://127.0.0.1:9", "gate": ("127.0.0.1", 0)}, "--attach and --gate"),
         ({"attach": "http://127.0.0.1:9", "max_held": 5}, "--max-held is the attached gate's"),
+        (
+            {"attach": "http://127.0.0.1:9", "gate_limits": GateLimits(max_connections=8)},
+            "the gate's bounds .* are the attached gate's own",
+        ),
         ({"attach": "127.0.0.1:9"}, "--attach must be http://HOST:PORT, got '127.0.0.1:9'"),
         ({"attach": "https://127.0.0.1:9"}, "--attach must be http://HOST:PORT"),
     ]:

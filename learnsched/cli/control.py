@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from ..control.config import RunConfig, build_run
 from ..gate import DEFAULT_MAX_HELD
+from ..gate.limits import add_limit_flags
 from ._config import ConfigFlags
 from ._engine import add_connection_arguments
 from .costs import add_cost_flags, profile_costs
@@ -176,6 +177,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         help="with --gate: requests held at the closed door at most (later ones are "
         f"answered 503 with Retry-After; default {DEFAULT_MAX_HELD})",
     )  # fmt: skip
+    add_limit_flags(run, "with --gate: ")
     add(
         "--metrics-port", type=address, metavar="[HOST:]PORT",
         help="serve the loop's Prometheus /metrics and its /healthz here (loopback unless "

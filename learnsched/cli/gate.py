@@ -12,6 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from ..gate import DEFAULT_LEASE_S, DEFAULT_MAX_HELD
+from ..gate.limits import GateLimits, add_limit_flags
 from .output import EXIT_OK, emit_json, print_values
 
 if TYPE_CHECKING:
@@ -111,6 +112,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         "--ca-file", metavar="PEM",
         help="certificate authorities for an https:// engine URL (a private CA)",
     )  # fmt: skip
+    add_limit_flags(gate, "")
     add("--json", action="store_true", help="print the counts as JSON when stopped")
     gate.set_defaults(func=run_gate)
 
@@ -145,6 +147,7 @@ def run_gate(args: argparse.Namespace) -> int:
         max_held=args.max_held,
         on_arrival=None if forwarder is None else forwarder.arrived,
         ca_file=args.ca_file,
+        limits=GateLimits.from_args(args),
     )
     stop = threading.Event()
 

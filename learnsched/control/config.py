@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._json import parse as parse_json
 from ..gate import DEFAULT_MAX_HELD
+from ..gate.limits import GateLimits
 
 if TYPE_CHECKING:
     from ..gate import Gate, RemoteGate
@@ -141,6 +142,10 @@ class RunConfig:
         seconds (``--drain-s``).
     max_held
         With a gate: requests held at the closed door at most (``--max-held``).
+    gate_limits
+        With a gate: its bounds on bodies, waits and connections (``--max-body-mib``,
+        ``--body-budget-mib``, ``--header-timeout-s``, ``--body-timeout-s``,
+        ``--upstream-timeout-s``, ``--max-connections``).
     metrics_port
         Serve the loop's Prometheus ``/metrics`` and ``/healthz`` at this
         ``(host, port)`` (``--metrics-port``; one trainer only).
@@ -185,6 +190,7 @@ class RunConfig:
     notify: Address | None = None
     drain_s: float = 5.0
     max_held: int = DEFAULT_MAX_HELD
+    gate_limits: GateLimits = field(default_factory=GateLimits)
     metrics_port: Address | None = None
     until_s: float | None = None
     return_tries: int = 5
@@ -223,7 +229,8 @@ class RunConfig:
         for unset in ("recovery_s", "residency_rate"):  # None: the default
             if values.get(unset, 0.0) is None:
                 del values[unset]
-        return cls(trainers=trainers, trainer_options=options, **values)
+        limits = GateLimits.from_args(args)
+        return cls(trainers=trainers, trainer_options=options, gate_limits=limits, **values)
 
 
 def _check_job_source(trainers: tuple[str, ...], queue: object) -> None:
@@ -445,7 +452,8 @@ def _front(config: RunConfig) -> Gate | RemoteGate | None:
         # Closed until the loop has returned the engine a killed run left parked and
         # taken its reference: no request reaches an engine not yet confirmed serving.
         return Gate(config.url, config.engine, host=config.gate[0], port=config.gate[1],
-                    max_held=config.max_held, closed=True, ca_file=config.ca_file)  # fmt: skip
+                    max_held=config.max_held, closed=True, ca_file=config.ca_file,
+                    limits=config.gate_limits)  # fmt: skip
     from .._url import http_url
     from ..gate import RemoteGate
 
@@ -454,6 +462,11 @@ def _front(config: RunConfig) -> Gate | RemoteGate | None:
     if config.max_held != DEFAULT_MAX_HELD:
         raise ValueError(
             "--max-held is the attached gate's own: give it to `learnsched gate --max-held`"
+        )
+    if config.gate_limits != GateLimits():
+        raise ValueError(
+            "the gate's bounds (--max-body-mib ... --max-connections) are the attached "
+            "gate's own: give them to `learnsched gate`"
         )
     http_url("--attach", config.attach, schemes=("http",))
     return RemoteGate(config.attach, config.engine, config.url, timeout_s=config.timeout_s)

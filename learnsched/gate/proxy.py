@@ -48,7 +48,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._checks import integer, positive
@@ -57,6 +57,7 @@ from .._url import http_url, tls_context
 from ..serving.engines import CUT_OFF, AnswerScanner, Engine, Load, ends_at_close
 from ..serving.engines import engine as engine_dialect
 from . import DEFAULT_MAX_HELD
+from .limits import BodyBudget, GateLimits, open_files
 from .routes import Target, local_location
 from .stats import GateCounts, GateStats
 
@@ -80,8 +81,6 @@ STATS_PATH = "/gate/stats"
 SHUTDOWN_S = 5.0
 # How often a held request looks whether its client is still there, seconds.
 HANGUP_CHECK_S = 0.25
-# Request bodies up to this size (long prompts, images in chat messages).
-MAX_BODY_BYTES = 64 << 20
 RETRY_AFTER_S = 1
 """The ``Retry-After`` of the ``503`` a request past ``max_held`` gets, seconds: the door
 opens as soon as the return is confirmed, which the gate cannot foresee."""
@@ -114,6 +113,9 @@ class Gate:
     ca_file
         PEM certificate authorities that sign an ``https://`` engine's certificate (a
         private CA), in place of the system's.
+    limits
+        Its bounds on bodies, waits and connections (:class:`~.limits.GateLimits`;
+        ``None``: the defaults).
     """
 
     def __init__(
@@ -128,6 +130,7 @@ class Gate:
         connect_timeout_s: float = 10.0,
         closed: bool = False,
         ca_file: str | os.PathLike[str] | None = None,
+        limits: GateLimits | None = None,
     ) -> None:
         self._tls = tls_context(http_url("upstream", upstream), ca_file)
         self.upstream = upstream.rstrip("/")
@@ -138,6 +141,9 @@ class Gate:
         self.on_arrival = on_arrival
         self.connect_timeout_s = positive("connect_timeout_s", connect_timeout_s)
         self.stats = GateStats()
+        self.limits = GateLimits() if limits is None else limits
+        self._budget = BodyBudget(self.limits.body_budget_bytes)
+        self._max_connections = 0  # set at the start, from the open-file limit
         self._door_open = not closed
         self._holding: dict[int, float] = {}  # held request -> arrival (monotonic s)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -169,8 +175,11 @@ class Gate:
             aiohttp is not installed (the ``serve`` extra).
         OSError
             The address cannot be bound (the message names it).
+        ValueError
+            ``max_connections`` is more than the open-file limit allows.
         """
         require("aiohttp", "serve")
+        self._max_connections = self.limits.connections(open_files())
         self._thread = threading.Thread(target=self._run, name="learnsched-gate", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout_s):
@@ -220,13 +229,23 @@ class Gate:
         self._session = ClientSession(
             # The engine decides how many run at once; https verified (True: the system's CAs).
             connector=TCPConnector(limit=0, ssl=self._tls if self._tls is not None else True),
-            timeout=ClientTimeout(total=None, sock_connect=self.connect_timeout_s),
+            timeout=ClientTimeout(
+                total=None,
+                sock_connect=self.connect_timeout_s,
+                sock_read=self.limits.upstream_timeout_s,
+            ),
             auto_decompress=False,  # bytes through unchanged
         )
-        app = web.Application(client_max_size=MAX_BODY_BYTES)
+        app = web.Application()  # bodies are bounded as they are read (_read_body)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(
-            app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_S
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_S,
+            # aiohttp closes a connection whose request headers have not all come this
+            # long after it opened or after its last answer, however slowly they trickle.
+            keepalive_timeout=self.limits.header_timeout_s,
         )
         await self._runner.setup()
         try:
@@ -317,9 +336,12 @@ class Gate:
                 "routes (park, pause, abort, reload ...) are the scheduler's"
             )
             return _error(403, "PermissionDeniedError", message)
-        body = await request.read()
+        refusal = self._beyond_limits(request)
+        if refusal is not None:
+            self.stats.add("shed")
+            return refusal
         if not self.dialect.generates(request.method, target.path):
-            return await self._forward(request, target, body, work=False)
+            return await self._forward(request, target, work=False)
         admitted = await self._admit(request)
         if admitted is None:  # held, and its client hung up: nothing to answer
             return web.Response(status=499)
@@ -328,10 +350,75 @@ class Gate:
                 f"the engine is lent or being returned, and {self.max_held} requests are "
                 f"already held at the gate (its --max-held): try again in {RETRY_AFTER_S} s"
             )
-            answer = _error(503, "ServiceUnavailableError", message)
-            answer.headers["Retry-After"] = str(RETRY_AFTER_S)
+            return _unavailable(message)
+        return await self._forward(request, target, work=True)
+
+    def _beyond_limits(self, request: web.Request) -> web.Response | None:
+        """The answer to a request the gate's bounds refuse from its headers alone (one
+        connection too many, a declared body too large), or ``None``."""
+        assert self._runner is not None
+        assert self._runner.server is not None
+        if len(self._runner.server.connections) > self._max_connections:
+            answer = _unavailable(
+                f"the gate serves {self._max_connections} connections at once (its "
+                f"--max-connections): try again in {RETRY_AFTER_S} s"
+            )
+            answer.force_close()
             return answer
-        return await self._forward(request, target, body, work=True)
+        declared = request.content_length
+        if declared is not None and declared > self.limits.max_body_bytes:
+            return self._too_large(declared)
+        return None
+
+    def _too_large(self, size: int) -> web.Response:
+        message = (
+            f"a request body of {size} bytes or more is over the gate's bound of "
+            f"{self.limits.max_body_bytes} bytes (its --max-body-mib)"
+        )
+        answer = _error(413, "RequestTooLargeError", message)
+        answer.force_close()  # the body is left unread
+        return answer
+
+    async def _read_body(self, request: web.Request, body: _Body) -> web.Response | None:
+        """Read ``request``'s body into ``body``, within the per-request bound, the body
+        budget and the body timeout; the refusal to answer instead, or ``None``."""
+        if not request.body_exists:
+            return None
+        declared = request.content_length
+        if declared is not None and not body.take(declared):
+            return self._over_budget()
+        try:
+            return await asyncio.wait_for(
+                self._fill(request, body, reserved=declared is not None),
+                self.limits.body_timeout_s,
+            )
+        except asyncio.TimeoutError:
+            message = (
+                f"the request body did not arrive within {self.limits.body_timeout_s:g} s "
+                "(the gate's --body-timeout-s)"
+            )
+            answer = _error(408, "RequestTimeoutError", message)
+            answer.force_close()
+            return answer
+
+    async def _fill(
+        self, request: web.Request, body: _Body, *, reserved: bool
+    ) -> web.Response | None:
+        async for chunk in request.content.iter_any():
+            if body.size + len(chunk) > self.limits.max_body_bytes:
+                return self._too_large(body.size + len(chunk))
+            if not reserved and not body.take(len(chunk)):
+                return self._over_budget()
+            body.add(chunk)
+        return None
+
+    def _over_budget(self) -> web.Response:
+        answer = _unavailable(
+            f"the gate buffers {self.limits.body_budget_bytes} bytes of request bodies at "
+            f"once (its --body-budget-mib), all in use: try again in {RETRY_AFTER_S} s"
+        )
+        answer.force_close()  # the body is left unread
+        return answer
 
     async def _admit(self, request: web.Request) -> bool | None:
         """Count an arrival; hold it while the door is closed; whether it may go on
@@ -389,10 +476,11 @@ class Gate:
             self._idle.set()
 
     async def _forward(
-        self, request: web.Request, target: Target, body: bytes, *, work: bool
+        self, request: web.Request, target: Target, *, work: bool
     ) -> web.StreamResponse:
-        """Send ``request`` on to the engine, at ``target``, and copy its answer back as it
-        arrives (a redirect to the engine's own address made one to the gate's)."""
+        """Read ``request``'s body (within the bounds) and send the request on to the
+        engine, at ``target``; copy its answer back as it arrives (a redirect to the
+        engine's own address made one to the gate's)."""
         from aiohttp import ClientError, web
         from yarl import URL
 
@@ -400,13 +488,21 @@ class Gate:
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
         url = URL(self.upstream + target.raw, encoded=True)
         if work:
-            self._started()
+            self._started()  # before its body is read: a closing door waits for it
         outcome = "failed"
         response: web.StreamResponse | None = None
+        body = _Body(self._budget)
         try:
+            refusal = await self._read_body(request, body)
+            if refusal is not None:
+                outcome = "shed"
+                return refusal
+            if body.size:
+                headers.append(("Content-Length", str(body.size)))
             async with self._session.request(
-                request.method, url, headers=headers, data=body, allow_redirects=False
+                request.method, url, headers=headers, data=body.payload(), allow_redirects=False
             ) as answer:
+                body.release()  # the engine has it: it answered
                 response = web.StreamResponse(status=answer.status, reason=answer.reason)
                 origin = f"{request.scheme}://{request.host}"
                 for key, value in answer.headers.items():
@@ -446,20 +542,80 @@ class Gate:
                         return response
                 outcome = _outcome(answer.status, failure)
                 return response
-        except asyncio.CancelledError:
-            outcome = "cancelled"  # the client went away, or the gate is stopping
-            raise
         except (ClientError, asyncio.TimeoutError) as err:
+            silent = isinstance(err, asyncio.TimeoutError)
+            if silent:
+                self.stats.add("timed_out")
             if response is not None and response.prepared:
                 # The engine broke off an answer under way: break off the client's too.
                 if request.transport is not None:
                     request.transport.close()
                 return response
+            if silent:
+                message = (
+                    f"{self.upstream} did not answer within {self.limits.upstream_timeout_s:g} s "
+                    f"(the gate's --upstream-timeout-s; connecting: {self.connect_timeout_s:g} s)"
+                )
+                return _error(504, "GatewayTimeoutError", message)
             message = f"the gate could not reach {self.upstream}: {err}"
             return _error(502, "BadGatewayError", message)
+        except (asyncio.CancelledError, ConnectionResetError):
+            # The client went away (while its body came, too), or the gate is stopping.
+            outcome = "cancelled"
+            raise
         finally:
+            body.release()
             if work:
                 self._finished(outcome)
+            elif outcome == "shed":
+                self.stats.add("shed")
+
+
+class _Body:
+    """A request body, read in the chunks it came in, and the bytes it holds of the
+    gate's body budget."""
+
+    def __init__(self, budget: BodyBudget) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0  # bytes read
+        self._budget = budget
+        self._taken = 0  # bytes reserved
+
+    def take(self, size: int) -> bool:
+        """Reserve ``size`` bytes of the budget; whether they fit."""
+        if not self._budget.take(size):
+            return False
+        self._taken += size
+        return True
+
+    def add(self, chunk: bytes) -> None:
+        """Keep one more chunk (reserved before)."""
+        self.parts.append(chunk)
+        self.size += len(chunk)
+
+    def payload(self) -> AsyncIterator[bytes] | None:
+        """What the client session sends: the chunks as they came (no copy), or none."""
+        if not self.size:
+            return None
+        return _chunks(self.parts)
+
+    def release(self) -> None:
+        """Give the reservation back and let go of the chunks (idempotent)."""
+        self._budget.give(self._taken)
+        self._taken = 0
+        self.parts = []
+
+
+async def _chunks(parts: list[bytes]) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+def _unavailable(message: str) -> web.Response:
+    """The gate's ``503`` with ``Retry-After``: it cannot take the request now."""
+    answer = _error(503, "ServiceUnavailableError", message)
+    answer.headers["Retry-After"] = str(RETRY_AFTER_S)
+    return answer
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:

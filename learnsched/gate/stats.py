@@ -45,6 +45,12 @@ class GateCounts:
     overflowed
         Arrivals past the hold bound, answered ``503`` with ``Retry-After`` by the gate
         (never forwarded).
+    shed
+        Requests the gate answered itself at its bounds (:mod:`.limits`): a body too
+        large (``413``), past the body budget or the connection limit (``503``), or too
+        slow to arrive (``408``); never forwarded.
+    timed_out
+        Of the ``failed``: the engine stayed silent past the upstream timeout (``504``).
     refused
         Requests to the engine's park and resume routes, refused (the scheduler owns them).
     in_flight, holding
@@ -66,6 +72,8 @@ class GateCounts:
     held: int = 0
     abandoned: int = 0
     overflowed: int = 0
+    shed: int = 0
+    timed_out: int = 0
     refused: int = 0
     in_flight: int = 0
     holding: int = 0
@@ -108,7 +116,7 @@ LEVELS = ("in_flight", "holding")
 
 _COUNTERS = (
     *("arrivals", "completed", "failed", "rejected", "cancelled", "held", "abandoned"),
-    "overflowed",
+    *("overflowed", "shed", "timed_out"),
     "refused",
     *LEVELS,
     *("parks", "parks_on_busy_engine"),
