@@ -272,6 +272,21 @@ def test_load_generator_replays_open_loop_and_counts_misses() -> None:
     assert results[1].retries > 0
 
 
+def test_load_generator_counts_a_stream_its_engine_died_in_as_failed() -> None:
+    """The simulator's stream ends at its connection's close: killed mid-stream (SIGKILL),
+    the close is no ``[DONE]``, and the request failed (cut off), not served whole."""
+    with EngineProcess(strict_config("vllm", token_s=0.05), lifetime_s=60.0) as sim:
+        load = LoadGenerator(sim.url, [TraceRequest(0.0, 8, 200, 30.0)], model="sim-model")
+        load.start()
+        deadline = time.monotonic() + 10.0
+        while Client(sim.url).state()["running"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        sim.process.kill()
+        load.join(30.0)
+    assert [r.failure for r in load.results] == ["cut off"]
+    assert load.summary()["failed"] == 1
+
+
 def test_exact_forecast_decides_as_the_model() -> None:
     costs = HandoffCosts(recovery_s=0.3, save_s=0.05, load_s=0.04)
     windows = [Window(0.0, 4.0), Window(5.0, 6.0), Window(8.0, 20.0)]

@@ -7,8 +7,8 @@ scheduled arrival to the last streamed byte, so time a request spent queued in t
 generator, refused (503 or 429, retried every ``retry_s``), held at the gate or waiting
 in the server all counts. A request misses its SLO when it has not completed within its
 latency budget; it failed when it got an error status, an error event or an aborted
-stream (vLLM ends streams it aborts normally, with ``finish_reason: "abort"``), or its
-connection broke. Each stream is read as it arrives
+stream (vLLM ends streams it aborts normally, with ``finish_reason: "abort"``), a
+stream cut off before its ``[DONE]`` (its engine died), or its connection broke. Each stream is read as it arrives
 (:class:`~learnsched.serving.engines.AnswerScanner`; vLLM's usage-only last event,
 ``"choices": []``, is an ordinary event). Traces: the Azure format (``TIMESTAMP,ContextTokens,GeneratedTokens``)
 with one budget for every request, or the project's trace CSV, whose budget is each
@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 from .._checks import integer, nonnegative, positive
 from .._csvfile import csv_header
 from ..capacity import read_trace_csv
-from ..serving.engines import AnswerScanner
+from ..serving.engines import AnswerScanner, ends_at_close
 
 __all__ = ["LoadGenerator", "RequestResult", "TraceRequest", "read_requests"]
 
@@ -286,7 +286,10 @@ class LoadGenerator:
             )
             response = conn.getresponse()
             kind = response.getheader("Content-Type") or ""
-            scanner = AnswerScanner(kind.startswith("text/event-stream"))
+            until_close = ends_at_close(
+                response.getheader("Content-Length"), response.getheader("Transfer-Encoding")
+            )
+            scanner = AnswerScanner(kind.startswith("text/event-stream"), until_close=until_close)
             while chunk := response.read1(STREAM_CHUNK):  # the whole stream, to [DONE]
                 scanner.feed(chunk)
             return response.status, scanner.close() if response.status == 200 else None
