@@ -76,6 +76,7 @@ def profile_costs(
             by_source.setdefault(source, []).append(name)
         said = "; ".join(f"{', '.join(names)} from {src}" for src, names in by_source.items())
         print(f"costs: {said}", file=sys.stderr)
+    profile.require(q for r in recoveries for q in costs_quantities(r))
     accept = args.accept_unconfirmed
     try:
         costs = {r: profile.handoff_costs(r, accept_unconfirmed=accept) for r in recoveries}

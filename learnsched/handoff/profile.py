@@ -258,6 +258,19 @@ class CostProfile:
             raise ValueError(_missing([name]))
         return self.measurements[name].mean
 
+    def require(self, names: Iterable[str]) -> None:
+        """Check the profile holds every one of ``names``.
+
+        Raises
+        ------
+        ValueError
+            Naming every missing one at once, each with the probe run and flag that
+            measures it, so one run can then measure them all.
+        """
+        missing = [n for n in dict.fromkeys(names) if n not in self.measurements]
+        if missing:
+            raise ValueError(_missing(missing))
+
     def unconfirmed(self, names: Iterable[str] | None = None) -> dict[str, str]:
         """Those of ``names`` (default: every quantity held) measured on parks whose
         memory release was never seen, each with why (empty: none)."""
@@ -318,9 +331,7 @@ class CostProfile:
         """
         recovery = Recovery.parse(recovery)
         price = nonnegative("residency_price", residency_price)
-        missing = [n for n in costs_quantities(recovery) if n not in self.measurements]
-        if missing:  # every one named at once: one probe run can then measure them all
-            raise ValueError(_missing(missing))
+        self.require(costs_quantities(recovery))
         residency = 0.0
         if recovery is Recovery.WARM:
             added = self.mean("host_pss_parked_gib") - self.mean("host_pss_awake_gib")
