@@ -67,12 +67,9 @@ class GateLimits:
     def __post_init__(self) -> None:
         integer("max_body_bytes", self.max_body_bytes, low=1)
         integer("body_budget_bytes", self.body_budget_bytes, low=1)
-        if self.body_budget_bytes < self.max_body_bytes:
-            raise ValueError(
-                f"body_budget_bytes ({self.body_budget_bytes}) must be at least "
-                f"max_body_bytes ({self.max_body_bytes}): a body of the largest size "
-                "could never be read"
-            )
+        _budget_holds_a_body(
+            "body_budget_bytes", self.body_budget_bytes, "max_body_bytes", self.max_body_bytes
+        )
         positive("header_timeout_s", self.header_timeout_s)
         positive("body_timeout_s", self.body_timeout_s)
         positive("upstream_timeout_s", self.upstream_timeout_s)
@@ -110,15 +107,30 @@ class GateLimits:
         """The limits of the flags :func:`add_limit_flags` added (MiB flags in bytes);
         ``ValueError`` naming the flag of a bad value."""
         connections = args.max_connections
+        max_body = _mib("--max-body-mib", args.max_body_mib)
+        budget = _mib("--body-budget-mib", args.body_budget_mib)
+        _budget_holds_a_body(
+            "--body-budget-mib", args.body_budget_mib, "--max-body-mib", args.max_body_mib
+        )
         return cls(
-            max_body_bytes=_mib("--max-body-mib", args.max_body_mib),
-            body_budget_bytes=_mib("--body-budget-mib", args.body_budget_mib),
+            max_body_bytes=max_body,
+            body_budget_bytes=budget,
             header_timeout_s=positive("--header-timeout-s", args.header_timeout_s),
             body_timeout_s=positive("--body-timeout-s", args.body_timeout_s),
             upstream_timeout_s=positive("--upstream-timeout-s", args.upstream_timeout_s),
             max_connections=None
             if connections is None
             else integer("--max-connections", connections, low=1),
+        )
+
+
+def _budget_holds_a_body(budget_name: str, budget: int, body_name: str, body: int) -> None:
+    """``ValueError`` naming both unless the budget ``budget`` holds one body of the
+    largest size ``body`` (the same unit: bytes, or MiB for the flags)."""
+    if budget < body:
+        raise ValueError(
+            f"{budget_name} ({budget}) must be at least {body_name} ({body}): a body of "
+            "the largest size could never be read"
         )
 
 
