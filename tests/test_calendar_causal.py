@@ -21,6 +21,7 @@ from learnsched.calendar.causal import (
     CAUSAL_MOVES,
     CAUSAL_PLANS,
     CAUSAL_POLICIES,
+    GAP_MODELS,
     CausalDecider,
     CausalForecast,
     CausalRules,
@@ -560,6 +561,64 @@ def test_calibration_scores_against_brute_force() -> None:
         pit, crps = p.scores(np.array([0.0, 1.0]), np.array([0.5, 2.0]), 1)
         assert np.all((pit >= 0) & (pit <= 1))
         assert np.all(crps >= 0)
+
+
+def assert_same_pool(a: _core.causal.GapPool, b: _core.causal.GapPool, reach: float) -> None:
+    """Two pools forecast and price alike, bit for bit."""
+    assert a.size == b.size
+    assert np.array_equal(a.windows(1.0, 0.5), b.windows(1.0, 0.5))
+    for age in (0.0, 0.3, 2.0, 30.0):
+        for x, y in zip(a.draw(age, 16, 7), b.draw(age, 16, 7), strict=True):
+            assert np.array_equal(x, y)
+    ages, remaining = np.array([0.0, 1.0, 4.0, 50.0]), np.array([0.5, 3.0, 1.0, 2.0])
+    for x, y in zip(a.scores(ages, remaining, 5), b.scores(ages, remaining, 5), strict=True):
+        assert np.array_equal(x, y)
+    for r in range(-1, a.size):
+        assert a.slack(r) == b.slack(r)
+        for over in (0.0, 0.5 * reach, reach, 2.0 * reach + 1.0):
+            assert a.lateness(r, over) == b.lateness(r, over)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), trace=traces(max_requests=40))
+def test_pools_from_shared_records_are_the_pools_fitted_alone(
+    data: st.DataObject, trace: Any
+) -> None:
+    """A pool cut from a trace's shared records (any reach up to theirs) is the pool
+    fitted on the trace at that time, for every gap model."""
+    s = schedule(trace)
+    span = trace[0][-1]
+    now = data.draw(st.floats(0.0, span + 10.0))
+    history = data.draw(st.sampled_from([math.inf, 5.0, 30.0, 120.0]))
+    close = data.draw(st.sampled_from([0.0, 2.0, 20.0]))
+    reach = data.draw(st.sampled_from([0.0, 1.0, 8.0, 40.0]))
+    cut = data.draw(st.sampled_from([0.0, 0.5, 1.0])) * reach
+    first = now - history - data.draw(st.floats(0.0, 50.0))
+    records = _core.causal.GapRecords(s, first, now + data.draw(st.floats(0.0, 50.0)), close, reach)
+    for model in GAP_MODELS:
+        alone = _core.causal.GapPool(s, now, history, close, cut, model, 3)
+        shared = _core.causal.GapPool(records, now, history, cut, model, 3)
+        assert_same_pool(shared, alone, cut)
+    assert_same_pool(
+        _core.causal.GapPool(records, now, history, None, "mean", 3),
+        _core.causal.GapPool(s, now, history, close, reach, "mean", 3),
+        reach,
+    )
+
+
+def test_a_pool_reads_only_inside_its_records() -> None:
+    s = CausalTrace(load_trace()).schedule
+    records = _core.causal.GapRecords(s, 600.0, 1800.0, 300.0, 60.0)
+    with pytest.raises(ValueError, match="reads gaps outside the records"):
+        _core.causal.GapPool(records, 1900.0, 600.0)
+    with pytest.raises(ValueError, match="reads gaps outside the records"):
+        _core.causal.GapPool(records, 1800.0, math.inf)
+    with pytest.raises(ValueError, match=r"reach_s must be in \[0, the records' reach"):
+        _core.causal.GapPool(records, 1800.0, 600.0, 61.0)
+    with pytest.raises(ValueError, match="until_s must be finite"):
+        _core.causal.GapRecords(s, 0.0, math.inf, 300.0, 60.0)
+    with pytest.raises(ValueError, match="close_s must be finite and >= 0"):
+        _core.causal.GapRecords(s, 0.0, 600.0, -1.0, 60.0)
 
 
 # --- the Python layer -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -260,6 +261,15 @@ void bind_causal(py::module_& core) {
             "The gaps starting in [from_s, to_s) that fit a quantum as windows: [g, A], or "
             "with overlap [g, min(D, A + t_ret, next gap start)].");
 
+    py::class_<GapRecords>(m, "GapRecords",
+                           "A trace's past gaps, each scanned once, for the pools fitted on them.")
+        .def(py::init<const UnlentSchedule&, double, double, double, double>(),
+             py::arg("schedule"), py::arg("from_s"), py::arg("until_s"), py::arg("close_s"),
+             py::arg("reach_s"), py::call_guard<py::gil_scoped_release>(),
+             "The gaps arriving at or after from_s and closed (arrival + close_s) by until_s, "
+             "seconds; each keeps its slacks below reach_s.")
+        .def_property_readonly("size", &GapRecords::size);
+
     py::class_<GapPool>(m, "GapPool", "Past idle gaps fitted at a time: the current gap's forecast.")
         .def(py::init([](const UnlentSchedule& schedule, double now_s, double history_s,
                          double close_s, double reach_s, const std::string& model,
@@ -272,6 +282,21 @@ void bind_causal(py::module_& core) {
              py::arg("schedule"), py::arg("now_s"), py::arg("history_s"), py::arg("close_s"),
              py::arg("reach_s"), py::arg("model") = "empirical", py::arg("repeat_last") = 8,
              py::keep_alive<1, 2>())
+        .def(py::init([](const GapRecords& records, double now_s, double history_s,
+                         std::optional<double> reach_s, const std::string& model,
+                         int repeat_last) {
+                 const GapModel kind = named(model, kGapModels, "gap model");
+                 py::gil_scoped_release release;  // pure C++ from here
+                 return std::make_unique<GapPool>(records, now_s, history_s,
+                                                  reach_s.value_or(records.reach()), kind,
+                                                  repeat_last);
+             }),
+             py::arg("records"), py::arg("now_s"), py::arg("history_s"),
+             py::arg("reach_s") = py::none(), py::arg("model") = "empirical",
+             py::arg("repeat_last") = 8,
+             "The same fit from shared records (their close_s), which must hold every gap it "
+             "reads; reach_s (seconds, at most the records', None: theirs) bounds the slacks "
+             "kept (0 where only the gap is forecast, as scores() does).")
         .def_property_readonly("size", &GapPool::size)
         .def(
             "draw",

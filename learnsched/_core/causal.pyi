@@ -6,7 +6,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['CausalCandidate', 'CausalDecider', 'CausalJob', 'CausalSim', 'GapPool', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_policies', 'exact_schedule', 'gap_models', 'run_causal', 'stochastic_dp', 'stream_seed']
+__all__: list[str] = ['CausalCandidate', 'CausalDecider', 'CausalJob', 'CausalSim', 'GapPool', 'GapRecords', 'UnlentSchedule', 'causal_moves', 'causal_plans', 'causal_policies', 'exact_schedule', 'gap_models', 'run_causal', 'stochastic_dp', 'stream_seed']
 class UnlentSchedule:
     """
     A request trace served FIFO with nothing lent, and its idle gaps.
@@ -26,12 +26,29 @@ class UnlentSchedule:
     @property
     def gap_count(self) -> int:
         ...
+class GapRecords:
+    """
+    A trace's past gaps, each scanned once, for the pools fitted on them.
+    """
+    def __init__(self, schedule: UnlentSchedule, from_s: typing.SupportsFloat | typing.SupportsIndex, until_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+        """
+        The gaps arriving at or after from_s and closed (arrival + close_s) by until_s, seconds; each keeps its slacks below reach_s.
+        """
+    @property
+    def size(self) -> int:
+        ...
 class GapPool:
     """
     Past idle gaps fitted at a time: the current gap's forecast.
     """
+    @typing.overload
     def __init__(self, schedule: UnlentSchedule, now_s: typing.SupportsFloat | typing.SupportsIndex, history_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex, model: str = 'empirical', repeat_last: typing.SupportsInt | typing.SupportsIndex = 8) -> None:
         ...
+    @typing.overload
+    def __init__(self, records: GapRecords, now_s: typing.SupportsFloat | typing.SupportsIndex, history_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex | None = None, model: str = 'empirical', repeat_last: typing.SupportsInt | typing.SupportsIndex = 8) -> None:
+        """
+        The same fit from shared records (their close_s), which must hold every gap it reads; reach_s (seconds, at most the records', None: theirs) bounds the slacks kept (0 where only the gap is forecast, as scores() does).
+        """
     def draw(self, age_s: typing.SupportsFloat | typing.SupportsIndex, n: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex) -> tuple[numpy.typing.NDArray[numpy.float64], numpy.typing.NDArray[numpy.int32]]:
         """
         (remaining_s, record) of n draws of the current gap at age age_s.

@@ -17,9 +17,11 @@ paired by horizon (:mod:`learnsched.calendar.summary`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +39,7 @@ from .causal import (
     DEFAULT_GAP_MODEL,
     GAP_MODELS,
     CausalForecast,
+    CausalOutcome,
     CausalRules,
     CausalTrace,
     clairvoyant,
@@ -62,6 +65,8 @@ __all__ = [
 
 Sink = Callable[[list[dict[str, Any]]], None]
 """Receives every decision of one horizon as ``--steps`` objects."""
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,8 @@ class StudySettings:
     history_s
         Known-window mode: fit the forecaster on this much recent history only (None: all).
     threads
-        Threads over the runs of a horizon (the result does not depend on it).
+        Threads over the runs of a horizon, and over the horizons' clairvoyants, gap pools
+        and calibration (the result does not depend on it).
     """
 
     horizon_s: float = 600.0
@@ -467,22 +473,38 @@ def causal_study(
     forecaster = make_forecaster(settings.forecaster, settings.history_s)
     names = (*CAUSAL_POLICIES, CLAIRVOYANT)
     per_n = {n: _empty(names, len(seeds), len(starts)) for n in settings.samples}
-    for h, start in enumerate(starts):
+    fits = _GapFits(trace, candidate, settings, starts)
+    scores: dict[str, list[_Scores]] = {model: [] for model in GAP_MODELS}
+
+    def prepare(h: int) -> tuple[CausalOutcome, _core.causal.GapPool, dict[str, _Scores]]:
+        # The horizon's work that no seed changes: its clairvoyant, the forecast's gap
+        # pool and the calibration's scores (the forecast's pool scores its own model).
+        start, end = starts[h], starts[h] + settings.horizon_s
+        best = clairvoyant(trace, candidate.scenario(end), start, end, rules)
+        pool = fits.pool(start, settings.forecaster)
+        scored = {}
+        if calibrate:
+            for model in GAP_MODELS:
+                fit = pool if model == settings.forecaster else fits.pool(start, model, False)
+                scored[model] = fits.scores(h, model, fit)
+        return best, pool, scored
+
+    for h, (best, pool, scored) in enumerate(_in_order(prepare, len(starts), settings.threads)):
+        for model, score in scored.items():
+            scores[model].append(score)
+        start = starts[h]
         end = start + settings.horizon_s
         scenario = candidate.scenario(end)
-        best = clairvoyant(trace, scenario, start, end, rules)
         core = core_candidate(scenario, rules.lateness_price)
         jobs = []
         keys = []
         forecasts = []  # kept alive until the runs are done
-        pool = None
         for n in settings.samples:
             for s, seed in enumerate(seeds):
                 rng = np.random.default_rng([seed, h, n])
                 forecast = CausalForecast(
                     trace, scenario, start, forecaster, n, rng, rules, pool=pool
                 )
-                pool = forecast.pool
                 forecasts.append(forecast)
                 stream = _core.causal.stream_seed(seed, h, 0)
                 for policy in CAUSAL_POLICIES:
@@ -529,7 +551,7 @@ def causal_study(
     for n in settings.samples:
         policies = _summaries(names, per_n[n], with_requests=True)
         results[n] = StudyResult(policies, tuple(differences(policies)))
-    calibration = gap_calibration(trace, candidate, settings, starts) if calibrate else None
+    calibration = _calibration_table(scores) if calibrate else None
     return TraceStudy(
         "causal",
         tuple(starts),
@@ -542,58 +564,89 @@ def causal_study(
     )
 
 
-def gap_calibration(
-    trace: CausalTrace, candidate: StudyCandidate, settings: StudySettings, starts: Sequence[float]
-) -> dict[str, dict[str, Any]]:
-    """How well each gap model forecasts the current gap's remaining length.
+def _in_order(work: Callable[[int], _T], count: int, threads: int) -> Iterator[_T]:
+    """``work(0), ..., work(count - 1)`` in order, computed ahead on ``threads`` threads
+    (at most two per thread waiting, so little is held at once)."""
+    if threads == 1:
+        yield from (work(i) for i in range(count))
+        return
+    with ThreadPoolExecutor(threads, thread_name_prefix="study") as executor:
+        ahead: deque[Future[_T]] = deque()
+        for i in range(count):
+            ahead.append(executor.submit(work, i))
+            if len(ahead) > 2 * threads:
+                yield ahead.popleft().result()
+        while ahead:
+            yield ahead.popleft().result()
 
-    At every decision age of a waiting scheduler (0, delta, 2 delta, ... while the gap
-    lasts) of every gap that begins in a horizon, the forecast fitted at the horizon's
-    start is scored against the true remaining length: the randomised PIT (uniform on
-    [0, 1] for a calibrated forecast; a 10-bin histogram) and the CRPS (seconds; lower
-    is better).
 
-    Returns
-    -------
-    dict
-        Per gap model: ``{"queries", "crps_s", "pit_histogram", "pit_mean"}``.
-    """
-    rules = settings.rules
-    start, arrival, _ = trace.gaps()
-    history = math.inf if rules.history_s is None else rules.history_s
+_Scores = tuple[FloatArray, FloatArray]
+"""Randomised PITs and CRPSs (seconds) of one gap model over one horizon's queries."""
+
+
+class _GapFits:
+    """The gap pools of a study's horizons, fitted on one scan of the trace's past gaps,
+    and their calibration queries."""
+
+    def __init__(
+        self,
+        trace: CausalTrace,
+        candidate: StudyCandidate,
+        settings: StudySettings,
+        starts: Sequence[float],
+    ) -> None:
+        rules = settings.rules
+        self.history_s = math.inf if rules.history_s is None else rules.history_s
+        self.repeat_last = rules.repeat_last
+        self.records = _core.causal.GapRecords(
+            trace.schedule,
+            starts[0] - self.history_s,
+            starts[-1],
+            rules.close_s,
+            candidate.costs.recovery_s,
+        )
+        self.starts = starts
+        self.horizon_s = settings.horizon_s
+        self.quantum_s = candidate.quantum_s
+        self.seed = settings.seeds[0]
+        self.gap_start, self.gap_arrival, _ = trace.gaps()
+
+    def pool(self, now_s: float, model: str, lateness: bool = True) -> _core.causal.GapPool:
+        """The ``model`` pool fitted at ``now_s`` (one of the horizons' starts), seconds;
+        without ``lateness`` it keeps no slacks (reach 0): the gap's forecast alone, all
+        that its scores read."""
+        reach = None if lateness else 0.0
+        return _core.causal.GapPool(
+            self.records, now_s, self.history_s, reach, model, self.repeat_last
+        )
+
+    def scores(self, h: int, model: str, pool: _core.causal.GapPool) -> _Scores:
+        """Scores of ``pool`` (the ``model`` pool of horizon ``h``) at every decision age of
+        a waiting scheduler in every gap that begins in the horizon."""
+        t0 = self.starts[h]
+        start, arrival = self.gap_start, self.gap_arrival
+        inside = (start >= t0) & (start < t0 + self.horizon_s)
+        lengths = (arrival - start)[inside]
+        if lengths.size == 0:
+            return np.zeros(0), np.zeros(0)
+        counts = np.floor(lengths / self.quantum_s).astype(np.int64) + 1
+        ages = np.repeat(np.zeros(lengths.size), counts)
+        offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        ages += (np.arange(ages.size) - np.repeat(offsets, counts)) * self.quantum_s
+        remaining = np.repeat(lengths, counts) - ages
+        keep = remaining > 0
+        seed = _core.causal.stream_seed(self.seed, h, 1 + GAP_MODELS.index(model))
+        pit, score = pool.scores(ages[keep], remaining[keep], seed)
+        return pit, score
+
+
+def _calibration_table(scores: dict[str, list[_Scores]]) -> dict[str, dict[str, Any]]:
+    """Per gap model: ``{"queries", "crps_s", "pit_histogram", "pit_mean"}`` over every
+    horizon's scores (in horizon order)."""
     out: dict[str, dict[str, Any]] = {}
-    for k, model in enumerate(GAP_MODELS):
-        make = make_forecaster(model)
-        assert make.gap_model == model
-        pits: list[FloatArray] = []
-        crps: list[FloatArray] = []
-        for h, t0 in enumerate(starts):
-            t1 = t0 + settings.horizon_s
-            inside = (start >= t0) & (start < t1)
-            lengths = (arrival - start)[inside]
-            if lengths.size == 0:
-                continue
-            counts = np.floor(lengths / candidate.quantum_s).astype(np.int64) + 1
-            ages = np.repeat(np.zeros(lengths.size), counts)
-            offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            ages += (np.arange(ages.size) - np.repeat(offsets, counts)) * candidate.quantum_s
-            remaining = np.repeat(lengths, counts) - ages
-            keep = remaining > 0
-            pool = _core.causal.GapPool(
-                trace.schedule,
-                t0,
-                history,
-                rules.close_s,
-                candidate.costs.recovery_s,
-                model,
-                rules.repeat_last,
-            )
-            seed = _core.causal.stream_seed(settings.seeds[0], h, 1 + k)
-            pit, score = pool.scores(ages[keep], remaining[keep], seed)
-            pits.append(pit)
-            crps.append(score)
-        pit = np.concatenate(pits) if pits else np.zeros(0)
-        score = np.concatenate(crps) if crps else np.zeros(0)
+    for model in GAP_MODELS:
+        pit = np.concatenate([p for p, _ in scores[model]] or [np.zeros(0)])
+        score = np.concatenate([c for _, c in scores[model]] or [np.zeros(0)])
         histogram = np.histogram(pit, bins=10, range=(0.0, 1.0))[0]
         out[model] = {
             "queries": int(pit.size),
@@ -602,6 +655,34 @@ def gap_calibration(
             "pit_mean": float(np.mean(pit)) if pit.size else None,
         }
     return out
+
+
+def gap_calibration(
+    trace: CausalTrace,
+    candidate: StudyCandidate,
+    settings: StudySettings,
+    starts: Sequence[float],
+) -> dict[str, dict[str, Any]]:
+    """How well each gap model forecasts the current gap's remaining length.
+
+    At every decision age of a waiting scheduler (0, delta, 2 delta, ... while the gap
+    lasts) of every gap that begins in a horizon, the forecast fitted at the horizon's
+    start is scored against the true remaining length: the randomised PIT (uniform on
+    [0, 1] for a calibrated forecast; a 10-bin histogram) and the CRPS (seconds; lower
+    is better). :func:`causal_study` computes the same table beside its runs.
+
+    Returns
+    -------
+    dict
+        Per gap model: ``{"queries", "crps_s", "pit_histogram", "pit_mean"}``.
+    """
+    fits = _GapFits(trace, candidate, settings, starts)
+
+    def horizon(h: int) -> dict[str, _Scores]:
+        return {m: fits.scores(h, m, fits.pool(starts[h], m, False)) for m in GAP_MODELS}
+
+    per_horizon = list(_in_order(horizon, len(starts), settings.threads))
+    return _calibration_table({m: [s[m] for s in per_horizon] for m in GAP_MODELS})
 
 
 def known_window_study(

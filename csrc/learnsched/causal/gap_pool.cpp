@@ -33,15 +33,48 @@ double pareto_remaining(double age_s, std::uint64_t& rng) {
     return age_s * u / (1.0 - u);
 }
 
-}  // namespace
 
-GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,
-                 double reach_s, GapModel model, int repeat_last)
-    : model_(model), reach_(reach_s) {
+void check_fit(double now_s, double history_s) {
     if (!std::isfinite(now_s)) throw std::invalid_argument("now_s must be finite");
     if (!(history_s > 0.0)) {
         throw std::invalid_argument("history_s must be > 0, got " + std::to_string(history_s));
     }
+}
+
+// The records a fit at now_s over history_s reads, scanned for it alone.
+GapRecords fit_records(const UnlentSchedule& schedule, double now_s, double history_s,
+                       double close_s, double reach_s) {
+    check_fit(now_s, history_s);
+    return GapRecords(schedule, now_s - history_s, now_s, close_s, reach_s);
+}
+
+// The runs [offsets[r], offsets[r+1]) of `values`, each ascending, merged into one
+// ascending sequence (the sorted values, without sorting them again).
+std::vector<double> merged(const std::vector<double>& values, std::vector<std::size_t> offsets) {
+    std::vector<double> from = values, to(values.size());
+    while (offsets.size() > 2) {
+        std::vector<std::size_t> next{0};
+        for (std::size_t r = 0; r + 1 < offsets.size(); r += 2) {
+            const auto first = from.begin() + static_cast<std::ptrdiff_t>(offsets[r]);
+            const auto middle = from.begin() + static_cast<std::ptrdiff_t>(offsets[r + 1]);
+            const std::size_t last = offsets[std::min(r + 2, offsets.size() - 1)];
+            std::merge(first, middle, middle, from.begin() + static_cast<std::ptrdiff_t>(last),
+                       to.begin() + static_cast<std::ptrdiff_t>(offsets[r]));
+            next.push_back(last);
+        }
+        from.swap(to);
+        offsets.swap(next);
+    }
+    return from;
+}
+
+}  // namespace
+
+GapRecords::GapRecords(const UnlentSchedule& schedule, double from_s, double until_s,
+                       double close_s, double reach_s)
+    : from_(from_s), until_(until_s), close_(close_s), reach_(reach_s) {
+    if (std::isnan(from_s)) throw std::invalid_argument("from_s must not be NaN");
+    if (!std::isfinite(until_s)) throw std::invalid_argument("until_s must be finite");
     if (!(close_s >= 0.0) || !std::isfinite(close_s)) {
         throw std::invalid_argument("close_s must be finite and >= 0, got " +
                                     std::to_string(close_s));
@@ -50,41 +83,82 @@ GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s,
         throw std::invalid_argument("reach_s must be finite and >= 0, got " +
                                     std::to_string(reach_s));
     }
+    const RequestTrace& trace = schedule.trace();
+    for (std::size_t j = 0; j < schedule.gap_count(); ++j) {
+        const double arrival = schedule.gap_arrival(j);
+        if (arrival + close_s > until_s) break;  // not closed yet (gaps are in time order)
+        if (arrival < from_s) continue;
+        const std::size_t begin = slacks_.size();
+        double least = kInf;
+        for (std::size_t i = schedule.gap_first(j);
+             i < trace.size() && trace.arrival[i] <= arrival + close_s; ++i) {
+            const double s = schedule.slack(j, i);
+            least = std::min(least, s);
+            if (s < reach_s) slacks_.push_back(s);
+        }
+        std::sort(slacks_.begin() + static_cast<std::ptrdiff_t>(begin), slacks_.end());
+        offsets_.push_back(slacks_.size());
+        length_.push_back(arrival - schedule.gap_start(j));
+        arrival_.push_back(arrival);
+        slack_min_.push_back(std::max(0.0, least));
+        start_.push_back(schedule.gap_start(j));
+        next_start_.push_back(j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf);
+    }
+}
+
+GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,
+                 double reach_s, GapModel model, int repeat_last)
+    : GapPool(fit_records(schedule, now_s, history_s, close_s, reach_s), now_s, history_s,
+              reach_s, model, repeat_last) {}
+
+GapPool::GapPool(const GapRecords& records, double now_s, double history_s, double reach_s,
+                 GapModel model, int repeat_last)
+    : model_(model), reach_(reach_s) {
+    check_fit(now_s, history_s);
+    if (!(reach_s >= 0.0 && reach_s <= records.reach())) {
+        throw std::invalid_argument("reach_s must be in [0, the records' reach " +
+                                    std::to_string(records.reach()) + "], got " +
+                                    std::to_string(reach_s));
+    }
     if (repeat_last < 1) {
         throw std::invalid_argument("repeat_last must be >= 1, got " + std::to_string(repeat_last));
     }
-    for (std::size_t j = 0; j < schedule.gap_count(); ++j) {
-        const double arrival = schedule.gap_arrival(j);
-        if (arrival + close_s > now_s) break;  // not closed yet (gaps are in time order)
-        if (arrival < now_s - history_s) continue;
-        add(schedule, j, close_s, reach_s);
+    const double from = now_s - history_s;
+    if (!(records.from() <= from && now_s <= records.until())) {
+        throw std::invalid_argument(
+            "a fit at now_s = " + std::to_string(now_s) + " over history_s = " +
+            std::to_string(history_s) + " reads gaps outside the records (arrivals from " +
+            std::to_string(records.from()) + ", closed by " + std::to_string(records.until()) +
+            ")");
+    }
+    // The gaps with from <= A and A + close_s <= now_s: a run of the records.
+    const std::vector<double>& arrival = records.arrival_;
+    const auto lo = std::lower_bound(arrival.begin(), arrival.end(), from);
+    const auto hi = std::partition_point(
+        lo, arrival.end(), [&](double a) { return a + records.close() <= now_s; });
+    const auto first = static_cast<std::size_t>(lo - arrival.begin());
+    const auto last = static_cast<std::size_t>(hi - arrival.begin());
+    const auto copy = [&](const std::vector<double>& v, std::vector<double>& out) {
+        out.assign(v.begin() + static_cast<std::ptrdiff_t>(first),
+                   v.begin() + static_cast<std::ptrdiff_t>(last));
+    };
+    copy(records.length_, length_);
+    copy(records.slack_min_, slack_min_);
+    copy(records.start_, start_);
+    copy(records.next_start_, next_start_);
+    weight_.assign(length_.size(), 1.0);
+    const double* slacks = records.slacks_.data();
+    for (std::size_t r = first; r < last; ++r) {  // each record's slacks below reach_s
+        const double* begin = slacks + records.offsets_[r];
+        const double* end = slacks + records.offsets_[r + 1];
+        slacks_.insert(slacks_.end(), begin, std::lower_bound(begin, end, reach_s));
+        offsets_.push_back(slacks_.size());
     }
     arrange(repeat_last);
     reach_lateness_.resize(length_.size());
     for (std::size_t r = 0; r < length_.size(); ++r) {
         reach_lateness_[r] = lateness(static_cast<std::int32_t>(r), reach_s);
     }
-}
-
-void GapPool::add(const UnlentSchedule& schedule, std::size_t gap, double close_s,
-                  double reach_s) {
-    const RequestTrace& trace = schedule.trace();
-    const double arrival = schedule.gap_arrival(gap);
-    const std::size_t begin = slacks_.size();
-    double least = kInf;
-    for (std::size_t i = schedule.gap_first(gap);
-         i < trace.size() && trace.arrival[i] <= arrival + close_s; ++i) {
-        const double s = schedule.slack(gap, i);
-        least = std::min(least, s);
-        if (s < reach_s) slacks_.push_back(s);
-    }
-    std::sort(slacks_.begin() + static_cast<std::ptrdiff_t>(begin), slacks_.end());
-    offsets_.push_back(slacks_.size());
-    length_.push_back(arrival - schedule.gap_start(gap));
-    slack_min_.push_back(std::max(0.0, least));
-    start_.push_back(schedule.gap_start(gap));
-    next_start_.push_back(gap + 1 < schedule.gap_count() ? schedule.gap_start(gap + 1) : kInf);
-    weight_.push_back(1.0);
 }
 
 void GapPool::arrange(int repeat_last) {
@@ -126,8 +200,7 @@ void GapPool::arrange(int repeat_last) {
         // mean lateness of a late return).
         double sum = 0.0;
         for (const double g : length_) sum += g;
-        std::vector<double> pooled = slacks_;
-        std::sort(pooled.begin(), pooled.end());
+        std::vector<double> pooled = merged(slacks_, offsets_);
         const double least_all = *std::min_element(slack_min_.begin(), slack_min_.end());
         length_.assign(1, sum / static_cast<double>(n));
         slack_min_.assign(1, least_all);

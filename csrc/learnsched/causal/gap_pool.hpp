@@ -19,6 +19,34 @@ enum class GapModel : std::uint8_t {
 inline constexpr std::array kGapModels{GapModel::Empirical, GapModel::Repeat, GapModel::Mean};
 const char* name(GapModel model);
 
+// The records of a trace's past gaps, each scanned once: those whose arrival A is at or
+// after `from_s` and that have closed by `until_s` (A + close_s <= until_s), in time order.
+// Each keeps its gap length, start, the next gap's start, the least slack of its busy
+// chain and its slacks below `reach_s` (ascending): what a GapPool copies, so that pools
+// fitted at many times (a study's horizons, its gap models) share one scan of the trace.
+class GapRecords {
+  public:
+    GapRecords(const UnlentSchedule& schedule, double from_s, double until_s, double close_s,
+               double reach_s);
+
+    std::size_t size() const { return length_.size(); }
+    double from() const { return from_; }
+    double until() const { return until_; }
+    double close() const { return close_; }
+    double reach() const { return reach_; }
+
+  private:
+    friend class GapPool;
+    double from_, until_, close_, reach_;
+    std::vector<double> length_;
+    std::vector<double> arrival_;
+    std::vector<double> slack_min_;  // max(0, the least slack)
+    std::vector<double> start_;
+    std::vector<double> next_start_;
+    std::vector<std::size_t> offsets_{0};  // record r's slacks: [offsets_[r], offsets_[r+1])
+    std::vector<double> slacks_;           // below reach, ascending within a record
+};
+
 // Past gaps, fitted at `now_s` on the past only: a gap enters once `close_s` seconds
 // have passed since its end (its record of what a late return would cost counts the
 // requests that arrived in that time) and, with `history_s`, if it ended within the last
@@ -28,6 +56,12 @@ class GapPool {
   public:
     GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,
             double reach_s, GapModel model, int repeat_last);
+    // The same fit from shared records (their close), which must hold every gap the fit
+    // reads: records.from() <= now_s - history_s and now_s <= records.until(). Its reach
+    // is `reach_s` <= records.reach() (the slacks kept; a forecast of the gap alone, such
+    // as score(), reads none).
+    GapPool(const GapRecords& records, double now_s, double history_s, double reach_s,
+            GapModel model, int repeat_last);
 
     std::size_t size() const { return length_.size(); }  // records
     GapModel model() const { return model_; }
@@ -81,7 +115,6 @@ class GapPool {
     std::vector<Window> windows(double quantum_s, double recovery_s) const;
 
   private:
-    void add(const UnlentSchedule& schedule, std::size_t gap, double close_s, double reach_s);
     void arrange(int repeat_last);
 
     GapModel model_;
