@@ -13,7 +13,9 @@ namespace learnsched {
 
 CausalSim::CausalSim(const UnlentSchedule& schedule, const CausalCandidate& candidate,
                      double from_s, double to_s)
-    : schedule_(&schedule), c_(prepare(candidate)), to_s_(to_s) {
+    : schedule_(&schedule),
+      c_(std::make_shared<const CausalCandidate>(prepare(candidate))),
+      to_s_(to_s) {
     if (!std::isfinite(from_s) || !std::isfinite(to_s) || !(to_s > from_s)) {
         throw std::invalid_argument("the horizon must be finite with end > start, got [" +
                                     std::to_string(from_s) + ", " + std::to_string(to_s) + ")");
@@ -45,46 +47,43 @@ bool CausalSim::allows(Move move) const {
     return false;
 }
 
-void CausalSim::serve() {
+void CausalSim::next_gap(bool serve_arrival) {
     const RequestTrace& trace = schedule_->trace();
-    const double start = std::max(trace.arrival[next_], free_);
-    free_ = start + trace.service[next_];
-    const double late = free_ - trace.deadline[next_];
-    if (late > kLateToleranceS) {
-        ++pending_.late_requests;
-        pending_.lateness_s += late;
-    }
-    ++served_;
-    ++next_;
-}
-
-void CausalSim::next_gap() {
-    const RequestTrace& trace = schedule_->trace();
-    for (;;) {
-        if (next_ >= trace.size()) {
-            deciding_ = false;
-            return;
+    const std::size_t n = trace.size();
+    // The state in locals, written back once: the trace's arrays could alias this
+    // object's fields, so the chain of finish times would otherwise go through memory.
+    std::size_t i = next_;
+    double free = free_;
+    StepResult tally = pending_;
+    // Serve FIFO until the queue empties in the horizon (idle from `free` on).
+    while (i < n && (serve_arrival || !(trace.arrival[i] > free && free >= from_s_))) {
+        serve_arrival = false;
+        free = std::max(trace.arrival[i], free) + trace.service[i];
+        const double late = free - trace.deadline[i];
+        if (late > kLateToleranceS) {
+            ++tally.late_requests;
+            tally.lateness_s += late;
         }
-        if (trace.arrival[next_] > free_ && free_ >= from_s_) {  // idle from free_ on
-            if (free_ >= to_s_ || done_) {
-                deciding_ = false;
-                return;
-            }
-            arrival_ = trace.arrival[next_];
-            point_.t = point_.gap_start = free_;
-            point_.lent = false;
-            deciding_ = true;
-            return;
-        }
-        serve();
+        ++i;
     }
+    served_ += static_cast<int>(i - next_);
+    next_ = i;
+    free_ = free;
+    pending_ = tally;
+    if (i >= n || free >= to_s_ || done_) {
+        deciding_ = false;
+        return;
+    }
+    arrival_ = trace.arrival[i];
+    point_.t = point_.gap_start = free;
+    point_.lent = false;
+    deciding_ = true;
 }
 
 void CausalSim::end_gap(double ready_s) {
     point_.lent = false;
     free_ = std::max(free_, ready_s);
-    serve();  // the arrival that ended the gap (the rest of the gap, if any, stays idle)
-    next_gap();
+    next_gap(true);  // the arrival that ended the gap first (the rest of the gap stays idle)
 }
 
 CausalSim::StepResult CausalSim::apply(Move move) {
@@ -94,7 +93,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     }
     pending_ = StepResult{};
     const double t = point_.t;
-    const double ret = c_.recovery_s;
+    const double ret = c_->recovery_s;
     const double benefit_before = benefit_;
     const double cost_before = cost_;
     // A loan the arrival cuts short: capacity ready t_ret after it, unsaved work lost.
@@ -105,7 +104,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     };
     switch (move) {
         case Move::Wait: {
-            const double next = t + c_.quantum_s;
+            const double next = t + c_->quantum_s;
             if (next >= arrival_) {
                 end_gap(-kInf);
             } else {
@@ -118,18 +117,18 @@ CausalSim::StepResult CausalSim::apply(Move move) {
             if (!point_.lent) {
                 point_.lent = true;
                 ++handoffs_;
-                load = point_.durable > 0 ? c_.load_s : 0.0;
+                load = point_.durable > 0 ? c_->load_s : 0.0;
             }
-            const double end = t + load + c_.quantum_s;
-            const bool last = point_.progress + 1 == c_.work_quanta;
+            const double end = t + load + c_->quantum_s;
+            const bool last = point_.progress + 1 == c_->work_quanta;
             if (!by_arrival(end, arrival_)) {  // a quantum counts only if done by the arrival
                 cut();
                 break;
             }
             ++point_.progress;
-            cost_ += charge(load + c_.quantum_s);
+            cost_ += charge(load + c_->quantum_s);
             if (last) {
-                benefit_ += c_.benefit.value(end);
+                benefit_ += c_->benefit.value(end);
                 cost_ += charge(ret);
                 point_.durable = point_.progress;
                 published_ = done_ = true;
@@ -141,26 +140,26 @@ CausalSim::StepResult CausalSim::apply(Move move) {
             break;
         }
         case Move::Save: {
-            const double end = t + c_.save_s;
+            const double end = t + c_->save_s;
             if (!by_arrival(end, arrival_)) {
                 cut();
                 break;
             }
             point_.durable = point_.progress;
             ++checkpoints_;
-            cost_ += charge(c_.save_s);
+            cost_ += charge(c_->save_s);
             point_.t = end;
             break;
         }
         case Move::CheckpointReturn: {
-            const double end = t + c_.save_s;
+            const double end = t + c_->save_s;
             if (!by_arrival(end, arrival_)) {
                 cut();
                 break;
             }
             point_.durable = point_.progress;
             ++checkpoints_;
-            cost_ += charge(c_.save_s + ret);
+            cost_ += charge(c_->save_s + ret);
             end_gap(end + ret);
             break;
         }
@@ -178,7 +177,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     late_ += pending_.late_requests;
     lateness_s_ += pending_.lateness_s;
     pending_.reward = (benefit_ - benefit_before) - (cost_ - cost_before) -
-                      c_.lateness_price * pending_.lateness_s;
+                      c_->lateness_price * pending_.lateness_s;
     value_ += pending_.reward;
     return pending_;
 }
@@ -192,7 +191,7 @@ void CausalSim::resume(const CausalCandidate& candidate, int progress, int durab
         throw std::invalid_argument("resume: need 0 <= durable <= progress < work_quanta, got " +
                                     std::to_string(durable) + ", " + std::to_string(progress));
     }
-    c_ = std::move(next);
+    c_ = std::make_shared<const CausalCandidate>(std::move(next));
     point_.progress = progress;
     point_.durable = durable;
     done_ = published_ = false;
@@ -201,8 +200,8 @@ void CausalSim::resume(const CausalCandidate& candidate, int progress, int durab
 
 double CausalSim::bound() const {
     if (!deciding_) return 0.0;
-    const int rest = c_.work_quanta - (point_.lent ? point_.progress : point_.durable);
-    return c_.benefit.value(point_.t + rest * c_.quantum_s);  // Phi never rises with t_p
+    const int rest = c_->work_quanta - (point_.lent ? point_.progress : point_.durable);
+    return c_->benefit.value(point_.t + rest * c_->quantum_s);  // Phi never rises with t_p
 }
 
 std::vector<std::uint64_t> CausalSim::key() const {

@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "learnsched/causal/candidate.hpp"
@@ -83,14 +84,14 @@ class CausalSim {
   private:
     // Serve from the next arrival on with capacity ready at `ready_s`, find the next gap.
     void end_gap(double ready_s);
-    // Serve queued requests until the next gap of the horizon (or its end).
-    void next_gap();
-    // Serve the next request FIFO, adding its lateness to pending_.
-    void serve();
-    double charge(double seconds) const { return (1.0 + c_.residency_rate) * seconds; }
+    // Serve queued requests (with `serve_arrival`, the one that ended a gap first) until
+    // the next gap of the horizon (or its end).
+    void next_gap(bool serve_arrival = false);
+    double charge(double seconds) const { return (1.0 + c_->residency_rate) * seconds; }
 
     const UnlentSchedule* schedule_;
-    CausalCandidate c_;
+    // Shared, read only: a tree DP copies the simulator at every move it weighs.
+    std::shared_ptr<const CausalCandidate> c_;
     double from_s_ = 0.0;
     double to_s_;
     StepResult pending_;    // the step being taken
