@@ -8,6 +8,11 @@
 * One 600 s causal horizon of the shipped trace, every causal policy, N = 64, beside the
   same horizon with the forecast-free ``window`` policy only (the simulator's own cost).
 * The exact clairvoyant of that horizon (the one-branch tree DP with branch and bound).
+* The gap pool of a horizon's start (the gaps of the hour before it), fitted from the
+  trace's past gaps scanned once (``GapRecords``, as a study fits every horizon's pools)
+  beside the same pool fitted alone (its own scan of the trace): the empirical model the
+  forecast reads, and the mean model, whose pooled slacks are merged from the records'
+  sorted runs.
 
 Run with ``pytest bench/test_bench_causal.py --benchmark-only --benchmark-timer
 time.process_time`` (CPU time: the development machine is shared); every benchmark checks
@@ -17,6 +22,7 @@ its answer and also runs under ``--benchmark-disable``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -90,3 +96,22 @@ def test_exact_clairvoyant(benchmark: Benchmark) -> None:
     scenario, _ = forecast(12)
     best = benchmark(clairvoyant, TRACE, scenario, START, END)
     assert best.value >= 0.0
+
+
+HISTORY_S, CLOSE_S = 3600.0, 300.0
+
+
+@pytest.mark.benchmark(group="a horizon's gap pool (the hour before it)")
+@pytest.mark.parametrize("model", ["empirical", "mean"])
+@pytest.mark.parametrize("shared", [True, False], ids=["from shared records", "fitted alone"])
+def test_gap_pool(benchmark: Benchmark, model: str, shared: bool) -> None:
+    reach = ls.PAPER_COLD.recovery_s
+    if shared:
+        records = _core.causal.GapRecords(TRACE.schedule, START - HISTORY_S, END, CLOSE_S, reach)
+        fit = partial(_core.causal.GapPool, records, START, HISTORY_S, None, model)
+    else:
+        fit = partial(_core.causal.GapPool, TRACE.schedule, START, HISTORY_S, CLOSE_S, reach, model)
+    pool = benchmark(fit)
+    alone = _core.causal.GapPool(TRACE.schedule, START, HISTORY_S, CLOSE_S, reach, model)
+    assert pool.size == alone.size > 0
+    assert pool.lateness(0, reach) == alone.lateness(0, reach)

@@ -33,7 +33,6 @@ double pareto_remaining(double age_s, std::uint64_t& rng) {
     return age_s * u / (1.0 - u);
 }
 
-
 void check_fit(double now_s, double history_s) {
     if (!std::isfinite(now_s)) throw std::invalid_argument("now_s must be finite");
     if (!(history_s > 0.0)) {
@@ -46,26 +45,6 @@ GapRecords fit_records(const UnlentSchedule& schedule, double now_s, double hist
                        double close_s, double reach_s) {
     check_fit(now_s, history_s);
     return GapRecords(schedule, now_s - history_s, now_s, close_s, reach_s);
-}
-
-// The runs [offsets[r], offsets[r+1]) of `values`, each ascending, merged into one
-// ascending sequence (the sorted values, without sorting them again).
-std::vector<double> merged(const std::vector<double>& values, std::vector<std::size_t> offsets) {
-    std::vector<double> from = values, to(values.size());
-    while (offsets.size() > 2) {
-        std::vector<std::size_t> next{0};
-        for (std::size_t r = 0; r + 1 < offsets.size(); r += 2) {
-            const auto first = from.begin() + static_cast<std::ptrdiff_t>(offsets[r]);
-            const auto middle = from.begin() + static_cast<std::ptrdiff_t>(offsets[r + 1]);
-            const std::size_t last = offsets[std::min(r + 2, offsets.size() - 1)];
-            std::merge(first, middle, middle, from.begin() + static_cast<std::ptrdiff_t>(last),
-                       to.begin() + static_cast<std::ptrdiff_t>(offsets[r]));
-            next.push_back(last);
-        }
-        from.swap(to);
-        offsets.swap(next);
-    }
-    return from;
 }
 
 }  // namespace
@@ -200,7 +179,8 @@ void GapPool::arrange(int repeat_last) {
         // mean lateness of a late return).
         double sum = 0.0;
         for (const double g : length_) sum += g;
-        std::vector<double> pooled = merged(slacks_, offsets_);
+        std::vector<double> pooled = slacks_;
+        std::sort(pooled.begin(), pooled.end());
         const double least_all = *std::min_element(slack_min_.begin(), slack_min_.end());
         length_.assign(1, sum / static_cast<double>(n));
         slack_min_.assign(1, least_all);
