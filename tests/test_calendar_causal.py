@@ -584,8 +584,8 @@ def assert_same_pool(a: _core.causal.GapPool, b: _core.causal.GapPool, reach: fl
 def test_pools_from_shared_records_are_the_pools_fitted_alone(
     data: st.DataObject, trace: Any
 ) -> None:
-    """A pool cut from a trace's shared records (any reach up to theirs) is the pool
-    fitted on the trace at that time, for every gap model."""
+    """A pool cut from a trace's shared records (any reach up to theirs, scanned on any
+    number of threads) is the pool fitted on the trace at that time, for every gap model."""
     s = schedule(trace)
     span = trace[0][-1]
     now = data.draw(st.floats(0.0, span + 10.0))
@@ -593,8 +593,9 @@ def test_pools_from_shared_records_are_the_pools_fitted_alone(
     close = data.draw(st.sampled_from([0.0, 2.0, 20.0]))
     reach = data.draw(st.sampled_from([0.0, 1.0, 8.0, 40.0]))
     cut = data.draw(st.sampled_from([0.0, 0.5, 1.0])) * reach
-    first = now - history - data.draw(st.floats(0.0, 50.0))
-    records = _core.causal.GapRecords(s, first, now + data.draw(st.floats(0.0, 50.0)), close, reach)
+    first, last = now - history - data.draw(st.floats(0.0, 50.0)), now + data.draw(st.floats(0, 50))
+    threads = data.draw(st.integers(1, 3))
+    records = _core.causal.GapRecords(s, first, last, close, reach, threads)
     for model in GAP_MODELS:
         alone = _core.causal.GapPool(s, now, history, close, cut, model, 3)
         shared = _core.causal.GapPool(records, now, history, cut, model, 3)
@@ -619,6 +620,8 @@ def test_a_pool_reads_only_inside_its_records() -> None:
         _core.causal.GapRecords(s, 0.0, math.inf, 300.0, 60.0)
     with pytest.raises(ValueError, match="close_s must be finite and >= 0"):
         _core.causal.GapRecords(s, 0.0, 600.0, -1.0, 60.0)
+    with pytest.raises(ValueError, match="threads must be >= 1, got 0"):
+        _core.causal.GapRecords(s, 0.0, 600.0, 300.0, 60.0, 0)
 
 
 # --- the Python layer -----------------------------------------------------------------------------

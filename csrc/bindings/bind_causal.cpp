@@ -263,11 +263,13 @@ void bind_causal(py::module_& core) {
 
     py::class_<GapRecords>(m, "GapRecords",
                            "A trace's past gaps, each scanned once, for the pools fitted on them.")
-        .def(py::init<const UnlentSchedule&, double, double, double, double>(),
+        .def(py::init<const UnlentSchedule&, double, double, double, double, int>(),
              py::arg("schedule"), py::arg("from_s"), py::arg("until_s"), py::arg("close_s"),
-             py::arg("reach_s"), py::call_guard<py::gil_scoped_release>(),
+             py::arg("reach_s"), py::arg("threads") = 1,
+             py::call_guard<py::gil_scoped_release>(),
              "The gaps arriving at or after from_s and closed (arrival + close_s) by until_s, "
-             "seconds; each keeps its slacks below reach_s.")
+             "seconds; each keeps its slacks below reach_s. Scanned on `threads` threads "
+             "(the records do not depend on it).")
         .def_property_readonly("size", &GapRecords::size);
 
     py::class_<GapPool>(m, "GapPool", "Past idle gaps fitted at a time: the current gap's forecast.")

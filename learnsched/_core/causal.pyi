@@ -30,9 +30,9 @@ class GapRecords:
     """
     A trace's past gaps, each scanned once, for the pools fitted on them.
     """
-    def __init__(self, schedule: UnlentSchedule, from_s: typing.SupportsFloat | typing.SupportsIndex, until_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex) -> None:
+    def __init__(self, schedule: UnlentSchedule, from_s: typing.SupportsFloat | typing.SupportsIndex, until_s: typing.SupportsFloat | typing.SupportsIndex, close_s: typing.SupportsFloat | typing.SupportsIndex, reach_s: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 1) -> None:
         """
-        The gaps arriving at or after from_s and closed (arrival + close_s) by until_s, seconds; each keeps its slacks below reach_s.
+        The gaps arriving at or after from_s and closed (arrival + close_s) by until_s, seconds; each keeps its slacks below reach_s. Scanned on `threads` threads (the records do not depend on it).
         """
     @property
     def size(self) -> int:

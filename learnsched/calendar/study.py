@@ -604,6 +604,7 @@ class _GapFits:
             starts[-1],
             rules.close_s,
             candidate.costs.recovery_s,
+            settings.threads,
         )
         self.starts = starts
         self.horizon_s = settings.horizon_s

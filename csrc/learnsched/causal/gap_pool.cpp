@@ -8,6 +8,7 @@
 #include <string>
 
 #include "learnsched/check.hpp"
+#include "learnsched/parallel.hpp"
 #include "learnsched/causal/random.hpp"
 
 namespace learnsched {
@@ -47,11 +48,26 @@ GapRecords fit_records(const UnlentSchedule& schedule, double now_s, double hist
     return GapRecords(schedule, now_s - history_s, now_s, close_s, reach_s);
 }
 
+// The first of gaps [0, n) at which `past` holds (it holds from some gap on).
+template <class Past>
+std::size_t first_gap(std::size_t n, Past past) {
+    std::size_t lo = 0, hi = n;
+    while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (past(mid)) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    return lo;
+}
+
 }  // namespace
 
 GapRecords::GapRecords(const UnlentSchedule& schedule, double from_s, double until_s,
-                       double close_s, double reach_s)
-    : from_(from_s), until_(until_s), close_(close_s), reach_(reach_s) {
+                       double close_s, double reach_s, int threads)
+    : GapRecords(from_s, until_s, close_s, reach_s) {
     if (std::isnan(from_s)) throw std::invalid_argument("from_s must not be NaN");
     if (!std::isfinite(until_s)) throw std::invalid_argument("until_s must be finite");
     if (!(close_s >= 0.0) || !std::isfinite(close_s)) {
@@ -62,27 +78,78 @@ GapRecords::GapRecords(const UnlentSchedule& schedule, double from_s, double unt
         throw std::invalid_argument("reach_s must be finite and >= 0, got " +
                                     std::to_string(reach_s));
     }
-    const RequestTrace& trace = schedule.trace();
-    for (std::size_t j = 0; j < schedule.gap_count(); ++j) {
-        const double arrival = schedule.gap_arrival(j);
-        if (arrival + close_s > until_s) break;  // not closed yet (gaps are in time order)
-        if (arrival < from_s) continue;
-        const std::size_t begin = slacks_.size();
-        double least = kInf;
-        for (std::size_t i = schedule.gap_first(j);
-             i < trace.size() && trace.arrival[i] <= arrival + close_s; ++i) {
-            const double s = schedule.slack(j, i);
-            least = std::min(least, s);
-            if (s < reach_s) slacks_.push_back(s);
-        }
-        std::sort(slacks_.begin() + static_cast<std::ptrdiff_t>(begin), slacks_.end());
-        offsets_.push_back(slacks_.size());
-        length_.push_back(arrival - schedule.gap_start(j));
-        arrival_.push_back(arrival);
-        slack_min_.push_back(std::max(0.0, least));
-        start_.push_back(schedule.gap_start(j));
-        next_start_.push_back(j + 1 < schedule.gap_count() ? schedule.gap_start(j + 1) : kInf);
+    if (threads < 1) {
+        throw std::invalid_argument("threads must be >= 1, got " + std::to_string(threads));
     }
+    // Gaps are in time order: those arriving from from_s on and closed by until_s are a run.
+    const std::size_t n = schedule.gap_count();
+    const std::size_t last = first_gap(
+        n, [&](std::size_t j) { return schedule.gap_arrival(j) + close_s > until_s; });
+    const std::size_t first = std::min(
+        last, first_gap(n, [&](std::size_t j) { return !(schedule.gap_arrival(j) < from_s); }));
+    const std::size_t count = last - first;
+    const std::size_t parts =
+        std::min(static_cast<std::size_t>(threads), std::max<std::size_t>(count, 1));
+    if (parts == 1) {
+        for (std::size_t j = first; j < last; ++j) add(schedule, j);
+        return;
+    }
+    // Contiguous parts scanned on their own threads, joined in time order.
+    std::vector<GapRecords> part(parts, GapRecords(from_s, until_s, close_s, reach_s));
+    run_blocks(parts, threads, [&](std::size_t begin, std::size_t end) {
+        for (std::size_t p = begin; p < end; ++p) {
+            for (std::size_t j = first + count * p / parts; j < first + count * (p + 1) / parts;
+                 ++j) {
+                part[p].add(schedule, j);
+            }
+        }
+    });
+    std::size_t slacks = 0;
+    for (const GapRecords& p : part) slacks += p.slacks_.size();
+    slacks_.reserve(slacks);
+    for (GapRecords& p : part) {
+        join(p);
+        p = GapRecords(from_s, until_s, close_s, reach_s);  // its memory back at once
+    }
+}
+
+GapRecords::GapRecords(double from_s, double until_s, double close_s, double reach_s)
+    : from_(from_s), until_(until_s), close_(close_s), reach_(reach_s) {}
+
+void GapRecords::add(const UnlentSchedule& schedule, std::size_t gap) {
+    const RequestTrace& trace = schedule.trace();
+    const double arrival = schedule.gap_arrival(gap);
+    const std::size_t begin = slacks_.size();
+    double least = kInf;
+    for (std::size_t i = schedule.gap_first(gap);
+         i < trace.size() && trace.arrival[i] <= arrival + close_; ++i) {
+        const double s = schedule.slack(gap, i);
+        least = std::min(least, s);
+        if (s < reach_) slacks_.push_back(s);
+    }
+    std::sort(slacks_.begin() + static_cast<std::ptrdiff_t>(begin), slacks_.end());
+    offsets_.push_back(slacks_.size());
+    length_.push_back(arrival - schedule.gap_start(gap));
+    arrival_.push_back(arrival);
+    slack_min_.push_back(std::max(0.0, least));
+    start_.push_back(schedule.gap_start(gap));
+    next_start_.push_back(gap + 1 < schedule.gap_count() ? schedule.gap_start(gap + 1) : kInf);
+}
+
+void GapRecords::join(const GapRecords& part) {
+    const std::size_t base = slacks_.size();
+    slacks_.insert(slacks_.end(), part.slacks_.begin(), part.slacks_.end());
+    for (std::size_t r = 1; r < part.offsets_.size(); ++r) {
+        offsets_.push_back(base + part.offsets_[r]);
+    }
+    const auto append = [](std::vector<double>& to, const std::vector<double>& from) {
+        to.insert(to.end(), from.begin(), from.end());
+    };
+    append(length_, part.length_);
+    append(arrival_, part.arrival_);
+    append(slack_min_, part.slack_min_);
+    append(start_, part.start_);
+    append(next_start_, part.next_start_);
 }
 
 GapPool::GapPool(const UnlentSchedule& schedule, double now_s, double history_s, double close_s,

@@ -23,11 +23,12 @@ const char* name(GapModel model);
 // after `from_s` and that have closed by `until_s` (A + close_s <= until_s), in time order.
 // Each keeps its gap length, start, the next gap's start, the least slack of its busy
 // chain and its slacks below `reach_s` (ascending): what a GapPool copies, so that pools
-// fitted at many times (a study's horizons, its gap models) share one scan of the trace.
+// fitted at many times (a study's horizons, its gap models) share one scan of the trace,
+// on `threads` threads (the records do not depend on it).
 class GapRecords {
   public:
     GapRecords(const UnlentSchedule& schedule, double from_s, double until_s, double close_s,
-               double reach_s);
+               double reach_s, int threads = 1);
 
     std::size_t size() const { return length_.size(); }
     double from() const { return from_; }
@@ -37,6 +38,9 @@ class GapRecords {
 
   private:
     friend class GapPool;
+    GapRecords(double from_s, double until_s, double close_s, double reach_s);  // none yet
+    void add(const UnlentSchedule& schedule, std::size_t gap);  // the next gap's record
+    void join(const GapRecords& part);                          // the records after these
     double from_, until_, close_, reach_;
     std::vector<double> length_;
     std::vector<double> arrival_;
