@@ -16,7 +16,9 @@ from hypothesis import strategies as st
 import learnsched as ls
 from learnsched import _core
 from learnsched._json import parse as parse_json
-from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster
+from learnsched.calendar import AZURE_TRACE, MeanForecaster, RepeatForecaster, load_trace
+from learnsched.calendar.causal import CausalTrace
+from learnsched.calendar.study import StudyCandidate, StudySettings, causal_study, gap_calibration
 from learnsched.calendar.summary import PolicySummary, differences, t_interval
 from learnsched.calendar.synth import DAY_S, fit_synthesizer
 from learnsched.calendar.traces import SYNTHETIC_COLUMN, is_synthetic, read_azure_trace
@@ -169,6 +171,22 @@ def test_seeds_vary_the_forecast_only(capsys: pytest.CaptureFixture[str]) -> Non
     for name in ("window", "clairvoyant"):  # neither reads a forecast
         rows = policies[name]["values_by_seed"]
         assert rows[0] == rows[1] == rows[2]
+
+
+def test_threads_do_not_change_a_causal_study(capsys: pytest.CaptureFixture[str]) -> None:
+    """The horizons' clairvoyants, pools and calibration run ahead on threads; the study
+    is the same bit for bit, and so is the calibration table computed alone."""
+    args = ("online", "--trace", "--samples", "4", "--seeds", "2", "--json")
+    outs = [run(capsys, *args, "--threads", str(t))[1] for t in (1, 3)]
+    assert outs[0] == outs[1]
+    calibration = json.loads(outs[0])["calibration"]
+    assert calibration["empirical"]["queries"] > 0
+    trace = CausalTrace(load_trace())
+    candidate = StudyCandidate(12, 5.0, 0.25, 480.0, ls.PAPER_COLD)
+    study_settings = StudySettings(samples=(4,), seeds=(0,), threads=2)
+    study = causal_study(trace, candidate, study_settings)
+    alone = gap_calibration(trace, candidate, study_settings, study.horizons)
+    assert json.dumps(alone) == json.dumps(study.calibration)
 
 
 # --- the SPEC reader ----------------------------------------------------------------------------
