@@ -52,7 +52,7 @@ from .windows import IdleWindows
 
 __all__ = [
     "MAX_HORIZONS",
-    "GapFit",
+    "GapRoom",
     "StudyCandidate",
     "StudyResult",
     "StudySettings",
@@ -232,7 +232,7 @@ class StudyResult:
 
 
 @dataclass(frozen=True)
-class GapFit:
+class GapRoom:
     """The idle gaps that begin in a study's horizons against one quantum.
 
     A gap shorter than one quantum ends before any work is done in it, and the causal
@@ -258,7 +258,7 @@ class GapFit:
 
     @classmethod
     def of(cls, trace: CausalTrace, starts: Sequence[float], horizon_s: float,
-           quantum_s: float) -> GapFit:  # fmt: skip
+           quantum_s: float) -> GapRoom:  # fmt: skip
         """The gaps of ``trace`` that begin in the horizons starting at ``starts``."""
         start, arrival, _ = trace.gaps()
         inside = np.zeros(start.shape, dtype=bool)
@@ -302,7 +302,7 @@ class TraceStudy:
     trace: dict[str, Any]
     settings: dict[str, Any]
     calibration: dict[str, dict[str, Any]] | None = None
-    gap_fit: GapFit | None = None
+    gap_room: GapRoom | None = None
 
     @property
     def calendars(self) -> int:
@@ -311,7 +311,7 @@ class TraceStudy:
 
     def to_json(self) -> dict[str, Any]:
         """``{"mode", "trace", "settings", "horizons", "seeds", "samples": {N: ...},
-        "calibration", "gaps"}`` (``gaps``: :class:`GapFit`, causal mode; else None)."""
+        "calibration", "gaps"}`` (``gaps``: :class:`GapRoom`, causal mode; else None)."""
         return {
             "mode": self.mode,
             "trace": self.trace,
@@ -321,7 +321,7 @@ class TraceStudy:
             "seeds": list(self.seeds),
             "samples": {str(n): r.to_json() for n, r in self.results.items()},
             "calibration": self.calibration,
-            "gaps": None if self.gap_fit is None else self.gap_fit.to_json(),
+            "gaps": None if self.gap_room is None else self.gap_room.to_json(),
         }
 
 
@@ -560,7 +560,7 @@ def causal_study(
         trace.to_json(),
         _settings_json(settings, candidate),
         calibration,
-        GapFit.of(trace, starts, settings.horizon_s, candidate.quantum_s),
+        GapRoom.of(trace, starts, settings.horizon_s, candidate.quantum_s),
     )
 
 

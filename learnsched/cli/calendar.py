@@ -446,8 +446,8 @@ def run_online(args: argparse.Namespace) -> int:
             print(f"\n{_difference_table(out['differences'])}")
         return 0
     study = _study(args)
-    if study.gap_fit is not None and study.gap_fit.warning is not None:
-        print(f"{args.command_prog}: warning: {study.gap_fit.warning}", file=sys.stderr)
+    if study.gap_room is not None and study.gap_room.warning is not None:
+        print(f"{args.command_prog}: warning: {study.gap_room.warning}", file=sys.stderr)
     out = study.to_json()
     _write(args, out)
     if args.plot:
