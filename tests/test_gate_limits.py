@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from learnsched.gate.limits import FD_RESERVE, MIB, BodyBudget, GateLimits
+from learnsched.gate.limits import DEFAULT_MAX_CONNECTIONS, FD_RESERVE, MIB, BodyBudget, GateLimits
 
 aiohttp = pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
 
@@ -211,6 +211,34 @@ def test_a_request_reading_its_body_is_in_flight_for_the_door(
         gate.open()
 
 
+def test_a_held_request_body_stays_unread_until_the_door_opens(
+    engine: ThreadingHTTPServer,
+) -> None:
+    """Admission comes before the body: while held, the gate stops reading it, so the
+    client can push no more than the sockets' buffers take, not its 64 MiB."""
+    size = 64 * MIB
+    with (
+        Gate(url_of(engine), "vllm", closed=True) as gate,
+        socket.create_connection((gate.host, gate.port)) as client,
+    ):
+        client.sendall(head(size))
+        client.setblocking(False)
+        sent, chunk = 0, b"x" * MIB
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                sent += client.send(chunk)
+            except BlockingIOError:
+                time.sleep(0.01)
+        assert gate.load().waiting == 1
+        assert sent < size // 2
+        gate.open()
+        client.setblocking(True)
+        client.sendall(b"x" * (size - sent))
+        assert status_of(client) == 200
+    assert engine.received == [size]  # type: ignore[attr-defined]
+
+
 def _peak_rss_bytes(pid: int) -> tuple[int, int]:
     """A process's resident set now and at its peak, bytes (``/proc/PID/status``)."""
     status = Path(f"/proc/{pid}/status").read_text()
@@ -341,6 +369,7 @@ def test_a_request_past_the_connection_limit_is_answered_503(
 
 def test_the_connection_limit_leaves_a_descriptor_to_the_engine_for_each() -> None:
     assert GateLimits().connections(1024) == (1024 - FD_RESERVE) // 2
+    assert GateLimits().connections(1 << 20) == DEFAULT_MAX_CONNECTIONS
     assert GateLimits(max_connections=100).connections(1024) == 100
     with pytest.raises(ValueError, match="max_connections 500 exceeds 448"):
         GateLimits(max_connections=500).connections(1024)

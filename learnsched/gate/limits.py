@@ -15,8 +15,11 @@
   tokens as long as it takes.
 - **Connections.** At most ``max_connections`` client connections at once (a request on
   one more is answered ``503`` and its connection closed): each forwarded request holds
-  a second descriptor to the engine, so the default is half the open-file limit less a
-  reserve, and the gate raises its soft open-file limit to the hard one at start.
+  a second descriptor to the engine, so it must stay under half the open-file limit less
+  a reserve (the default: that, at most :data:`DEFAULT_MAX_CONNECTIONS`), and the gate
+  raises its soft open-file limit to the hard one at start. Each connection also costs
+  the read buffer of a body not yet read (a held request's): the gate's memory is
+  bounded by the body budget plus that buffer times the connections.
 """
 
 from __future__ import annotations
@@ -27,13 +30,24 @@ from dataclasses import dataclass
 
 from .._checks import integer, positive
 
-__all__ = ["FD_RESERVE", "MIB", "BodyBudget", "GateLimits", "add_limit_flags", "open_files"]
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "FD_RESERVE",
+    "MIB",
+    "BodyBudget",
+    "GateLimits",
+    "add_limit_flags",
+    "open_files",
+]
 
 MIB = 1 << 20
 FD_RESERVE = 128
 """Open files kept for the rest of the process (ledger, logs, the trainer's pipes, the
 scheduler's own engine calls) when the connection limit is derived from the open-file
 limit."""
+DEFAULT_MAX_CONNECTIONS = 1024
+"""Client connections at once by default, where the open-file limit allows as many: a
+bound on the read buffers of bodies not yet read, too."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +68,8 @@ class GateLimits:
         The engine may be silent this long, seconds (``504``).
     max_connections
         Client connections at once (``503`` past it); ``None``: half the open-file limit
-        less :data:`FD_RESERVE` (:meth:`connections`).
+        less :data:`FD_RESERVE`, at most :data:`DEFAULT_MAX_CONNECTIONS`
+        (:meth:`connections`).
     """
 
     max_body_bytes: int = 64 * MIB
@@ -79,7 +94,8 @@ class GateLimits:
     def connections(self, open_files_limit: int) -> int:
         """The connection limit with ``open_files_limit`` descriptors (the soft
         ``RLIMIT_NOFILE``): :attr:`max_connections`, which must leave a descriptor to the
-        engine for each and :data:`FD_RESERVE` besides, or that bound itself.
+        engine for each and :data:`FD_RESERVE` besides, or by default that bound (at most
+        :data:`DEFAULT_MAX_CONNECTIONS`).
 
         Raises
         ------
@@ -93,7 +109,7 @@ class GateLimits:
                 f"{FD_RESERVE + 2} (raise it with `ulimit -n`)"
             )
         if self.max_connections is None:
-            return room
+            return min(room, DEFAULT_MAX_CONNECTIONS)
         if self.max_connections > room:
             raise ValueError(
                 f"max_connections {self.max_connections} exceeds {room}, what the open-file "
@@ -160,8 +176,8 @@ def add_limit_flags(parser: argparse.ArgumentParser, scope: str) -> None:
         "with 504 and frees its place in flight (default %(default)s)")  # fmt: skip
     add("--max-connections", type=int, metavar="N",
         help=f"{scope}client connections at once (503 past it; default: half of the "
-        f"open-file limit less {FD_RESERVE}, the soft limit raised to the hard one at "
-        "start)")  # fmt: skip
+        f"open-file limit less {FD_RESERVE}, at most {DEFAULT_MAX_CONNECTIONS}; the soft "
+        "limit is raised to the hard one at start)")  # fmt: skip
 
 
 class BodyBudget:

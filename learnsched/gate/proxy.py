@@ -81,6 +81,9 @@ STATS_PATH = "/gate/stats"
 SHUTDOWN_S = 5.0
 # How often a held request looks whether its client is still there, seconds.
 HANGUP_CHECK_S = 0.25
+# What aiohttp buffers of a body not being read (a held request's) before it stops
+# reading that connection: twice this, and one receive of up to 256 KiB.
+READ_BUFFER_BYTES = 64 << 10
 RETRY_AFTER_S = 1
 """The ``Retry-After`` of the ``503`` a request past ``max_held`` gets, seconds: the door
 opens as soon as the return is confirmed, which the gate cannot foresee."""
@@ -246,6 +249,7 @@ class Gate:
             # aiohttp closes a connection whose request headers have not all come this
             # long after it opened or after its last answer, however slowly they trickle.
             keepalive_timeout=self.limits.header_timeout_s,
+            read_bufsize=READ_BUFFER_BYTES,
         )
         await self._runner.setup()
         try:
