@@ -3,6 +3,7 @@
 - :mod:`.proxy`: :class:`Gate`, the OpenAI-compatible reverse proxy with a door the
   scheduler closes (hold new requests, drain those in flight) before a park and opens
   once capacity is back;
+- :mod:`.limits`: its bounds on bodies, waits and connections (:class:`~.limits.GateLimits`);
 - :mod:`.stats`: what it counts (:class:`GateCounts`: arrivals, in flight, held,
   completions, failures, added latencies, parks on a busy engine);
 - :mod:`.notify`: :class:`NotifyServer`, the tiny endpoint a user's own router POSTs

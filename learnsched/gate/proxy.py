@@ -30,6 +30,13 @@ or reloads the engine above all, is refused with 403 and an OpenAI-shaped error:
 scheduler owns them. A redirect to the engine's own address comes back as one to the
 gate's.
 
+Bounds, as a trusted proxy's (:mod:`~learnsched.gate.limits`): a request's body is read
+only once the request is admitted (a held one's stays unread), within a bound per request
+(``413``) and a budget across requests (``503``); headers, bodies and the engine's
+silences are timed (the connection closed, ``408``, ``504``: a request the engine never
+answers frees its place in flight); client connections stay under the open-file limit
+(``503``).
+
 Why aiohttp. The gate must hold many idle connections cheaply, copy streams chunk by
 chunk as they arrive, and be told to close or open its door from the scheduler's
 threads; an asyncio server does the first two on one thread, and
