@@ -2104,6 +2104,17 @@ BINDINGS: dict[str, Binding] = {
         ).map(lambda a: Call(_core.causal.GapPool, a)),
         CAUSAL_NAMES,
     ),
+    "_core.causal.GapRecords": Binding(
+        st.tuples(
+            maybe(unlent_schedules()),
+            floats,
+            floats,
+            floats,
+            floats,
+            maybe(st.integers(1, 3), st.sampled_from([0, -1, 2**31, 2**63])),
+        ).map(lambda a: Call(_core.causal.GapRecords, a)),
+        (*CAUSAL_NAMES, "until_s"),
+    ),
     "_core.causal.GapPool.draw": Binding(
         st.tuples(
             gap_pools(),
