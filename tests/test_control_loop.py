@@ -31,6 +31,7 @@ from learnsched.serving.endpoint import ServingEndpoint
 from learnsched.serving.errors import ServerConfigError
 from learnsched.serving.ledger import read_ledger
 from learnsched.testing import EngineConfig, EngineProcess, SimulatedEngine
+from learnsched.testing.device import SimulatedDeviceReader
 
 from control_support import (
     COUNTING,
@@ -569,3 +570,32 @@ def test_an_engine_that_dies_while_lent_stops_the_run_at_once(tmp_path: Path) ->
     lost = next(r for r in records if r.kind == "engine-lost")
     assert lost.durable_progress == loop.durable > 0
     assert loop.totals.unsaved_lost == 0
+
+
+@pytest.mark.parametrize("dialect", ["vllm", "sglang"])
+def test_an_engine_restarted_after_it_died_while_lent_is_confirmed_not_resumed(
+    tmp_path: Path, dialect: str
+) -> None:
+    """Killed while parked, started again on its port by the operator: the next run
+    confirms it serves and lends again, never resuming it (a resume of memory never
+    released kills a fresh SGLang; the fault campaign's seed 1 found it)."""
+    strict = strict_config(dialect, batch_variant=False)
+    with EngineProcess(strict, lifetime_s=120.0) as sim:
+        loop = make_loop(sim.url, dialect, [(0.3, 30.0)], tmp_path,
+                         trainer_options={"work_quanta": 300, "quantum_s": 0.05})  # fmt: skip
+        thread, out = in_background(loop)
+        ledger = tmp_path / "ledger.jsonl"
+        until_recorded(ledger, "work", thread, out, 30.0)
+        sim.process.kill()
+        found_within(loop, thread, 10.0)
+        assert isinstance(out.get("error"), EngineLost), out
+        with EngineProcess(strict, port=sim.port, lifetime_s=120.0) as again:
+            make_loop(again.url, dialect, [(5.0, 60.0)], tmp_path, until_s=0.3).run()
+            assert again.alive(), again.stderr_text()
+            state = SimulatedDeviceReader(again.url).state()
+    assert (state["sleeping_tags"], state["paused"]) == ([], None)
+    records = read_ledger(ledger)
+    healed = [r for r in records if r.kind == "return"]
+    assert [(r.detail["recovered"], r.failure) for r in healed] == [(True, None)]
+    assert "resume_ack" not in healed[0].stamps_ns
+    assert "quarantine" not in [r.kind for r in records]

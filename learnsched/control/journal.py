@@ -278,7 +278,7 @@ def park_progress(
     """How far ``park`` got: its ``parked`` record (``None``: the release was never
     acknowledged) and the ``park-step`` names recorded after it until its return
     (``paused``, ``release_sent``, then the return's ``resume_sent``: what a run killed
-    midway had done)."""
+    midway had done), with ``engine_lost`` where the engine died while lent."""
     steps: set[str] = set()
     acked: HandoffRecord | None = None
     after = False
@@ -291,6 +291,8 @@ def park_progress(
             steps.add(str(record.detail.get("step")))
         elif record.kind == "parked":
             acked = record
+        elif record.kind == "engine-lost":
+            steps.add("engine_lost")
         elif record.kind in ("return", "park-failed"):
             break
     return acked, steps

@@ -182,8 +182,10 @@ def plan_heal(records: Sequence[HandoffRecord], asleep: bool | None, cleared: bo
     quarantine = None
     if parked is not None and not asleep:
         unknowable = _unknowable(acked, steps)
-        # vLLM awake, or an operator who has seen to SGLang: readiness only.
-        if asleep is False or (unknowable is not None and cleared):
+        # vLLM awake, an engine restarted after it died while lent (its park died with
+        # it: a resume would kill a fresh SGLang), or an operator who has seen to SGLang:
+        # readiness only.
+        if asleep is False or "engine_lost" in steps or (unknowable is not None and cleared):
             call = "ready"
         elif unknowable is not None:
             quarantine = (
