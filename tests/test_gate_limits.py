@@ -257,7 +257,6 @@ def test_concurrent_large_bodies_stay_within_the_budget(engine: ThreadingHTTPSer
          "--url", url_of(engine), "--listen", "127.0.0.1:0",
          "--max-body-mib", "8", "--body-budget-mib", str(budget_mib)],
         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
     )  # fmt: skip
     try:
         assert process.stderr is not None
@@ -436,3 +435,95 @@ def test_gate_flags_with_bad_bounds_are_bad_input(
 
     assert main(["gate", "--engine", "vllm", "--url", "http://127.0.0.1:9", *flags]) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+class MemoryCgroup:
+    """A memory cgroup of its own (v1 or v2) capped at ``limit`` bytes, swap included,
+    removed on exit; the test skips where none can be made (no root, no delegation)."""
+
+    def __init__(self, limit: int) -> None:
+        v1 = Path("/sys/fs/cgroup/memory")
+        root = v1 if (v1 / "memory.limit_in_bytes").exists() else Path("/sys/fs/cgroup")
+        self.v1 = root == v1
+        self.path = root / f"learnsched-test-{os.getpid()}"
+        try:
+            self.path.mkdir()
+            if self.v1:
+                (self.path / "memory.limit_in_bytes").write_text(str(limit))
+                swap = self.path / "memory.memsw.limit_in_bytes"
+                if swap.exists():
+                    swap.write_text(str(limit))
+                else:
+                    (self.path / "memory.swappiness").write_text("0")
+            else:
+                (self.path / "memory.max").write_text(str(limit))
+                (self.path / "memory.swap.max").write_text("0")
+        except OSError as err:
+            self.close()
+            pytest.skip(f"no memory cgroup can be made here ({err.strerror})")
+
+    def add(self, pid: int) -> None:
+        (self.path / "cgroup.procs").write_text(str(pid))
+
+    def peak(self) -> int:
+        """The most memory the cgroup held, bytes."""
+        name = "memory.max_usage_in_bytes" if self.v1 else "memory.peak"
+        return int((self.path / name).read_text())
+
+    def close(self) -> None:
+        for _ in range(50):  # a killed member leaves a moment later
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.1)
+
+
+def test_sixteen_60_mb_bodies_do_not_oom_a_gate_in_a_700_mib_cgroup(
+    engine: ThreadingHTTPServer,
+) -> None:
+    """The issue's case: a gate under a systemd-style ``MemoryMax=`` of 700 MiB meets 16
+    bodies of 60 MB at once (read whole before, it was OOM-killed). With the default
+    bounds it lives, answers each 200 or 503, and stays under the cap."""
+    engine.delay_s = 0.5  # type: ignore[attr-defined]
+    limit = 700 * MIB
+    group = MemoryCgroup(limit)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "learnsched", "gate", "--engine", "vllm",
+         "--url", url_of(engine), "--listen", "127.0.0.1:0"],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        group.add(process.pid)
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        port = int(re.search(r"127\.0\.0\.1:(\d+) ->", line).group(1))  # type: ignore[union-attr]
+        statuses: list[int] = []
+        payload = b"z" * (60 * 10**6)
+
+        def send() -> None:
+            try:
+                statuses.append(post(port, payload, 120.0)[0])
+            except OSError:
+                statuses.append(0)  # the gate died under the cap
+
+        threads = [threading.Thread(target=send) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(180.0)
+        alive = process.poll() is None
+        peak = group.peak()
+    finally:
+        process.kill()
+        process.wait(10.0)
+        if process.stderr is not None:
+            process.stderr.close()
+        group.close()
+    assert alive
+    assert sorted(set(statuses)) <= [200, 503]
+    assert len(statuses) == 16
+    assert statuses.count(200) >= 1
+    assert peak < limit
