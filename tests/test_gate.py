@@ -620,3 +620,34 @@ def test_the_gate_command_forwards_counts_and_stops_on_sigterm(
 def test_a_bad_upstream_is_named(upstream: str) -> None:
     with pytest.raises(ValueError, match="upstream must be"):
         Gate(upstream, "vllm")
+
+
+def test_a_stop_ends_a_request_stalled_in_a_paused_engine() -> None:
+    """A request forwarded to an engine that never answers (paused by another controller)
+    is cut off by the stop, which returns: before, the stop raised a bare ``TimeoutError``
+    (aiohttp waits its shutdown timeout twice), and a run ending with a quarantine
+    exited 4 instead of 3."""
+    from learnsched.serving.endpoint import ServingEndpoint
+
+    with EngineProcess(strict_config("sglang"), lifetime_s=120.0) as engine:
+        endpoint = ServingEndpoint(engine.url, "sglang")
+        endpoint.dialect.pause(endpoint, 10.0)
+        gate = Gate(engine.url, "sglang").start()
+        answers: list[object] = []
+
+        def send() -> None:
+            body = {"model": "sim-model", "prompt": "hello", "max_tokens": 8}
+            try:
+                answers.append(raw_request(gate.url, "POST", "/v1/completions", body)[0])
+            except http.client.RemoteDisconnected as err:
+                answers.append(err)
+
+        client = threading.Thread(target=send)
+        client.start()
+        deadline = time.monotonic() + 10.0
+        while not gate.load().running:
+            assert time.monotonic() < deadline, "the request never reached the engine"
+            time.sleep(0.01)
+        gate.stop()
+        client.join(30.0)
+    assert [type(a) for a in answers] == [http.client.RemoteDisconnected]

@@ -206,7 +206,9 @@ class Gate:
         if loop is None or self._thread is None:
             return
         if loop.is_running():
-            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(SHUTDOWN_S + 5.0)
+            # aiohttp waits SHUTDOWN_S for a request still answering, then as long again
+            # for its cancelled handler (an engine that stalls it: paused, hung).
+            asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(2 * SHUTDOWN_S + 5.0)
             loop.call_soon_threadsafe(loop.stop)
         self._thread.join(10.0)
 
