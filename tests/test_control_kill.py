@@ -123,6 +123,13 @@ def _restart(
         return _start([*command, "--clear-quarantine"], cwd, env, ledger)
 
 
+def _park_open(ledger: Path) -> bool:
+    """Whether the ledger's last park has no return after it (the engine left lent)."""
+    kinds = [r.kind for r in live_records(ledger)]
+    last = max((i for i, kind in enumerate(kinds) if kind == "park"), default=None)
+    return last is not None and "return" not in kinds[last:]
+
+
 def _what_happened(what: str, loop: subprocess.Popen[str], ledger: Path, seen: int) -> str:
     """``what``, with the run's exit status, its records since ``seen`` and its stderr."""
     tail = [(r.kind, r.failure or "", r.detail) for r in live_records(ledger)[seen:]][-40:]
@@ -164,6 +171,7 @@ def campaign(
         env = {**os.environ, "PYTHONPATH": str(TESTS)}
         mark = "park" if dialect == "vllm" else "parked"
         loop: subprocess.Popen[str] | None = None
+        left_parked = False  # a kill has landed while the engine was lent
         try:
             for round_ in range(kills):
                 if loop is None or loop.poll() is not None:
@@ -173,10 +181,11 @@ def campaign(
                 assert park is not None, _what_happened(
                     f"round {round_}: no {mark}", loop, ledger, seen
                 )
-                # Round 0 kills the loop at once, while the engine is surely parked, so the
-                # restart's return of a park left open is always exercised; the others kill
-                # at a random point of the segment (or after).
-                first = round_ == 0
+                # Rounds kill the loop at once until one kill has landed while the engine is
+                # parked (a loaded machine may let a short loan end first), so the restart's
+                # return of a park left open is always exercised; the others kill at a
+                # random point of the segment (or after).
+                first = not left_parked
                 time.sleep(0.0 if first else rng.uniform(0.0, window_s))
                 # The trainer this window was lent to (the park record names it).
                 pid = next(
@@ -185,6 +194,7 @@ def campaign(
                 )  # fmt: skip
                 if first or rng.random() < loop_share or not isinstance(pid, int):
                     _kill(loop)
+                    left_parked = left_parked or _park_open(ledger)
                 else:
                     try:
                         os.kill(pid, signal.SIGKILL)
