@@ -286,8 +286,12 @@ def _after_engine_death(
     the quarantine it recorded cleared: the engine was lost, a true loss)."""
     deadline = time.monotonic() + 30.0
     while loop.poll() is None and time.monotonic() < deadline:
-        if any(r.kind == "return" for r in live_records(campaign.ledger)[seen:]):
+        kinds = {r.kind for r in live_records(campaign.ledger)[seen:]}
+        if "return" in kinds:
             return loop
+        if "engine-lost" in kinds:  # lost while lent: the run is on its way out (exit 4)
+            loop.wait(timeout=60.0)
+            break
         time.sleep(0.05)
     if loop.poll() is None:
         return loop
