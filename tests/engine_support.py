@@ -13,8 +13,10 @@ import json
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -156,3 +158,20 @@ def self_signed(folder: Path) -> tuple[Path, Path]:
         check=True, capture_output=True,
     )  # fmt: skip
     return cert, key
+
+
+@contextmanager
+def on_threads(
+    send: Callable[[], None], count: int, stop: threading.Event, join_s: float = 30.0
+) -> Iterator[None]:
+    """``send`` (a client's loop, until ``stop``) on ``count`` daemon threads while in the
+    ``with`` block; at its end ``stop`` is set and each thread waited for ``join_s``."""
+    threads = [threading.Thread(target=send, daemon=True) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(join_s)

@@ -54,7 +54,7 @@ from test_control_kill import UNKNOWABLE, _engine_as_it_was, _kill, _restart, _s
 from learnsched.testing import EngineProcess, free_port
 
 from control_support import COUNTING, live_records, unix_calendar
-from engine_support import raw_request, strict_config
+from engine_support import on_threads, raw_request, strict_config
 
 pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
 
@@ -123,15 +123,8 @@ class Clients:
     @contextmanager
     def sending(self) -> Iterator[Clients]:
         """The clients send while in the ``with`` block."""
-        threads = [threading.Thread(target=self._send, daemon=True) for _ in range(self.count)]
-        for thread in threads:
-            thread.start()
-        try:
+        with on_threads(self._send, self.count, self.stop, RETRY_BUDGET_S + 30.0):
             yield self
-        finally:
-            self.stop.set()
-            for thread in threads:
-                thread.join(RETRY_BUDGET_S + 30.0)
 
 
 @dataclass

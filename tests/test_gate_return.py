@@ -41,7 +41,7 @@ from control_support import (
     unix_calendar,
     until_recorded,
 )
-from engine_support import raw_request, strict_config
+from engine_support import on_threads, raw_request, strict_config
 
 pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
 
@@ -76,15 +76,8 @@ class Clients:
     @contextmanager
     def sending(self) -> Iterator[Clients]:
         """The clients send while in the ``with`` block."""
-        threads = [threading.Thread(target=self._send, daemon=True) for _ in range(self.count)]
-        for thread in threads:
-            thread.start()
-        try:
+        with on_threads(self._send, self.count, self.stop, 30.0):
             yield self
-        finally:
-            self.stop.set()
-            for thread in threads:
-                thread.join(30.0)
 
 
 def _wait_for(ledger: Path, kind: str, after: int, loop: subprocess.Popen[str]) -> None:
