@@ -49,7 +49,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_control_kill import UNKNOWABLE, _engine_as_it_was, _kill, _restart, _start
+from test_control_kill import (
+    UNKNOWABLE,
+    _engine_as_it_was,
+    _kill,
+    _park_open,
+    _restart,
+    _start,
+    _stderr_of,
+)
 
 from learnsched.testing import EngineProcess, free_port
 
@@ -66,6 +74,11 @@ REAL_FAULTS = ("kill_run", "sigterm_run")
 RETRY_BUDGET_S = 90.0
 # The gate's body bounds in a campaign's run (MiB): small, so pressure is cheap to make.
 MAX_BODY_MIB, BODY_BUDGET_MIB = 2, 4
+# How long a run that met its dead engine may take to exit (its gate, trainer and threads
+# stopped), seconds: a run still there after it did not meet it.
+ENGINE_DEATH_EXIT_S = 5.0
+# What a run that met its dead engine says on stderr.
+REFUSED = "Connection refused"
 # Connection errors a restart causes (the gate gone, or going: an answer cut off too).
 DOWN = (ConnectionError, http.client.BadStatusLine, http.client.IncompleteRead)
 
@@ -182,11 +195,13 @@ def _wait_for(ledger: Path, kind: str, after: int, loop: subprocess.Popen[str]) 
         time.sleep(0.02)
 
 
-def _stop(loop: subprocess.Popen[str]) -> None:
-    """SIGTERM to the run's group: it must return the engine and exit 0."""
+def _stop(loop: subprocess.Popen[str], check: bool = True) -> int:
+    """SIGTERM to the run's group: it must return the engine and exit 0 (``check``); its
+    exit status."""
     os.killpg(loop.pid, signal.SIGTERM)
     loop.communicate(timeout=60.0)
-    assert loop.returncode == 0, f"SIGTERM: exit {loop.returncode}"
+    assert not check or loop.returncode == 0, f"SIGTERM: exit {loop.returncode}"
+    return loop.returncode
 
 
 def big_bodies(url: str, model: str) -> list[int]:
@@ -235,6 +250,7 @@ def one_round(campaign: Campaign, clients: Clients, fault: str, rng: random.Rand
         first = campaign.faults[fault] == 0
         time.sleep(0.0 if first else rng.choice([0.0, rng.uniform(0.0, 0.4)]))
         since = time.monotonic()
+        said = _stderr_of(campaign.ledger).stat().st_size
         if fault == "kill_run":
             _kill(loop)
             loop = campaign.start()
@@ -261,7 +277,12 @@ def one_round(campaign: Campaign, clients: Clients, fault: str, rng: random.Rand
             assert loop.poll() is None
         campaign.faults[fault] += 1
         campaign.stopped = time.monotonic()
-        _stop(loop)
+        status = _stop(loop, check=False)
+        if status != 0:  # only a run that met its dead engine after all, and said so
+            late = _stderr_of(campaign.ledger).read_text()[said:]
+            assert fault == "kill_engine", f"SIGTERM: exit {status}"
+            assert REFUSED in late, f"SIGTERM: exit {status}"
+            campaign.outages.append((since, campaign.stopped))
     finally:
         _kill(loop)
     campaign.returned()
@@ -276,15 +297,20 @@ def _after_engine_death(
     campaign: Campaign, loop: subprocess.Popen[str], seen: int
 ) -> subprocess.Popen[str]:
     """The run once its engine died and was started again: still going, or restarted (with
-    the quarantine it recorded cleared: the engine was lost, a true loss)."""
+    the quarantine it recorded cleared: the engine was lost, a true loss). A run that met
+    the dead engine exits: lent, once it records the loss (4); serving, at the call that
+    was refused (1), which the restart's seconds leave behind it, though its shutdown may
+    still be under way. So a run is going on only once it is not lent and has outlived
+    that shutdown."""
     deadline = time.monotonic() + 30.0
+    settled = time.monotonic() + ENGINE_DEATH_EXIT_S
     while loop.poll() is None and time.monotonic() < deadline:
         kinds = {r.kind for r in live_records(campaign.ledger)[seen:]}
-        if "return" in kinds:
-            return loop
         if "engine-lost" in kinds:  # lost while lent: the run is on its way out (exit 4)
             loop.wait(timeout=60.0)
             break
+        if time.monotonic() >= settled and not _park_open(campaign.ledger):
+            return loop
         time.sleep(0.05)
     if loop.poll() is None:
         return loop
