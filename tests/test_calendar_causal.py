@@ -175,6 +175,12 @@ def test_the_clairvoyant_bounds_every_causal_policy(data: st.DataObject, trace: 
     outs = run_causal(ct, scenario(c), start, span, CAUSAL_POLICIES, forecast, 3, rules)
     for name, out in outs.items():
         assert out.value <= best.value + 1e-9, name
+        # Every lent second is charged at 1 + rho: the GPU time a study reports per day.
+        assert out.cost == pytest.approx((1.0 + c.rho) * out.lent_s, abs=1e-9), name
+    # Never lending lends nothing and costs nothing; a late request is the trace's own.
+    never = outs["never"]
+    assert (never.handoffs, never.lent_s, never.cost, never.benefit) == (0, 0.0, 0.0, 0.0)
+    assert never.value == pytest.approx(-c.price * never.lateness_s, abs=1e-9)
     # The finite model on the causal calendar is a schedule of the trace too.
     plan = calendar_dp(ct, scenario(c), start, span)
     assert plan.value <= best.value + 1e-9
@@ -373,6 +379,8 @@ def reference_decision(
         return ("checkpoint_return" if p > pbar else "discard_return", 0) if lent else ("wait", 0)
 
     open_plans = [q for q in plans if q[0] != "checkpoint_return" or p > pbar]
+    if policy == "never":  # idle: wait; lent: return keeping the completed work
+        return ("checkpoint_return" if p > pbar else "discard_return", 0) if lent else ("wait", 0)
     if policy == "window":
         return plans[3 if lent else 1]
     if policy == "costed_window":

@@ -209,6 +209,7 @@ OutcomeDict outcome_dict(const CausalOutcome& o) {
     d["value"] = o.value;
     d["benefit"] = o.benefit;
     d["cost"] = o.cost;
+    d["lent_s"] = o.lent_s;
     d["lateness_s"] = o.lateness_s;
     d["late_requests"] = o.late_requests;
     d["requests"] = o.requests;
@@ -428,6 +429,7 @@ void bind_causal(py::module_& core) {
         .def_property_readonly("value", &CausalSim::value)
         .def_property_readonly("benefit", &CausalSim::benefit)
         .def_property_readonly("cost", &CausalSim::cost)
+        .def_property_readonly("lent_s", &CausalSim::lent_s)
         .def_property_readonly("lateness_s", &CausalSim::lateness_s)
         .def_property_readonly("late_requests", &CausalSim::late_requests)
         .def_property_readonly("requests", &CausalSim::requests)

@@ -140,6 +140,9 @@ class CausalSim:
     def lateness_s(self) -> float:
         ...
     @property
+    def lent_s(self) -> float:
+        ...
+    @property
     def point(self) -> tuple[float, float, int, int, bool]:
         """
         (t, gap_start, progress, durable, lent) at the decision point.

@@ -48,6 +48,7 @@ __all__ = [
     "DEFAULT_GAP_MODEL",
     "DEFAULT_LATENESS_PRICE",
     "DEFAULT_RETURN_LEVEL",
+    "FORECASTLESS",
     "GAP_MODELS",
     "CalendarPlan",
     "CausalDecider",
@@ -64,7 +65,10 @@ __all__ = [
 
 CAUSAL_POLICIES: tuple[str, ...] = tuple(_core.causal.causal_policies())
 """The causal policies, in output order (``clairvoyant`` is the bound, not one of them):
-window, costed_window, rollout, mean_dp, risk_rollout."""
+never (the baseline every verdict pairs against), window, costed_window, rollout, mean_dp,
+risk_rollout."""
+FORECASTLESS: tuple[str, ...] = ("never", "window")
+"""The causal policies that read no forecast."""
 CLAIRVOYANT = "clairvoyant"
 CAUSAL_PLANS: tuple[str, ...] = tuple(_core.causal.causal_plans())
 """Plan kinds a causal decision compares (scored to the end of the gap)."""
@@ -299,6 +303,8 @@ class CausalOutcome:
         Benefit - cost - lateness price * lateness, s-eq.
     benefit, cost
         s-eq.
+    lent_s
+        Seconds the GPU was lent (loads, work, saves and returns).
     lateness_s
         Request-seconds past the deadline caused by the loans.
     late_requests
@@ -318,6 +324,7 @@ class CausalOutcome:
     value: float
     benefit: float
     cost: float
+    lent_s: float
     lateness_s: float
     late_requests: int
     requests: int
@@ -332,6 +339,7 @@ class CausalOutcome:
             value=float(out["value"]),
             benefit=float(out["benefit"]),
             cost=float(out["cost"]),
+            lent_s=float(out["lent_s"]),
             lateness_s=float(out["lateness_s"]),
             late_requests=int(out["late_requests"]),
             requests=int(out["requests"]),
@@ -373,7 +381,7 @@ def run_causal(
     policies
         Names from :data:`CAUSAL_POLICIES`.
     forecast
-        Needed by every policy but ``window``.
+        Needed by every policy but those of :data:`FORECASTLESS` (never, window).
     seed
         Seeds the gap draws (one stream per run, consumed in decision order).
     rules
@@ -506,7 +514,7 @@ class CausalDecider:
     ) -> None:
         rules = CausalRules() if rules is None else rules
         self.policy = _policy(policy)
-        if forecast is None and self.policy != "window":
+        if forecast is None and self.policy not in FORECASTLESS:
             raise ValueError(f"policy {policy!r} needs a forecast")
         self._decider = _core.causal.CausalDecider(
             core_candidate(scenario, rules.lateness_price),

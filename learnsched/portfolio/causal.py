@@ -26,6 +26,7 @@ from .._renamed import module_aliases
 from ..calendar.causal import (
     CAUSAL_POLICIES,
     DEFAULT_GAP_MODEL,
+    FORECASTLESS,
     CausalForecast,
     CausalRules,
     CausalTrace,
@@ -267,7 +268,7 @@ def run_portfolio_causal(
     scenarios = [candidate_scenario(c, portfolio) for c in portfolio.candidates]
     core = [core_candidate(s, rules.lateness_price) for s in scenarios]
     forecasts: list[CausalForecast | None] = []
-    if candidate_policy != "window":
+    if candidate_policy not in FORECASTLESS:
         pool = None
         for scenario in scenarios:
             rng = np.random.default_rng([seed, 0])  # the same draws for every candidate

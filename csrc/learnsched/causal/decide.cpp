@@ -399,8 +399,9 @@ CausalDecision decide(const CausalCandidate& c, const CausalPoint& point, Causal
                       DecisionScratch& scratch) {
     const std::size_t plans = plan_count(c, point);
     const std::size_t lead = point.lent ? 3u : 1u;  // index of Window's plan
-    if (policy == CausalPolicy::Window) {
-        const CausalPlan plan = plan_at(c, point, lead);
+    if (policy == CausalPolicy::Window || policy == CausalPolicy::Never) {
+        const CausalPlan plan =
+            plan_at(c, point, policy == CausalPolicy::Window ? lead : decline(point));
         return {plan, move_of(point, plan)};
     }
     if (forecast.pool == nullptr || forecast.tables == nullptr) {

@@ -13,6 +13,7 @@ namespace learnsched {
 
 const char* name(CausalPolicy policy) {
     switch (policy) {
+        case CausalPolicy::Never: return "never";
         case CausalPolicy::Window: return "window";
         case CausalPolicy::CostedWindow: return "costed_window";
         case CausalPolicy::Rollout: return "rollout";
@@ -24,6 +25,7 @@ const char* name(CausalPolicy policy) {
 
 TableNeeds table_needs(CausalPolicy policy) {
     switch (policy) {
+        case CausalPolicy::Never:
         case CausalPolicy::Window: return {};
         case CausalPolicy::CostedWindow: return {true, false, false};
         case CausalPolicy::Rollout:

@@ -9,15 +9,16 @@
 namespace learnsched {
 
 enum class CausalPolicy : std::uint8_t {
+    Never,         // never lend: the baseline every verdict is paired against
     Window,        // lend at once in every gap, save after every quantum, work until done
     CostedWindow,  // Window's plan, gated by its expected priced value under the forecast
     Rollout,       // Eq. 11 over the forecast: R(a) + mean_i V_i^pi0(s'), pi0 on ties
     MeanDp,        // R(a) + mean_i V_i*(s'): each sample's own optimum, averaged
     RiskRollout,   // Rollout over the plans whose return is in time with chance >= level
 };
-inline constexpr std::array kCausalPolicies{CausalPolicy::Window, CausalPolicy::CostedWindow,
-                                            CausalPolicy::Rollout, CausalPolicy::MeanDp,
-                                            CausalPolicy::RiskRollout};
+inline constexpr std::array kCausalPolicies{CausalPolicy::Never,   CausalPolicy::Window,
+                                            CausalPolicy::CostedWindow, CausalPolicy::Rollout,
+                                            CausalPolicy::MeanDp,  CausalPolicy::RiskRollout};
 const char* name(CausalPolicy policy);
 TableNeeds table_needs(CausalPolicy policy);
 

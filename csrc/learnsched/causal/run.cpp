@@ -47,6 +47,7 @@ void summarize(const CausalSim& sim, CausalOutcome& out) {
     out.value = sim.value();
     out.benefit = sim.benefit();
     out.cost = sim.cost();
+    out.lent_s = sim.lent_s();
     out.lateness_s = sim.lateness_s();
     out.late_requests = sim.late_requests();
     out.requests = sim.requests();

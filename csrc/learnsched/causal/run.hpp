@@ -18,6 +18,7 @@ struct CausalStep {
 
 struct CausalOutcome {
     double value = 0.0, benefit = 0.0, cost = 0.0, lateness_s = 0.0, publish_s = 0.0;
+    double lent_s = 0.0;  // seconds the GPU was lent
     int late_requests = 0, requests = 0, handoffs = 0, checkpoints = 0;
     bool published = false;
     std::vector<CausalStep> steps;

@@ -98,7 +98,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
     const double cost_before = cost_;
     // A loan the arrival cuts short: capacity ready t_ret after it, unsaved work lost.
     const auto cut = [&] {
-        cost_ += charge(arrival_ - t + ret);
+        spend(arrival_ - t + ret);
         point_.progress = point_.durable;
         end_gap(arrival_ + ret);
     };
@@ -126,10 +126,10 @@ CausalSim::StepResult CausalSim::apply(Move move) {
                 break;
             }
             ++point_.progress;
-            cost_ += charge(load + c_->quantum_s);
+            spend(load + c_->quantum_s);
             if (last) {
                 benefit_ += c_->benefit.value(end);
-                cost_ += charge(ret);
+                spend(ret);
                 point_.durable = point_.progress;
                 published_ = done_ = true;
                 publish_s_ = end;
@@ -147,7 +147,7 @@ CausalSim::StepResult CausalSim::apply(Move move) {
             }
             point_.durable = point_.progress;
             ++checkpoints_;
-            cost_ += charge(c_->save_s);
+            spend(c_->save_s);
             point_.t = end;
             break;
         }
@@ -159,17 +159,17 @@ CausalSim::StepResult CausalSim::apply(Move move) {
             }
             point_.durable = point_.progress;
             ++checkpoints_;
-            cost_ += charge(c_->save_s + ret);
+            spend(c_->save_s + ret);
             end_gap(end + ret);
             break;
         }
         case Move::DiscardReturn:
             point_.progress = point_.durable;
-            cost_ += charge(ret);
+            spend(ret);
             end_gap(t + ret);
             break;
         case Move::Abandon:
-            cost_ += charge(ret);
+            spend(ret);
             done_ = true;
             end_gap(t + ret);
             break;

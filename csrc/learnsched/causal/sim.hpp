@@ -64,6 +64,7 @@ class CausalSim {
     double value() const { return value_; }
     double benefit() const { return benefit_; }
     double cost() const { return cost_; }
+    double lent_s() const { return lent_s_; }  // seconds the GPU was lent (load to ready)
     double lateness_s() const { return lateness_s_; }
     int late_requests() const { return late_; }
     int requests() const { return served_; }
@@ -88,6 +89,11 @@ class CausalSim {
     // the next gap of the horizon (or its end).
     void next_gap(bool serve_arrival = false);
     double charge(double seconds) const { return (1.0 + c_->residency_rate) * seconds; }
+    // `seconds` more lent, at the finite model's price.
+    void spend(double seconds) {
+        lent_s_ += seconds;
+        cost_ += charge(seconds);
+    }
 
     const UnlentSchedule* schedule_;
     // Shared, read only: a tree DP copies the simulator at every move it weighs.
@@ -101,7 +107,8 @@ class CausalSim {
     CausalPoint point_;
     bool deciding_ = false;
     bool done_ = false;
-    double value_ = 0.0, benefit_ = 0.0, cost_ = 0.0, lateness_s_ = 0.0, publish_s_ = 0.0;
+    double value_ = 0.0, benefit_ = 0.0, cost_ = 0.0, lent_s_ = 0.0, lateness_s_ = 0.0;
+    double publish_s_ = 0.0;
     int late_ = 0, served_ = 0, handoffs_ = 0, checkpoints_ = 0;
     bool published_ = false;
 };

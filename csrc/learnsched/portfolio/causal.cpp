@@ -29,9 +29,11 @@ void check(const std::vector<CausalCandidate>& candidates, const std::vector<int
     if (durable.size() != n || forecasts.size() != n) {
         throw std::invalid_argument("give one durable progress and forecast per candidate");
     }
-    if (portfolio_policy == CausalPortfolioPolicy::Gain && policy == CausalPolicy::Window) {
+    if (portfolio_policy == CausalPortfolioPolicy::Gain &&
+        (policy == CausalPolicy::Window || policy == CausalPolicy::Never)) {
         throw std::invalid_argument("the gain portfolio policy ranks by forecast scores: give "
-                                    "candidates a policy that reads a forecast, not window");
+                                    "candidates a policy that reads a forecast, not " +
+                                    std::string(name(policy)));
     }
     const CausalCandidate& first = candidates[0];
     for (std::size_t c = 0; c < n; ++c) {
