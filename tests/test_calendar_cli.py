@@ -17,7 +17,7 @@ from learnsched.cli import main
 from conftest import calendar, one_line, run, write_file
 
 POLICIES = {"window", "costed_window", "rollout", "mean_dp", "clairvoyant"}
-CAUSAL = {"window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant"}
+CAUSAL = {"never", "window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant"}
 SUMMARY_KEYS = {
     "values",
     "values_by_seed",
@@ -29,7 +29,10 @@ SUMMARY_KEYS = {
     "slo_misses",
     "handoffs",
     "checkpoints",
+    "lent_s",
 }
+# A study's summaries also give each policy per day (its horizons back to back).
+STUDY_KEYS = SUMMARY_KEYS | {"value_per_day", "gpu_hours_per_day"}
 
 
 def spec_file(tmp_path: Path, spec: Any) -> str:
@@ -180,12 +183,28 @@ def test_online_trace_study_json_and_plot(
         assert set(result["policies"]) == CAUSAL
         best = result["policies"]["clairvoyant"]["values"]
         for summary in result["policies"].values():
-            assert set(summary) == SUMMARY_KEYS
+            assert set(summary) == STUDY_KEYS
             assert len(summary["values_by_seed"]) == 2
+            day = 86400.0 / 600.0
+            assert summary["value_per_day"] == pytest.approx(summary["mean_value"] * day)
+            assert summary["gpu_hours_per_day"] == pytest.approx(summary["lent_s"] * day / 3600)
             # The clairvoyant is the best schedule of each horizon: no policy beats it.
             assert all(v <= b + 1e-9 for v, b in zip(summary["values"], best, strict=True))
         names = {(d["a"], d["b"]) for d in result["differences"]}
         assert ("window", "rollout") in names
+        never = result["policies"]["never"]
+        assert never["values"] == [0.0] * data["horizons"]  # these deadlines hold unlent
+        assert never["lent_s"] == never["gpu_hours_per_day"] == 0.0
+        # Each policy's verdict is its paired difference with never lending.
+        assert set(result["verdicts"]) == CAUSAL - {"never"}
+        for name, verdict in result["verdicts"].items():
+            (pair,) = [d for d in result["differences"] if {d["a"], d["b"]} == {name, "never"}]
+            assert verdict["mean"] == pytest.approx(result["policies"][name]["mean_value"])
+            lo, hi = verdict["ci95"]
+            says = "lending pays" if lo > 0 else "lending does not pay" if hi < 0 else None
+            assert verdict["verdict"] == (says or "cannot tell at 95%")
+            flipped = [-hi, -lo] if pair["a"] == "never" else [lo, hi]
+            assert pair["ci95"] == pytest.approx(flipped)
     assert set(data["calibration"]) == {"empirical", "repeat", "mean"}
     assert plot.read_bytes().startswith(b"\x89PNG")
 
@@ -198,6 +217,7 @@ def test_online_trace_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert "N = 2" in out
     assert "clairvoyant" in out
     assert "paired differences" in out
+    assert "verdicts against never lending" in out
     assert "calibration" in out
 
 

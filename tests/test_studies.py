@@ -61,7 +61,15 @@ def test_cold_recovery_sweep_table_is_what_the_code_computes(tmp_path: Path) -> 
 # and formats the result as the page does. Seeds and N are the pages' stated ones.
 
 CAUSAL_PAGE = STUDIES.parent / "causal-study.md"
-CAUSAL_NAMES = ("window", "costed_window", "rollout", "mean_dp", "risk_rollout", "clairvoyant")
+CAUSAL_NAMES = (
+    "never",
+    "window",
+    "costed_window",
+    "rollout",
+    "mean_dp",
+    "risk_rollout",
+    "clairvoyant",
+)
 DIFFERENCE_PAIRS = (
     ("rollout", "costed_window"),
     ("risk_rollout", "rollout"),

@@ -47,7 +47,8 @@ from .causal import (
 )
 from .forecast import EmpiricalForecaster, Forecaster, MeanForecaster, RepeatForecaster
 from .online import ONLINE_POLICIES, OnlineCase, evaluate_online
-from .summary import Difference, PolicySummary, differences
+from .summary import Difference, PolicySummary, Verdict, differences, verdicts
+from .synth import DAY_S
 from .windows import IdleWindows
 
 __all__ = [
@@ -218,16 +219,40 @@ def horizon_starts(span_s: float, warmup_s: float, horizon_s: float) -> list[flo
 
 @dataclass(frozen=True)
 class StudyResult:
-    """Every policy at one forecast size: summaries and paired differences."""
+    """Every policy at one forecast size: summaries, paired differences and, where never
+    lending is among the policies, each one's verdict against it.
+
+    Attributes
+    ----------
+    horizon_s
+        The horizons' length, s: with it each policy's value and GPU time lent are also
+        given per day (a day of such horizons, back to back).
+    """
 
     policies: dict[str, PolicySummary]
     differences: tuple[Difference, ...]
+    horizon_s: float | None = None
+
+    @property
+    def verdicts(self) -> dict[str, Verdict]:
+        """Per policy: does lending pay against never lending, at 95%?"""
+        return verdicts(self.differences)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"policies": {NAME: {...}}, "differences": [...]}``."""
+        """``{"policies": {NAME: {...}}, "differences": [...], "verdicts": {NAME: {...}}}``;
+        with ``horizon_s``, each policy also holds ``value_per_day`` (s-eq.) and
+        ``gpu_hours_per_day`` (hours lent; null where not counted)."""
+        policies = {name: s.to_json() for name, s in self.policies.items()}
+        if self.horizon_s is not None:
+            per_day = DAY_S / self.horizon_s
+            for row in policies.values():
+                row["value_per_day"] = row["mean_value"] * per_day
+                lent = row["lent_s"]
+                row["gpu_hours_per_day"] = None if lent is None else lent * per_day / 3600.0
         return {
-            "policies": {name: s.to_json() for name, s in self.policies.items()},
+            "policies": policies,
             "differences": [d.to_json() for d in self.differences],
+            "verdicts": {name: v.to_json() for name, v in self.verdicts.items()},
         }
 
 
@@ -333,12 +358,15 @@ _FIELDS = (
     "late_requests",
     "lateness_s",
     "requests",
+    "lent_s",
 )
 
 
 def _summaries(
     names: Sequence[str], data: dict[str, dict[str, FloatArray]], with_requests: bool
 ) -> dict[str, PolicySummary]:
+    """Per policy: its matrices (requests and lent seconds only ``with_requests``: a
+    causal study's)."""
     return {
         name: PolicySummary(
             values_by_seed=data[name]["values"],
@@ -348,6 +376,7 @@ def _summaries(
             late_by_seed=data[name]["late_requests"],
             lateness_by_seed=data[name]["lateness_s"],
             requests_by_seed=data[name]["requests"] if with_requests else None,
+            lent_by_seed=data[name]["lent_s"] if with_requests else None,
         )
         for name in names
     }
@@ -533,6 +562,7 @@ def causal_study(
             row["late_requests"][s, h] = out["late_requests"]
             row["lateness_s"][s, h] = out["lateness_s"]
             row["requests"][s, h] = out["requests"]
+            row["lent_s"][s, h] = out["lent_s"]
             if steps is not None and n == settings.samples[0]:
                 lines.extend(_causal_steps(h, start, seeds[s], policy, out["steps"]))
         for n in settings.samples:
@@ -543,6 +573,7 @@ def causal_study(
             row["late_requests"][:, h] = best.late_requests
             row["lateness_s"][:, h] = best.lateness_s
             row["requests"][:, h] = best.requests
+            row["lent_s"][:, h] = best.lent_s
         if steps is not None:
             for seed in seeds:
                 lines.extend(_causal_steps(h, start, seed, CLAIRVOYANT, best.steps))
@@ -550,7 +581,7 @@ def causal_study(
     results = {}
     for n in settings.samples:
         policies = _summaries(names, per_n[n], with_requests=True)
-        results[n] = StudyResult(policies, tuple(differences(policies)))
+        results[n] = StudyResult(policies, tuple(differences(policies)), settings.horizon_s)
     calibration = _calibration_table(scores) if calibrate else None
     return TraceStudy(
         "causal",
@@ -731,7 +762,7 @@ def known_window_study(
                         lines.extend(_plan_steps(h, starts[h], seed, name, outcome.steps))
                     steps(lines)
         policies = _summaries(ONLINE_POLICIES, data, with_requests=False)
-        results[n] = StudyResult(policies, tuple(differences(policies)))
+        results[n] = StudyResult(policies, tuple(differences(policies)), settings.horizon_s)
     trace_info = {"requests": windows.requests, "span_s": windows.span_s, "windows": len(pairs)}
     return TraceStudy(
         "known_window",

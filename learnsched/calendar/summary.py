@@ -18,7 +18,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Difference", "PolicySummary", "differences", "t_interval"]
+__all__ = [
+    "BASELINE",
+    "Difference",
+    "PolicySummary",
+    "Verdict",
+    "differences",
+    "t_interval",
+    "verdicts",
+]
 
 Matrix = npt.NDArray[np.float64]
 
@@ -85,6 +93,8 @@ class PolicySummary:
         window ends are known: every return is in time).
     requests_by_seed
         Requests served per case (None without a request trace).
+    lent_by_seed
+        Seconds the GPU was lent per case (None where the evaluation does not count them).
     """
 
     values_by_seed: Matrix
@@ -94,6 +104,7 @@ class PolicySummary:
     late_by_seed: Matrix
     lateness_by_seed: Matrix
     requests_by_seed: Matrix | None = None
+    lent_by_seed: Matrix | None = None
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -134,10 +145,16 @@ class PolicySummary:
         total = float(np.sum(self.requests_by_seed))
         return float(np.sum(self.late_by_seed)) / total if total > 0 else 0.0
 
+    @property
+    def lent_s(self) -> float | None:
+        """Mean seconds lent per case (None where not counted)."""
+        return None if self.lent_by_seed is None else float(np.mean(self.lent_by_seed))
+
     def to_json(self) -> dict[str, Any]:
         """``values`` (per case), ``values_by_seed``, ``mean_value``, ``ci95``,
         ``mean_regret``, ``late_requests`` and ``lateness_s`` (means per case),
-        ``slo_misses`` (pooled fraction, or null), ``handoffs``, ``checkpoints`` (means)."""
+        ``slo_misses`` (pooled fraction, or null), ``handoffs``, ``checkpoints`` (means),
+        ``lent_s`` (mean seconds lent per case, or null)."""
         ci = self.ci95
         return {
             "values": self.case_values.tolist(),
@@ -150,6 +167,7 @@ class PolicySummary:
             "slo_misses": self.slo_misses,
             "handoffs": float(np.mean(self.handoffs_by_seed)),
             "checkpoints": float(np.mean(self.checkpoints_by_seed)),
+            "lent_s": self.lent_s,
         }
 
 
@@ -216,3 +234,57 @@ def differences(policies: dict[str, PolicySummary]) -> list[Difference]:
         Difference(a, b, float(np.mean(d)), t_interval(d), p[k], holm[k])
         for k, (a, b, d) in enumerate(rows)
     ]
+
+
+BASELINE = "never"
+"""The policy every verdict is paired against: never lending."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether lending as ``policy`` pays, against never lending, at 95%.
+
+    Attributes
+    ----------
+    policy
+        The policy judged.
+    mean, ci95
+        Its value minus never's, per case, and the paired 95% interval, s-eq.
+    """
+
+    policy: str
+    mean: float
+    ci95: tuple[float, float] | None
+
+    @property
+    def says(self) -> str:
+        """``lending pays`` (the interval is above 0), ``lending does not pay`` (below)
+        or ``cannot tell at 95%`` (it holds 0, or there is one case)."""
+        if self.ci95 is not None and self.ci95[0] > 0:
+            return "lending pays"
+        if self.ci95 is not None and self.ci95[1] < 0:
+            return "lending does not pay"
+        return "cannot tell at 95%"
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"verdict", "mean", "ci95"}``."""
+        return {
+            "verdict": self.says,
+            "mean": self.mean,
+            "ci95": None if self.ci95 is None else list(self.ci95),
+        }
+
+
+def verdicts(rows: Sequence[Difference]) -> dict[str, Verdict]:
+    """Per policy paired with :data:`BASELINE` in ``rows``: its verdict (none without
+    the baseline)."""
+    out = {}
+    for d in rows:
+        if BASELINE not in (d.a, d.b) or d.a == d.b:
+            continue
+        if d.b == BASELINE:
+            out[d.a] = Verdict(d.a, d.mean, d.ci95)
+        else:  # never - policy: flipped (0.0 - x: no negative zero)
+            ci = None if d.ci95 is None else (0.0 - d.ci95[1], 0.0 - d.ci95[0])
+            out[d.b] = Verdict(d.b, 0.0 - d.mean, ci)
+    return out

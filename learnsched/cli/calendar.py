@@ -304,6 +304,24 @@ def _difference_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _verdict_table(result: dict[str, Any]) -> str:
+    """Per policy: whether lending pays against never lending (paired 95% CI), its value
+    per day and the GPU-hours it lends per day."""
+    lines = [
+        "verdicts against never lending (value - never's per case, paired 95% CI):",
+        f"{'policy':<15}{'verdict':<23}{'mean':>12}{'95% CI':>24}{'s-eq./day':>14}{'GPU-h/day':>11}",
+    ]
+    for name, v in result["verdicts"].items():
+        p = result["policies"][name]
+        hours = "-" if p.get("gpu_hours_per_day") is None else f"{p['gpu_hours_per_day']:.2f}"
+        per_day = "-" if "value_per_day" not in p else f"{p['value_per_day']:.1f}"
+        lines.append(
+            f"{name:<15}{v['verdict']:<23}{v['mean']:>12.3f}{_fmt_ci(v['ci95']):>24}"
+            f"{per_day:>14}{hours:>11}"
+        )
+    return "\n".join(lines)
+
+
 def _calibration_table(calibration: dict[str, dict[str, Any]]) -> str:
     lines = [
         (
@@ -419,6 +437,8 @@ def _print_study(args: argparse.Namespace, out: dict[str, Any]) -> None:
     )
     for n, result in out["samples"].items():
         print(f"\nN = {n}\n{_policy_table(result['policies'], out['mode'] == 'causal')}")
+        if result["verdicts"]:
+            print(f"\n{_verdict_table(result)}")
         print(f"\n{_difference_table(result['differences'])}")
     if out.get("calibration"):
         print(f"\n{_calibration_table(out['calibration'])}")
