@@ -200,10 +200,12 @@ def test_summary_json() -> None:
             "slo_misses",
             "handoffs",
             "checkpoints",
+            "lent_s",
         }
-        # Returns are planned by the known window ends: nobody is late, no requests exist.
+        # Returns are planned by the known window ends: nobody is late, no requests exist,
+        # and lent seconds are not counted.
         assert summary["late_requests"] == summary["lateness_s"] == 0.0
-        assert summary["slo_misses"] is None
+        assert summary["slo_misses"] is summary["lent_s"] is None
         assert len(summary["values"]) == 5
         assert summary["mean_value"] == pytest.approx(np.mean(summary["values"]))
         low, high = summary["ci95"]
