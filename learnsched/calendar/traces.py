@@ -1,11 +1,19 @@
-"""Request traces as GPU work: the Azure LLM trace format and a stated service model.
+"""Request traces as GPU work: the public trace formats and a stated service model.
 
-Two CSV formats are read:
+The formats read, told apart by the header (CSV) or the file name (``.jsonl``):
 
-* the Azure LLM inference trace (``TIMESTAMP,ContextTokens,GeneratedTokens``, e.g. the
-  shipped :data:`AZURE_TRACE`), turned into work by a :class:`ServiceModel`;
+* the Azure LLM inference traces of 2023 and 2024 (``TIMESTAMP,ContextTokens,
+  GeneratedTokens``, e.g. the shipped :data:`AZURE_TRACE`; a 2024 timestamp's UTC offset
+  is applied);
+* BurstGPT's CSV (``Timestamp`` in seconds from its start, ``Request tokens``, ``Response
+  tokens``);
+* JSON Lines, one request per line: ``timestamp`` in milliseconds and the prompt and output
+  token counts (``input_length``/``output_length`` as Mooncake's traces name them, or
+  ``input_tokens``/``output_tokens``, or ``prompt_tokens``/``completion_tokens``);
 * the project's own trace CSV (``arrival,work,deadline``, read by
   :func:`learnsched.capacity.read_trace_csv`), whose work is already in work units.
+
+All but the last are token traces, turned into work by a :class:`ServiceModel`.
 
 Service model (assumptions, stated so they can be changed): one GPU serves requests
 first come, first served as a fluid queue of rate 1 work unit per second, so a request's
@@ -19,6 +27,8 @@ so the unlent trace meets every deadline; a budget that it cannot meet is refuse
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -37,6 +47,8 @@ from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 __all__ = [
     "AZURE_COLUMNS",
     "AZURE_TRACE",
+    "BURSTGPT_COLUMNS",
+    "JSONL_TOKEN_KEYS",
     "SYNTHETIC_COLUMN",
     "SYNTHETIC_LABEL",
     "ServiceModel",
@@ -44,9 +56,19 @@ __all__ = [
     "is_synthetic",
     "load_trace",
     "read_azure_trace",
+    "read_burstgpt_trace",
+    "read_jsonl_trace",
 ]
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+BURSTGPT_COLUMNS = ("Timestamp", "Request tokens", "Response tokens")
+"""BurstGPT's columns: seconds from the trace's start, prompt and response tokens."""
+JSONL_TOKEN_KEYS = (
+    ("input_length", "output_length"),
+    ("input_tokens", "output_tokens"),
+    ("prompt_tokens", "completion_tokens"),
+)
+"""The (prompt, output) token keys a JSON Lines trace may use, beside ``timestamp`` (ms)."""
 IntArray = npt.NDArray[np.int64]
 
 SYNTHETIC_COLUMN = "Synthetic"
@@ -64,8 +86,11 @@ AZURE_TRACE = _shipped_trace()
 """The shipped Azure LLM inference trace (code service, 2023-11-16, 8,819 requests, CC-BY
 4.0: see the README and LICENSE beside it)."""
 
-# "2023-11-16 18:17:03.9799600": seconds with any number of fractional digits.
-_TIMESTAMP = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?$")
+# "2023-11-16 18:17:03.9799600": seconds with any number of fractional digits; Azure's 2024
+# traces add a UTC offset ("2024-05-10 00:00:00.009930+00:00").
+_TIMESTAMP = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:?\d{2})?$"
+)
 # The same, byte by byte, for the columnar read: 19 characters to the seconds.
 _CLOCK_CHARS = 19
 _CLOCK_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
@@ -152,9 +177,14 @@ def _timestamp(text: str) -> float:
     match = _TIMESTAMP.match(text.strip())
     if match is None:
         raise ValueError(text)
-    day, hour, minute, second, fraction = match.groups()
+    day, hour, minute, second, fraction, offset = match.groups()
     stamp = datetime.fromisoformat(f"{day}T{hour}:{minute}:{second}").replace(tzinfo=timezone.utc)
-    return stamp.timestamp() + (float(f"0.{fraction}") if fraction else 0.0)
+    shift = 0.0
+    if offset not in (None, "Z"):  # local time = UTC + offset
+        sign = -1.0 if offset[0] == "-" else 1.0
+        digits = offset[1:].replace(":", "")
+        shift = sign * (int(digits[:2]) * 3600.0 + int(digits[2:]) * 60.0)
+    return stamp.timestamp() - shift + (float(f"0.{fraction}") if fraction else 0.0)
 
 
 def _tokens(path: object, line: int, name: str, cell: str) -> float:
@@ -313,10 +343,16 @@ def read_azure_trace(path: str | os.PathLike[str] = AZURE_TRACE, sort: bool = Fa
     fast = None if table is None else _columns(table, sort)
     at = [header.index(name) for name in AZURE_COLUMNS]
     stamps, tokens = fast if fast is not None else _checked_columns(path, at, sort)
+    return _sorted_trace(path, stamps, tokens)
+
+
+def _sorted_trace(path: object, stamps: FloatArray, counts: FloatArray) -> TokenTrace:
+    """Times (s) and (prompt, output) counts by row, in time order (stable), from the
+    first request; an empty trace refused."""
     if len(stamps) == 0:
         raise ValueError(f"{path}: the trace holds no requests")
     order = np.argsort(stamps, kind="stable")
-    counts = tokens[order]
+    counts = counts[order]
     return TokenTrace(stamps[order] - stamps[order[0]], counts[:, 0].copy(), counts[:, 1].copy())
 
 
@@ -326,22 +362,146 @@ def is_synthetic(path: str | os.PathLike[str]) -> bool:
     return SYNTHETIC_COLUMN in csv_header(path)
 
 
+def _rows_trace(
+    path: str | os.PathLike[str], rows: list[tuple[int, float, float, float]], sort: bool
+) -> TokenTrace:
+    """A token trace from ``(line, time_s, prompt, output)`` rows already parsed as numbers:
+    times finite and in order (unless ``sort``), counts finite and >= 0; the first bad
+    row named by its line."""
+    last = -math.inf
+    for line, stamp, prompt, output in rows:
+        if not math.isfinite(stamp):
+            raise ValueError(f"{path}: line {line}: the timestamp must be finite, got {stamp!r}")
+        if stamp < last and not sort:
+            raise ValueError(
+                f"{path}: line {line}: the timestamp {stamp!r} is earlier than the row before "
+                "it (rows must be in time order; pass sort=True / --sort)"
+            )
+        last = max(last, stamp)
+        for name, count in (("prompt tokens", prompt), ("output tokens", output)):
+            if not (math.isfinite(count) and count >= 0):
+                raise ValueError(
+                    f"{path}: line {line}: {name} must be a finite count >= 0, got {count!r}"
+                )
+    table = np.array([r[1:] for r in rows], dtype=np.float64).reshape(-1, 3)
+    return _sorted_trace(path, table[:, 0].copy(), table[:, 1:])
+
+
+def _burstgpt_columns(path: str | os.PathLike[str], sort: bool) -> TokenTrace | None:
+    """A regular BurstGPT file read column by column (the same values as row by row);
+    None where the row-by-row read must name a bad cell or row."""
+    table = read_table(path)
+    if table is None:
+        return None
+    times, prompt, output = (numbers(table, name) for name in BURSTGPT_COLUMNS)
+    if times is None or prompt is None or output is None:
+        return None
+    counts = np.stack([prompt, output], axis=1)
+    valid = np.all(np.isfinite(times)) and np.all(np.isfinite(counts)) and np.all(counts >= 0)
+    if not valid or (not sort and np.any(np.diff(times) < 0)):
+        return None
+    return _sorted_trace(path, times, counts)
+
+
+def read_burstgpt_trace(path: str | os.PathLike[str], sort: bool = False) -> TokenTrace:
+    """Read a BurstGPT CSV (``Timestamp`` in seconds, ``Request tokens``, ``Response
+    tokens``; other columns ignored). A regular file is read column by column, any other
+    row by row; both give the same values.
+
+    Raises
+    ------
+    ValueError
+        A missing column, a non-numeric cell, a negative count, an empty trace, or (unless
+        ``sort``) a row earlier than the one before it; the message names the line.
+    """
+    header = csv_header(path)
+    missing = [name for name in BURSTGPT_COLUMNS if name not in header]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")
+    fast = _burstgpt_columns(path, sort)
+    if fast is not None:
+        return fast
+    records = read_csv(path)
+    next(records)  # the header, checked above
+    at = [header.index(name) for name in BURSTGPT_COLUMNS]
+    rows = []
+    for line, row in records:
+        stamp, prompt, output = (row[i] if i < len(row) else "" for i in at)
+        rows.append((
+            line,
+            _seconds(path, line, BURSTGPT_COLUMNS[0], stamp),
+            _tokens(path, line, BURSTGPT_COLUMNS[1], prompt),
+            _tokens(path, line, BURSTGPT_COLUMNS[2], output),
+        ))  # fmt: skip
+    return _rows_trace(path, rows, sort)
+
+
+def _seconds(path: object, line: int, name: str, cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        raise ValueError(f"{path}: line {line}: {name} must be a number, got {cell!r}") from None
+
+
+def read_jsonl_trace(path: str | os.PathLike[str], sort: bool = False) -> TokenTrace:
+    """Read a JSON Lines trace: per line an object with ``timestamp`` (milliseconds) and a
+    pair of token counts from :data:`JSONL_TOKEN_KEYS` (other keys ignored; blank lines
+    skipped).
+
+    Raises
+    ------
+    ValueError
+        A line that is not a JSON object, a missing key or count, a negative or non-numeric
+        value, an empty trace, or (unless ``sort``) a row earlier than the one before it;
+        the message names the line.
+    """
+    rows = []
+    with open(path, encoding="utf-8") as file:
+        for line, text in enumerate(file, start=1):
+            if not text.strip():
+                continue
+            try:
+                record = json.loads(text)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{path}: line {line}: not JSON ({err.msg})") from None
+            if not isinstance(record, dict):
+                raise ValueError(  # noqa: TRY004 (a bad file, not a bad argument)
+                    f"{path}: line {line}: each line must be a JSON object"
+                )
+            keys = next((k for k in JSONL_TOKEN_KEYS if k[0] in record and k[1] in record), None)
+            if "timestamp" not in record or keys is None:
+                pairs = " or ".join("/".join(k) for k in JSONL_TOKEN_KEYS)
+                raise ValueError(f"{path}: line {line}: needs timestamp (ms) and {pairs}")
+            values = [record["timestamp"], record[keys[0]], record[keys[1]]]
+            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+                raise ValueError(f"{path}: line {line}: timestamp and token counts must be numbers")
+            rows.append((line, values[0] / 1000.0, float(values[1]), float(values[2])))
+    return _rows_trace(path, rows, sort)
+
+
 def load_trace(
     path: str | os.PathLike[str] = AZURE_TRACE,
     service: ServiceModel | None = None,
     sort: bool = False,
 ) -> Trace:
-    """A trace CSV in either format as GPU work, told apart by its header.
+    """A trace in any of the module's formats as GPU work, told apart by the file name
+    (``.jsonl``) or the CSV header.
 
     The project's format (``arrival,work,deadline``) is read as it is (``service`` is not
-    used, and out-of-order rows are refused); the Azure format goes through ``service``.
+    used, and out-of-order rows are refused); the token traces (Azure, BurstGPT, JSON
+    Lines) go through ``service``.
     """
+    if str(path).endswith(".jsonl"):
+        return read_jsonl_trace(path, sort).to_trace(service)
     header = set(csv_header(path))
     if set(AZURE_COLUMNS) <= header:
         return read_azure_trace(path, sort).to_trace(service)
+    if set(BURSTGPT_COLUMNS) <= header:
+        return read_burstgpt_trace(path, sort).to_trace(service)
     if set(TRACE_COLUMNS) <= header:
         return read_trace_csv(path)
     raise ValueError(
-        f"{path}: header must hold {','.join(AZURE_COLUMNS)} (Azure) or "
-        f"{','.join(TRACE_COLUMNS)} (learnsched), got {','.join(sorted(header)) or 'nothing'}"
+        f"{path}: header must hold {','.join(AZURE_COLUMNS)} (Azure), "
+        f"{','.join(BURSTGPT_COLUMNS)} (BurstGPT) or {','.join(TRACE_COLUMNS)} (learnsched), "
+        f"got {','.join(sorted(header)) or 'nothing'}; a JSON Lines trace ends in .jsonl"
     )

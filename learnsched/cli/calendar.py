@@ -188,7 +188,9 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     windows.add_argument(
         "trace",
-        help="TRACE.csv: Azure (TIMESTAMP,ContextTokens,GeneratedTokens) or arrival,work,deadline",
+        help="TRACE.csv: Azure 2023/2024 (TIMESTAMP,ContextTokens,GeneratedTokens), BurstGPT "
+        "(Timestamp,Request tokens,Response tokens) or arrival,work,deadline; or TRACE.jsonl "
+        "(timestamp in ms and token counts per line)",
     )
     windows.add_argument(
         "--recovery-s",
