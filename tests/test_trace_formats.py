@@ -147,3 +147,23 @@ def test_windows_reads_every_format(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert main(["windows", str(path), "--json", "--min-useful-s", "1"]) == 0
         outs.append(json.loads(capsys.readouterr().out)["windows"])
     assert outs[0] == outs[1] != []
+
+
+def test_jsonl_at_once_or_line_by_line_the_same_values(tmp_path: Path) -> None:
+    """A file whose lines name their counts alike is parsed at once; one that mixes the key
+    pairs is read line by line: the same requests either way."""
+    pairs = (("input_length", "output_length"), ("prompt_tokens", "completion_tokens"))
+    alike = [{"timestamp": 1000 * t + 0.1, pairs[0][0]: p, pairs[0][1]: o} for t, p, o in REQUESTS]
+    mixed = [
+        {"timestamp": 1000 * t + 0.1, pairs[k % 2][0]: p, pairs[k % 2][1]: float(o)}
+        for k, (t, p, o) in enumerate(REQUESTS)
+    ]
+    at_once = read_jsonl_trace(jsonl(tmp_path / "alike.jsonl", alike))
+    by_line = read_jsonl_trace(jsonl(tmp_path / "mixed.jsonl", mixed))
+    for name in ("arrival", "context_tokens", "generated_tokens"):
+        assert getattr(at_once, name).tobytes() == getattr(by_line, name).tobytes()
+    huge = jsonl(
+        tmp_path / "huge.jsonl", [{"timestamp": 10**400, "input_tokens": 1, "output_tokens": 1}]
+    )
+    with pytest.raises(ValueError, match="line 1: a number beyond any double"):
+        read_jsonl_trace(huge)

@@ -28,7 +28,6 @@ so the unlent trace meets every deadline; a budget that it cannot meet is refuse
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ import numpy.typing as npt
 from .._checks import FloatArray, nonnegative, positive
 from .._csvcolumns import BLOCK_ROWS, POWERS_OF_TEN, Table, numbers, read_table
 from .._csvfile import csv_header, read_csv
+from .._text import MAX_INPUT_BYTES, read_text
 from ..capacity import TRACE_COLUMNS, Trace, read_trace_csv
 
 __all__ = [
@@ -367,24 +367,30 @@ def _rows_trace(
 ) -> TokenTrace:
     """A token trace from ``(line, time_s, prompt, output)`` rows already parsed as numbers:
     times finite and in order (unless ``sort``), counts finite and >= 0; the first bad
-    row named by its line."""
-    last = -math.inf
-    for line, stamp, prompt, output in rows:
-        if not math.isfinite(stamp):
-            raise ValueError(f"{path}: line {line}: the timestamp must be finite, got {stamp!r}")
-        if stamp < last and not sort:
+    row named by its line (checked in whole columns, then found)."""
+    table = np.array(rows, dtype=np.float64).reshape(-1, 4)
+    lines, stamps, counts = table[:, 0], table[:, 1], table[:, 2:]
+    bad_time = ~np.isfinite(stamps)
+    earlier = np.zeros(len(stamps), dtype=bool)
+    if not sort:
+        earlier[1:] = stamps[1:] < np.maximum.accumulate(np.where(bad_time, -np.inf, stamps))[:-1]
+    bad_count = ~(np.isfinite(counts) & (counts >= 0))
+    bad = bad_time | earlier | bad_count.any(axis=1)
+    if bad.any():
+        k = int(np.argmax(bad))
+        at = f"{path}: line {int(lines[k])}:"
+        if bad_time[k]:
+            raise ValueError(f"{at} the timestamp must be finite, got {float(stamps[k])!r}")
+        if earlier[k]:
             raise ValueError(
-                f"{path}: line {line}: the timestamp {stamp!r} is earlier than the row before "
-                "it (rows must be in time order; pass sort=True / --sort)"
+                f"{at} the timestamp {float(stamps[k])!r} is earlier than the row before it (rows "
+                "must be in time order; pass sort=True / --sort)"
             )
-        last = max(last, stamp)
-        for name, count in (("prompt tokens", prompt), ("output tokens", output)):
-            if not (math.isfinite(count) and count >= 0):
-                raise ValueError(
-                    f"{path}: line {line}: {name} must be a finite count >= 0, got {count!r}"
-                )
-    table = np.array([r[1:] for r in rows], dtype=np.float64).reshape(-1, 3)
-    return _sorted_trace(path, table[:, 0].copy(), table[:, 1:])
+        name, count = (
+            ("prompt tokens", counts[k, 0]) if bad_count[k, 0] else ("output tokens", counts[k, 1])
+        )
+        raise ValueError(f"{at} {name} must be a finite count >= 0, got {float(count)!r}")
+    return _sorted_trace(path, stamps.copy(), counts)
 
 
 def _burstgpt_columns(path: str | os.PathLike[str], sort: bool) -> TokenTrace | None:
@@ -446,7 +452,8 @@ def _seconds(path: object, line: int, name: str, cell: str) -> float:
 def read_jsonl_trace(path: str | os.PathLike[str], sort: bool = False) -> TokenTrace:
     """Read a JSON Lines trace: per line an object with ``timestamp`` (milliseconds) and a
     pair of token counts from :data:`JSONL_TOKEN_KEYS` (other keys ignored; blank lines
-    skipped).
+    skipped). A file of at most :data:`learnsched._text.MAX_INPUT_BYTES` is parsed at once
+    and read column by column, a larger one line by line; both give the same values.
 
     Raises
     ------
@@ -455,28 +462,68 @@ def read_jsonl_trace(path: str | os.PathLike[str], sort: bool = False) -> TokenT
         value, an empty trace, or (unless ``sort``) a row earlier than the one before it;
         the message names the line.
     """
-    rows = []
+    if os.path.getsize(path) <= MAX_INPUT_BYTES:
+        text = read_text(path)
+        lines = [(k, line) for k, line in enumerate(text.split("\n"), start=1) if line.strip()]
+        fast = _jsonl_columns(path, lines, sort)
+        if fast is not None:
+            return fast
+        return _rows_trace(path, [_jsonl_row(path, k, line) for k, line in lines], sort)
     with open(path, encoding="utf-8") as file:
-        for line, text in enumerate(file, start=1):
-            if not text.strip():
-                continue
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{path}: line {line}: not JSON ({err.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(  # noqa: TRY004 (a bad file, not a bad argument)
-                    f"{path}: line {line}: each line must be a JSON object"
-                )
-            keys = next((k for k in JSONL_TOKEN_KEYS if k[0] in record and k[1] in record), None)
-            if "timestamp" not in record or keys is None:
-                pairs = " or ".join("/".join(k) for k in JSONL_TOKEN_KEYS)
-                raise ValueError(f"{path}: line {line}: needs timestamp (ms) and {pairs}")
-            values = [record["timestamp"], record[keys[0]], record[keys[1]]]
-            if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-                raise ValueError(f"{path}: line {line}: timestamp and token counts must be numbers")
-            rows.append((line, values[0] / 1000.0, float(values[1]), float(values[2])))
+        rows = [_jsonl_row(path, k, line) for k, line in enumerate(file, start=1) if line.strip()]
     return _rows_trace(path, rows, sort)
+
+
+def _jsonl_row(path: object, line: int, text: str) -> tuple[int, float, float, float]:
+    """``(line, time_s, prompt, output)`` of one line; a bad one named."""
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: line {line}: not JSON ({err.msg})") from None
+    if not isinstance(record, dict):
+        raise ValueError(  # noqa: TRY004 (a bad file, not a bad argument)
+            f"{path}: line {line}: each line must be a JSON object"
+        )
+    keys = next((k for k in JSONL_TOKEN_KEYS if k[0] in record and k[1] in record), None)
+    if "timestamp" not in record or keys is None:
+        pairs = " or ".join("/".join(k) for k in JSONL_TOKEN_KEYS)
+        raise ValueError(f"{path}: line {line}: needs timestamp (ms) and {pairs}")
+    stamp, prompt, output = record["timestamp"], record[keys[0]], record[keys[1]]
+    if not all(type(v) in (int, float) for v in (stamp, prompt, output)):
+        raise ValueError(f"{path}: line {line}: timestamp and token counts must be numbers")
+    try:
+        return line, float(stamp) / 1000.0, float(prompt), float(output)
+    except OverflowError:
+        raise ValueError(f"{path}: line {line}: a number beyond any double") from None
+
+
+def _jsonl_columns(
+    path: str | os.PathLike[str], lines: list[tuple[int, str]], sort: bool
+) -> TokenTrace | None:
+    """Every line parsed at once (one JSON array) and read column by column, the values of
+    :func:`_jsonl_row`; None where the line-by-line read must name a bad line."""
+    try:
+        records = json.loads("[" + ",".join(line for _, line in lines) + "]")
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not records or len(records) != len(lines) or set(map(type, records)) != {dict}:
+        return None
+    first = records[0]
+    keys = next((k for k in JSONL_TOKEN_KEYS if k[0] in first and k[1] in first), None)
+    if keys is None:
+        return None
+    try:
+        columns = [[r[name] for r in records] for name in ("timestamp", *keys)]
+        if any(not set(map(type, c)) <= {int, float} for c in columns):
+            return None
+        stamps, prompt, output = (np.array(c, dtype=np.float64) for c in columns)
+    except (KeyError, OverflowError):
+        return None
+    counts = np.stack([prompt, output], axis=1)
+    valid = np.all(np.isfinite(stamps)) and np.all(np.isfinite(counts)) and np.all(counts >= 0)
+    if not valid or (not sort and np.any(np.diff(stamps) < 0)):
+        return None
+    return _sorted_trace(path, stamps / 1000.0, counts)
 
 
 def load_trace(
