@@ -207,6 +207,26 @@ def test_sglang_killed_after_its_pause_only_continues_generation(tmp_path: Path)
     assert "continued" in back.stamps_ns
 
 
+def test_sglang_killed_before_its_pause_was_recorded_continues_generation(
+    tmp_path: Path,
+) -> None:
+    """Killed between the pause's answer and its record: the ledger shows a park with no
+    step, the engine is paused all the same; the restart continues generation (a no-op
+    had the pause not gone out) instead of waiting on a request that never runs."""
+    with strict_engine("sglang", slow_health_s=0.0) as engine:
+        endpoint = ServingEndpoint(engine.url, "sglang")
+        killed_while_parked(tmp_path / "ledger.jsonl", endpoint, acked=False)
+        endpoint.dialect.pause(endpoint, 10.0)
+        status = main(run_argv(engine.url, tmp_path, "sglang", seconds=0.2, timeout=5))
+        assert engine.alive(), engine.stderr_text()
+        state = SimulatedDeviceReader(engine.url).state()
+    assert status == 0
+    assert state["paused"] is None
+    back = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "return")
+    assert back.detail["recovered"]
+    assert "continued" in back.stamps_ns
+
+
 def test_a_failed_return_quarantines_until_cleared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -453,13 +453,15 @@ class ServingEngine:
             self.last_held_s = [*self.last_held_s, *self.door.open()]
 
     def unpause(self) -> dict[str, int]:
-        """A park that paused generation and died before its release: continue only
-        (a resume of memory never released would kill SGLang's scheduler)."""
+        """A park that died before its release: continue generation where the dialect
+        pauses (a resume of memory never released would kill SGLang's scheduler), then
+        wait for a completed request."""
         stamps = {"resume_sent": time.perf_counter_ns()}
         self._hold()
         try:
-            self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
-            stamps["continued"] = time.perf_counter_ns()
+            if self.endpoint.dialect.pauses:
+                self.endpoint.dialect.unpause(self.endpoint, self.timeout_s)
+                stamps["continued"] = time.perf_counter_ns()
             self.parked = None
             return self._ready(stamps)
         finally:

@@ -194,7 +194,9 @@ def plan_heal(records: Sequence[HandoffRecord], asleep: bool | None, cleared: bo
                 "state), then run again with --clear-quarantine"
             )
         elif acked is None:  # the release never went out: at most a pause to undo
-            call = "unpause" if "paused" in steps else "ready"
+            # ... recorded or not: a kill between the pause's answer and its record
+            # leaves generation paused; continuing an unpaused engine is a no-op.
+            call = "unpause"
     return Heal(
         call=call,
         parked=undo,
