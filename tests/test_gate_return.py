@@ -45,6 +45,8 @@ from engine_support import on_threads, raw_request, strict_config
 
 pytest.importorskip("aiohttp", reason="needs aiohttp (learnsched[serve])")
 
+from test_gate import counts_settled
+
 from learnsched.gate import Gate
 from learnsched.gate.proxy import RETRY_AFTER_S
 
@@ -170,7 +172,7 @@ def test_past_max_held_while_parked_the_gate_answers_503_and_the_return_is_check
         answers = [future.result(timeout=60.0) for future in sent]
         thread.join(60.0)
         state = SimulatedDeviceReader(sim.url).state()
-        counts = gate.counts()
+        counts = counts_settled(gate)
     assert "error" not in out, out
     records = read_ledger(ledger)
     assert [r.detail for r in records if r.kind == "quarantine"] == []
