@@ -191,32 +191,20 @@ def test_sglang_returns_are_written_ahead(tmp_path: Path) -> None:
             assert written_ahead == (dialect == "sglang"), (dialect, kinds)
 
 
-def test_sglang_killed_after_its_pause_only_continues_generation(tmp_path: Path) -> None:
-    """Killed between the pause and the release: continue generation, resume nothing
-    (the strict engine dies on a resume of memory never released)."""
-    with strict_engine("sglang", slow_health_s=0.0) as engine:
-        endpoint = ServingEndpoint(engine.url, "sglang")
-        killed_while_parked(tmp_path / "ledger.jsonl", endpoint, acked=False, steps=("paused",))
-        status = main(run_argv(engine.url, tmp_path, "sglang", seconds=0.2))
-        assert engine.alive(), engine.stderr_text()
-        state = SimulatedDeviceReader(engine.url).state()
-    assert status == 0
-    assert state["paused"] is None
-    back = next(r for r in read_ledger(tmp_path / "ledger.jsonl") if r.kind == "return")
-    assert back.detail["recovered"]
-    assert "continued" in back.stamps_ns
-
-
-def test_sglang_killed_before_its_pause_was_recorded_continues_generation(
-    tmp_path: Path,
+@pytest.mark.parametrize("recorded", [True, False])
+def test_sglang_killed_after_its_pause_only_continues_generation(
+    tmp_path: Path, recorded: bool
 ) -> None:
-    """Killed between the pause's answer and its record: the ledger shows a park with no
-    step, the engine is paused all the same; the restart continues generation (a no-op
-    had the pause not gone out) instead of waiting on a request that never runs."""
+    """Killed between the pause and the release, its pause recorded or (killed between
+    the pause's answer and its record) not: continue generation (a no-op had the pause
+    not gone out), resume nothing (the strict engine dies on a resume of memory never
+    released), instead of waiting on a request that never runs."""
     with strict_engine("sglang", slow_health_s=0.0) as engine:
         endpoint = ServingEndpoint(engine.url, "sglang")
-        killed_while_parked(tmp_path / "ledger.jsonl", endpoint, acked=False)
-        endpoint.dialect.pause(endpoint, 10.0)
+        steps = ("paused",) if recorded else ()
+        killed_while_parked(tmp_path / "ledger.jsonl", endpoint, acked=False, steps=steps)
+        if not recorded:
+            endpoint.dialect.pause(endpoint, 10.0)
         status = main(run_argv(engine.url, tmp_path, "sglang", seconds=0.2, timeout=5))
         assert engine.alive(), engine.stderr_text()
         state = SimulatedDeviceReader(engine.url).state()

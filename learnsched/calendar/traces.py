@@ -304,13 +304,21 @@ def _columns(table: Table, sort: bool) -> tuple[FloatArray, FloatArray] | None:
     """The trace read column by column, the same values as :func:`_checked_columns` bit
     for bit; None if any cell is bad (then the checked path names it)."""
     times = _fast_timestamps(table)
-    if times is None or (not sort and np.any(np.diff(times) < 0)):
-        return None
     context, generated = (numbers(table, name) for name in AZURE_COLUMNS[1:])
-    if context is None or generated is None:
+    return _columns_taken(times, context, generated, sort)
+
+
+def _columns_taken(
+    times: FloatArray | None, prompt: FloatArray | None, output: FloatArray | None, sort: bool
+) -> tuple[FloatArray, FloatArray] | None:
+    """A columnar read's times and ``(prompt, output)`` counts, if every value is what the
+    checked read would take: finite times in order (unless ``sort``), finite counts >= 0;
+    None where the checked read must name a bad row."""
+    if times is None or prompt is None or output is None:
         return None
-    counts = np.stack([context, generated], axis=1)
-    if not np.all(np.isfinite(counts)) or np.any(counts < 0):
+    counts = np.stack([prompt, output], axis=1)
+    valid = np.all(np.isfinite(times)) and np.all(np.isfinite(counts)) and np.all(counts >= 0)
+    if not valid or (not sort and np.any(np.diff(times) < 0)):
         return None
     return times, counts
 
@@ -400,13 +408,8 @@ def _burstgpt_columns(path: str | os.PathLike[str], sort: bool) -> TokenTrace | 
     if table is None:
         return None
     times, prompt, output = (numbers(table, name) for name in BURSTGPT_COLUMNS)
-    if times is None or prompt is None or output is None:
-        return None
-    counts = np.stack([prompt, output], axis=1)
-    valid = np.all(np.isfinite(times)) and np.all(np.isfinite(counts)) and np.all(counts >= 0)
-    if not valid or (not sort and np.any(np.diff(times) < 0)):
-        return None
-    return _sorted_trace(path, times, counts)
+    taken = _columns_taken(times, prompt, output, sort)
+    return None if taken is None else _sorted_trace(path, *taken)
 
 
 def read_burstgpt_trace(path: str | os.PathLike[str], sort: bool = False) -> TokenTrace:
@@ -519,11 +522,8 @@ def _jsonl_columns(
         stamps, prompt, output = (np.array(c, dtype=np.float64) for c in columns)
     except (KeyError, OverflowError):
         return None
-    counts = np.stack([prompt, output], axis=1)
-    valid = np.all(np.isfinite(stamps)) and np.all(np.isfinite(counts)) and np.all(counts >= 0)
-    if not valid or (not sort and np.any(np.diff(stamps) < 0)):
-        return None
-    return _sorted_trace(path, stamps / 1000.0, counts)
+    taken = _columns_taken(stamps / 1000.0, prompt, output, sort)
+    return None if taken is None else _sorted_trace(path, *taken)
 
 
 def load_trace(

@@ -314,12 +314,10 @@ def _verdict_table(result: dict[str, Any]) -> str:
         f"{'policy':<15}{'verdict':<23}{'mean':>12}{'95% CI':>24}{'s-eq./day':>14}{'GPU-h/day':>11}",
     ]
     for name, v in result["verdicts"].items():
-        p = result["policies"][name]
-        hours = "-" if p.get("gpu_hours_per_day") is None else f"{p['gpu_hours_per_day']:.2f}"
-        per_day = "-" if "value_per_day" not in p else f"{p['value_per_day']:.1f}"
+        p = result["policies"][name]  # a causal study's: counted per day
         lines.append(
             f"{name:<15}{v['verdict']:<23}{v['mean']:>12.3f}{_fmt_ci(v['ci95']):>24}"
-            f"{per_day:>14}{hours:>11}"
+            f"{p['value_per_day']:>14.1f}{p['gpu_hours_per_day']:>11.2f}"
         )
     return "\n".join(lines)
 
